@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs every build and test dependency of inferbench from Debian 12 packages.
+# Idempotent and non-interactive; nothing is downloaded by any other means.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config git ca-certificates python3
+  libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
+  libsimdjson-dev libyaml-cpp-dev libcli11-dev libfmt-dev libspdlog-dev
+  libsqlite3-dev libgtest-dev libgmock-dev libbenchmark-dev clang-format
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+echo "install-deps: installing ${missing[*]}"
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

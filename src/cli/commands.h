@@ -1,0 +1,24 @@
+// The subcommand table (STYLE.md: the main program is a thin dispatcher). Each subcommand lives in
+// its own file and registers itself on the root app, returning the function that runs it.
+#pragma once
+
+#include <functional>
+
+#include <CLI/CLI.hpp>
+
+namespace ib::cli {
+
+/// Runs a parsed subcommand; returns the process exit code (DESIGN.md §2: 0 success,
+/// 1 benchmark or validation failure, 2 usage or input error, 130 interrupted).
+using RunFn = std::function<int()>;
+
+RunFn register_bench(CLI::App& root);
+RunFn register_serve_sim(CLI::App& root);
+RunFn register_sweep(CLI::App& root);
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;
+inline constexpr int kExitUsage = 2;
+inline constexpr int kExitInterrupted = 130;
+
+}  // namespace ib::cli

@@ -1,0 +1,46 @@
+// inferbench: continuous benchmarking of LLM inference serving. See DESIGN.md §2.
+#include <csignal>
+#include <exception>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+
+int main(int argc, char** argv) {
+  // Writes to a closed socket must surface as errors, never kill the process.
+  std::signal(SIGPIPE, SIG_IGN);
+
+  CLI::App app{"inferbench: continuous benchmarking of LLM inference serving"};
+  app.set_version_flag("--version", std::string("inferbench ") + INFERBENCH_VERSION);
+  app.require_subcommand(0, 1);
+
+  std::map<CLI::App*, ib::cli::RunFn> table;
+  auto add = [&](ib::cli::RunFn (*reg)(CLI::App&)) {
+    auto run = reg(app);
+    table.emplace(app.get_subcommands({}).back(), std::move(run));
+  };
+  add(&ib::cli::register_sweep);
+  add(&ib::cli::register_bench);
+  add(&ib::cli::register_serve_sim);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : ib::cli::kExitUsage;
+  }
+  for (auto& [sub, run] : table) {
+    if (sub->parsed()) {
+      try {
+        return run();
+      } catch (const std::exception& e) {
+        fmt::print(stderr, "inferbench {}: internal error: {}\n", sub->get_name(), e.what());
+        return ib::cli::kExitFailure;
+      }
+    }
+  }
+  // No subcommand: show what there is.
+  fmt::print("{}", app.help());
+  return ib::cli::kExitUsage;
+}

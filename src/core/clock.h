@@ -1,0 +1,28 @@
+// Monotonic and wall clocks. All latency measurements use mono_ns(); wall time is only recorded
+// to label results (DESIGN.md §5: timestamps from a monotonic clock).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+namespace ib {
+
+using MonoClock = std::chrono::steady_clock;
+
+/// Nanoseconds on the monotonic clock (arbitrary epoch; only differences are meaningful).
+inline int64_t mono_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             MonoClock::now().time_since_epoch())
+      .count();
+}
+
+/// Seconds since the Unix epoch, wall clock, with sub-second precision.
+inline double unix_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+inline double ns_to_ms(int64_t ns) { return static_cast<double>(ns) / 1e6; }
+inline double ns_to_s(int64_t ns) { return static_cast<double>(ns) / 1e9; }
+
+}  // namespace ib

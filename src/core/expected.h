@@ -1,0 +1,69 @@
+// Errors as values (see STYLE.md): expected failures such as bad input, server errors or a missing
+// file are returned as Error, never thrown across module boundaries.
+#pragma once
+
+#include <cassert>
+#include <string>
+#include <utility>
+#include <variant>
+
+namespace ib {
+
+/// A human-readable failure description. Messages name the offending input (file, field, value).
+struct Error {
+  std::string message;
+};
+
+/// Either a value of T or an Error. A tiny stand-in for C++23 std::expected.
+template <class T>
+class Expected {
+ public:
+  Expected(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Expected(Error error) : v_(std::move(error)) {}  // NOLINT(google-explicit-constructor)
+
+  bool ok() const { return v_.index() == 0; }
+  explicit operator bool() const { return ok(); }
+
+  /// REQUIRES: ok().
+  T& value() & {
+    assert(ok());
+    return std::get<0>(v_);
+  }
+  const T& value() const& {
+    assert(ok());
+    return std::get<0>(v_);
+  }
+  T&& value() && {
+    assert(ok());
+    return std::get<0>(std::move(v_));
+  }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
+  T& operator*() { return value(); }
+
+  /// REQUIRES: !ok().
+  const Error& error() const {
+    assert(!ok());
+    return std::get<1>(v_);
+  }
+
+ private:
+  std::variant<T, Error> v_;
+};
+
+/// Success or an Error, for operations without a result value.
+class Status {
+ public:
+  Status() = default;
+  Status(Error error) : error_(std::move(error)), ok_(false) {}  // NOLINT
+  static Status Ok() { return {}; }
+  bool ok() const { return ok_; }
+  explicit operator bool() const { return ok_; }
+  const Error& error() const { return error_; }
+
+ private:
+  Error error_;
+  bool ok_ = true;
+};
+
+}  // namespace ib

@@ -1,0 +1,188 @@
+#include "core/process.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+extern char** environ;
+
+namespace ib {
+
+std::string ExitInfo::describe() const {
+  if (signaled) return fmt::format("signal {} ({})", signal, ::strsignal(signal));
+  return fmt::format("exit code {}", code);
+}
+
+static ExitInfo decode_status(int status) {
+  ExitInfo info;
+  if (WIFSIGNALED(status)) {
+    info.signaled = true;
+    info.signal = WTERMSIG(status);
+  } else if (WIFEXITED(status)) {
+    info.code = WEXITSTATUS(status);
+  }
+  return info;
+}
+
+Expected<ChildProcess> ChildProcess::spawn(const SpawnOptions& options) {
+  if (options.argv.empty()) return Error{"spawn: empty argv"};
+
+  // Everything the child needs is prepared before fork: only async-signal-safe calls after it.
+  std::vector<char*> argv;
+  for (const auto& a : options.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+
+  std::vector<std::string> env_storage;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string_view kv(*e);
+    auto eq = kv.find('=');
+    std::string key(kv.substr(0, eq));
+    if (options.env_set.count(key) == 0) env_storage.emplace_back(kv);
+  }
+  for (const auto& [k, v] : options.env_set) env_storage.push_back(k + "=" + v);
+  std::vector<char*> envp;
+  for (auto& s : env_storage) envp.push_back(s.data());
+  envp.push_back(nullptr);
+
+  int log_fd = -1;
+  if (!options.log_path.empty()) {
+    log_fd = ::open(options.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (log_fd < 0) {
+      return Error{fmt::format("{}: cannot open log: {}", options.log_path.string(),
+                               std::strerror(errno))};
+    }
+  }
+  int err_pipe[2];
+  if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
+    if (log_fd >= 0) ::close(log_fd);
+    return Error{fmt::format("spawn: pipe failed: {}", std::strerror(errno))};
+  }
+  pid_t parent = ::getpid();
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    int err = errno;
+    if (log_fd >= 0) ::close(log_fd);
+    ::close(err_pipe[0]);
+    ::close(err_pipe[1]);
+    return Error{fmt::format("spawn {}: fork failed: {}", options.argv[0], std::strerror(err))};
+  }
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    if (options.die_with_parent) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) ::_exit(127);
+    }
+    // Reset signal dispositions the parent may have changed.
+    ::signal(SIGINT, SIG_DFL);
+    ::signal(SIGTERM, SIG_DFL);
+    ::signal(SIGPIPE, SIG_DFL);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    if (log_fd >= 0) {
+      ::dup2(log_fd, STDOUT_FILENO);
+      ::dup2(log_fd, STDERR_FILENO);
+    }
+    int devnull = ::open("/dev/null", O_RDONLY);
+    if (devnull >= 0) ::dup2(devnull, STDIN_FILENO);
+    ::execvpe(argv[0], argv.data(), envp.data());
+    int err = errno;
+    [[maybe_unused]] auto n = ::write(err_pipe[1], &err, sizeof err);
+    ::_exit(127);
+  }
+  // Also set the group from the parent side to avoid racing a kill() against the child's setpgid.
+  ::setpgid(pid, pid);
+  ::close(err_pipe[1]);
+  if (log_fd >= 0) ::close(log_fd);
+  int child_err = 0;
+  ssize_t n;
+  do {
+    n = ::read(err_pipe[0], &child_err, sizeof child_err);
+  } while (n < 0 && errno == EINTR);
+  ::close(err_pipe[0]);
+  if (n == sizeof child_err) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    return Error{fmt::format("cannot execute '{}': {}", options.argv[0], std::strerror(child_err))};
+  }
+  return ChildProcess(pid);
+}
+
+ChildProcess::ChildProcess(ChildProcess&& other) noexcept
+    : pid_(other.pid_), exit_(std::move(other.exit_)) {
+  other.pid_ = -1;
+}
+
+ChildProcess& ChildProcess::operator=(ChildProcess&& other) noexcept {
+  if (this != &other) {
+    if (pid_ > 0) stop();
+    pid_ = other.pid_;
+    exit_ = std::move(other.exit_);
+    other.pid_ = -1;
+  }
+  return *this;
+}
+
+ChildProcess::~ChildProcess() {
+  if (pid_ > 0) stop();
+}
+
+std::optional<ExitInfo> ChildProcess::poll() {
+  if (exit_ || pid_ <= 0) return exit_;
+  int status = 0;
+  pid_t r = ::waitpid(pid_, &status, WNOHANG);
+  if (r == pid_) {
+    exit_ = decode_status(status);
+    // The leader is gone; make sure nothing else of its group lingers.
+    ::kill(-pid_, SIGKILL);
+  }
+  return exit_;
+}
+
+ExitInfo ChildProcess::stop(std::chrono::milliseconds grace) {
+  if (pid_ <= 0) return exit_.value_or(ExitInfo{});
+  if (!poll()) {
+    ::kill(-pid_, SIGTERM);
+    auto deadline = std::chrono::steady_clock::now() + grace;
+    while (!poll() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (!exit_) {
+      ::kill(-pid_, SIGKILL);
+      int status = 0;
+      while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+      }
+      exit_ = decode_status(status);
+    }
+  }
+  ::kill(-pid_, SIGKILL);  // any grandchildren left in the group
+  pid_ = -1;
+  return *exit_;
+}
+
+std::string file_tail(const std::filesystem::path& path, size_t max_bytes) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return {};
+  in.seekg(0, std::ios::end);
+  auto size = static_cast<size_t>(in.tellg());
+  size_t start = size > max_bytes ? size - max_bytes : 0;
+  in.seekg(static_cast<std::streamoff>(start));
+  std::string s(size - start, '\0');
+  in.read(s.data(), static_cast<std::streamsize>(s.size()));
+  if (start > 0) {
+    auto nl = s.find('\n');
+    if (nl != std::string::npos) s.erase(0, nl + 1);
+  }
+  return s;
+}
+
+}  // namespace ib

@@ -1,0 +1,102 @@
+// Async HTTP/1.1 client connection on Boost.Beast for benchmark traffic: keep-alive, incremental
+// delivery of response body bytes with their arrival time, and a simple blocking GET for health
+// checks.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/verb.hpp>
+
+#include "core/expected.h"
+
+namespace ib {
+
+/// Where a server listens: parsed from a URL such as http://127.0.0.1:8000 or
+/// http://host:8000/prefix (the prefix is prepended to request paths).
+struct Endpoint {
+  std::string host;
+  uint16_t port = 80;
+  std::string base_path;  // without trailing slash; empty for the root
+  std::string url() const;
+};
+
+/// Parses an http:// URL. Error names the URL and what is wrong (https is not supported yet).
+Expected<Endpoint> parse_endpoint(std::string_view url);
+
+/// Resolves the host once, before a run (no DNS on the hot path).
+Expected<boost::asio::ip::tcp::resolver::results_type> resolve(const Endpoint& endpoint);
+
+struct ClientTimeouts {
+  std::chrono::milliseconds connect{10'000};
+  std::chrono::milliseconds idle{300'000};  // longest silence allowed while a response is read
+};
+
+/// Receives a response as it arrives. Times are ib::mono_ns() taken when the bytes were read.
+class ResponseSink {
+ public:
+  virtual ~ResponseSink() = default;
+  virtual void on_headers(int status, int64_t t_ns) = 0;
+  virtual void on_body(std::string_view bytes, int64_t t_ns) = 0;
+};
+
+/// How one exchange ended at the transport level. Protocol meaning (SSE, [DONE]) is the sink's.
+struct HttpOutcome {
+  boost::system::error_code ec;  // first transport error; empty when the response completed
+  bool connect_failed = false;   // ec came from connecting
+  bool timed_out = false;        // ec came from a timeout
+  bool response_started = false; // at least the status line arrived
+  bool complete = false;         // the whole message was read
+  int status = 0;
+  int64_t send_ns = 0;           // when the request's first byte was handed to the socket
+};
+
+/// One keep-alive connection. Not thread-safe: one request at a time, on one executor.
+class HttpConnection {
+ public:
+  HttpConnection(boost::asio::any_io_executor executor, Endpoint endpoint,
+                 boost::asio::ip::tcp::resolver::results_type addresses,
+                 ClientTimeouts timeouts = {});
+
+  /// Sends one request (connecting first when needed) and streams the response into `sink`.
+  /// `path` is appended to the endpoint's base path.
+  boost::asio::awaitable<HttpOutcome> request(boost::beast::http::verb verb, std::string_view path,
+                                              std::string_view body, ResponseSink& sink);
+
+  /// True when a connection is open and was used before (a keep-alive reuse may race the
+  /// server closing an idle connection).
+  bool reused() const { return open_ && requests_on_connection_ > 0; }
+  void close();
+
+ private:
+  boost::asio::awaitable<boost::system::error_code> connect();
+
+  Endpoint endpoint_;
+  boost::asio::ip::tcp::resolver::results_type addresses_;
+  ClientTimeouts timeouts_;
+  boost::beast::tcp_stream stream_;
+  boost::beast::flat_buffer buffer_;
+  std::string body_buf_;  // receive window for body bytes, reused
+  bool open_ = false;
+  int requests_on_connection_ = 0;
+};
+
+struct SimpleResponse {
+  int status = 0;
+  std::string body;
+};
+
+/// Blocking GET with an overall timeout, for health checks and metadata. Error on connection
+/// failure or timeout.
+Expected<SimpleResponse> http_get(const Endpoint& endpoint, std::string_view path,
+                                  std::chrono::milliseconds timeout);
+
+}  // namespace ib

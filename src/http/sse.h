@@ -1,0 +1,103 @@
+// Incremental Server-Sent Events parser (WHATWG HTML §9.2 "event stream" interpretation), fed
+// with arbitrary byte slices: the result does not depend on where reads or HTTP chunks split the
+// stream. Allocation-free in steady state: its buffers keep their capacity between events.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace ib {
+
+/// One dispatched event. Views are valid only during the callback.
+struct SseEvent {
+  std::string_view data;  // "data" lines joined with '\n' (one leading space of each stripped)
+  std::string_view type;  // the "event:" field, empty when absent
+  /// The last line whose field name is not one SSE defines (data, event, id, retry), e.g. the
+  /// `error: {...}` lines of old llama.cpp builds; empty when none. Spec-compliant parsers drop
+  /// these silently; we surface them so a server's error is never lost.
+  std::string_view unknown_field;
+  std::string_view unknown_value;
+};
+
+class SseParser {
+ public:
+  /// Parses `bytes`, calling `on_event(const SseEvent&)` for every event completed by them.
+  template <class OnEvent>
+  void feed(std::string_view bytes, OnEvent&& on_event) {
+    size_t i = 0;
+    while (i < bytes.size()) {
+      if (skip_lf_) {
+        skip_lf_ = false;
+        if (bytes[i] == '\n') {
+          ++i;
+          continue;
+        }
+      }
+      // Find the end of the current line in this slice.
+      size_t j = i;
+      while (j < bytes.size() && bytes[j] != '\n' && bytes[j] != '\r') ++j;
+      if (j == bytes.size()) {
+        line_.append(bytes.substr(i));
+        return;
+      }
+      std::string_view line;
+      if (line_.empty()) {
+        line = bytes.substr(i, j - i);
+      } else {
+        line_.append(bytes.substr(i, j - i));
+        line = line_;
+      }
+      if (bytes[j] == '\r') skip_lf_ = true;
+      i = j + 1;
+      if (process_line(line)) {
+        SseEvent ev{data_, type_, unknown_field_, unknown_value_};
+        on_event(ev);
+        reset_event();
+      }
+      line_.clear();
+    }
+  }
+
+  /// Ends the stream: a final line without its line break is processed, and an event that was
+  /// not closed by a blank line is dispatched (lenient: some servers omit the last blank line).
+  template <class OnEvent>
+  void finish(OnEvent&& on_event) {
+    if (!line_.empty()) {
+      std::string line = std::move(line_);
+      line_.clear();
+      process_line(line);
+    }
+    if (has_data_ || !unknown_field_.empty()) {
+      SseEvent ev{data_, type_, unknown_field_, unknown_value_};
+      on_event(ev);
+    }
+    reset();
+  }
+
+  /// True when bytes of an unfinished line or event are buffered: a stream that ends here was cut.
+  bool has_partial() const { return !line_.empty() || has_fields_; }
+
+  /// Forgets all buffered state (for reusing the parser on a new response).
+  void reset() {
+    line_.clear();
+    skip_lf_ = false;
+    reset_event();
+  }
+
+ private:
+  // Returns true when the line is blank and an event should be dispatched.
+  bool process_line(std::string_view line);
+  void reset_event();
+
+  std::string line_;  // partial line carried across feeds
+  std::string data_;
+  std::string type_;
+  std::string unknown_field_;
+  std::string unknown_value_;
+  bool has_data_ = false;
+  bool has_fields_ = false;
+  bool skip_lf_ = false;  // last byte was '\r'; a following '\n' belongs to the same line end
+};
+
+}  // namespace ib

@@ -1,0 +1,223 @@
+#include "load/bench.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "core/clock.h"
+
+namespace ib {
+
+Status validate(const BenchSpec& spec) {
+  if (auto s = validate(spec.workload); !s) return s;
+  if (spec.concurrency < 1) {
+    return Error{fmt::format("--concurrency must be at least 1 (got {})", spec.concurrency)};
+  }
+  if (spec.warmups < 0) {
+    return Error{fmt::format("--warmups must not be negative (got {})", spec.warmups)};
+  }
+  for (double q : spec.metrics.percentiles) {
+    if (!(q > 0 && q < 100)) {
+      return Error{fmt::format("--percentiles: {} is not in (0, 100)", q)};
+    }
+  }
+  if (auto e = parse_endpoint(spec.endpoint_url); !e) return e.error();
+  return Status::Ok();
+}
+
+Expected<std::string> discover_model(const Endpoint& endpoint) {
+  auto resp = http_get(endpoint, "/v1/models", std::chrono::seconds(10));
+  if (!resp) return resp.error();
+  if (resp->status != 200) {
+    return Error{fmt::format("GET {}/v1/models returned HTTP {}; pass --model", endpoint.url(),
+                             resp->status)};
+  }
+  boost::system::error_code ec;
+  auto v = boost::json::parse(resp->body, ec);
+  const boost::json::array* data = nullptr;
+  if (!ec && v.is_object()) {
+    if (auto* d = v.as_object().if_contains("data"); d && d->is_array()) data = &d->as_array();
+  }
+  if (data == nullptr || data->empty() || !(*data)[0].is_object() ||
+      !(*data)[0].as_object().contains("id") || !(*data)[0].as_object().at("id").is_string()) {
+    return Error{fmt::format("GET {}/v1/models listed no model; pass --model", endpoint.url())};
+  }
+  return std::string((*data)[0].as_object().at("id").as_string());
+}
+
+namespace {
+
+std::vector<PreparedRequest> prepare(const std::vector<PromptSpec>& prompts, Api api,
+                                     const RequestKnobs& knobs) {
+  std::vector<PreparedRequest> out;
+  out.reserve(prompts.size());
+  for (const auto& p : prompts) {
+    PreparedRequest r;
+    r.input_len = p.input_len;
+    r.output_len = p.output_len;
+    if (api == Api::kChat) {
+      r.body = chat_body(knobs, p.text, p.output_len);
+    } else if (!p.token_ids.empty()) {
+      r.body = completions_body(knobs, p.token_ids, p.output_len);
+    } else {
+      r.body = completions_body(knobs, p.text, p.output_len);
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::string iso_time(double unix_s) {
+  time_t t = static_cast<time_t>(unix_s);
+  tm tm_utc{};
+  gmtime_r(&t, &tm_utc);
+  char buf[32];
+  strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm_utc);
+  return buf;
+}
+
+}  // namespace
+
+Expected<BenchReport> run_bench(const BenchSpec& spec) {
+  if (auto s = validate(spec); !s) return s.error();
+  auto endpoint = parse_endpoint(spec.endpoint_url);
+  if (!endpoint) return endpoint.error();
+  std::string model = spec.model;
+  if (model.empty()) {
+    auto m = discover_model(*endpoint);
+    if (!m) return m.error();
+    model = *m;
+  }
+
+  RandomWorkload wl = spec.workload;
+  wl.as_text = spec.api == Api::kChat;
+  auto prompts = make_random_prompts(wl);
+  std::vector<PromptSpec> warm_prompts;
+  if (spec.warmups > 0) {
+    RandomWorkload w = wl;
+    w.num_prompts = spec.warmups;
+    w.seed = wl.seed ^ 0x9e3779b97f4a7c15ULL;  // distinct prompts: warmups must not prime a cache
+    warm_prompts = make_random_prompts(w);
+  }
+  RequestKnobs knobs;
+  knobs.model = model;
+  auto measured = prepare(prompts, spec.api, knobs);
+  auto warmup = prepare(warm_prompts, spec.api, knobs);
+
+  RunnerConfig rc;
+  rc.endpoint = *endpoint;
+  rc.api = spec.api;
+  rc.concurrency = spec.concurrency;
+  rc.timeouts = spec.timeouts;
+  const bool tty = spec.show_progress && isatty(STDERR_FILENO);
+  if (tty) {
+    rc.on_progress = [last = int64_t{0}](size_t done, size_t total) mutable {
+      int64_t now = mono_ns();
+      if (done != total && now - last < 100'000'000) return;
+      last = now;
+      fmt::print(stderr, "\r  {} / {} requests", done, total);
+      if (done == total) fmt::print(stderr, "\r\033[K");
+      std::fflush(stderr);
+    };
+  }
+  auto run = run_closed_loop(rc, warmup, measured);
+  if (!run) return run.error();
+  if (tty) fmt::print(stderr, "\r\033[K");
+
+  BenchReport report;
+  report.run = std::move(*run);
+  report.partial = report.run.interrupted;
+  report.metrics = compute_metrics(report.run.measured, spec.metrics);
+
+  boost::json::object j;
+  j["date"] = iso_time(report.run.start_unix);
+  j["tool"] = "inferbench";
+  j["tool_version"] = INFERBENCH_VERSION;
+  j["backend"] = spec.api == Api::kChat ? "openai-chat" : "openai";
+  j["api"] = api_name(spec.api);
+  j["endpoint"] = endpoint->url();
+  j["model_id"] = model;
+  j["num_prompts"] = wl.num_prompts;
+  j["request_rate"] = "inf";
+  j["burstiness"] = 1.0;
+  j["max_concurrency"] = spec.concurrency;
+  j["load_shape"] = "closed_loop";
+  j["num_warmups"] = spec.warmups;
+  j["random_input_len"] = wl.isl;
+  j["random_output_len"] = wl.osl;
+  j["random_range_ratio"] = wl.range_ratio;
+  j["seed"] = wl.seed;
+  j["input_length_exact"] = spec.api != Api::kChat;
+  if (spec.api == Api::kChat) {
+    j["input_length_note"] =
+        "chat prompts are text of N words; without a tokenizer their token count is approximate "
+        "(total_input_tokens uses the server's prompt_tokens when reported)";
+  }
+  j["benchmark_start_time_unix"] = report.run.start_unix;
+  j["benchmark_end_time_unix"] = report.run.end_unix;
+  j["partial"] = report.partial;
+  j["cancelled"] = report.run.cancelled;
+  boost::json::object metrics = metrics_to_json(report.metrics, spec.metrics);
+  for (auto& kv : metrics) j[kv.key()] = std::move(kv.value());
+  boost::json::array input_lens, output_lens;
+  for (const auto& r : report.run.measured) {
+    if (!r.ok()) continue;
+    input_lens.emplace_back(r.input_tokens());
+    output_lens.emplace_back(r.output_tokens());
+  }
+  j["input_lens"] = std::move(input_lens);
+  j["output_lens"] = std::move(output_lens);
+  boost::json::object client;
+  client["cpu_seconds"] = report.run.client_cpu_s;
+  client["peak_in_flight"] = report.run.peak_in_flight;
+  const double wall = report.run.end_unix - report.run.start_unix;
+  client["cpu_utilization"] = wall > 0 ? report.run.client_cpu_s / wall : 0.0;
+  j["client"] = std::move(client);
+  report.json = std::move(j);
+  return report;
+}
+
+std::string format_summary(const BenchReport& report, const BenchSpec& spec) {
+  const BenchMetrics& m = report.metrics;
+  std::string s;
+  auto line = [&](std::string_view k, const std::string& v) {
+    s += fmt::format("{:<36}{:>14}\n", k, v);
+  };
+  auto f2 = [](double v) { return fmt::format("{:.2f}", v); };
+  s += fmt::format("{:=^50}\n", report.partial ? " Serving Benchmark (PARTIAL) " : " Serving Benchmark Result ");
+  line("Successful requests:", std::to_string(m.completed));
+  line("Failed requests:", std::to_string(m.failed));
+  line("Maximum request concurrency:", std::to_string(spec.concurrency));
+  line("Benchmark duration (s):", f2(m.duration_s));
+  line("Total input tokens:", std::to_string(m.total_input_tokens));
+  line("Total generated tokens:", std::to_string(m.total_output_tokens));
+  line("Request throughput (req/s):", f2(m.request_throughput));
+  line("Output token throughput (tok/s):", f2(m.output_throughput));
+  line("Total token throughput (tok/s):", f2(m.total_token_throughput));
+  auto block = [&](std::string_view title, std::string_view name, const Summary& sum) {
+    s += fmt::format("{:-^50}\n", fmt::format(" {} ", title));
+    line(fmt::format("Mean {} (ms):", name), f2(sum.mean));
+    line(fmt::format("Median {} (ms):", name), f2(sum.median));
+    for (size_t i = 0; i < spec.metrics.percentiles.size(); ++i) {
+      line(fmt::format("P{} {} (ms):", percentile_key(spec.metrics.percentiles[i]).substr(1), name),
+           f2(sum.percentiles[i]));
+    }
+  };
+  block("Time to First Token", "TTFT", m.ttft_ms);
+  block("Time per Output Token (excl. 1st token)", "TPOT", m.tpot_ms);
+  block("Inter-token Latency", "ITL", m.itl_ms);
+  block("End-to-end Latency", "E2EL", m.e2el_ms);
+  s += fmt::format("{:-^50}\n", " Interactivity ");
+  line("Median interactivity (tok/s/user):",
+       f2(m.tpot_ms.median > 0 ? 1000.0 / m.tpot_ms.median : 0.0));
+  for (const auto& [cause, n] : m.failures_by_cause) {
+    line(fmt::format("Failures ({}):", cause), std::to_string(n));
+  }
+  s += fmt::format("{:=^50}\n", "");
+  for (const auto& w : m.warnings) s += fmt::format("warning: {}\n", w);
+  return s;
+}
+
+}  // namespace ib

@@ -1,0 +1,55 @@
+// One benchmark point end to end: workload → prepared requests → run loop → metrics → result
+// JSON. Shared by `inferbench bench` and `inferbench sweep`.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <boost/json.hpp>
+
+#include "core/expected.h"
+#include "http/client.h"
+#include "load/runner.h"
+#include "metrics/result.h"
+#include "openai/request.h"
+#include "workload/random_prompts.h"
+
+namespace ib {
+
+struct BenchSpec {
+  std::string endpoint_url = "http://127.0.0.1:8000";
+  std::string model;  // empty: ask the server's /v1/models for the first model
+  Api api = Api::kCompletions;
+  RandomWorkload workload;
+  int concurrency = 1;
+  int warmups = 0;
+  MetricsOptions metrics;
+  ClientTimeouts timeouts;
+  bool show_progress = false;  // progress line on stderr (only when it is a TTY)
+};
+
+/// A finished point: records, metrics and the result JSON.
+struct BenchReport {
+  RunnerResult run;
+  BenchMetrics metrics;
+  boost::json::object json;
+  bool partial = false;  // interrupted: the result covers only what was measured
+};
+
+/// Checks a spec; the error names the offending option.
+Status validate(const BenchSpec& spec);
+
+/// Runs one point. Error only when the run could not start (bad URL, no model found);
+/// failed requests are counted in the report.
+Expected<BenchReport> run_bench(const BenchSpec& spec);
+
+/// Asks GET /v1/models for the served model id.
+Expected<std::string> discover_model(const Endpoint& endpoint);
+
+/// Fraction of failed requests above which a point fails (vLLM benchmark_serving's rule).
+inline constexpr double kMaxFailureRate = 0.05;
+
+/// Human-readable one-point summary (the table `inferbench bench` prints).
+std::string format_summary(const BenchReport& report, const BenchSpec& spec);
+
+}  // namespace ib

@@ -1,0 +1,40 @@
+// One streamed request's protocol handling: SSE framing, chunk decoding and classification into a
+// RequestRecord (DESIGN.md §4: TTFT is the first content event, never the role chunk or headers).
+#pragma once
+
+#include <string>
+
+#include "http/client.h"
+#include "http/sse.h"
+#include "metrics/record.h"
+#include "openai/stream.h"
+
+namespace ib {
+
+/// Receives one response and fills `record`. Reusable across requests (reset()); allocation-free
+/// per event once warmed up, apart from content_ns growth (reserved up front).
+class StreamingResponse : public ResponseSink {
+ public:
+  /// Starts a new request: `record` receives every timestamp and count.
+  void reset(RequestRecord* record);
+
+  void on_headers(int status, int64_t t_ns) override;
+  void on_body(std::string_view bytes, int64_t t_ns) override;
+
+  /// Classifies the finished exchange into record->failure / record->error.
+  void finish(const HttpOutcome& outcome);
+
+ private:
+  void on_event(const SseEvent& event, int64_t t_ns);
+  void fail(FailureCause cause, std::string message);
+
+  RequestRecord* record_ = nullptr;
+  SseParser sse_;
+  StreamDecoder decoder_;
+  std::string error_body_;  // body of a non-200 response
+  bool streaming_ = false;  // 200 with an event stream
+  bool done_ = false;       // saw [DONE]
+  bool failed_ = false;
+};
+
+}  // namespace ib

@@ -1,0 +1,21 @@
+#include "metrics/record.h"
+
+namespace ib {
+
+std::string_view failure_cause_name(FailureCause cause) {
+  switch (cause) {
+    case FailureCause::kNone: return "none";
+    case FailureCause::kConnect: return "connect";
+    case FailureCause::kHttpStatus: return "http_status";
+    case FailureCause::kStreamError: return "stream_error";
+    case FailureCause::kNoDone: return "no_done";
+    case FailureCause::kNoContent: return "no_content";
+    case FailureCause::kMalformed: return "malformed";
+    case FailureCause::kTimeout: return "timeout";
+    case FailureCause::kTransport: return "transport";
+    case FailureCause::kCancelled: return "cancelled";
+  }
+  return "unknown";
+}
+
+}  // namespace ib

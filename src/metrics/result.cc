@@ -1,0 +1,202 @@
+#include "metrics/result.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "core/clock.h"
+
+namespace ib {
+
+std::string percentile_key(double q) {
+  if (q == std::floor(q)) return fmt::format("p{}", static_cast<int64_t>(q));
+  return fmt::format("p{}", q);
+}
+
+BenchMetrics compute_metrics(std::span<const RequestRecord> records,
+                             const MetricsOptions& options) {
+  BenchMetrics m;
+  m.num_requests = static_cast<int64_t>(records.size());
+  std::vector<double> ttft, tpot, itl, e2el, sched_ttft, sched_e2el, queue, norm;
+  int64_t first_send = std::numeric_limits<int64_t>::max();
+  int64_t last_done = std::numeric_limits<int64_t>::min();
+
+  for (const RequestRecord& r : records) {
+    if (r.send_ns > 0) first_send = std::min(first_send, r.send_ns);
+    if (r.done_ns > 0) last_done = std::max(last_done, r.done_ns);
+    m.retries += r.retries;
+    if (!r.ok()) {
+      ++m.failed;
+      ++m.failures_by_cause[std::string(failure_cause_name(r.failure))];
+      if (m.error_samples.size() < 5 && !r.error.empty() &&
+          std::find(m.error_samples.begin(), m.error_samples.end(), r.error) ==
+              m.error_samples.end()) {
+        m.error_samples.push_back(r.error);
+      }
+      continue;
+    }
+    ++m.completed;
+    const int64_t out = r.output_tokens();
+    m.total_input_tokens += r.input_tokens();
+    m.total_output_tokens += out;
+    if (r.completion_tokens < 0) ++m.requests_without_usage;
+    if (r.completion_tokens >= 0 && r.output_len > 0 &&
+        std::abs(static_cast<double>(r.completion_tokens - r.output_len)) >
+            0.05 * r.output_len) {
+      ++m.usage_length_mismatches;
+    }
+    // A successful request has at least one content event (see load/ classification).
+    const int64_t first = r.content_ns.front();
+    const int64_t last = r.content_ns.back();
+    const double ttft_ms = ns_to_ms(first - r.send_ns);
+    const double e2el_ms = ns_to_ms(last - r.send_ns);
+    ttft.push_back(ttft_ms);
+    e2el.push_back(e2el_ms);
+    sched_ttft.push_back(ns_to_ms(first - r.sched_ns));
+    sched_e2el.push_back(ns_to_ms(last - r.sched_ns));
+    queue.push_back(ns_to_ms(r.send_ns - r.sched_ns));
+    if (out > 1) tpot.push_back((e2el_ms - ttft_ms) / static_cast<double>(out - 1));
+    if (out > 0) norm.push_back(e2el_ms / 1000.0 / static_cast<double>(out));
+    for (size_t i = 1; i < r.content_ns.size(); ++i) {
+      itl.push_back(ns_to_ms(r.content_ns[i] - r.content_ns[i - 1]));
+    }
+  }
+  if (first_send != std::numeric_limits<int64_t>::max() && last_done > first_send) {
+    m.duration_s = ns_to_s(last_done - first_send);
+  }
+  if (m.duration_s > 0) {
+    m.request_throughput = static_cast<double>(m.completed) / m.duration_s;
+    m.output_throughput = static_cast<double>(m.total_output_tokens) / m.duration_s;
+    m.total_token_throughput =
+        static_cast<double>(m.total_input_tokens + m.total_output_tokens) / m.duration_s;
+  }
+  const auto& q = options.percentiles;
+  m.ttft_ms = summarize(ttft, q);
+  m.tpot_ms = summarize(tpot, q);
+  m.itl_ms = summarize(itl, q);
+  m.e2el_ms = summarize(e2el, q);
+  m.sched_ttft_ms = summarize(sched_ttft, q);
+  m.sched_e2el_ms = summarize(sched_e2el, q);
+  m.queue_ms = summarize(queue, q);
+  m.e2e_norm_s_per_tok = summarize(norm, q);
+
+  if (m.requests_without_usage > 0) {
+    m.warnings.push_back(fmt::format(
+        "{} of {} successful requests returned no usage; their output tokens are estimated "
+        "from the number of content events",
+        m.requests_without_usage, m.completed));
+  }
+  if (m.usage_length_mismatches > 0) {
+    m.warnings.push_back(fmt::format(
+        "{} of {} successful requests: the server's completion_tokens differ from the requested "
+        "output length by more than 5%",
+        m.usage_length_mismatches, m.completed));
+  }
+  if (m.completed > 0 && tpot.empty()) {
+    m.warnings.push_back("no request produced more than one output token: TPOT is undefined");
+  }
+  return m;
+}
+
+namespace {
+
+void put_summary(boost::json::object& o, std::string_view name, const Summary& s,
+                 const MetricsOptions& options) {
+  o[fmt::format("mean_{}", name)] = s.mean;
+  o[fmt::format("median_{}", name)] = s.median;
+  o[fmt::format("std_{}", name)] = s.std;
+  for (size_t i = 0; i < options.percentiles.size(); ++i) {
+    o[fmt::format("{}_{}", percentile_key(options.percentiles[i]), name)] = s.percentiles[i];
+  }
+}
+
+double inverse(double v, double scale) { return v > 0 ? scale / v : 0.0; }
+
+}  // namespace
+
+boost::json::object metrics_to_json(const BenchMetrics& m, const MetricsOptions& options) {
+  boost::json::object o;
+  o["completed"] = m.completed;
+  o["failed"] = m.failed;
+  o["duration"] = m.duration_s;
+  o["total_input_tokens"] = m.total_input_tokens;
+  o["total_output_tokens"] = m.total_output_tokens;
+  o["request_throughput"] = m.request_throughput;
+  o["output_throughput"] = m.output_throughput;
+  o["total_token_throughput"] = m.total_token_throughput;
+  const double gpus = std::max(1, options.num_gpus);
+  o["num_gpus"] = options.num_gpus;
+  o["tput_per_gpu"] = m.total_token_throughput / gpus;
+  o["output_tput_per_gpu"] = m.output_throughput / gpus;
+  o["input_tput_per_gpu"] = (m.total_token_throughput - m.output_throughput) / gpus;
+
+  put_summary(o, "ttft_ms", m.ttft_ms, options);
+  put_summary(o, "tpot_ms", m.tpot_ms, options);
+  put_summary(o, "itl_ms", m.itl_ms, options);
+  put_summary(o, "e2el_ms", m.e2el_ms, options);
+
+  // Interactivity (tok/s/user) = 1 / TPOT at each TPOT statistic (DESIGN.md §4).
+  o["mean_intvty"] = inverse(m.tpot_ms.mean, 1000.0);
+  o["median_intvty"] = inverse(m.tpot_ms.median, 1000.0);
+  for (size_t i = 0; i < options.percentiles.size(); ++i) {
+    o[fmt::format("{}_intvty", percentile_key(options.percentiles[i]))] =
+        inverse(m.tpot_ms.percentiles[i], 1000.0);
+  }
+  // E2E-normalized interactivity: 1 / percentile_q(E2ELᵢ / outᵢ).
+  o["mean_e2e_norm_intvty"] = inverse(m.e2e_norm_s_per_tok.mean, 1.0);
+  o["median_e2e_norm_intvty"] = inverse(m.e2e_norm_s_per_tok.median, 1.0);
+  for (size_t i = 0; i < options.percentiles.size(); ++i) {
+    o[fmt::format("{}_e2e_norm_intvty", percentile_key(options.percentiles[i]))] =
+        inverse(m.e2e_norm_s_per_tok.percentiles[i], 1.0);
+  }
+  // Latency from the scheduled send time: backlog in the client or server cannot hide here.
+  put_summary(o, "sched_ttft_ms", m.sched_ttft_ms, options);
+  put_summary(o, "sched_e2el_ms", m.sched_e2el_ms, options);
+  put_summary(o, "queue_ms", m.queue_ms, options);
+
+  boost::json::object failures;
+  for (const auto& [cause, n] : m.failures_by_cause) failures[cause] = n;
+  o["failures"] = std::move(failures);
+  boost::json::array samples;
+  for (const auto& e : m.error_samples) samples.emplace_back(e);
+  o["error_samples"] = std::move(samples);
+  o["retries"] = m.retries;
+  o["requests_without_usage"] = m.requests_without_usage;
+  o["output_tokens_estimated"] = m.requests_without_usage > 0;
+  boost::json::array warnings;
+  for (const auto& w : m.warnings) warnings.emplace_back(w);
+  o["warnings"] = std::move(warnings);
+  return o;
+}
+
+boost::json::object record_to_json(const RequestRecord& r, int64_t origin_ns) {
+  auto ms = [&](int64_t t) -> boost::json::value {
+    if (t == 0) return nullptr;
+    return ns_to_ms(t - origin_ns);
+  };
+  boost::json::object o;
+  o["index"] = r.index;
+  o["input_len"] = r.input_len;
+  o["output_len"] = r.output_len;
+  o["sched_ms"] = ms(r.sched_ns);
+  o["send_ms"] = ms(r.send_ns);
+  o["first_byte_ms"] = ms(r.first_byte_ns);
+  o["done_ms"] = ms(r.done_ns);
+  boost::json::array content;
+  content.reserve(r.content_ns.size());
+  for (int64_t t : r.content_ns) content.emplace_back(ns_to_ms(t - origin_ns));
+  o["content_ms"] = std::move(content);
+  o["prompt_tokens"] = r.prompt_tokens;
+  o["completion_tokens"] = r.completion_tokens;
+  o["http_status"] = r.http_status;
+  o["retries"] = r.retries;
+  o["ok"] = r.ok();
+  o["failure"] = failure_cause_name(r.failure);
+  o["error"] = r.error;
+  o["finish_reason"] = r.finish_reason;
+  return o;
+}
+
+}  // namespace ib

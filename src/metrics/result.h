@@ -1,0 +1,71 @@
+// Run-level metrics from per-request records (DESIGN.md §4) and their JSON form, which keeps the
+// key names of vLLM's benchmark_serving (`mean_ttft_ms`, `p99_tpot_ms`, `output_throughput`, ...)
+// and adds interactivity and schedule-based latency under clear names.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <boost/json.hpp>
+
+#include "metrics/record.h"
+#include "metrics/stats.h"
+
+namespace ib {
+
+struct MetricsOptions {
+  std::vector<double> percentiles{90, 99, 99.9};  // besides mean, median and std
+  int num_gpus = 1;                               // for per-GPU throughput
+};
+
+/// Everything computed from the measured (non-warmup) records of one benchmark point.
+struct BenchMetrics {
+  int64_t num_requests = 0;  // records given (measured requests, successful or not)
+  int64_t completed = 0;
+  int64_t failed = 0;
+  std::map<std::string, int64_t> failures_by_cause;
+  std::vector<std::string> error_samples;  // up to 5 distinct messages
+  int64_t retries = 0;
+
+  double duration_s = 0;  // first send → last completion
+  int64_t total_input_tokens = 0;   // successful requests
+  int64_t total_output_tokens = 0;  // successful requests
+  double request_throughput = 0;
+  double output_throughput = 0;
+  double total_token_throughput = 0;
+
+  Summary ttft_ms, tpot_ms, itl_ms, e2el_ms;  // from send (DESIGN.md §4)
+  Summary sched_ttft_ms, sched_e2el_ms;       // from the scheduled time
+  Summary queue_ms;                           // send − sched
+  Summary e2e_norm_s_per_tok;                 // rᵢ = E2ELᵢ / outᵢ, for E2E-normalized intvty
+
+  int64_t requests_without_usage = 0;  // output tokens estimated from content events
+  int64_t usage_length_mismatches = 0;  // |completion_tokens − requested| > 5% of requested
+  std::vector<std::string> warnings;
+
+  double failure_rate() const {
+    return num_requests == 0 ? 0.0 : static_cast<double>(failed) / num_requests;
+  }
+};
+
+/// Computes the metrics. Failed requests are excluded from latency statistics and token totals
+/// and counted by cause.
+BenchMetrics compute_metrics(std::span<const RequestRecord> records,
+                             const MetricsOptions& options);
+
+/// The metric keys of a result JSON: vLLM names (`mean_ttft_ms`, `p99.9_itl_ms`, ...),
+/// interactivity (`median_intvty` = 1000 / median_tpot_ms, ...), E2E-normalized interactivity,
+/// schedule-based latency (`mean_sched_ttft_ms`, ...), failures and warnings. Callers add the
+/// identity and configuration keys.
+boost::json::object metrics_to_json(const BenchMetrics& m, const MetricsOptions& options);
+
+/// "p99", "p99.9", "p90": the vLLM spelling of a percentile key prefix.
+std::string percentile_key(double q);
+
+/// Per-request details as one JSON object (for --details JSONL), times in ms from `origin_ns`.
+boost::json::object record_to_json(const RequestRecord& r, int64_t origin_ns);
+
+}  // namespace ib

@@ -1,0 +1,152 @@
+#include "metrics/result.h"
+
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace ib {
+namespace {
+
+constexpr int64_t kMs = 1'000'000;  // ns per ms
+
+// A successful request: sent at `send` ms, content events at `events` ms, `out` tokens reported.
+RequestRecord ok_request(int64_t send, std::vector<int64_t> events, int64_t out, int in = 100) {
+  RequestRecord r;
+  r.input_len = in;
+  r.output_len = static_cast<int>(out);
+  r.sched_ns = send * kMs;
+  r.send_ns = send * kMs;
+  r.first_byte_ns = events.front() * kMs;
+  for (int64_t e : events) r.content_ns.push_back(e * kMs);
+  r.done_ns = events.back() * kMs;
+  r.completion_tokens = out;
+  r.prompt_tokens = in;
+  return r;
+}
+
+TEST(ComputeMetrics, SingleRequestByHand) {
+  // TTFT 100 ms, E2EL 400 ms, 4 tokens: TPOT = (400-100)/3 = 100 ms; ITL gaps 100,100,100.
+  std::vector<RequestRecord> rs = {ok_request(1000, {1100, 1200, 1300, 1400}, 4)};
+  BenchMetrics m = compute_metrics(rs, {});
+  EXPECT_EQ(m.completed, 1);
+  EXPECT_EQ(m.failed, 0);
+  EXPECT_DOUBLE_EQ(m.ttft_ms.mean, 100);
+  EXPECT_DOUBLE_EQ(m.e2el_ms.mean, 400);
+  EXPECT_DOUBLE_EQ(m.tpot_ms.mean, 100);
+  EXPECT_EQ(m.itl_ms.count, 3u);
+  EXPECT_DOUBLE_EQ(m.itl_ms.median, 100);
+  EXPECT_DOUBLE_EQ(m.duration_s, 0.4);
+  EXPECT_DOUBLE_EQ(m.request_throughput, 2.5);
+  EXPECT_DOUBLE_EQ(m.output_throughput, 10);
+  EXPECT_DOUBLE_EQ(m.total_token_throughput, 260);
+  // E2E-normalized: r = 0.4 s / 4 tokens = 0.1 s/token.
+  EXPECT_DOUBLE_EQ(m.e2e_norm_s_per_tok.median, 0.1);
+
+  auto j = metrics_to_json(m, {});
+  EXPECT_DOUBLE_EQ(j.at("median_intvty").as_double(), 10.0);  // 1000 / 100 ms
+  EXPECT_DOUBLE_EQ(j.at("median_e2e_norm_intvty").as_double(), 10.0);
+  EXPECT_TRUE(j.contains("p99.9_tpot_ms"));
+  EXPECT_TRUE(j.contains("p90_ttft_ms"));
+  EXPECT_TRUE(j.contains("std_itl_ms"));
+}
+
+TEST(ComputeMetrics, OneTokenOutputsAreExcludedFromTpot) {
+  std::vector<RequestRecord> rs = {ok_request(0, {50}, 1), ok_request(0, {20, 40, 60}, 3)};
+  BenchMetrics m = compute_metrics(rs, {});
+  EXPECT_EQ(m.completed, 2);
+  EXPECT_EQ(m.tpot_ms.count, 1u);
+  EXPECT_DOUBLE_EQ(m.tpot_ms.mean, 20);  // (60-20)/2
+  EXPECT_EQ(m.ttft_ms.count, 2u);
+  EXPECT_DOUBLE_EQ(m.ttft_ms.mean, 35);
+}
+
+TEST(ComputeMetrics, OnlyOneTokenOutputsWarnThatTpotIsUndefined) {
+  std::vector<RequestRecord> rs = {ok_request(0, {50}, 1)};
+  BenchMetrics m = compute_metrics(rs, {});
+  EXPECT_EQ(m.tpot_ms.count, 0u);
+  ASSERT_FALSE(m.warnings.empty());
+  auto j = metrics_to_json(m, {});
+  EXPECT_EQ(j.at("median_intvty").as_double(), 0.0);
+}
+
+TEST(ComputeMetrics, FailuresAreCountedByCauseAndExcluded) {
+  std::vector<RequestRecord> rs = {ok_request(1, {10, 20}, 2)};
+  RequestRecord bad;
+  bad.send_ns = 5 * kMs;
+  bad.done_ns = 900 * kMs;
+  bad.failure = FailureCause::kHttpStatus;
+  bad.error = "HTTP 500: boom";
+  rs.push_back(bad);
+  RequestRecord cut = bad;
+  cut.failure = FailureCause::kNoDone;
+  cut.error = "stream ended without [DONE]";
+  rs.push_back(cut);
+  BenchMetrics m = compute_metrics(rs, {});
+  EXPECT_EQ(m.completed, 1);
+  EXPECT_EQ(m.failed, 2);
+  EXPECT_EQ(m.failures_by_cause.at("http_status"), 1);
+  EXPECT_EQ(m.failures_by_cause.at("no_done"), 1);
+  EXPECT_EQ(m.ttft_ms.count, 1u);
+  EXPECT_EQ(m.total_output_tokens, 2);
+  EXPECT_EQ(m.error_samples.size(), 2u);
+  // Duration spans all measured requests, failed ones included: 1 → 900 ms.
+  EXPECT_DOUBLE_EQ(m.duration_s, 0.899);
+  EXPECT_NEAR(m.failure_rate(), 2.0 / 3.0, 1e-12);
+}
+
+TEST(ComputeMetrics, ScheduleBasedLatencyIncludesQueueing) {
+  RequestRecord r = ok_request(100, {150, 160}, 2);
+  r.sched_ns = 40 * kMs;  // intended 60 ms before it could be sent
+  std::vector<RequestRecord> rs = {r};
+  BenchMetrics m = compute_metrics(rs, {});
+  EXPECT_DOUBLE_EQ(m.ttft_ms.mean, 50);
+  EXPECT_DOUBLE_EQ(m.sched_ttft_ms.mean, 110);
+  EXPECT_DOUBLE_EQ(m.sched_e2el_ms.mean, 120);
+  EXPECT_DOUBLE_EQ(m.queue_ms.mean, 60);
+}
+
+TEST(ComputeMetrics, MissingUsageFallsBackToEventCountAndWarns) {
+  RequestRecord r = ok_request(0, {10, 20, 30}, 3);
+  r.completion_tokens = -1;
+  std::vector<RequestRecord> rs = {r};
+  BenchMetrics m = compute_metrics(rs, {});
+  EXPECT_EQ(m.total_output_tokens, 3);
+  EXPECT_EQ(m.requests_without_usage, 1);
+  EXPECT_FALSE(m.warnings.empty());
+  EXPECT_TRUE(metrics_to_json(m, {}).at("output_tokens_estimated").as_bool());
+}
+
+TEST(ComputeMetrics, UsageMismatchAboveFivePercentWarns) {
+  RequestRecord r = ok_request(0, {10, 20}, 2);
+  r.output_len = 100;  // asked 100, server says 2
+  std::vector<RequestRecord> rs = {r, ok_request(0, {10, 20}, 2)};
+  BenchMetrics m = compute_metrics(rs, {});
+  EXPECT_EQ(m.usage_length_mismatches, 1);
+  EXPECT_FALSE(m.warnings.empty());
+}
+
+TEST(ComputeMetrics, PerGpuThroughput) {
+  std::vector<RequestRecord> rs = {ok_request(1000, {1100, 1200, 1300, 1400}, 4)};
+  MetricsOptions o;
+  o.num_gpus = 4;
+  auto j = metrics_to_json(compute_metrics(rs, o), o);
+  EXPECT_DOUBLE_EQ(j.at("tput_per_gpu").as_double(), 65);
+  EXPECT_DOUBLE_EQ(j.at("output_tput_per_gpu").as_double(), 2.5);
+}
+
+TEST(PercentileKey, VllmSpelling) {
+  EXPECT_EQ(percentile_key(99), "p99");
+  EXPECT_EQ(percentile_key(99.9), "p99.9");
+  EXPECT_EQ(percentile_key(50), "p50");
+}
+
+TEST(ComputeMetrics, EmptyInput) {
+  std::vector<RequestRecord> rs;
+  BenchMetrics m = compute_metrics(rs, {});
+  EXPECT_EQ(m.completed, 0);
+  EXPECT_EQ(m.duration_s, 0);
+  EXPECT_EQ(m.failure_rate(), 0);
+}
+
+}  // namespace
+}  // namespace ib

@@ -1,0 +1,190 @@
+#include "openai/stream.h"
+
+#include <fmt/format.h>
+
+namespace ib {
+namespace {
+
+namespace od = simdjson::ondemand;
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r' ||
+                        s.front() == '\n'))
+    s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' ||
+                        s.back() == '\n'))
+    s.remove_suffix(1);
+  return s;
+}
+
+// Length of a string value, 0 for null or non-strings.
+size_t string_len(od::value v) {
+  if (v.type() != od::json_type::string) return 0;
+  std::string_view s = v.get_string();
+  return s.size();
+}
+
+// Bytes of tool-call deltas: the function name and argument fragments. A tool call whose delta
+// carries only an id or index still counts as one byte: the server produced tokens for it.
+size_t tool_calls_len(od::value v) {
+  if (v.type() != od::json_type::array) return 0;
+  size_t total = 0;
+  for (auto call : v.get_array()) {
+    od::value cv = call.value();
+    total += 1;
+    if (cv.type() != od::json_type::object) continue;
+    for (auto field : cv.get_object()) {
+      std::string_view key = field.unescaped_key();
+      if (key == "function") {
+        od::value fv = field.value();
+        if (fv.type() != od::json_type::object) continue;
+        for (auto ff : fv.get_object()) {
+          std::string_view fk = ff.unescaped_key();
+          if (fk == "name" || fk == "arguments") total += string_len(ff.value());
+        }
+      }
+    }
+  }
+  return total;
+}
+
+// Content of a chat `delta` or `message` object.
+size_t message_content_len(od::value v) {
+  if (v.type() != od::json_type::object) return 0;
+  size_t total = 0;
+  for (auto field : v.get_object()) {
+    std::string_view key = field.unescaped_key();
+    if (key == "content" || key == "reasoning_content" || key == "reasoning") {
+      total += string_len(field.value());
+    } else if (key == "tool_calls") {
+      total += tool_calls_len(field.value());
+    }
+  }
+  return total;
+}
+
+void read_choice(od::value choice, StreamChunk& out) {
+  if (choice.type() != od::json_type::object) return;
+  for (auto field : choice.get_object()) {
+    std::string_view key = field.unescaped_key();
+    od::value v = field.value();
+    if (key == "text") {
+      out.content_bytes += string_len(v);
+    } else if (key == "delta" || key == "message") {
+      out.content_bytes += message_content_len(v);
+    } else if (key == "finish_reason") {
+      if (v.type() == od::json_type::string) out.finish_reason = std::string(v.get_string().value());
+    }
+  }
+}
+
+Usage read_usage(od::value v) {
+  Usage u;
+  for (auto field : v.get_object()) {
+    std::string_view key = field.unescaped_key();
+    od::value fv = field.value();
+    if (fv.type() != od::json_type::number) continue;
+    if (key == "prompt_tokens") {
+      u.prompt_tokens = fv.get_int64();
+    } else if (key == "completion_tokens") {
+      u.completion_tokens = fv.get_int64();
+    }
+  }
+  return u;
+}
+
+std::string read_error_object(od::value v) {
+  if (v.type() == od::json_type::string) return std::string(v.get_string().value());
+  if (v.type() != od::json_type::object) return "error";
+  std::string message, type;
+  int64_t code = 0;
+  for (auto field : v.get_object()) {
+    std::string_view key = field.unescaped_key();
+    od::value fv = field.value();
+    if (key == "message" && fv.type() == od::json_type::string) {
+      message = std::string(fv.get_string().value());
+    } else if (key == "type" && fv.type() == od::json_type::string) {
+      type = std::string(fv.get_string().value());
+    } else if (key == "code" && fv.type() == od::json_type::number) {
+      code = fv.get_int64();
+    }
+  }
+  std::string out = message.empty() ? "error" : message;
+  if (!type.empty() || code != 0) out += fmt::format(" ({}{}{})", type, type.empty() ? "" : " ",
+                                                     code != 0 ? std::to_string(code) : "");
+  return out;
+}
+
+}  // namespace
+
+StreamChunk StreamDecoder::decode(std::string_view data) {
+  StreamChunk out;
+  data = trim(data);
+  if (data == "[DONE]") {
+    out.kind = StreamChunk::Kind::kDone;
+    return out;
+  }
+  if (data.empty()) {
+    out.error_message = "empty event data";
+    return out;
+  }
+  buffer_.assign(data);
+  buffer_.resize(data.size() + simdjson::SIMDJSON_PADDING);
+  try {
+    od::document doc = parser_.iterate(buffer_.data(), data.size(), buffer_.size());
+    od::object obj = doc.get_object();
+    bool is_error_object = false;
+    std::string flat_error_message;
+    for (auto field : obj) {
+      std::string_view key = field.unescaped_key();
+      od::value v = field.value();
+      if (key == "choices") {
+        if (v.type() != od::json_type::array) continue;
+        bool first = true;
+        for (auto choice : v.get_array()) {
+          // Benchmarks request n=1; only the first choice is measured.
+          if (first) read_choice(choice.value(), out);
+          first = false;
+        }
+      } else if (key == "usage") {
+        if (v.type() == od::json_type::object) out.usage = read_usage(v);
+      } else if (key == "error") {
+        if (v.type() != od::json_type::null) {
+          out.kind = StreamChunk::Kind::kError;
+          out.error_message = read_error_object(v);
+        }
+      } else if (key == "object") {
+        if (v.type() == od::json_type::string && v.get_string().value() == "error") {
+          is_error_object = true;
+        }
+      } else if (key == "message") {
+        if (v.type() == od::json_type::string) {
+          flat_error_message = std::string(v.get_string().value());
+        }
+      }
+    }
+    if (out.kind == StreamChunk::Kind::kError) return out;
+    if (is_error_object) {
+      out.kind = StreamChunk::Kind::kError;
+      out.error_message = flat_error_message.empty() ? "error" : flat_error_message;
+      return out;
+    }
+    out.kind = out.content_bytes > 0 ? StreamChunk::Kind::kContent : StreamChunk::Kind::kNoContent;
+  } catch (const simdjson::simdjson_error& e) {
+    out = StreamChunk{};
+    out.kind = StreamChunk::Kind::kMalformed;
+    out.error_message = fmt::format("invalid JSON in event: {}", e.what());
+  }
+  return out;
+}
+
+std::string error_message_from_body(std::string_view body) {
+  StreamDecoder decoder;
+  StreamChunk c = decoder.decode(body);
+  if (c.kind == StreamChunk::Kind::kError) return c.error_message;
+  std::string_view t = trim(body);
+  if (t.size() > 300) return std::string(t.substr(0, 300)) + "...";
+  return std::string(t);
+}
+
+}  // namespace ib

@@ -1,0 +1,59 @@
+// Decoding of one SSE `data:` payload from /v1/completions or /v1/chat/completions streams,
+// tolerant of the dialects of vLLM, SGLang, TensorRT-LLM and llama.cpp
+// (shared/context/wire-formats-and-deps.md §A): any key order, null or missing keys, role-only
+// first chunks, usage chunks with empty `choices`, reasoning and tool-call deltas, error events.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <simdjson.h>
+
+namespace ib {
+
+/// Token counts reported by the server in a `usage` object.
+struct Usage {
+  int64_t prompt_tokens = -1;      // -1 when absent
+  int64_t completion_tokens = -1;  // -1 when absent
+};
+
+/// What one stream event means for measurement (DESIGN.md §4 "content event").
+struct StreamChunk {
+  enum class Kind {
+    kContent,    // carries non-empty generated text, reasoning text or tool-call deltas
+    kNoContent,  // a valid chunk without content: role-only, empty delta, finish-only, usage-only
+    kDone,       // the `[DONE]` sentinel
+    kError,      // an error object in the stream (`{"error": {...}}` or `"object": "error"`)
+    kMalformed,  // not JSON, or JSON of an unexpected shape
+  };
+  Kind kind = Kind::kMalformed;
+  size_t content_bytes = 0;          // bytes of generated text/reasoning/tool arguments
+  std::optional<Usage> usage;        // present when the chunk carried a non-null usage object
+  std::string finish_reason;         // non-empty on the chunk that carried one
+  std::string error_message;         // for kError and kMalformed
+};
+
+/// Reusable decoder: holds a simdjson parser and a padded buffer, so decoding allocates nothing
+/// once warmed up. One per thread; not thread-safe.
+class StreamDecoder {
+ public:
+  /// Decodes one event's data (the text after `data:`; surrounding whitespace allowed).
+  StreamChunk decode(std::string_view data);
+
+  /// Decodes a complete non-streaming response body (a `text_completion` or `chat.completion`
+  /// object, or an error body). Content bytes count the whole generated text.
+  StreamChunk decode_body(std::string_view body) { return decode(body); }
+
+ private:
+  simdjson::ondemand::parser parser_;
+  std::string buffer_;
+};
+
+/// Extracts a human-readable message from an error body of any of the known shapes
+/// (`{"error":{"message":...}}`, `{"object":"error","message":...}`, `{"detail":...}`), or the
+/// body itself (truncated) when it is not one of them.
+std::string error_message_from_body(std::string_view body);
+
+}  // namespace ib

@@ -1,0 +1,78 @@
+#include "workload/random_prompts.h"
+
+#include <array>
+#include <cmath>
+#include <random>
+#include <string_view>
+
+#include <fmt/format.h>
+
+namespace ib {
+namespace {
+
+// Common English words: with most tokenizers each is one token when preceded by a space.
+constexpr std::array<std::string_view, 64> kWords = {
+    "the",   "of",    "and",   "to",    "in",    "is",    "that",  "for",   "it",    "as",
+    "was",   "with",  "be",    "by",    "on",    "not",   "he",    "this",  "are",   "or",
+    "his",   "from",  "at",    "which", "but",   "have",  "an",    "had",   "they",  "you",
+    "were",  "their", "one",   "all",   "we",    "can",   "her",   "has",   "there", "been",
+    "if",    "more",  "when",  "will",  "would", "who",   "so",    "no",    "time",  "up",
+    "out",   "many",  "then",  "them",  "these", "may",   "she",   "some",  "other", "into",
+    "could", "two",   "first", "new"};
+
+// Draws an integer uniformly from [lo, hi] with an explicit algorithm, so the sequence is the
+// same across standard libraries (std::uniform_int_distribution is implementation-defined).
+int64_t draw(std::mt19937_64& rng, int64_t lo, int64_t hi) {
+  const auto span = static_cast<uint64_t>(hi - lo) + 1;
+  // Rejection sampling removes modulo bias.
+  const uint64_t limit = UINT64_MAX - (UINT64_MAX % span);
+  uint64_t x;
+  do {
+    x = rng();
+  } while (x >= limit);
+  return lo + static_cast<int64_t>(x % span);
+}
+
+}  // namespace
+
+Status validate(const RandomWorkload& w) {
+  if (w.isl < 1) return Error{fmt::format("--isl must be at least 1 (got {})", w.isl)};
+  if (w.osl < 1) return Error{fmt::format("--osl must be at least 1 (got {})", w.osl)};
+  if (!(w.range_ratio > 0.0 && w.range_ratio <= 1.0)) {
+    return Error{fmt::format("--range-ratio must be in (0, 1] (got {})", w.range_ratio)};
+  }
+  if (w.num_prompts < 1) {
+    return Error{fmt::format("--num-prompts must be at least 1 (got {})", w.num_prompts)};
+  }
+  if (w.vocab_size <= 100) {
+    return Error{fmt::format("vocabulary size must exceed 100 (got {})", w.vocab_size)};
+  }
+  return Status::Ok();
+}
+
+std::vector<PromptSpec> make_random_prompts(const RandomWorkload& w) {
+  std::mt19937_64 rng(w.seed);
+  auto low = [&](int len) {
+    return std::max<int64_t>(1, static_cast<int64_t>(std::floor(w.range_ratio * len)));
+  };
+  std::vector<PromptSpec> prompts(static_cast<size_t>(w.num_prompts));
+  for (auto& p : prompts) {
+    p.input_len = static_cast<int>(draw(rng, low(w.isl), w.isl));
+    p.output_len = static_cast<int>(draw(rng, low(w.osl), w.osl));
+  }
+  for (auto& p : prompts) {
+    if (w.as_text) {
+      p.text.reserve(static_cast<size_t>(p.input_len) * 6);
+      for (int i = 0; i < p.input_len; ++i) {
+        if (i > 0) p.text.push_back(' ');
+        p.text.append(kWords[static_cast<size_t>(draw(rng, 0, kWords.size() - 1))]);
+      }
+    } else {
+      p.token_ids.resize(static_cast<size_t>(p.input_len));
+      for (auto& id : p.token_ids) id = static_cast<int32_t>(draw(rng, 100, w.vocab_size - 1));
+    }
+  }
+  return prompts;
+}
+
+}  // namespace ib

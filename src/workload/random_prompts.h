@@ -1,0 +1,39 @@
+// Synthetic fixed-length workloads: prompts of exactly the sampled length, as token-id arrays for
+// /v1/completions (no tokenizer needed) or as word text for /v1/chat/completions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/expected.h"
+
+namespace ib {
+
+/// One request to send.
+struct PromptSpec {
+  std::vector<int32_t> token_ids;  // set for token-id prompts
+  std::string text;                // set for text prompts
+  int input_len = 0;   // tokens (exact for token ids; a word count, so approximate, for text)
+  int output_len = 0;  // max_tokens to request
+};
+
+struct RandomWorkload {
+  int isl = 1024;            // input sequence length (tokens)
+  int osl = 1024;            // output sequence length (tokens)
+  double range_ratio = 1.0;  // lengths uniform in [floor(ratio·L), L], integers, inclusive
+  int num_prompts = 100;
+  uint64_t seed = 0;
+  int vocab_size = 32000;    // token ids are drawn from [100, vocab_size) to avoid special ids
+  bool as_text = false;      // text of `input_len` words instead of token ids
+};
+
+/// Checks the parameters; the error names the offending option.
+Status validate(const RandomWorkload& w);
+
+/// Deterministic for a given workload (seed included): the same prompts on every machine.
+/// Token ids are random (not sequential) so no two prompts share a prefix.
+/// REQUIRES: validate(w).ok().
+std::vector<PromptSpec> make_random_prompts(const RandomWorkload& w);
+
+}  // namespace ib

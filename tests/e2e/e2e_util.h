@@ -1,0 +1,153 @@
+// Helpers for end-to-end tests: run the real inferbench binary as child processes on loopback,
+// bounded in time, and read what they wrote.
+#pragma once
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/json.hpp>
+#include <gtest/gtest.h>
+
+#include "core/files.h"
+#include "core/process.h"
+#include "http/client.h"
+
+namespace ib::e2e {
+
+namespace fs = std::filesystem;
+
+/// A fresh temporary folder, removed at destruction.
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "inferbench-e2e-XXXXXX").string();
+    path_ = ::mkdtemp(tmpl.data());
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+struct CommandResult {
+  ExitInfo exit;
+  std::string output;  // stdout and stderr together
+  bool timed_out = false;
+};
+
+/// Runs `inferbench ARGS...` to completion (killed after `timeout`).
+inline CommandResult run_inferbench(const std::vector<std::string>& args, const fs::path& log,
+                                    std::chrono::seconds timeout = std::chrono::seconds(120)) {
+  SpawnOptions so;
+  so.argv = {INFERBENCH_BIN};
+  so.argv.insert(so.argv.end(), args.begin(), args.end());
+  so.log_path = log;
+  CommandResult r;
+  auto child = ChildProcess::spawn(so);
+  if (!child) {
+    r.output = child.error().message;
+    r.exit.code = -1;
+    return r;
+  }
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!child->poll() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  r.timed_out = !child->poll().has_value();
+  r.exit = child->stop(std::chrono::milliseconds(2000));
+  auto text = read_file(log);
+  if (text) r.output = *text;
+  return r;
+}
+
+/// A serve-sim child on a free loopback port, stopped at destruction.
+class SimServer {
+ public:
+  /// Starts serve-sim with `args` added; fails the current test if it is not healthy in time.
+  explicit SimServer(const fs::path& dir, std::vector<std::string> args = {}) {
+    port_file_ = dir / "sim.port";
+    log_ = dir / "sim.log";
+    SpawnOptions so;
+    so.argv = {INFERBENCH_BIN, "serve-sim", "--port", "0", "--port-file", port_file_.string()};
+    so.argv.insert(so.argv.end(), args.begin(), args.end());
+    so.log_path = log_;
+    auto child = ChildProcess::spawn(so);
+    if (!child) {
+      ADD_FAILURE() << child.error().message;
+      return;
+    }
+    child_.emplace(std::move(*child));
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (child_->poll()) break;
+      auto text = read_file(port_file_);
+      if (text && !text->empty() && text->back() == '\n') {
+        port_ = std::atoi(text->c_str());
+        auto r = http_get(endpoint(), "/health", std::chrono::seconds(2));
+        if (r && r->status == 200) return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ADD_FAILURE() << "serve-sim did not become healthy; log:\n" << file_tail(log_);
+  }
+
+  Endpoint endpoint() const { return Endpoint{"127.0.0.1", static_cast<uint16_t>(port_), ""}; }
+  std::string url() const { return endpoint().url(); }
+  bool running() { return child_ && !child_->poll(); }
+  std::string log() const { return file_tail(log_, 1 << 20); }
+
+ private:
+  fs::path port_file_, log_;
+  int port_ = 0;
+  std::optional<ChildProcess> child_;
+};
+
+inline boost::json::object read_json(const fs::path& p) {
+  auto text = read_file(p);
+  if (!text) {
+    ADD_FAILURE() << text.error().message;
+    return {};
+  }
+  boost::system::error_code ec;
+  auto v = boost::json::parse(*text, ec);
+  if (ec || !v.is_object()) {
+    ADD_FAILURE() << p << " is not a JSON object";
+    return {};
+  }
+  return v.as_object();
+}
+
+inline double num(const boost::json::object& o, std::string_view key) {
+  const auto* v = o.if_contains(key);
+  if (v == nullptr) {
+    ADD_FAILURE() << "missing key " << key;
+    return 0;
+  }
+  if (v->is_double()) return v->as_double();
+  if (v->is_int64()) return static_cast<double>(v->as_int64());
+  if (v->is_uint64()) return static_cast<double>(v->as_uint64());
+  ADD_FAILURE() << "key " << key << " is not a number";
+  return 0;
+}
+
+/// A loopback port with nothing listening (bound, then released).
+inline int unused_port() {
+  boost::asio::io_context io;
+  boost::asio::ip::tcp::acceptor a(
+      io, boost::asio::ip::tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), 0));
+  return a.local_endpoint().port();
+}
+
+}  // namespace ib::e2e
