@@ -93,7 +93,11 @@ int run(BenchOptions& o) {
     return kExitInterrupted;
   }
   const auto& m = report->metrics;
-  if (m.num_requests == 0 || m.failure_rate() > kMaxFailureRate) {
+  if (m.num_requests == 0) {
+    fmt::print(stderr, "inferbench bench: no request was measured\n");
+    return kExitFailure;
+  }
+  if (m.failure_rate() > kMaxFailureRate) {
     fmt::print(stderr, "inferbench bench: {} of {} requests failed (limit {:.0f}%)\n", m.failed,
                m.num_requests, kMaxFailureRate * 100);
     return kExitFailure;

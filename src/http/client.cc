@@ -92,6 +92,7 @@ asio::awaitable<boost::system::error_code> HttpConnection::connect() {
 asio::awaitable<HttpOutcome> HttpConnection::request(http::verb verb, std::string_view path,
                                                      std::string_view body, ResponseSink& sink) {
   HttpOutcome out;
+  out.send_ns = mono_ns();  // replaced by the write time once connected
   if (!open_) {
     out.ec = co_await connect();
     if (out.ec) {

@@ -78,7 +78,7 @@ class ClosedLoop {
     // Drop requests that never ran or were cut by the interrupt: they measure nothing.
     auto drop = [&](std::vector<RequestRecord>& v) {
       auto it = std::remove_if(v.begin(), v.end(), [](const RequestRecord& r) {
-        return r.send_ns == 0 || r.failure == FailureCause::kCancelled;
+        return r.sched_ns == 0 || r.failure == FailureCause::kCancelled;
       });
       int64_t removed = std::distance(it, v.end());
       v.erase(it, v.end());
@@ -111,8 +111,12 @@ class ClosedLoop {
           },
           asio::detached);
     }
-    boost::system::error_code ec;
-    co_await all_done.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    // co_spawn dispatches: a worker with nothing to do has already finished here, before any
+    // wait could be cancelled, so wait only while some are still active.
+    if (active > 0) {
+      boost::system::error_code ec;
+      co_await all_done.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    }
   }
 
   asio::awaitable<void> work(Worker& w, Phase& phase) {

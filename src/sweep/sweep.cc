@@ -120,6 +120,7 @@ Expected<SweepOutcome> run_sweep(const SweepSpec& spec, const SweepOptions& opti
     std::string tail = file_tail(log_file, 2048);
     if (!tail.empty()) outcome.server_error += "\n--- server.log (tail) ---\n" + tail;
   } else {
+    outcome.server_url = endpoint->url();
     std::fputs(sweep_table_header().c_str(), table_out);
     std::fflush(table_out);
     for (const SweepPoint& point : spec.points) {
@@ -188,6 +189,8 @@ Expected<SweepOutcome> run_sweep(const SweepSpec& spec, const SweepOptions& opti
   summary["sweep_name"] = spec.name;
   summary["status"] = outcome.ok() ? "ok" : (outcome.interrupted ? "interrupted" : "failed");
   summary["server_error"] = outcome.server_error;
+  summary["server_url"] = outcome.server_url;
+  summary["server_log"] = log_file.filename().string();
   boost::json::array rows;
   for (const auto& p : outcome.points) {
     boost::json::object row;

@@ -55,6 +55,7 @@ struct SweepOutcome {
   std::vector<SweepPointResult> points;
   bool interrupted = false;
   std::string server_error;  // the server failed to start or died
+  std::string server_url;    // where the server listened, once healthy
   bool ok() const;
 };
 

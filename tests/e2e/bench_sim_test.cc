@@ -2,7 +2,7 @@
 #include <fstream>
 #include <numeric>
 
-#include "tests/e2e/e2e_util.h"
+#include "e2e_util.h"
 #include "workload/random_prompts.h"
 
 namespace ib::e2e {

@@ -1,15 +1,17 @@
 // `inferbench sweep`: the main job, with its serve-sim child, end to end.
 #include <csignal>
 
-#include "tests/e2e/e2e_util.h"
+#include "e2e_util.h"
 
 namespace ib::e2e {
 namespace {
 
-bool port_refuses(int port) {
-  auto r = http_get(Endpoint{"127.0.0.1", static_cast<uint16_t>(port), ""}, "/health",
-                    std::chrono::seconds(2));
-  return !r.ok();
+// True when nothing answers at the server URL a sweep recorded: its server was stopped.
+bool server_gone(const boost::json::object& summary) {
+  auto endpoint = parse_endpoint(std::string(summary.at("server_url").as_string()));
+  EXPECT_TRUE(endpoint.ok());
+  if (!endpoint) return false;
+  return !http_get(*endpoint, "/health", std::chrono::seconds(2)).ok();
 }
 
 fs::path only_run_dir(const fs::path& runs) {
@@ -46,9 +48,7 @@ TEST(Sweep, RunsEveryPointStoresResultsAndStopsTheServer) {
     EXPECT_GT(num(result, "output_throughput"), 0);
   }
   EXPECT_TRUE(fs::exists(run / "server.log"));
-  auto port = read_file(run / "server.port");
-  ASSERT_TRUE(port.ok());
-  EXPECT_TRUE(port_refuses(std::atoi(port->c_str())));  // the server was stopped
+  EXPECT_TRUE(server_gone(summary));
 }
 
 TEST(Sweep, InterruptKeepsFinishedPointsAndStopsTheServer) {
@@ -92,9 +92,7 @@ TEST(Sweep, InterruptKeepsFinishedPointsAndStopsTheServer) {
     auto second = read_json(run / "conc_2.json");
     EXPECT_TRUE(second.at("partial").as_bool());
   }
-  auto port = read_file(run / "server.port");
-  ASSERT_TRUE(port.ok());
-  EXPECT_TRUE(port_refuses(std::atoi(port->c_str())));
+  EXPECT_TRUE(server_gone(summary));
 }
 
 TEST(Sweep, ServerThatCannotStartIsReportedWithItsLog) {

@@ -1,0 +1,130 @@
+#include "sim/engine.h"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/error.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/system/system_error.hpp>
+#include <cassert>
+
+namespace ib::sim {
+
+namespace asio = boost::asio;
+using Clock = asio::steady_timer::clock_type;
+
+namespace {
+
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+Clock::duration to_duration(double seconds) {
+  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+}
+
+}  // namespace
+
+class SimpleEngine::Request final : public Generation {
+ public:
+  Request(SimpleEngine& engine, int prompt_tokens, int output_tokens)
+      : engine_(engine),
+        prompt_tokens_(prompt_tokens),
+        output_tokens_(output_tokens),
+        timer_(engine.executor_) {}
+
+  ~Request() override {
+    if (queued_) engine_.queue_.erase(queue_pos_);
+    if (holds_slot_) engine_.release_slot();
+  }
+
+  asio::awaitable<void> admitted() override {
+    if (admitted_) co_return;
+    if (!holds_slot_ && !queued_ && !engine_.try_admit(*this)) {
+      queue_pos_ = engine_.queue_.insert(engine_.queue_.end(), this);
+      queued_ = true;
+    }
+    while (!holds_slot_) {
+      // release_slot() hands over the slot and cancels this wait; any other wake-up while still
+      // queued is a cancellation of the awaiting coroutine.
+      timer_.expires_at(Clock::time_point::max());
+      auto [ec] = co_await timer_.async_wait(use_tuple);
+      if (!holds_slot_) {
+        engine_.queue_.erase(queue_pos_);
+        queued_ = false;
+        throw boost::system::system_error(ec ? ec : asio::error::operation_aborted);
+      }
+    }
+    admitted_ = true;
+    admitted_at_ = Clock::now();
+  }
+
+  asio::awaitable<bool> next_token() override {
+    if (!admitted_) co_await admitted();
+    if (produced_ >= output_tokens_) co_return false;
+    const TimingModel& model = *engine_.model_;
+    if (produced_ == 0) {
+      next_at_ =
+          admitted_at_ + to_duration(model.prefill_seconds(prompt_tokens_, engine_.running_));
+    } else {
+      next_at_ += to_duration(model.decode_step_seconds(engine_.running_));
+    }
+    timer_.expires_at(next_at_);
+    auto [ec] = co_await timer_.async_wait(use_tuple);
+    if (ec) throw boost::system::system_error(ec);
+    ++produced_;
+    if (produced_ == output_tokens_ && holds_slot_) {
+      holds_slot_ = false;  // done generating: the slot goes to the next request right away
+      engine_.release_slot();
+    }
+    co_return true;
+  }
+
+ private:
+  friend class SimpleEngine;
+
+  SimpleEngine& engine_;
+  const int prompt_tokens_;
+  const int output_tokens_;
+  asio::steady_timer timer_;
+  std::list<Request*>::iterator queue_pos_;
+  bool queued_ = false;
+  bool holds_slot_ = false;
+  bool admitted_ = false;
+  int produced_ = 0;
+  Clock::time_point admitted_at_;
+  Clock::time_point next_at_;
+};
+
+SimpleEngine::SimpleEngine(asio::any_io_executor executor, std::shared_ptr<const TimingModel> model,
+                           int max_running)
+    : executor_(std::move(executor)), model_(std::move(model)), max_running_(max_running) {
+  assert(max_running_ >= 1);
+}
+
+SimpleEngine::~SimpleEngine() {
+  // Every Generation must be gone by now (they point at the engine).
+  assert(queue_.empty() && running_ == 0);
+}
+
+std::unique_ptr<Generation> SimpleEngine::submit(int prompt_tokens, int output_tokens) {
+  assert(prompt_tokens >= 1 && output_tokens >= 1);
+  return std::make_unique<Request>(*this, prompt_tokens, output_tokens);
+}
+
+bool SimpleEngine::try_admit(Request& request) {
+  if (running_ >= max_running_ || !queue_.empty()) return false;
+  ++running_;
+  request.holds_slot_ = true;
+  return true;
+}
+
+void SimpleEngine::release_slot() {
+  if (queue_.empty()) {
+    --running_;
+    return;
+  }
+  Request* next = queue_.front();
+  queue_.pop_front();
+  next->queued_ = false;
+  next->holds_slot_ = true;  // the running count is unchanged: the slot changes hands
+  next->timer_.cancel();
+}
+
+}  // namespace ib::sim

@@ -1,0 +1,178 @@
+#include "sim/engine.h"
+
+#include <gtest/gtest.h>
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/system/system_error.hpp>
+#include <chrono>
+#include <exception>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ib::sim {
+namespace {
+
+namespace asio = boost::asio;
+using Clock = std::chrono::steady_clock;
+
+// Fixed step costs; records the running counts it was asked about.
+class RecordingModel final : public TimingModel {
+ public:
+  RecordingModel(double prefill_s, double step_s) : prefill_s_(prefill_s), step_s_(step_s) {}
+  double prefill_seconds(int, int running) const override {
+    prefill_running.push_back(running);
+    return prefill_s_;
+  }
+  double decode_step_seconds(int running) const override {
+    decode_running.push_back(running);
+    return step_s_;
+  }
+  mutable std::vector<int> prefill_running;
+  mutable std::vector<int> decode_running;
+
+ private:
+  double prefill_s_;
+  double step_s_;
+};
+
+struct Fixture {
+  Fixture(double prefill_s, double step_s, int max_running)
+      : model(std::make_shared<RecordingModel>(prefill_s, step_s)),
+        engine(io.get_executor(), model, max_running) {}
+
+  asio::io_context io;
+  std::shared_ptr<RecordingModel> model;
+  SimpleEngine engine;
+};
+
+// Runs one request to completion, logging "admit X", "token X" and "done X".
+asio::awaitable<void> run_request(Engine& engine, std::string name, int tokens,
+                                  std::vector<std::string>& log, int* max_running = nullptr) {
+  auto generation = engine.submit(10, tokens);
+  co_await generation->admitted();
+  log.push_back("admit " + name);
+  while (co_await generation->next_token()) {
+    log.push_back("token " + name);
+    if (max_running != nullptr && engine.running() > *max_running) *max_running = engine.running();
+  }
+  log.push_back("done " + name);
+}
+
+void rethrow(std::exception_ptr e) {
+  if (e) std::rethrow_exception(e);
+}
+
+TEST(SimpleEngine, AdmitsInFifoOrderWithinMaxRunning) {
+  Fixture f(0.001, 0.001, 1);
+  std::vector<std::string> log;
+  int max_running = 0;
+  for (const char* name : {"A", "B", "C"}) {
+    asio::co_spawn(f.io, run_request(f.engine, name, 2, log, &max_running), rethrow);
+  }
+  f.io.poll();  // every request reaches its first wait
+  EXPECT_EQ(f.engine.running(), 1);
+  EXPECT_EQ(f.engine.waiting(), 2);
+  f.io.run();
+  EXPECT_EQ(log, (std::vector<std::string>{"admit A", "token A", "token A", "done A", "admit B",
+                                           "token B", "token B", "done B", "admit C", "token C",
+                                           "token C", "done C"}));
+  EXPECT_EQ(max_running, 1);
+  EXPECT_EQ(f.engine.running(), 0);
+  EXPECT_EQ(f.engine.waiting(), 0);
+}
+
+TEST(SimpleEngine, StepCostsSeeTheRunningCount) {
+  Fixture f(0.001, 0.001, 8);
+  std::vector<std::string> log;
+  for (const char* name : {"A", "B", "C"}) {
+    asio::co_spawn(f.io, run_request(f.engine, name, 4, log), rethrow);
+  }
+  f.io.run();
+  ASSERT_EQ(f.model->prefill_running.size(), 3u);
+  ASSERT_EQ(f.model->decode_running.size(), 9u);  // 3 requests x (4 - 1) steps
+  int max_seen = 0;
+  for (int r : f.model->decode_running) {
+    EXPECT_GE(r, 1);
+    EXPECT_LE(r, 3);
+    max_seen = std::max(max_seen, r);
+  }
+  EXPECT_EQ(max_seen, 3);
+}
+
+TEST(SimpleEngine, TokensFollowTheAbsoluteSchedule) {
+  Fixture f(0.020, 0.005, 4);
+  std::vector<Clock::time_point> token_times;
+  Clock::time_point start = Clock::now();
+  asio::co_spawn(
+      f.io,
+      [&]() -> asio::awaitable<void> {
+        auto generation = f.engine.submit(100, 4);
+        while (co_await generation->next_token()) token_times.push_back(Clock::now());
+      },
+      rethrow);
+  f.io.run();
+  ASSERT_EQ(token_times.size(), 4u);
+  // Timers never fire early: token i exists no sooner than prefill + i decode steps.
+  for (int i = 0; i < 4; ++i) {
+    auto earliest = start + std::chrono::microseconds(20000 + 5000 * i);
+    EXPECT_GE(token_times[i], earliest) << "token " << i;
+  }
+}
+
+TEST(SimpleEngine, CancellingAQueuedRequestLeavesTheQueue) {
+  Fixture f(0.005, 0.001, 1);
+  std::vector<std::string> log;
+  asio::co_spawn(f.io, run_request(f.engine, "A", 3, log), rethrow);
+  asio::cancellation_signal cancel_b;
+  std::exception_ptr b_error;
+  asio::co_spawn(
+      f.io, run_request(f.engine, "B", 3, log),
+      asio::bind_cancellation_slot(cancel_b.slot(), [&](std::exception_ptr e) { b_error = e; }));
+  asio::co_spawn(f.io, run_request(f.engine, "C", 1, log), rethrow);
+  f.io.poll();
+  EXPECT_EQ(f.engine.waiting(), 2);
+  cancel_b.emit(asio::cancellation_type::terminal);
+  f.io.poll();
+  EXPECT_EQ(f.engine.waiting(), 1);
+  f.io.run();
+  ASSERT_TRUE(b_error);
+  try {
+    std::rethrow_exception(b_error);
+  } catch (const boost::system::system_error& e) {
+    EXPECT_EQ(e.code(), asio::error::operation_aborted);
+  }
+  EXPECT_EQ(log, (std::vector<std::string>{"admit A", "token A", "token A", "token A", "done A",
+                                           "admit C", "token C", "done C"}));
+  EXPECT_EQ(f.engine.running(), 0);
+}
+
+TEST(SimpleEngine, DroppingAGenerationFreesItsSlot) {
+  Fixture f(0.001, 0.001, 1);
+  std::vector<std::string> log;
+  asio::co_spawn(
+      f.io,
+      [&]() -> asio::awaitable<void> {
+        auto generation = f.engine.submit(10, 100);
+        co_await generation->next_token();
+        log.push_back("A gave up");
+      },
+      rethrow);
+  asio::co_spawn(f.io, run_request(f.engine, "B", 1, log), rethrow);
+  f.io.run();
+  EXPECT_EQ(log, (std::vector<std::string>{"A gave up", "admit B", "token B", "done B"}));
+  EXPECT_EQ(f.engine.running(), 0);
+}
+
+TEST(SimpleEngine, SubmittedButNeverAdmittedIsHarmless) {
+  Fixture f(0.001, 0.001, 1);
+  { auto unused = f.engine.submit(5, 5); }
+  EXPECT_EQ(f.engine.running(), 0);
+  EXPECT_EQ(f.engine.waiting(), 0);
+}
+
+}  // namespace
+}  // namespace ib::sim

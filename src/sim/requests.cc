@@ -1,0 +1,361 @@
+#include "sim/requests.h"
+
+#include <fmt/format.h>
+
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+#include <boost/json/value.hpp>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "sim/tokens.h"
+
+namespace ib::sim {
+
+namespace json = boost::json;
+
+std::string ApiError::to_json() const {
+  json::object error;
+  error["message"] = message;
+  error["type"] = type;
+  if (param) {
+    error["param"] = *param;
+  } else {
+    error["param"] = nullptr;
+  }
+  error["code"] = status;
+  json::object root;
+  root["error"] = std::move(error);
+  return json::serialize(root);
+}
+
+namespace {
+
+ApiError bad_request(std::optional<std::string> param, std::string message) {
+  return ApiError{400, "BadRequestError", std::move(message), std::move(param)};
+}
+
+// A short rendering of a JSON value for error messages: its kind and, when small, its text.
+std::string describe(const json::value& v) {
+  std::string text = json::serialize(v);
+  if (text.size() > 40) text = text.substr(0, 37) + "...";
+  switch (v.kind()) {
+    case json::kind::null:
+      return "null";
+    case json::kind::bool_:
+      return fmt::format("a boolean ({})", text);
+    case json::kind::int64:
+    case json::kind::uint64:
+    case json::kind::double_:
+      return fmt::format("a number ({})", text);
+    case json::kind::string:
+      return fmt::format("a string ({})", text);
+    case json::kind::array:
+      return fmt::format("an array ({})", text);
+    case json::kind::object:
+      return fmt::format("an object ({})", text);
+  }
+  return text;
+}
+
+// The value of `key`, or nullptr when absent or null (null means "use the default" in OpenAI
+// request schemas).
+const json::value* find(const json::object& o, std::string_view key) {
+  const json::value* v = o.if_contains(key);
+  return v == nullptr || v->is_null() ? nullptr : v;
+}
+
+// Reads an optional integer field. Integral floats (16.0) are accepted, as pydantic does.
+std::optional<ApiError> read_int(const json::object& o, std::string_view key,
+                                 std::optional<int64_t>& out) {
+  const json::value* v = find(o, key);
+  if (v == nullptr) return std::nullopt;
+  if (v->is_int64()) {
+    out = v->get_int64();
+  } else if (v->is_uint64()) {
+    out = std::numeric_limits<int64_t>::max();  // larger than any limit we check against
+  } else if (v->is_double() && std::isfinite(v->get_double()) &&
+             v->get_double() == std::floor(v->get_double())) {
+    double d = v->get_double();
+    // Beyond 2^53 (and beyond int64) only the sign matters for our range checks.
+    if (std::fabs(d) < 9.0e15) {
+      out = static_cast<int64_t>(d);
+    } else {
+      out = d > 0 ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min();
+    }
+  } else {
+    return bad_request(std::string(key),
+                       fmt::format("{} must be an integer, got {}", key, describe(*v)));
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> read_bool(const json::object& o, std::string_view key, bool& out) {
+  const json::value* v = find(o, key);
+  if (v == nullptr) return std::nullopt;
+  if (!v->is_bool()) {
+    return bad_request(std::string(key),
+                       fmt::format("{} must be a boolean, got {}", key, describe(*v)));
+  }
+  out = v->get_bool();
+  return std::nullopt;
+}
+
+uint64_t hash_token_ids(const json::array& ids, uint64_t h) {
+  for (const json::value& id : ids) {
+    uint64_t x = static_cast<uint64_t>(id.to_number<int64_t>());
+    char bytes[sizeof x];
+    std::memcpy(bytes, &x, sizeof x);
+    h = fnv1a(std::string_view(bytes, sizeof bytes), h);
+  }
+  return h;
+}
+
+// One prompt: a string or an array of token ids. `where` names it in messages ("prompt",
+// "prompt[0]").
+std::optional<ApiError> read_single_prompt(const json::value& p, const std::string& where,
+                                           GenerateRequest& r) {
+  if (p.is_string()) {
+    std::string_view text = p.get_string();
+    if (text.empty()) return bad_request("prompt", fmt::format("{} must not be empty", where));
+    r.prompt_tokens = count_text_tokens(text);
+    r.prompt_hash = fnv1a(text, fnv1a("text"));
+    return std::nullopt;
+  }
+  if (p.is_array()) {
+    const json::array& ids = p.get_array();
+    if (ids.empty()) return bad_request("prompt", fmt::format("{} must not be empty", where));
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      const json::value& id = ids[i];
+      bool ok = (id.is_int64() && id.get_int64() >= 0) || id.is_uint64();
+      if (!ok) {
+        return bad_request("prompt",
+                           fmt::format("{}[{}] must be a token id (a non-negative integer), got {}",
+                                       where, i, describe(id)));
+      }
+    }
+    if (ids.size() > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
+      return bad_request("prompt", fmt::format("{} has too many tokens", where));
+    }
+    r.prompt_tokens = static_cast<int>(ids.size());
+    r.prompt_hash = hash_token_ids(ids, fnv1a("ids"));
+    return std::nullopt;
+  }
+  return bad_request("prompt", fmt::format("{} must be a string or an array of token ids, got {}",
+                                           where, describe(p)));
+}
+
+std::optional<ApiError> read_prompt(const json::object& o, GenerateRequest& r) {
+  const json::value* p = find(o, "prompt");
+  if (p == nullptr) return bad_request("prompt", "prompt is required");
+  if (p->is_array() && !p->get_array().empty()) {
+    const json::array& a = p->get_array();
+    if (a[0].is_string() || a[0].is_array()) {
+      // The batch forms: a list of strings or a list of token-id lists.
+      if (a.size() > 1) {
+        return bad_request(
+            "prompt", fmt::format("batched prompts are not supported (got {} prompts); send one "
+                                  "prompt per request",
+                                  a.size()));
+      }
+      return read_single_prompt(a[0], "prompt[0]", r);
+    }
+  }
+  return read_single_prompt(*p, "prompt", r);
+}
+
+std::optional<ApiError> read_messages(const json::object& o, GenerateRequest& r) {
+  const json::value* m = find(o, "messages");
+  if (m == nullptr) return bad_request("messages", "messages is required");
+  if (!m->is_array()) {
+    return bad_request("messages", fmt::format("messages must be an array, got {}", describe(*m)));
+  }
+  const json::array& messages = m->get_array();
+  if (messages.empty()) return bad_request("messages", "messages must not be empty");
+  int64_t tokens = kChatTokensPerRequest;
+  uint64_t h = fnv1a("chat");
+  for (std::size_t i = 0; i < messages.size(); ++i) {
+    if (!messages[i].is_object()) {
+      return bad_request("messages", fmt::format("messages[{}] must be an object, got {}", i,
+                                                 describe(messages[i])));
+    }
+    const json::object& msg = messages[i].get_object();
+    const json::value* role = find(msg, "role");
+    if (role == nullptr || !role->is_string()) {
+      return bad_request("messages", fmt::format("messages[{}].role must be a string, got {}", i,
+                                                 role ? describe(*role) : "nothing"));
+    }
+    h = fnv1a(role->get_string(), h);
+    h = fnv1a("\x1f", h);
+    int64_t words = 0;
+    if (const json::value* content = find(msg, "content")) {
+      if (content->is_string()) {
+        words = count_words(content->get_string());
+        h = fnv1a(content->get_string(), h);
+      } else if (content->is_array()) {
+        const json::array& parts = content->get_array();
+        for (std::size_t j = 0; j < parts.size(); ++j) {
+          const json::value& part = parts[j];
+          const json::value* type = part.is_object() ? find(part.get_object(), "type") : nullptr;
+          if (type == nullptr || !type->is_string() || type->get_string() != "text") {
+            return bad_request(
+                "messages",
+                fmt::format("messages[{}].content[{}]: only {{\"type\": \"text\"}} content parts "
+                            "are supported, got {}",
+                            i, j, describe(part)));
+          }
+          const json::value* text = find(part.get_object(), "text");
+          if (text == nullptr || !text->is_string()) {
+            return bad_request(
+                "messages", fmt::format("messages[{}].content[{}].text must be a string, got {}", i,
+                                        j, text ? describe(*text) : "nothing"));
+          }
+          words += count_words(text->get_string());
+          h = fnv1a(text->get_string(), h);
+        }
+      } else {
+        return bad_request(
+            "messages",
+            fmt::format(
+                "messages[{}].content must be a string or an array of content parts, got {}", i,
+                describe(*content)));
+      }
+    }
+    h = fnv1a("\x1e", h);
+    tokens += kChatTokensPerMessage + words;
+  }
+  if (tokens > std::numeric_limits<int>::max()) {
+    return bad_request("messages", "messages have too many tokens");
+  }
+  r.prompt_tokens = static_cast<int>(tokens);
+  r.prompt_hash = h;
+  return std::nullopt;
+}
+
+ParseResult parse_request(std::string_view body, const ServedModel& model, Api api) {
+  boost::system::error_code ec;
+  json::value root = json::parse(body, ec);
+  if (ec) {
+    return bad_request(std::nullopt,
+                       fmt::format("request body is not valid JSON: {}", ec.message()));
+  }
+  if (!root.is_object()) {
+    return bad_request(std::nullopt,
+                       fmt::format("request body must be a JSON object, got {}", describe(root)));
+  }
+  const json::object& o = root.get_object();
+
+  if (const json::value* name = find(o, "model")) {
+    if (!name->is_string()) {
+      return bad_request("model", fmt::format("model must be a string, got {}", describe(*name)));
+    }
+    if (name->get_string() != model.name) {
+      return ApiError{
+          404, "NotFoundError",
+          fmt::format("The model `{}` does not exist.", std::string_view(name->get_string())),
+          "model"};
+    }
+  }
+
+  GenerateRequest r;
+  r.api = api;
+  const char* input_name = api == Api::kChat ? "messages" : "prompt";
+  if (auto err = api == Api::kChat ? read_messages(o, r) : read_prompt(o, r)) return *err;
+
+  std::optional<int64_t> n;
+  if (auto err = read_int(o, "n", n)) return *err;
+  if (n && *n != 1) {
+    return bad_request("n",
+                       fmt::format("n must be 1 (serve-sim generates one choice), got {}", *n));
+  }
+
+  if (auto err = read_bool(o, "stream", r.stream)) return *err;
+  if (const json::value* so = find(o, "stream_options")) {
+    if (!so->is_object()) {
+      return bad_request("stream_options",
+                         fmt::format("stream_options must be an object, got {}", describe(*so)));
+    }
+    if (!r.stream) {
+      return bad_request("stream_options", "stream_options can only be set when stream is true");
+    }
+    bool continuous = false;
+    if (auto err = read_bool(so->get_object(), "include_usage", r.include_usage)) {
+      err->param = "stream_options";
+      err->message = "stream_options." + err->message;
+      return *err;
+    }
+    if (auto err = read_bool(so->get_object(), "continuous_usage_stats", continuous)) {
+      err->param = "stream_options";
+      err->message = "stream_options." + err->message;
+      return *err;
+    }
+    // As in vLLM, per-chunk usage is only sent when final usage is requested too.
+    r.continuous_usage = r.include_usage && continuous;
+  }
+  if (auto err = read_bool(o, "ignore_eos", r.ignore_eos)) return *err;
+
+  // Output limit. Completions default to 16 tokens; chat to whatever fits the context.
+  std::string limit_name = "max_tokens";
+  std::optional<int64_t> max_tokens;
+  if (api == Api::kChat) {
+    if (auto err = read_int(o, "max_completion_tokens", max_tokens)) return *err;
+    if (max_tokens) limit_name = "max_completion_tokens";
+  }
+  if (!max_tokens) {
+    if (auto err = read_int(o, "max_tokens", max_tokens)) return *err;
+  }
+  if (max_tokens && *max_tokens < 1) {
+    return bad_request(limit_name,
+                       fmt::format("{} must be at least 1, got {}", limit_name, *max_tokens));
+  }
+  if (r.prompt_tokens >= model.max_model_len) {
+    return bad_request(
+        input_name,
+        fmt::format("This model's maximum context length is {} tokens. However, your request has "
+                    "{} input tokens. Please reduce the length of the input {}.",
+                    model.max_model_len, r.prompt_tokens, input_name));
+  }
+  if (!max_tokens) max_tokens = api == Api::kChat ? model.max_model_len - r.prompt_tokens : 16;
+  if (*max_tokens > static_cast<int64_t>(model.max_model_len) - r.prompt_tokens) {
+    const int64_t requested = *max_tokens > std::numeric_limits<int64_t>::max() - r.prompt_tokens
+                                  ? std::numeric_limits<int64_t>::max()
+                                  : r.prompt_tokens + *max_tokens;
+    return bad_request(
+        limit_name,
+        fmt::format("This model's maximum context length is {} tokens. However, you requested {} "
+                    "tokens ({} in the {}, {} in the completion). Please reduce the length of the "
+                    "{} or completion.",
+                    model.max_model_len, requested, r.prompt_tokens, input_name, *max_tokens,
+                    input_name));
+  }
+  r.max_tokens = static_cast<int>(*max_tokens);
+
+  std::optional<int64_t> min_tokens;
+  if (auto err = read_int(o, "min_tokens", min_tokens)) return *err;
+  if (min_tokens) {
+    if (*min_tokens < 0) {
+      return bad_request("min_tokens",
+                         fmt::format("min_tokens must be at least 0, got {}", *min_tokens));
+    }
+    if (*min_tokens > r.max_tokens) {
+      return bad_request("min_tokens",
+                         fmt::format("min_tokens must be less than or equal to {} ({}), got {}",
+                                     limit_name, r.max_tokens, *min_tokens));
+    }
+    r.min_tokens = static_cast<int>(*min_tokens);
+  }
+  return r;
+}
+
+}  // namespace
+
+ParseResult parse_completion_request(std::string_view body, const ServedModel& model) {
+  return parse_request(body, model, Api::kCompletions);
+}
+
+ParseResult parse_chat_request(std::string_view body, const ServedModel& model) {
+  return parse_request(body, model, Api::kChat);
+}
+
+}  // namespace ib::sim

@@ -1,0 +1,58 @@
+// Parsing and validation of /v1/completions and /v1/chat/completions request bodies: pure
+// functions from the body text to a GenerateRequest, or to the OpenAI-shaped error to answer with.
+// Field rules follow vLLM (docs/serve-sim.md "Requests").
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+
+namespace ib::sim {
+
+enum class Api { kCompletions, kChat };
+
+/// What the server serves: requests naming another model get 404, and prompt plus output must
+/// fit in max_model_len.
+struct ServedModel {
+  std::string name;
+  int max_model_len = 32768;
+};
+
+/// A validated generation request, reduced to what the simulator needs.
+struct GenerateRequest {
+  Api api = Api::kCompletions;
+  int prompt_tokens = 0;     // counted as in docs/serve-sim.md "Tokens"
+  uint64_t prompt_hash = 0;  // hash of the prompt content (drives output length and text)
+  int max_tokens = 0;        // resolved: the request's value or the endpoint's default
+  int min_tokens = 0;
+  bool ignore_eos = false;
+  bool stream = false;
+  bool include_usage = false;     // stream_options.include_usage
+  bool continuous_usage = false;  // stream_options.continuous_usage_stats (with include_usage)
+};
+
+/// An error answer in the shape of vLLM's ErrorResponse:
+/// {"error":{"message":...,"type":"BadRequestError","param":...,"code":400}}.
+struct ApiError {
+  int status = 400;
+  std::string type = "BadRequestError";
+  std::string message;               // names the offending field and value
+  std::optional<std::string> param;  // the offending field, null when none
+
+  std::string to_json() const;
+};
+
+using ParseResult = std::variant<GenerateRequest, ApiError>;
+
+/// Parses a /v1/completions body. `prompt` is a string, an array of token ids, or an array of one
+/// of those (a batch of one); larger batches are rejected. max_tokens defaults to 16 (as vLLM).
+ParseResult parse_completion_request(std::string_view body, const ServedModel& model);
+
+/// Parses a /v1/chat/completions body. `messages` is a non-empty array of {role, content} with
+/// content a string, null, or an array of {"type":"text","text":...} parts. The output limit is
+/// max_completion_tokens, else max_tokens, else whatever fits in max_model_len (as vLLM).
+ParseResult parse_chat_request(std::string_view body, const ServedModel& model);
+
+}  // namespace ib::sim

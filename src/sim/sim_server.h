@@ -1,0 +1,79 @@
+// The embedded simulated OpenAI-compatible engine behind `inferbench serve-sim`: /health,
+// /v1/models, /v1/completions and /v1/chat/completions with vLLM's wire format, timed by an Engine
+// (engine.h). See docs/serve-sim.md.
+#pragma once
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/expected.h"
+#include "http/server.h"
+#include "sim/engine.h"
+#include "sim/requests.h"
+#include "sim/timing_model.h"
+
+namespace ib::sim {
+
+/// Every setting of the simulated server (the `serve-sim` options).
+struct SimArgs {
+  std::string host = "127.0.0.1";
+  uint16_t port = 8000;  // 0 picks a free port
+  std::string model = "sim-model";
+  int max_model_len = 32768;
+  SimpleTimingParams timing;
+  int max_running = 256;              // running slots; later requests wait in FIFO order
+  uint64_t seed = 0;                  // output lengths and texts depend on it
+  double keep_alive_timeout_s = 5.0;  // idle keep-alive connections close after this; 0 = never
+};
+
+/// Error naming the first setting out of range.
+Status validate(const SimArgs& args);
+
+/// All settings on one line, in the style of SGLang's `server_args=ServerArgs(...)` log line so
+/// the same parser reads both: SimArgs(host='127.0.0.1', port=8000, model='sim-model', ...).
+std::string format_sim_args(const SimArgs& args);
+
+class SimServer {
+ public:
+  /// Serves `args` with a SimpleEngine on a SimpleTimingModel. REQUIRES: validate(args).ok().
+  SimServer(boost::asio::io_context& io, SimArgs args);
+  /// Serves with the given engine (e.g. a detailed performance model); args.timing and
+  /// args.max_running are then only reported. The engine must run on `io`.
+  SimServer(boost::asio::io_context& io, SimArgs args, std::unique_ptr<Engine> engine);
+  ~SimServer();
+  SimServer(const SimServer&) = delete;
+  SimServer& operator=(const SimServer&) = delete;
+
+  /// Binds args.host:args.port and logs the server_args line (with the bound port) to stderr.
+  /// Returns the bound port or an Error naming the address.
+  Expected<uint16_t> listen();
+
+  /// Stops accepting and closes connections; in-flight requests are cancelled. The io_context's
+  /// run() returns once they have unwound. Safe from any thread. Destroy the server only after
+  /// run() returned.
+  void stop();
+
+  /// The settings, with the bound port once listening.
+  const SimArgs& args() const { return args_; }
+  const Engine& engine() const { return *engine_; }
+
+ private:
+  boost::asio::awaitable<void> handle_health(const HttpRequest& request, ResponseWriter& writer);
+  boost::asio::awaitable<void> handle_models(const HttpRequest& request, ResponseWriter& writer);
+  boost::asio::awaitable<void> handle_generate(Api api, const HttpRequest& request,
+                                               ResponseWriter& writer);
+  std::string next_request_id(Api api);
+
+  SimArgs args_;
+  ServedModel served_;
+  int64_t started_unix_s_;
+  uint64_t request_counter_ = 0;
+  std::unique_ptr<Engine> engine_;
+  HttpRouter router_;
+  HttpServer http_;
+};
+
+}  // namespace ib::sim

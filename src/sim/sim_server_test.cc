@@ -1,0 +1,486 @@
+// Loopback tests of the simulated server: a real SimServer on 127.0.0.1 (ephemeral port) on its
+// own thread, and a small blocking Beast client.
+#include "sim/sim_server.h"
+
+#include <gtest/gtest.h>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/json/parse.hpp>
+#include <boost/json/value.hpp>
+#include <chrono>
+#include <future>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "sim/tokens.h"
+
+namespace ib::sim {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace json = boost::json;
+using tcp = asio::ip::tcp;
+using boost::system::error_code;
+using namespace std::chrono_literals;
+
+// Bound on one client step; reached only when the server is broken.
+constexpr auto kStepLimit = 10s;
+
+struct Response {
+  error_code ec;
+  int status = 0;
+  http::fields headers;
+  std::string body;
+};
+
+// A blocking loopback client (async operations with a time limit per step).
+class TestClient {
+ public:
+  explicit TestClient(uint16_t port) : socket_(io_) {
+    tcp::endpoint endpoint(asio::ip::make_address("127.0.0.1"), port);
+    error_code ec = run([&](auto handler) { socket_.async_connect(endpoint, handler); });
+    if (ec) throw boost::system::system_error(ec, "connect");
+  }
+
+  error_code send(http::verb verb, std::string_view target, std::string body = {}) {
+    http::request<http::string_body> req{verb, target, 11};
+    req.set(http::field::host, "127.0.0.1");
+    if (!body.empty()) req.set(http::field::content_type, "application/json");
+    req.body() = std::move(body);
+    req.prepare_payload();
+    return run([&](auto handler) { http::async_write(socket_, req, handler); });
+  }
+
+  Response read() {
+    Response r;
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(16u << 20);
+    r.ec = run([&](auto handler) { http::async_read(socket_, buffer_, parser, handler); });
+    if (!r.ec) {
+      auto message = parser.release();
+      r.status = static_cast<int>(message.result_int());
+      r.headers = message.base();
+      r.body = std::move(message.body());
+    }
+    return r;
+  }
+
+  Response request(http::verb verb, std::string_view target, std::string body = {}) {
+    Response r;
+    r.ec = send(verb, target, std::move(body));
+    if (r.ec) return r;
+    return read();
+  }
+
+  Response post(std::string_view target, std::string body) {
+    return request(http::verb::post, target, std::move(body));
+  }
+
+  // Reads the response header only (the body of a stream follows later).
+  Response read_header() {
+    Response r;
+    header_parser_.emplace();
+    r.ec = run(
+        [&](auto handler) { http::async_read_header(socket_, buffer_, *header_parser_, handler); });
+    if (!r.ec) r.status = static_cast<int>(header_parser_->get().result_int());
+    return r;
+  }
+
+  void close() {
+    error_code ignored;
+    socket_.shutdown(tcp::socket::shutdown_both, ignored);
+    socket_.close(ignored);
+  }
+
+  // Waits until the server closes the connection; returns how reading ended.
+  error_code wait_closed() {
+    std::string sink;
+    return run(
+        [&](auto handler) { asio::async_read(socket_, asio::dynamic_buffer(sink), handler); });
+  }
+
+ private:
+  template <class Initiate>
+  error_code run(Initiate&& initiate) {
+    bool done = false;
+    error_code result;
+    initiate([&](error_code ec, auto&&...) {
+      result = ec;
+      done = true;
+    });
+    io_.restart();
+    io_.run_for(kStepLimit);
+    if (!done) {
+      error_code ignored;
+      socket_.close(ignored);
+      io_.restart();
+      io_.run();
+      return asio::error::timed_out;
+    }
+    return result;
+  }
+
+  asio::io_context io_;
+  tcp::socket socket_;
+  beast::flat_buffer buffer_;
+  std::optional<http::response_parser<http::empty_body>> header_parser_;
+};
+
+// Splits an SSE body into the data of its events.
+std::vector<std::string> sse_data(const std::string& body) {
+  std::vector<std::string> events;
+  std::size_t pos = 0;
+  while (pos < body.size()) {
+    std::size_t end = body.find("\n\n", pos);
+    EXPECT_NE(end, std::string::npos) << "unterminated event at " << pos;
+    if (end == std::string::npos) break;
+    std::string event = body.substr(pos, end - pos);
+    EXPECT_EQ(event.rfind("data: ", 0), 0u) << event;
+    events.push_back(event.substr(6));
+    pos = end + 2;
+  }
+  return events;
+}
+
+SimArgs fast_args() {
+  SimArgs args;
+  args.port = 0;
+  args.max_model_len = 4096;
+  args.timing.prefill_tok_s = 1e6;
+  args.timing.prefill_overhead_ms = 0.0;
+  args.timing.decode_base_ms = 0.2;
+  args.timing.decode_per_running_ms = 0.0;
+  args.seed = 7;
+  return args;
+}
+
+// Runs a SimServer on its own thread for one test.
+class SimServerThread {
+ public:
+  explicit SimServerThread(SimArgs args) : server_(io_, std::move(args)) {
+    auto port = server_.listen();
+    if (!port) throw std::runtime_error(port.error().message);
+    port_ = *port;
+    thread_ = std::thread([this] {
+      io_.run();
+      done_.set_value();
+    });
+  }
+  ~SimServerThread() { shut_down(); }
+
+  // Stops the server; true when io_context::run() returned on its own.
+  bool shut_down() {
+    if (!thread_.joinable()) return true;
+    server_.stop();
+    bool returned = done_future_.wait_for(kStepLimit) == std::future_status::ready;
+    if (!returned) io_.stop();
+    thread_.join();
+    return returned;
+  }
+
+  uint16_t port() const { return port_; }
+  const SimServer& server() const { return server_; }
+
+ private:
+  asio::io_context io_;
+  SimServer server_;
+  uint16_t port_ = 0;
+  std::promise<void> done_;
+  std::future<void> done_future_ = done_.get_future();
+  std::thread thread_;
+};
+
+class SimServerTest : public ::testing::Test {
+ protected:
+  SimServerThread sim_{fast_args()};
+  uint16_t port() const { return sim_.port(); }
+};
+
+TEST_F(SimServerTest, ListensOnAnEphemeralPort) {
+  EXPECT_NE(port(), 0);
+  EXPECT_EQ(sim_.server().args().port, port());
+}
+
+TEST_F(SimServerTest, Health) {
+  TestClient client(port());
+  Response r = client.request(http::verb::get, "/health");
+  ASSERT_FALSE(r.ec) << r.ec.message();
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "");
+}
+
+TEST_F(SimServerTest, Models) {
+  TestClient client(port());
+  Response r = client.request(http::verb::get, "/v1/models");
+  ASSERT_FALSE(r.ec);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.headers[http::field::content_type], "application/json");
+  json::value v = json::parse(r.body);
+  EXPECT_EQ(v.at("object").as_string(), "list");
+  const auto& card = v.at("data").at(0).as_object();
+  EXPECT_EQ(card.at("id").as_string(), "sim-model");
+  EXPECT_EQ(card.at("object").as_string(), "model");
+  EXPECT_EQ(card.at("owned_by").as_string(), "inferbench-sim");
+  EXPECT_EQ(card.at("max_model_len").as_int64(), 4096);
+  EXPECT_GT(card.at("created").as_int64(), 0);
+}
+
+TEST_F(SimServerTest, NonStreamingCompletionWithIgnoreEos) {
+  TestClient client(port());
+  Response r = client.post(
+      "/v1/completions",
+      R"({"model":"sim-model","prompt":"one two three","max_tokens":5,"ignore_eos":true})");
+  ASSERT_FALSE(r.ec);
+  ASSERT_EQ(r.status, 200) << r.body;
+  json::value v = json::parse(r.body);
+  EXPECT_EQ(v.at("object").as_string(), "text_completion");
+  EXPECT_EQ(std::string(v.at("id").as_string()).rfind("cmpl-", 0), 0u);
+  EXPECT_EQ(v.at("model").as_string(), "sim-model");
+  const auto& choice = v.at("choices").at(0);
+  EXPECT_EQ(choice.at("finish_reason").as_string(), "length");
+  EXPECT_EQ(count_words(std::string(choice.at("text").as_string())), 5);
+  EXPECT_EQ(v.at("usage").at("completion_tokens").as_int64(), 5);
+  EXPECT_EQ(v.at("usage").at("prompt_tokens").as_int64(), 3);
+  EXPECT_EQ(v.at("usage").at("total_tokens").as_int64(), 8);
+}
+
+TEST_F(SimServerTest, NaturalStopIsConsistentAndDeterministic) {
+  // Over a few prompts, both endings occur and usage always matches the text.
+  int stops = 0;
+  TestClient client(port());
+  for (int i = 0; i < 12; ++i) {
+    std::string body = R"({"prompt":"prompt number )" + std::to_string(i) + R"(","max_tokens":6})";
+    Response r = client.post("/v1/completions", body);
+    ASSERT_EQ(r.status, 200) << r.body;
+    json::value v = json::parse(r.body);
+    int64_t tokens = v.at("usage").at("completion_tokens").as_int64();
+    int words = count_words(std::string(v.at("choices").at(0).at("text").as_string()));
+    EXPECT_GE(tokens, 1);
+    EXPECT_LE(tokens, 6);
+    if (v.at("choices").at(0).at("finish_reason").as_string() == "stop") {
+      ++stops;
+      EXPECT_EQ(words, tokens - 1) << "the EOS token has no text";
+    } else {
+      EXPECT_EQ(tokens, 6);
+      EXPECT_EQ(words, 6);
+    }
+    // Same prompt, same seed: same answer text.
+    Response again = client.post("/v1/completions", body);
+    EXPECT_EQ(json::parse(again.body).at("choices"), v.at("choices"));
+  }
+  EXPECT_GT(stops, 0);
+}
+
+TEST_F(SimServerTest, StreamingChatEventSequence) {
+  TestClient client(port());
+  Response r = client.post(
+      "/v1/chat/completions",
+      R"({"model":"sim-model","messages":[{"role":"user","content":"hi there"}],"max_tokens":4,)"
+      R"("ignore_eos":true,"stream":true,"stream_options":{"include_usage":true}})");
+  ASSERT_FALSE(r.ec) << r.ec.message();
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.headers[http::field::content_type], "text/event-stream");
+  EXPECT_EQ(r.headers[http::field::cache_control], "no-cache");
+  EXPECT_EQ(r.headers[http::field::transfer_encoding], "chunked");
+
+  std::vector<std::string> events = sse_data(r.body);
+  ASSERT_EQ(events.size(), 1u + 4u + 1u + 1u);  // role, 4 tokens, usage, [DONE]
+  EXPECT_EQ(events.back(), "[DONE]");
+
+  json::value role = json::parse(events[0]);
+  EXPECT_EQ(role.at("object").as_string(), "chat.completion.chunk");
+  const auto& role_delta = role.at("choices").at(0).at("delta").as_object();
+  EXPECT_EQ(role_delta.at("role").as_string(), "assistant");
+  EXPECT_EQ(role_delta.at("content").as_string(), "");
+  std::string id(role.at("id").as_string());
+  EXPECT_EQ(id.rfind("chatcmpl-", 0), 0u);
+
+  for (int i = 1; i <= 4; ++i) {
+    json::value chunk = json::parse(events[i]);
+    EXPECT_EQ(chunk.at("id").as_string(), id) << "one id per response";
+    const auto& choice = chunk.at("choices").at(0).as_object();
+    EXPECT_FALSE(choice.at("delta").as_object().contains("role"));
+    EXPECT_FALSE(choice.at("delta").at("content").as_string().empty());
+    if (i < 4) {
+      EXPECT_TRUE(choice.at("finish_reason").is_null());
+    } else {
+      EXPECT_EQ(choice.at("finish_reason").as_string(), "length");
+    }
+    EXPECT_FALSE(chunk.as_object().contains("usage"));
+  }
+
+  json::value usage = json::parse(events[5]);
+  EXPECT_TRUE(usage.at("choices").as_array().empty());
+  EXPECT_EQ(usage.at("usage").at("completion_tokens").as_int64(), 4);
+  EXPECT_EQ(usage.at("usage").at("prompt_tokens").as_int64(),
+            2 + kChatTokensPerMessage + kChatTokensPerRequest);
+}
+
+TEST_F(SimServerTest, StreamingCompletionWithContinuousUsage) {
+  TestClient client(port());
+  Response r =
+      client.post("/v1/completions",
+                  R"({"prompt":[1,2,3],"max_tokens":3,"min_tokens":3,"stream":true,)"
+                  R"("stream_options":{"include_usage":true,"continuous_usage_stats":true}})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  std::vector<std::string> events = sse_data(r.body);
+  ASSERT_EQ(events.size(), 3u + 1u + 1u);
+  for (int i = 0; i < 3; ++i) {
+    json::value chunk = json::parse(events[i]);
+    EXPECT_EQ(chunk.at("object").as_string(), "text_completion");
+    EXPECT_EQ(chunk.at("usage").at("completion_tokens").as_int64(), i + 1);
+    EXPECT_EQ(chunk.at("usage").at("prompt_tokens").as_int64(), 3);
+  }
+  EXPECT_EQ(json::parse(events[2]).at("choices").at(0).at("finish_reason").as_string(), "length");
+  EXPECT_EQ(json::parse(events[3]).at("usage").at("completion_tokens").as_int64(), 3);
+  EXPECT_EQ(events[4], "[DONE]");
+}
+
+TEST_F(SimServerTest, StreamingWithoutUsageEndsWithDone) {
+  TestClient client(port());
+  Response r = client.post("/v1/completions",
+                           R"({"prompt":"x","max_tokens":2,"ignore_eos":true,"stream":true})");
+  ASSERT_EQ(r.status, 200);
+  std::vector<std::string> events = sse_data(r.body);
+  ASSERT_EQ(events.size(), 3u);
+  EXPECT_EQ(events[2], "[DONE]");
+}
+
+TEST_F(SimServerTest, MalformedJsonIs400AndServingContinues) {
+  {
+    TestClient client(port());
+    Response r = client.post("/v1/completions", R"({"prompt": "a",)");
+    ASSERT_FALSE(r.ec);
+    EXPECT_EQ(r.status, 400);
+    json::value v = json::parse(r.body);
+    EXPECT_EQ(v.at("error").at("type").as_string(), "BadRequestError");
+    EXPECT_EQ(v.at("error").at("code").as_int64(), 400);
+    // The connection itself stays usable.
+    Response after = client.post("/v1/completions", R"({"prompt":"a","max_tokens":1})");
+    EXPECT_EQ(after.status, 200) << after.body;
+  }
+  TestClient fresh(port());
+  Response r = fresh.post("/v1/completions", R"({"prompt":"a","max_tokens":2,"ignore_eos":true})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json::parse(r.body).at("usage").at("completion_tokens").as_int64(), 2);
+}
+
+TEST_F(SimServerTest, BadFieldIs400NamingIt) {
+  TestClient client(port());
+  Response r = client.post("/v1/chat/completions",
+                           R"({"messages":[{"role":"user","content":"a"}],"max_tokens":0})");
+  EXPECT_EQ(r.status, 400);
+  json::value v = json::parse(r.body);
+  EXPECT_EQ(v.at("error").at("param").as_string(), "max_tokens");
+  EXPECT_NE(std::string(v.at("error").at("message").as_string()).find("max_tokens"),
+            std::string::npos);
+}
+
+TEST_F(SimServerTest, ContextOverflowIs400) {
+  TestClient client(port());
+  Response r = client.post("/v1/completions", R"({"prompt":"a b","max_tokens":4095})");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(json::parse(r.body).at("error").at("param").as_string(), "max_tokens");
+}
+
+TEST_F(SimServerTest, UnknownModelIs404) {
+  TestClient client(port());
+  Response r = client.post("/v1/completions", R"({"model":"other","prompt":"a"})");
+  EXPECT_EQ(r.status, 404);
+  EXPECT_EQ(json::parse(r.body).at("error").at("type").as_string(), "NotFoundError");
+}
+
+TEST_F(SimServerTest, RoutingErrors) {
+  TestClient client(port());
+  EXPECT_EQ(client.request(http::verb::get, "/v1/completions").status, 405);
+  EXPECT_EQ(client.request(http::verb::get, "/v2/nothing").status, 404);
+}
+
+TEST_F(SimServerTest, KeepAliveTwoRequestsOnOneConnection) {
+  TestClient client(port());
+  Response first = client.post("/v1/completions", R"({"prompt":"a","max_tokens":1})");
+  ASSERT_FALSE(first.ec);
+  EXPECT_EQ(first.status, 200);
+  Response second =
+      client.post("/v1/chat/completions",
+                  R"({"messages":[{"role":"user","content":"b"}],"max_tokens":2,"stream":true})");
+  ASSERT_FALSE(second.ec) << second.ec.message();
+  EXPECT_EQ(second.status, 200);
+  EXPECT_EQ(sse_data(second.body).back(), "[DONE]");
+}
+
+TEST(SimServerStop, InFlightStreamIsCancelledAndRunReturns) {
+  SimArgs args = fast_args();
+  args.timing.decode_base_ms = 50.0;  // long enough that the stream is still running at stop()
+  SimServerThread sim(args);
+  TestClient client(sim.port());
+  ASSERT_FALSE(client.send(http::verb::post, "/v1/completions",
+                           R"({"prompt":"a","max_tokens":1000,"ignore_eos":true,"stream":true})"));
+  Response header = client.read_header();
+  ASSERT_FALSE(header.ec) << header.ec.message();
+  EXPECT_EQ(header.status, 200);
+  EXPECT_TRUE(sim.shut_down()) << "io_context::run() did not return after stop()";
+  EXPECT_EQ(sim.server().engine().running(), 0);
+  error_code closed = client.wait_closed();  // the connection was closed under the stream
+  EXPECT_TRUE(closed == asio::error::eof || closed == asio::error::connection_reset)
+      << closed.message();
+}
+
+TEST(SimServerQueue, ClientDisconnectFreesTheSlot) {
+  SimArgs args = fast_args();
+  args.max_running = 1;
+  args.timing.decode_base_ms = 20.0;
+  SimServerThread sim(args);
+  {
+    // Occupies the only slot, then goes away mid-stream.
+    TestClient hog(sim.port());
+    ASSERT_FALSE(hog.send(http::verb::post, "/v1/completions",
+                          R"({"prompt":"a","max_tokens":100000,"ignore_eos":true,"stream":true})"));
+    ASSERT_FALSE(hog.read_header().ec);
+    hog.close();
+  }
+  TestClient next(sim.port());
+  Response r = next.post("/v1/completions", R"({"prompt":"b","max_tokens":2,"ignore_eos":true})");
+  ASSERT_FALSE(r.ec) << r.ec.message();
+  EXPECT_EQ(r.status, 200);
+}
+
+TEST(SimArgsTest, ValidateNamesTheSetting) {
+  EXPECT_TRUE(validate(SimArgs{}).ok());
+  SimArgs a;
+  a.max_running = 0;
+  ASSERT_FALSE(validate(a).ok());
+  EXPECT_NE(validate(a).error().message.find("max_running"), std::string::npos);
+  SimArgs b;
+  b.timing.prefill_tok_s = -5;
+  ASSERT_FALSE(validate(b).ok());
+  EXPECT_NE(validate(b).error().message.find("prefill_tok_s"), std::string::npos);
+  SimArgs c;
+  c.model = "";
+  EXPECT_FALSE(validate(c).ok());
+}
+
+TEST(SimArgsTest, FormatListsEverySettingPythonStyle) {
+  SimArgs args;
+  std::string s = format_sim_args(args);
+  EXPECT_EQ(s.rfind("SimArgs(", 0), 0u) << s;
+  EXPECT_EQ(s.back(), ')');
+  for (const char* part :
+       {"host='127.0.0.1'", "port=8000", "model='sim-model'", "max_model_len=32768",
+        "prefill_tok_s=20000.0", "prefill_overhead_ms=2.0", "decode_base_ms=5.0",
+        "decode_per_running_ms=0.1", "max_running=256", "seed=0", "keep_alive_timeout_s=5.0"}) {
+    EXPECT_NE(s.find(part), std::string::npos) << part << " missing in " << s;
+  }
+  args.model = "it's";
+  EXPECT_NE(format_sim_args(args).find(R"(model='it\'s')"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ib::sim

@@ -1,0 +1,83 @@
+#include "sim/tokens.h"
+
+#include <algorithm>
+#include <array>
+
+namespace ib::sim {
+
+namespace {
+
+// Lorem ipsum words: plain ASCII, so token texts never need JSON escaping, and counting the words
+// of generated text gives back the number of generated tokens.
+constexpr std::array<std::string_view, 64> kWords = {
+    " lorem",    " ipsum",    " dolor",     " sit",     " amet",      " consectetur", " adipiscing",
+    " elit",     " sed",      " do",        " eiusmod", " tempor",    " incididunt",  " ut",
+    " labore",   " et",       " dolore",    " magna",   " aliqua",    " enim",        " ad",
+    " minim",    " veniam",   " quis",      " nostrud", " ullamco",   " laboris",     " nisi",
+    " aliquip",  " ex",       " ea",        " commodo", " consequat", " duis",        " aute",
+    " irure",    " in",       " voluptate", " velit",   " esse",      " cillum",      " fugiat",
+    " nulla",    " pariatur", " excepteur", " sint",    " occaecat",  " cupidatat",   " non",
+    " proident", " sunt",     " culpa",     " qui",     " officia",   " deserunt",    " mollit",
+    " anim",     " id",       " est",       " laborum", " vitae",     " nunc",        " porta",
+    " arcu"};
+
+bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
+
+}  // namespace
+
+uint64_t fnv1a(std::string_view bytes, uint64_t h) {
+  for (unsigned char c : bytes) {
+    h ^= c;
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+uint64_t mix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+int count_words(std::string_view text) {
+  int words = 0;
+  bool in_word = false;
+  for (char c : text) {
+    if (is_space(c)) {
+      in_word = false;
+    } else if (!in_word) {
+      in_word = true;
+      ++words;
+    }
+  }
+  return words;
+}
+
+int count_text_tokens(std::string_view text) {
+  return std::max(1, count_words(text));
+}
+
+std::string_view output_token_text(uint64_t stream_seed, int index) {
+  uint64_t h = mix64(stream_seed ^ mix64(static_cast<uint64_t>(index)));
+  return kWords[h % kWords.size()];
+}
+
+std::string_view to_string(FinishReason reason) {
+  return reason == FinishReason::kStop ? "stop" : "length";
+}
+
+OutputPlan plan_output(uint64_t prompt_hash, uint64_t seed, int max_tokens, int min_tokens,
+                       bool ignore_eos) {
+  if (ignore_eos) return {max_tokens, FinishReason::kLength};
+  uint64_t span = 2 * static_cast<uint64_t>(max_tokens);
+  uint64_t natural = 1 + mix64(prompt_hash ^ mix64(seed)) % span;
+  // EOS cannot be sampled before min_tokens tokens exist, so it is at best token min_tokens + 1.
+  natural = std::max<uint64_t>(natural, static_cast<uint64_t>(min_tokens) + 1);
+  if (natural > static_cast<uint64_t>(max_tokens)) return {max_tokens, FinishReason::kLength};
+  return {static_cast<int>(natural), FinishReason::kStop};
+}
+
+}  // namespace ib::sim
