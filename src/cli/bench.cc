@@ -1,4 +1,5 @@
 // `inferbench bench`: one benchmark point against any OpenAI-compatible server.
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <sstream>
@@ -21,9 +22,49 @@ struct BenchOptions {
   std::string output;
   std::string details;
   std::string percentiles = "90,99,99.9";
+  std::string arrival = "poisson";
+  double request_rate = 0;  // 0: closed loop
+  std::vector<std::string> goodput;
   double connect_timeout_s = 10;
+  double first_byte_timeout_s = 300;
   double idle_timeout_s = 300;
+  double request_timeout_s = 0;
+  bool no_request_ids = false;
 };
+
+std::chrono::milliseconds seconds_to_ms(double s) {
+  return std::chrono::milliseconds(static_cast<int64_t>(std::llround(s * 1000)));
+}
+
+// "ttft:500 tpot:50 e2el:10000" (vLLM's --goodput syntax, milliseconds).
+Expected<GoodputSlo> parse_goodput(const std::vector<std::string>& items) {
+  GoodputSlo slo;
+  for (const auto& item : items) {
+    auto colon = item.find(':');
+    if (colon == std::string::npos) {
+      return Error{fmt::format("--goodput: '{}' is not METRIC:MS (ttft, tpot or e2el)", item)};
+    }
+    std::string key = item.substr(0, colon);
+    double value = 0;
+    try {
+      size_t used = 0;
+      value = std::stod(item.substr(colon + 1), &used);
+      if (used != item.size() - colon - 1 || !(value > 0)) throw std::invalid_argument(item);
+    } catch (const std::exception&) {
+      return Error{fmt::format("--goodput: '{}' needs a positive number of milliseconds", item)};
+    }
+    if (key == "ttft") {
+      slo.ttft_ms = value;
+    } else if (key == "tpot") {
+      slo.tpot_ms = value;
+    } else if (key == "e2el") {
+      slo.e2el_ms = value;
+    } else {
+      return Error{fmt::format("--goodput: unknown metric '{}' (use ttft, tpot or e2el)", key)};
+    }
+  }
+  return slo;
+}
 
 Expected<std::vector<double>> parse_percentiles(const std::string& text) {
   std::vector<double> out;
@@ -57,8 +98,41 @@ int run(BenchOptions& o) {
     return kExitUsage;
   }
   o.spec.metrics.percentiles = *pct;
-  o.spec.timeouts.connect = std::chrono::milliseconds(static_cast<int64_t>(o.connect_timeout_s * 1000));
-  o.spec.timeouts.idle = std::chrono::milliseconds(static_cast<int64_t>(o.idle_timeout_s * 1000));
+  auto slo = parse_goodput(o.goodput);
+  if (!slo) {
+    fmt::print(stderr, "inferbench bench: {}\n", slo.error().message);
+    return kExitUsage;
+  }
+  o.spec.metrics.goodput = *slo;
+  if (o.request_rate > 0) {
+    auto arrival = parse_arrival(o.arrival);
+    if (!arrival) {
+      fmt::print(stderr,
+                 "inferbench bench: --arrival must be constant, poisson or gamma (got '{}')\n",
+                 o.arrival);
+      return kExitUsage;
+    }
+    o.spec.shape.mode = LoadMode::kOpenLoop;
+    o.spec.shape.arrivals.rate = o.request_rate;
+    o.spec.shape.arrivals.process = *arrival;
+    o.spec.shape.arrivals.seed = o.spec.workload.seed;
+  } else if (o.request_rate < 0) {
+    fmt::print(stderr, "inferbench bench: --request-rate must be positive (got {})\n",
+               o.request_rate);
+    return kExitUsage;
+  }
+  for (double t : {o.connect_timeout_s, o.first_byte_timeout_s, o.idle_timeout_s,
+                   o.request_timeout_s}) {
+    if (t < 0 || !std::isfinite(t)) {
+      fmt::print(stderr, "inferbench bench: timeouts must be non-negative seconds (got {})\n", t);
+      return kExitUsage;
+    }
+  }
+  o.spec.timeouts.connect = seconds_to_ms(o.connect_timeout_s);
+  o.spec.timeouts.first_byte = seconds_to_ms(o.first_byte_timeout_s);
+  o.spec.timeouts.idle = seconds_to_ms(o.idle_timeout_s);
+  o.spec.timeouts.total = seconds_to_ms(o.request_timeout_s);
+  o.spec.send_request_ids = !o.no_request_ids;
   if (auto s = validate(o.spec); !s) {
     fmt::print(stderr, "inferbench bench: {}\n", s.error().message);
     return kExitUsage;
@@ -122,9 +196,19 @@ RunFn register_bench(CLI::App& root) {
       ->capture_default_str();
   app->add_option("--num-prompts", o->spec.workload.num_prompts, "Measured requests")
       ->capture_default_str();
-  app->add_option("--concurrency,--max-concurrency", o->spec.concurrency,
-                  "Closed-loop concurrency")
+  app->add_option("--concurrency,--max-concurrency", o->spec.shape.concurrency,
+                  "Closed loop: concurrent requests. Open loop: cap on requests in flight "
+                  "(0 = none)")
       ->capture_default_str();
+  app->add_option("--request-rate", o->request_rate,
+                  "Open loop: requests per second on an absolute schedule (default: closed loop)");
+  app->add_option("--arrival", o->arrival, "Open-loop arrivals: constant | poisson | gamma")
+      ->capture_default_str();
+  app->add_option("--burstiness", o->spec.shape.arrivals.burstiness,
+                  "Gamma shape of the gaps (1 = Poisson; < 1 burstier)")
+      ->capture_default_str();
+  app->add_option("--duration", o->spec.shape.duration_s,
+                  "Stop sending after this many seconds (prompts are reused cyclically)");
   app->add_option("--warmups", o->spec.warmups, "Warmup requests (not measured)")
       ->capture_default_str();
   app->add_option("--seed", o->spec.workload.seed, "Random seed")->capture_default_str();
@@ -135,10 +219,29 @@ RunFn register_bench(CLI::App& root) {
       ->capture_default_str();
   app->add_option("--num-gpus", o->spec.metrics.num_gpus, "GPUs serving (for per-GPU throughput)")
       ->capture_default_str();
+  app->add_option("--goodput", o->goodput, "SLOs for goodput, e.g. ttft:500 tpot:50 e2el:10000")
+      ->expected(1, 3);
+  app->add_flag("--continuous-usage", o->spec.continuous_usage,
+                "Also request stream_options.continuous_usage_stats");
   app->add_option("--connect-timeout", o->connect_timeout_s, "Seconds")->capture_default_str();
-  app->add_option("--idle-timeout", o->idle_timeout_s,
-                  "Seconds of silence allowed while reading a response")
+  app->add_option("--first-byte-timeout", o->first_byte_timeout_s,
+                  "Seconds from sending to the first response byte (0 = none)")
       ->capture_default_str();
+  app->add_option("--idle-timeout", o->idle_timeout_s,
+                  "Seconds of silence allowed while reading a response (0 = none)")
+      ->capture_default_str();
+  app->add_option("--request-timeout", o->request_timeout_s,
+                  "Seconds for a whole request (0 = none)")
+      ->capture_default_str();
+  app->add_option("--max-retries", o->spec.max_retries,
+                  "Re-sends of a request that failed before any response byte")
+      ->capture_default_str();
+  app->add_option("--threads", o->spec.threads, "Client event-loop threads (0 = automatic)")
+      ->capture_default_str();
+  app->add_option("--source-addresses", o->spec.source_addresses,
+                  "Loopback targets: spread connections over 127.0.0.1..N (0 = automatic)")
+      ->capture_default_str();
+  app->add_flag("--no-request-ids", o->no_request_ids, "Do not send X-Request-Id headers");
   app->add_option("--output", o->output, "Write the result JSON here");
   app->add_option("--details", o->details, "Write per-request records (JSONL) here");
   return [o]() { return run(*o); };

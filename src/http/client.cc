@@ -10,6 +10,8 @@
 #include <boost/url/parse.hpp>
 #include <fmt/format.h>
 
+#include <tuple>
+
 #include "core/clock.h"
 
 namespace ib {
@@ -58,14 +60,35 @@ Expected<tcp::resolver::results_type> resolve(const Endpoint& endpoint) {
   return results;
 }
 
-HttpConnection::HttpConnection(asio::any_io_executor executor, Endpoint endpoint,
-                               tcp::resolver::results_type addresses, ClientTimeouts timeouts)
-    : endpoint_(std::move(endpoint)),
-      addresses_(std::move(addresses)),
-      timeouts_(timeouts),
-      stream_(std::move(executor)) {
-  body_buf_.resize(64 * 1024);
+bool HttpOutcome::reset() const {
+  return ec == asio::error::connection_reset || ec == asio::error::broken_pipe ||
+         (!response_started && (ec == http::error::end_of_stream || ec == asio::error::eof));
 }
+
+namespace {
+
+// Size of the window body bytes are parsed into, and the most the read buffer may hold. SSE
+// events of OpenAI-compatible servers are a few hundred bytes; larger bodies take more reads.
+constexpr size_t kBodyWindow = 2048;
+constexpr size_t kReadBufferMax = 8192;
+
+using steady_time = std::chrono::steady_clock::time_point;
+
+steady_time earliest(steady_time a, steady_time b) { return a < b ? a : b; }
+
+}  // namespace
+
+HttpConnection::HttpConnection(asio::any_io_executor executor, const Endpoint& endpoint,
+                               const tcp::resolver::results_type& addresses,
+                               ClientTimeouts timeouts, std::optional<asio::ip::address> source)
+    : endpoint_(&endpoint),
+      addresses_(&addresses),
+      timeouts_(timeouts),
+      source_(std::move(source)),
+      stream_(std::move(executor)),
+      buffer_(kReadBufferMax),
+      host_header_(fmt::format("{}:{}", endpoint.host, endpoint.port)),
+      body_window_(new char[kBodyWindow]) {}
 
 void HttpConnection::close() {
   if (!open_) return;
@@ -73,13 +96,30 @@ void HttpConnection::close() {
   stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
   stream_.close();
   buffer_.clear();
+  buffer_.shrink_to_fit();
   open_ = false;
   requests_on_connection_ = 0;
 }
 
 asio::awaitable<boost::system::error_code> HttpConnection::connect() {
   stream_.expires_after(timeouts_.connect);
-  auto [ec, ep] = co_await stream_.async_connect(addresses_, use_tuple);
+  boost::system::error_code ec;
+  if (source_) {
+    // Bind the local address first; connect to each resolved address in turn.
+    for (const auto& entry : *addresses_) {
+      const tcp::endpoint target = entry.endpoint();
+      if (target.address().is_v4() != source_->is_v4()) continue;
+      stream_.socket().open(target.protocol(), ec);
+      if (!ec) stream_.socket().bind(tcp::endpoint(*source_, 0), ec);
+      if (!ec) std::tie(ec) = co_await stream_.async_connect(target, use_tuple);
+      if (!ec) break;
+      stream_.close();
+    }
+    if (!ec && !stream_.socket().is_open()) ec = asio::error::address_family_not_supported;
+  } else {
+    tcp::endpoint ep;
+    std::tie(ec, ep) = co_await stream_.async_connect(*addresses_, use_tuple);
+  }
   if (!ec) {
     stream_.socket().set_option(tcp::no_delay(true), ec);
     open_ = true;
@@ -90,21 +130,23 @@ asio::awaitable<boost::system::error_code> HttpConnection::connect() {
 }
 
 asio::awaitable<HttpOutcome> HttpConnection::request(http::verb verb, std::string_view path,
-                                                     std::string_view body, ResponseSink& sink) {
+                                                     std::string_view body, ResponseSink& sink,
+                                                     std::string_view request_id) {
   HttpOutcome out;
   out.send_ns = mono_ns();  // replaced by the write time once connected
   if (!open_) {
     out.ec = co_await connect();
     if (out.ec) {
       out.connect_failed = true;
-      out.timed_out = out.ec == beast::error::timeout;
+      if (out.ec == beast::error::timeout) out.timeout = TimeoutKind::kConnect;
       close();
       co_return out;
     }
   }
-  http::request<http::string_body> req{verb, endpoint_.base_path + std::string(path), 11};
-  req.set(http::field::host, fmt::format("{}:{}", endpoint_.host, endpoint_.port));
+  http::request<http::string_body> req{verb, endpoint_->base_path + std::string(path), 11};
+  req.set(http::field::host, host_header_);
   req.set(http::field::user_agent, "inferbench");
+  if (!request_id.empty()) req.set("X-Request-Id", request_id);
   req.keep_alive(true);
   if (!body.empty() || verb == http::verb::post) {
     req.set(http::field::content_type, "application/json");
@@ -113,14 +155,30 @@ asio::awaitable<HttpOutcome> HttpConnection::request(http::verb verb, std::strin
     req.prepare_payload();
   }
 
-  stream_.expires_after(timeouts_.idle);
+  // Deadlines: first byte and total from the send time; idle from each read.
+  const steady_time start = std::chrono::steady_clock::now();
+  const steady_time never = steady_time::max();
+  const steady_time total_deadline =
+      timeouts_.total.count() > 0 ? start + timeouts_.total : never;
+  const steady_time first_byte_deadline =
+      timeouts_.first_byte.count() > 0 ? start + timeouts_.first_byte : never;
+  auto fail = [&](boost::system::error_code ec, TimeoutKind phase_timeout) {
+    out.ec = ec;
+    if (ec == beast::error::timeout) {
+      out.timeout = std::chrono::steady_clock::now() >= total_deadline &&
+                            total_deadline != never
+                        ? TimeoutKind::kTotal
+                        : phase_timeout;
+    }
+    close();
+  };
+
+  stream_.expires_at(earliest(first_byte_deadline, total_deadline));
   out.send_ns = mono_ns();
   auto [wec, wn] = co_await http::async_write(stream_, req, use_tuple);
   ++requests_on_connection_;
   if (wec) {
-    out.ec = wec;
-    out.timed_out = wec == beast::error::timeout;
-    close();
+    fail(wec, TimeoutKind::kFirstByte);
     co_return out;
   }
 
@@ -128,9 +186,7 @@ asio::awaitable<HttpOutcome> HttpConnection::request(http::verb verb, std::strin
   parser.body_limit(boost::none);
   auto [hec, hn] = co_await http::async_read_header(stream_, buffer_, parser, use_tuple);
   if (hec) {
-    out.ec = hec;
-    out.timed_out = hec == beast::error::timeout;
-    close();
+    fail(hec, TimeoutKind::kFirstByte);
     co_return out;
   }
   out.response_started = true;
@@ -138,22 +194,26 @@ asio::awaitable<HttpOutcome> HttpConnection::request(http::verb verb, std::strin
   sink.on_headers(out.status, mono_ns());
 
   while (!parser.is_done()) {
-    parser.get().body().data = body_buf_.data();
-    parser.get().body().size = body_buf_.size();
-    stream_.expires_after(timeouts_.idle);
+    parser.get().body().data = body_window_.get();
+    parser.get().body().size = kBodyWindow;
+    if (timeouts_.idle.count() > 0) {
+      stream_.expires_at(
+          earliest(std::chrono::steady_clock::now() + timeouts_.idle, total_deadline));
+    } else {
+      stream_.expires_at(total_deadline);
+    }
     auto [ec, n] = co_await http::async_read_some(stream_, buffer_, parser, use_tuple);
     if (ec == http::error::need_buffer) ec = {};
-    const size_t got = body_buf_.size() - parser.get().body().size;
-    if (got > 0) sink.on_body(std::string_view(body_buf_.data(), got), mono_ns());
+    const size_t got = kBodyWindow - parser.get().body().size;
+    if (got > 0) sink.on_body(std::string_view(body_window_.get(), got), mono_ns());
     if (ec) {
       // A server closing the connection ends a body without length: that is the message end.
       if (ec == http::error::end_of_stream && parser.is_done()) break;
-      out.ec = ec;
-      out.timed_out = ec == beast::error::timeout;
-      close();
+      fail(ec, TimeoutKind::kIdle);
       co_return out;
     }
   }
+  stream_.expires_never();
   out.complete = true;
   if (!parser.get().keep_alive()) close();
   co_return out;
@@ -176,7 +236,7 @@ Expected<SimpleResponse> http_get(const Endpoint& endpoint, std::string_view pat
   auto addresses = resolve(endpoint);
   if (!addresses) return addresses.error();
   asio::io_context io;
-  ClientTimeouts t{timeout, timeout};
+  ClientTimeouts t{timeout, timeout, timeout, timeout};
   HttpConnection conn(io.get_executor(), endpoint, *addresses, t);
   CollectSink sink;
   std::optional<HttpOutcome> outcome;

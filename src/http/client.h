@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -35,9 +36,12 @@ Expected<Endpoint> parse_endpoint(std::string_view url);
 /// Resolves the host once, before a run (no DNS on the hot path).
 Expected<boost::asio::ip::tcp::resolver::results_type> resolve(const Endpoint& endpoint);
 
+/// Client-side limits. A zero duration disables that limit (connect is always bounded).
 struct ClientTimeouts {
   std::chrono::milliseconds connect{10'000};
-  std::chrono::milliseconds idle{300'000};  // longest silence allowed while a response is read
+  std::chrono::milliseconds first_byte{300'000};  // send → first response byte
+  std::chrono::milliseconds idle{300'000};        // longest silence while a response is read
+  std::chrono::milliseconds total{0};             // send → response complete; 0: unlimited
 };
 
 /// Receives a response as it arrives. Times are ib::mono_ns() taken when the bytes were read.
@@ -48,43 +52,60 @@ class ResponseSink {
   virtual void on_body(std::string_view bytes, int64_t t_ns) = 0;
 };
 
+/// Which limit ended an exchange.
+enum class TimeoutKind { kNone, kConnect, kFirstByte, kIdle, kTotal };
+
 /// How one exchange ended at the transport level. Protocol meaning (SSE, [DONE]) is the sink's.
 struct HttpOutcome {
   boost::system::error_code ec;  // first transport error; empty when the response completed
   bool connect_failed = false;   // ec came from connecting
-  bool timed_out = false;        // ec came from a timeout
+  TimeoutKind timeout = TimeoutKind::kNone;
   bool response_started = false; // at least the status line arrived
   bool complete = false;         // the whole message was read
   int status = 0;
   int64_t send_ns = 0;           // when the request's first byte was handed to the socket
+  bool timed_out() const { return timeout != TimeoutKind::kNone; }
+  /// The peer reset the connection, or closed it before sending a complete response.
+  bool reset() const;
 };
 
 /// One keep-alive connection. Not thread-safe: one request at a time, on one executor.
+/// Memory per connection is bounded: a small read buffer and a small body window, whatever the
+/// response length (DESIGN.md §5: the client must scale to 10k+ streams).
 class HttpConnection {
  public:
-  HttpConnection(boost::asio::any_io_executor executor, Endpoint endpoint,
-                 boost::asio::ip::tcp::resolver::results_type addresses,
-                 ClientTimeouts timeouts = {});
+  /// `source` (optional) is the local address to bind before connecting, to spread many
+  /// connections over several loopback source addresses.
+  HttpConnection(boost::asio::any_io_executor executor, const Endpoint& endpoint,
+                 const boost::asio::ip::tcp::resolver::results_type& addresses,
+                 ClientTimeouts timeouts = {},
+                 std::optional<boost::asio::ip::address> source = std::nullopt);
 
   /// Sends one request (connecting first when needed) and streams the response into `sink`.
-  /// `path` is appended to the endpoint's base path.
+  /// `path` is appended to the endpoint's base path; `request_id`, when not empty, is sent as
+  /// the X-Request-Id header.
   boost::asio::awaitable<HttpOutcome> request(boost::beast::http::verb verb, std::string_view path,
-                                              std::string_view body, ResponseSink& sink);
+                                              std::string_view body, ResponseSink& sink,
+                                              std::string_view request_id = {});
 
   /// True when a connection is open and was used before (a keep-alive reuse may race the
   /// server closing an idle connection).
   bool reused() const { return open_ && requests_on_connection_ > 0; }
+  bool is_open() const { return open_; }
+  /// Closes the socket; a request in progress completes with an error.
   void close();
 
  private:
   boost::asio::awaitable<boost::system::error_code> connect();
 
-  Endpoint endpoint_;
-  boost::asio::ip::tcp::resolver::results_type addresses_;
+  const Endpoint* endpoint_;
+  const boost::asio::ip::tcp::resolver::results_type* addresses_;
   ClientTimeouts timeouts_;
+  std::optional<boost::asio::ip::address> source_;
   boost::beast::tcp_stream stream_;
   boost::beast::flat_buffer buffer_;
-  std::string body_buf_;  // receive window for body bytes, reused
+  std::string host_header_;
+  std::unique_ptr<char[]> body_window_;
   bool open_ = false;
   int requests_on_connection_ = 0;
 };

@@ -10,11 +10,29 @@
 
 namespace ib {
 
+namespace {
+
+RunnerConfig runner_config(const BenchSpec& spec, const Endpoint& endpoint) {
+  RunnerConfig rc;
+  rc.endpoint = endpoint;
+  rc.path = std::string(api_path(spec.api));
+  rc.shape = spec.shape;
+  rc.timeouts = spec.timeouts;
+  rc.max_retries = spec.max_retries;
+  rc.threads = spec.threads;
+  rc.source_addresses = spec.source_addresses;
+  return rc;
+}
+
+}  // namespace
+
 Status validate(const BenchSpec& spec) {
-  if (auto s = validate(spec.workload); !s) return s;
-  if (spec.concurrency < 1) {
-    return Error{fmt::format("--concurrency must be at least 1 (got {})", spec.concurrency)};
-  }
+  auto endpoint = parse_endpoint(spec.endpoint_url);
+  if (!endpoint) return endpoint.error();
+  RandomWorkload w = spec.workload;
+  if (spec.shape.duration_s > 0 && w.num_prompts < 1) w.num_prompts = 1;
+  if (auto s = validate(w); !s) return s;
+  if (auto s = validate(runner_config(spec, *endpoint)); !s) return s;
   if (spec.warmups < 0) {
     return Error{fmt::format("--warmups must not be negative (got {})", spec.warmups)};
   }
@@ -23,7 +41,7 @@ Status validate(const BenchSpec& spec) {
       return Error{fmt::format("--percentiles: {} is not in (0, 100)", q)};
     }
   }
-  if (auto e = parse_endpoint(spec.endpoint_url); !e) return e.error();
+  if (spec.metrics.num_gpus < 1) return Error{"--num-gpus must be at least 1"};
   return Status::Ok();
 }
 
@@ -103,28 +121,28 @@ Expected<BenchReport> run_bench(const BenchSpec& spec) {
   }
   RequestKnobs knobs;
   knobs.model = model;
+  knobs.continuous_usage = spec.continuous_usage;
   auto measured = prepare(prompts, spec.api, knobs);
   auto warmup = prepare(warm_prompts, spec.api, knobs);
 
-  RunnerConfig rc;
-  rc.endpoint = *endpoint;
-  rc.api = spec.api;
-  rc.concurrency = spec.concurrency;
-  rc.timeouts = spec.timeouts;
+  RunnerConfig rc = runner_config(spec, *endpoint);
+  if (spec.send_request_ids) {
+    rc.request_id_prefix = fmt::format("ib-{:x}-", static_cast<uint64_t>(mono_ns()) & 0xffffffffu);
+  }
   const bool tty = spec.show_progress && isatty(STDERR_FILENO);
   if (tty) {
-    rc.on_progress = [last = int64_t{0}](size_t done, size_t total) mutable {
-      int64_t now = mono_ns();
-      if (done != total && now - last < 100'000'000) return;
-      last = now;
-      fmt::print(stderr, "\r  {} / {} requests", done, total);
-      if (done == total) fmt::print(stderr, "\r\033[K");
+    rc.on_progress = [](size_t done, size_t total, double elapsed) {
+      if (total > 0) {
+        fmt::print(stderr, "\r\033[K  {} / {} requests, {:.1f} s", done, total, elapsed);
+      } else {
+        fmt::print(stderr, "\r\033[K  {} requests, {:.1f} s", done, elapsed);
+      }
       std::fflush(stderr);
     };
   }
-  auto run = run_closed_loop(rc, warmup, measured);
-  if (!run) return run.error();
+  auto run = run_load(rc, warmup, measured);
   if (tty) fmt::print(stderr, "\r\033[K");
+  if (!run) return run.error();
 
   BenchReport report;
   report.run = std::move(*run);
@@ -140,10 +158,22 @@ Expected<BenchReport> run_bench(const BenchSpec& spec) {
   j["endpoint"] = endpoint->url();
   j["model_id"] = model;
   j["num_prompts"] = wl.num_prompts;
-  j["request_rate"] = "inf";
-  j["burstiness"] = 1.0;
-  j["max_concurrency"] = spec.concurrency;
-  j["load_shape"] = "closed_loop";
+  const bool open_loop = spec.shape.mode == LoadMode::kOpenLoop;
+  if (open_loop) {
+    j["request_rate"] = spec.shape.arrivals.rate;
+    j["burstiness"] = spec.shape.arrivals.burstiness;
+    j["arrival"] = arrival_name(spec.shape.arrivals.process);
+  } else {
+    j["request_rate"] = "inf";
+    j["burstiness"] = 1.0;
+  }
+  if (spec.shape.concurrency > 0) {
+    j["max_concurrency"] = spec.shape.concurrency;
+  } else {
+    j["max_concurrency"] = nullptr;
+  }
+  j["load_shape"] = open_loop ? "open_loop" : "closed_loop";
+  if (spec.shape.duration_s > 0) j["duration_limit_s"] = spec.shape.duration_s;
   j["num_warmups"] = spec.warmups;
   j["random_input_len"] = wl.isl;
   j["random_output_len"] = wl.osl;
@@ -169,12 +199,26 @@ Expected<BenchReport> run_bench(const BenchSpec& spec) {
   }
   j["input_lens"] = std::move(input_lens);
   j["output_lens"] = std::move(output_lens);
+  const ClientHealth& h = report.run.health;
   boost::json::object client;
-  client["cpu_seconds"] = report.run.client_cpu_s;
-  client["peak_in_flight"] = report.run.peak_in_flight;
-  const double wall = report.run.end_unix - report.run.start_unix;
-  client["cpu_utilization"] = wall > 0 ? report.run.client_cpu_s / wall : 0.0;
+  client["threads"] = h.threads;
+  client["cpu_seconds"] = h.cpu_seconds;
+  client["cpu_utilization"] = h.cpu_utilization;
+  client["event_loop_lag_p99_ms"] = h.event_loop_lag_p99_ms;
+  client["event_loop_lag_max_ms"] = h.event_loop_lag_max_ms;
+  client["schedule_lag_p99_ms"] = h.schedule_lag_p99_ms;
+  client["schedule_lag_max_ms"] = h.schedule_lag_max_ms;
+  client["peak_in_flight"] = h.peak_in_flight;
+  client["connections_opened"] = h.connections_opened;
+  client["source_addresses"] = h.source_addresses;
+  client["open_file_limit"] = h.open_file_limit;
+  boost::json::array client_warnings;
+  for (const auto& w : h.warnings) client_warnings.emplace_back(w);
+  client["warnings"] = std::move(client_warnings);
   j["client"] = std::move(client);
+  // Client-health warnings join the result's warnings: they qualify every number in it.
+  auto& warnings = j["warnings"].as_array();
+  for (const auto& w : h.warnings) warnings.emplace_back(w);
   report.json = std::move(j);
   return report;
 }
@@ -189,13 +233,18 @@ std::string format_summary(const BenchReport& report, const BenchSpec& spec) {
   s += fmt::format("{:=^50}\n", report.partial ? " Serving Benchmark (PARTIAL) " : " Serving Benchmark Result ");
   line("Successful requests:", std::to_string(m.completed));
   line("Failed requests:", std::to_string(m.failed));
-  line("Maximum request concurrency:", std::to_string(spec.concurrency));
+  if (spec.shape.mode == LoadMode::kOpenLoop) {
+    line("Request rate (req/s):", f2(spec.shape.arrivals.rate));
+  }
+  line("Maximum request concurrency:",
+       spec.shape.concurrency > 0 ? std::to_string(spec.shape.concurrency) : "unlimited");
   line("Benchmark duration (s):", f2(m.duration_s));
   line("Total input tokens:", std::to_string(m.total_input_tokens));
   line("Total generated tokens:", std::to_string(m.total_output_tokens));
   line("Request throughput (req/s):", f2(m.request_throughput));
   line("Output token throughput (tok/s):", f2(m.output_throughput));
   line("Total token throughput (tok/s):", f2(m.total_token_throughput));
+  if (spec.metrics.goodput.any()) line("Request goodput (req/s):", f2(m.request_goodput));
   auto block = [&](std::string_view title, std::string_view name, const Summary& sum) {
     s += fmt::format("{:-^50}\n", fmt::format(" {} ", title));
     line(fmt::format("Mean {} (ms):", name), f2(sum.mean));
@@ -217,6 +266,7 @@ std::string format_summary(const BenchReport& report, const BenchSpec& spec) {
   }
   s += fmt::format("{:=^50}\n", "");
   for (const auto& w : m.warnings) s += fmt::format("warning: {}\n", w);
+  for (const auto& w : report.run.health.warnings) s += fmt::format("warning: {}\n", w);
   return s;
 }
 

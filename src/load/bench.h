@@ -21,11 +21,16 @@ struct BenchSpec {
   std::string model;  // empty: ask the server's /v1/models for the first model
   Api api = Api::kCompletions;
   RandomWorkload workload;
-  int concurrency = 1;
+  LoadShape shape;  // closed loop at concurrency 1 by default
   int warmups = 0;
   MetricsOptions metrics;
   ClientTimeouts timeouts;
-  bool show_progress = false;  // progress line on stderr (only when it is a TTY)
+  int max_retries = 1;
+  int threads = 0;           // 0: automatic
+  int source_addresses = 0;  // 0: automatic
+  bool continuous_usage = false;  // also request stream_options.continuous_usage_stats
+  bool send_request_ids = true;   // X-Request-Id: <run>-<index>, for matching server logs
+  bool show_progress = false;     // progress line on stderr (only when it is a TTY)
 };
 
 /// A finished point: records, metrics and the result JSON.

@@ -3,7 +3,11 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <deque>
 #include <memory>
+#include <thread>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -12,14 +16,49 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/http/verb.hpp>
+#include <fmt/format.h>
 
 #include "core/clock.h"
 #include "core/interrupt.h"
 #include "load/stream_request.h"
+#include "metrics/stats.h"
 
 namespace ib {
 
 namespace asio = boost::asio;
+using steady_time = std::chrono::steady_clock::time_point;
+
+int64_t raise_open_file_limit() {
+  rlimit rl{};
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return 0;
+  if (rl.rlim_cur < rl.rlim_max) {
+    rlimit want = rl;
+    want.rlim_cur = rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &want) == 0) rl = want;
+  }
+  return static_cast<int64_t>(rl.rlim_cur);
+}
+
+Status validate(const RunnerConfig& config) {
+  const LoadShape& s = config.shape;
+  if (s.mode == LoadMode::kClosedLoop && s.concurrency < 1) {
+    return Error{fmt::format("--concurrency must be at least 1 (got {})", s.concurrency)};
+  }
+  if (s.concurrency < 0) {
+    return Error{fmt::format("--concurrency must not be negative (got {})", s.concurrency)};
+  }
+  if (s.mode == LoadMode::kOpenLoop) {
+    if (auto st = validate(s.arrivals); !st) return st;
+  }
+  if (s.duration_s < 0 || !std::isfinite(s.duration_s)) {
+    return Error{fmt::format("--duration must be a positive number of seconds (got {})",
+                             s.duration_s)};
+  }
+  if (config.threads < 0) return Error{"--threads must not be negative"};
+  if (config.max_retries < 0) return Error{"--max-retries must not be negative"};
+  if (config.timeouts.connect.count() <= 0) return Error{"--connect-timeout must be positive"};
+  return Status::Ok();
+}
 
 namespace {
 
@@ -30,171 +69,468 @@ double process_cpu_seconds() {
   return tv(ru.ru_utime) + tv(ru.ru_stime);
 }
 
-// Shared state of one phase (warmup or measured). Single-threaded: no locks.
-struct Phase {
-  const std::vector<PreparedRequest>* requests = nullptr;
-  std::vector<RequestRecord>* records = nullptr;
-  size_t next = 0;
-  size_t done = 0;
-  bool measured = false;
-};
+steady_time to_steady(int64_t mono) {
+  return steady_time(std::chrono::nanoseconds(mono));
+}
 
-class ClosedLoop {
+void atomic_max(std::atomic<int64_t>& a, int64_t v) {
+  int64_t cur = a.load(std::memory_order_relaxed);
+  while (v > cur && !a.compare_exchange_weak(cur, v, std::memory_order_relaxed)) {
+  }
+}
+
+// FIFO counting semaphore for coroutines on one event loop.
+class AsyncSlots {
  public:
-  ClosedLoop(const RunnerConfig& config, asio::ip::tcp::resolver::results_type addresses)
-      : config_(config), addresses_(std::move(addresses)) {}
-
-  RunnerResult run(const std::vector<PreparedRequest>& warmup,
-                   const std::vector<PreparedRequest>& measured) {
-    RunnerResult result;
-    result.warmup.resize(warmup.size());
-    result.measured.resize(measured.size());
-    const double cpu0 = process_cpu_seconds();
-    result.origin_ns = mono_ns();
-    result.start_unix = unix_seconds();
-
-    const int n = std::max(1, config_.concurrency);
-    for (int i = 0; i < n; ++i) {
-      workers_.push_back(std::make_unique<Worker>(io_.get_executor(), config_, addresses_));
+  AsyncSlots(asio::io_context& io, int slots) : io_(io), free_(slots) {}
+  asio::awaitable<void> acquire() {
+    if (free_ > 0 && waiters_.empty()) {
+      --free_;
+      co_return;
     }
-    asio::co_spawn(
-        io_,
-        [&]() -> asio::awaitable<void> {
-          Phase w{&warmup, &result.warmup, 0, 0, false};
-          co_await run_phase(w);
-          Phase m{&measured, &result.measured, 0, 0, true};
-          co_await run_phase(m);
-          finished_ = true;
-          watchdog_.cancel();
-        },
-        asio::detached);
-    asio::co_spawn(io_, watch_interrupt(), asio::detached);
-    io_.run();
-
-    result.end_unix = unix_seconds();
-    result.client_cpu_s = process_cpu_seconds() - cpu0;
-    result.peak_in_flight = peak_in_flight_;
-    result.interrupted = interrupted_;
-    // Drop requests that never ran or were cut by the interrupt: they measure nothing.
-    auto drop = [&](std::vector<RequestRecord>& v) {
-      auto it = std::remove_if(v.begin(), v.end(), [](const RequestRecord& r) {
-        return r.sched_ns == 0 || r.failure == FailureCause::kCancelled;
-      });
-      int64_t removed = std::distance(it, v.end());
-      v.erase(it, v.end());
-      return removed;
-    };
-    drop(result.warmup);
-    result.cancelled = drop(result.measured);
-    return result;
+    asio::steady_timer t(io_, steady_time::max());
+    waiters_.push_back(&t);
+    boost::system::error_code ec;
+    co_await t.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    // The releaser handed its slot over directly (free_ unchanged), or the run is ending.
+  }
+  void release() {
+    if (!waiters_.empty()) {
+      waiters_.front()->cancel();
+      waiters_.pop_front();
+    } else {
+      ++free_;
+    }
+  }
+  void wake_all() {
+    for (auto* t : waiters_) t->cancel();
+    waiters_.clear();
   }
 
  private:
-  struct Worker {
-    Worker(asio::any_io_executor ex, const RunnerConfig& c,
-           asio::ip::tcp::resolver::results_type addrs)
-        : conn(std::move(ex), c.endpoint, std::move(addrs), c.timeouts) {}
-    HttpConnection conn;
+  asio::io_context& io_;
+  int free_;
+  std::deque<asio::steady_timer*> waiters_;
+};
+
+// What every lane (thread) shares.
+struct Shared {
+  const RunnerConfig* config = nullptr;
+  asio::ip::tcp::resolver::results_type addresses;
+  int source_addresses = 1;
+  std::atomic<int64_t> next_index{0};
+  std::atomic<int64_t> in_flight{0};
+  std::atomic<int64_t> peak_in_flight{0};
+  std::atomic<int64_t> completed{0};
+  std::atomic<int64_t> connections{0};
+  std::atomic<bool> interrupted{false};
+};
+
+// The current phase: which requests, under which shape.
+struct Phase {
+  const std::vector<PreparedRequest>* requests = nullptr;
+  LoadShape shape;
+  std::vector<int64_t> offsets;  // open loop: send offsets from origin, all requests
+  int64_t origin_ns = 0;
+  int64_t end_ns = 0;  // time-bounded: no request is sent after this; 0: count-bounded
+  bool measured = false;
+};
+
+// One event loop on one thread with its own connections and records.
+class Lane {
+ public:
+  Lane(Shared& shared, int id, int lanes) : shared_(shared), id_(id), lanes_(lanes) {}
+
+  void run_phase(const Phase& phase) {
+    phase_ = &phase;
+    finished_ = false;
+    io_.restart();
+    asio::co_spawn(io_, phase_main(), asio::detached);
+    asio::co_spawn(io_, ticker(), asio::detached);
+    io_.run();
+  }
+
+  std::deque<RequestRecord>& records(bool measured) { return measured ? measured_ : warmup_; }
+  std::vector<double>& loop_lag_ms() { return loop_lag_ms_; }
+  std::vector<double>& schedule_lag_ms() { return schedule_lag_ms_; }
+  std::function<void()> on_tick;  // lane 0: progress display
+
+ private:
+  struct Conn {
+    Conn(Lane& lane, std::optional<asio::ip::address> source)
+        : http(lane.io_.get_executor(), lane.shared_.config->endpoint, lane.shared_.addresses,
+               lane.shared_.config->timeouts, std::move(source)),
+          response(lane.decoder_) {}
+    HttpConnection http;
     StreamingResponse response;
   };
 
-  asio::awaitable<void> run_phase(Phase& phase) {
-    // One coroutine per worker; the phase ends when all have drained the shared queue.
-    size_t active = workers_.size();
-    asio::steady_timer all_done(io_, asio::steady_timer::time_point::max());
-    for (auto& w : workers_) {
+  Conn& new_conn() {
+    std::optional<asio::ip::address> source;
+    const int64_t n = shared_.connections.fetch_add(1, std::memory_order_relaxed);
+    if (shared_.source_addresses > 1) {
+      asio::ip::address_v4::bytes_type b{127, 0, 0,
+                                         static_cast<uint8_t>(1 + n % shared_.source_addresses)};
+      source = asio::ip::address_v4(b);
+    }
+    conns_.push_back(std::make_unique<Conn>(*this, source));
+    return *conns_.back();
+  }
+
+  Conn& acquire_conn() {
+    if (!idle_.empty()) {
+      Conn* c = idle_.back();
+      idle_.pop_back();
+      return *c;
+    }
+    return new_conn();
+  }
+
+  asio::awaitable<void> phase_main() {
+    if (phase_->shape.mode == LoadMode::kOpenLoop && phase_->measured) {
+      co_await open_loop();
+    } else {
+      co_await closed_loop();
+    }
+    finished_ = true;
+    ticker_.cancel();
+  }
+
+  // Closed loop: this lane's share of the workers; each takes the next index until the phase's
+  // bound is reached.
+  asio::awaitable<void> closed_loop() {
+    const int total = std::max(1, phase_->shape.concurrency);
+    const int mine = total / lanes_ + (id_ < total % lanes_ ? 1 : 0);
+    int active = mine;
+    asio::steady_timer all_done(io_, steady_time::max());
+    // Workers keep their connections across phases (warm keep-alive, like a client session).
+    while (static_cast<int>(worker_conns_.size()) < mine) worker_conns_.push_back(&new_conn());
+    for (int w = 0; w < mine; ++w) {
       asio::co_spawn(
           io_,
-          [&, worker = w.get()]() -> asio::awaitable<void> {
-            co_await work(*worker, phase);
+          [this, &active, &all_done, conn = worker_conns_[w]]() -> asio::awaitable<void> {
+            co_await closed_worker(*conn);
             if (--active == 0) all_done.cancel();
           },
           asio::detached);
     }
-    // co_spawn dispatches: a worker with nothing to do has already finished here, before any
-    // wait could be cancelled, so wait only while some are still active.
+    // co_spawn dispatches: workers with nothing to do have already finished here.
     if (active > 0) {
       boost::system::error_code ec;
       co_await all_done.async_wait(asio::redirect_error(asio::use_awaitable, ec));
     }
   }
 
-  asio::awaitable<void> work(Worker& w, Phase& phase) {
-    const std::string_view path = api_path(config_.api);
-    while (!interrupted_ && phase.next < phase.requests->size()) {
-      const size_t i = phase.next++;
-      const PreparedRequest& req = (*phase.requests)[i];
-      RequestRecord& rec = (*phase.records)[i];
-      rec.index = static_cast<int64_t>(i);
-      rec.input_len = req.input_len;
-      rec.output_len = req.output_len;
-      rec.content_ns.reserve(static_cast<size_t>(req.output_len) + 2);
-      rec.sched_ns = mono_ns();  // closed loop: intended send time = the moment a slot is free
-      ++in_flight_;
-      peak_in_flight_ = std::max(peak_in_flight_, in_flight_);
-      for (;;) {
-        const bool reused = w.conn.reused();
-        w.response.reset(&rec);
-        HttpOutcome outcome =
-            co_await w.conn.request(boost::beast::http::verb::post, path, req.body, w.response);
-        if (rec.send_ns == 0) rec.send_ns = outcome.send_ns;
-        // A keep-alive connection the server closed while idle fails before any response byte:
-        // safe to send again on a fresh connection (the server never saw a complete request).
-        if (outcome.ec && !outcome.response_started && !outcome.connect_failed && reused &&
-            rec.retries < config_.max_retries && !interrupted_) {
-          ++rec.retries;
-          rec.send_ns = 0;
-          continue;
-        }
-        rec.done_ns = mono_ns();
-        if (interrupted_ && outcome.ec) {
-          rec.failure = FailureCause::kCancelled;
-          rec.error = "run interrupted";
-        } else {
-          w.response.finish(outcome);
-        }
-        break;
-      }
-      --in_flight_;
-      ++phase.done;
-      if (phase.measured && config_.on_progress) {
-        config_.on_progress(phase.done, phase.requests->size());
-      }
+  asio::awaitable<void> closed_worker(Conn& conn) {
+    const auto n = static_cast<int64_t>(phase_->requests->size());
+    for (;;) {
+      if (shared_.interrupted.load(std::memory_order_relaxed)) break;
+      if (phase_->end_ns > 0 && mono_ns() >= phase_->end_ns) break;
+      const int64_t index = shared_.next_index.fetch_add(1, std::memory_order_relaxed);
+      if (phase_->end_ns == 0 && index >= n) break;
+      if (n == 0) break;
+      co_await one_request(conn, index, mono_ns());
     }
   }
 
-  asio::awaitable<void> watch_interrupt() {
-    while (!finished_) {
-      watchdog_.expires_after(std::chrono::milliseconds(20));
+  // Open loop: this lane sends requests id, id+lanes, ... at their scheduled times.
+  asio::awaitable<void> open_loop() {
+    // Warm connections of the warmup workers join the pool.
+    idle_.insert(idle_.end(), worker_conns_.begin(), worker_conns_.end());
+    worker_conns_.clear();
+    const int cap = phase_->shape.concurrency;
+    const int lane_cap = cap > 0 ? std::max(1, cap / lanes_ + (id_ < cap % lanes_ ? 1 : 0)) : 0;
+    AsyncSlots slots(io_, lane_cap);
+    slots_ = cap > 0 ? &slots : nullptr;
+    int outstanding = 0;
+    bool dispatching = true;
+    asio::steady_timer all_done(io_, steady_time::max());
+    asio::steady_timer next(io_);
+    dispatch_timer_ = &next;
+    for (size_t i = static_cast<size_t>(id_); i < phase_->offsets.size();
+         i += static_cast<size_t>(lanes_)) {
+      const int64_t sched = phase_->origin_ns + phase_->offsets[i];
+      next.expires_at(to_steady(sched));
       boost::system::error_code ec;
-      co_await watchdog_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-      if (!finished_ && interrupt_requested() && !interrupted_) {
-        interrupted_ = true;
-        for (auto& w : workers_) w->conn.close();  // in-flight requests end now
+      co_await next.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      if (shared_.interrupted.load(std::memory_order_relaxed)) break;
+      schedule_lag_ms_.push_back(ns_to_ms(mono_ns() - sched));
+      if (slots_ != nullptr) {
+        co_await slots_->acquire();
+        if (shared_.interrupted.load(std::memory_order_relaxed)) break;
       }
+      ++outstanding;
+      asio::co_spawn(
+          io_,
+          [this, i, sched, &outstanding, &dispatching, &all_done]() -> asio::awaitable<void> {
+            Conn& conn = acquire_conn();
+            co_await one_request(conn, static_cast<int64_t>(i), sched);
+            idle_.push_back(&conn);
+            if (slots_ != nullptr) slots_->release();
+            if (--outstanding == 0 && !dispatching) all_done.cancel();
+          },
+          asio::detached);
+    }
+    dispatching = false;
+    dispatch_timer_ = nullptr;
+    if (outstanding > 0) {
+      boost::system::error_code ec;
+      co_await all_done.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    }
+    slots_ = nullptr;
+  }
+
+  asio::awaitable<void> one_request(Conn& conn, int64_t index, int64_t sched_ns) {
+    const auto& list = *phase_->requests;
+    const PreparedRequest& req = list[static_cast<size_t>(index) % list.size()];
+    RequestRecord& rec = records(phase_->measured).emplace_back();
+    rec.index = index;
+    rec.input_len = req.input_len;
+    rec.output_len = req.output_len;
+    rec.sched_ns = sched_ns;
+    rec.content_ns.reserve(static_cast<size_t>(req.output_len) + 2);
+    atomic_max(shared_.peak_in_flight,
+               shared_.in_flight.fetch_add(1, std::memory_order_relaxed) + 1);
+    const RunnerConfig& cfg = *shared_.config;
+    std::string request_id;
+    if (!cfg.request_id_prefix.empty()) {
+      request_id = fmt::format("{}{}{}", cfg.request_id_prefix, phase_->measured ? "" : "w", index);
+    }
+    for (;;) {
+      const bool reused = conn.http.reused();
+      conn.response.reset(&rec);
+      HttpOutcome outcome = co_await conn.http.request(boost::beast::http::verb::post, cfg.path,
+                                                       req.body, conn.response, request_id);
+      rec.send_ns = outcome.send_ns;
+      const bool interrupted = shared_.interrupted.load(std::memory_order_relaxed);
+      // A request that failed before any response byte arrived never reached the server's
+      // response path (typically a keep-alive connection it closed while idle): send it again
+      // on a fresh connection. Never after a response byte, never after a timeout.
+      if (outcome.ec && !outcome.response_started && !outcome.connect_failed &&
+          !outcome.timed_out() && rec.retries < cfg.max_retries && !interrupted &&
+          (reused || outcome.reset())) {
+        ++rec.retries;
+        rec.content_ns.clear();
+        continue;
+      }
+      rec.done_ns = mono_ns();
+      if (interrupted && outcome.ec) {
+        rec.failure = FailureCause::kCancelled;
+        rec.error = "run interrupted";
+      } else {
+        conn.response.finish(outcome);
+      }
+      break;
+    }
+    shared_.in_flight.fetch_sub(1, std::memory_order_relaxed);
+    if (phase_->measured) shared_.completed.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  // Every 10 ms on an absolute schedule: measures this loop's lag, watches for an interrupt and
+  // drives the progress display.
+  asio::awaitable<void> ticker() {
+    constexpr int64_t kPeriod = 10'000'000;
+    int64_t next = mono_ns() + kPeriod;
+    int ticks = 0;
+    while (!finished_) {
+      ticker_.expires_at(to_steady(next));
+      boost::system::error_code ec;
+      co_await ticker_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      if (finished_) break;
+      const int64_t now = mono_ns();
+      if (!ec) loop_lag_ms_.push_back(ns_to_ms(now - next));
+      next += kPeriod;
+      if (next < now) next = now + kPeriod;  // a long stall: resume the grid from now
+      if (interrupt_requested()) shared_.interrupted.store(true);
+      if (shared_.interrupted.load(std::memory_order_relaxed) && !closing_) {
+        closing_ = true;
+        for (auto& c : conns_) c->http.close();  // in-flight requests end now
+        if (dispatch_timer_ != nullptr) dispatch_timer_->cancel();
+        if (slots_ != nullptr) slots_->wake_all();
+      }
+      if (on_tick && ++ticks % 10 == 0) on_tick();
     }
   }
 
-  const RunnerConfig& config_;
-  asio::ip::tcp::resolver::results_type addresses_;
+  Shared& shared_;
+  const int id_;
+  const int lanes_;
   asio::io_context io_{1};
-  asio::steady_timer watchdog_{io_};
-  std::vector<std::unique_ptr<Worker>> workers_;
-  int in_flight_ = 0;
-  int peak_in_flight_ = 0;
-  bool interrupted_ = false;
+  asio::steady_timer ticker_{io_};
+  StreamDecoder decoder_;  // shared by this lane's connections: decoding is synchronous
+  std::vector<std::unique_ptr<Conn>> conns_;
+  std::vector<Conn*> idle_;          // open loop pool
+  std::vector<Conn*> worker_conns_;  // closed loop: one per worker
+  const Phase* phase_ = nullptr;
+  asio::steady_timer* dispatch_timer_ = nullptr;
+  AsyncSlots* slots_ = nullptr;
   bool finished_ = false;
+  bool closing_ = false;
+  std::deque<RequestRecord> warmup_, measured_;
+  std::vector<double> loop_lag_ms_, schedule_lag_ms_;
 };
+
+bool is_loopback_v4(const asio::ip::tcp::resolver::results_type& addrs) {
+  for (const auto& e : addrs) {
+    const auto a = e.endpoint().address();
+    if (!a.is_v4() || a.to_v4().to_bytes()[0] != 127) return false;
+  }
+  return !addrs.empty();
+}
+
+int expected_connections(const LoadShape& s, size_t measured) {
+  if (s.mode == LoadMode::kClosedLoop || s.concurrency > 0) return std::max(1, s.concurrency);
+  return static_cast<int>(std::min<size_t>(measured, 10'000));
+}
+
+double p99(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return percentile_sorted(v, 99);
+}
 
 }  // namespace
 
-Expected<RunnerResult> run_closed_loop(const RunnerConfig& config,
-                                       const std::vector<PreparedRequest>& warmup,
-                                       const std::vector<PreparedRequest>& measured) {
+Expected<RunnerResult> run_load(const RunnerConfig& config,
+                                const std::vector<PreparedRequest>& warmup,
+                                const std::vector<PreparedRequest>& measured) {
+  if (auto s = validate(config); !s) return s.error();
   auto addresses = resolve(config.endpoint);
   if (!addresses) return addresses.error();
-  ClosedLoop loop(config, std::move(*addresses));
-  return loop.run(warmup, measured);
+
+  RunnerResult result;
+  Shared shared;
+  shared.config = &config;
+  shared.addresses = std::move(*addresses);
+  const int conns = expected_connections(config.shape, measured.size());
+  const int hw = std::max(1u, std::thread::hardware_concurrency());
+  int threads = config.threads > 0 ? config.threads : std::clamp((conns + 1999) / 2000, 1, hw);
+  threads = std::min(threads, std::max(1, conns));
+  // Loopback: spread sources so many connections never exhaust one address's ephemeral ports.
+  if (is_loopback_v4(shared.addresses)) {
+    shared.source_addresses =
+        config.source_addresses > 0 ? config.source_addresses : (conns > 1000 ? 8 : 1);
+  }
+  result.health.threads = threads;
+  result.health.source_addresses = shared.source_addresses;
+  result.health.open_file_limit = raise_open_file_limit();
+
+  std::vector<std::unique_ptr<Lane>> lanes;
+  for (int i = 0; i < threads; ++i) lanes.push_back(std::make_unique<Lane>(shared, i, threads));
+  auto run_phase = [&](const Phase& phase) {
+    shared.next_index = 0;
+    std::vector<std::thread> workers;
+    for (int i = 1; i < threads; ++i) workers.emplace_back([&, i] { lanes[i]->run_phase(phase); });
+    lanes[0]->run_phase(phase);
+    for (auto& t : workers) t.join();
+  };
+
+  // Warmup: closed loop at the run's concurrency (open loop without a cap: up to 64).
+  if (!warmup.empty()) {
+    Phase w;
+    w.requests = &warmup;
+    w.shape.concurrency = config.shape.concurrency > 0
+                              ? config.shape.concurrency
+                              : static_cast<int>(std::min<size_t>(warmup.size(), 64));
+    run_phase(w);
+  }
+
+  Phase m;
+  m.requests = &measured;
+  m.shape = config.shape;
+  m.measured = true;
+  const double cpu0 = process_cpu_seconds();
+  result.start_unix = unix_seconds();
+  m.origin_ns = mono_ns();
+  result.origin_ns = m.origin_ns;
+  size_t total = measured.size();
+  if (config.shape.duration_s > 0) {
+    m.end_ns = m.origin_ns + static_cast<int64_t>(config.shape.duration_s * 1e9);
+    total = 0;
+  }
+  if (config.shape.mode == LoadMode::kOpenLoop && !measured.empty()) {
+    if (config.shape.duration_s > 0) {
+      // As many arrivals as fit in the duration (the list is cycled).
+      const auto n = static_cast<size_t>(
+          std::ceil(config.shape.duration_s * config.shape.arrivals.rate * 1.5) + 16);
+      m.offsets = arrival_offsets_ns(config.shape.arrivals, n);
+      const int64_t limit = m.end_ns - m.origin_ns;
+      while (!m.offsets.empty() && m.offsets.back() >= limit) m.offsets.pop_back();
+    } else {
+      m.offsets = arrival_offsets_ns(config.shape.arrivals, measured.size());
+    }
+    total = m.offsets.size();
+  }
+  if (config.on_progress) {
+    lanes[0]->on_tick = [&] {
+      config.on_progress(static_cast<size_t>(shared.completed.load()), total,
+                         ns_to_s(mono_ns() - m.origin_ns));
+    };
+  }
+  if (!measured.empty() && !shared.interrupted) run_phase(m);
+  lanes[0]->on_tick = nullptr;
+
+  result.end_unix = unix_seconds();
+  result.interrupted = shared.interrupted.load();
+  ClientHealth& h = result.health;
+  h.cpu_seconds = process_cpu_seconds() - cpu0;
+  h.wall_seconds = result.end_unix - result.start_unix;
+  h.cpu_utilization = h.wall_seconds > 0 ? h.cpu_seconds / (h.wall_seconds * threads) : 0;
+  h.peak_in_flight = shared.peak_in_flight.load();
+  h.connections_opened = shared.connections.load();
+  std::vector<double> loop_lag, sched_lag;
+  for (auto& lane : lanes) {
+    loop_lag.insert(loop_lag.end(), lane->loop_lag_ms().begin(), lane->loop_lag_ms().end());
+    sched_lag.insert(sched_lag.end(), lane->schedule_lag_ms().begin(),
+                     lane->schedule_lag_ms().end());
+  }
+  h.event_loop_lag_p99_ms = p99(loop_lag);
+  h.event_loop_lag_max_ms = loop_lag.empty() ? 0 : *std::max_element(loop_lag.begin(), loop_lag.end());
+  h.schedule_lag_p99_ms = p99(sched_lag);
+  h.schedule_lag_max_ms =
+      sched_lag.empty() ? 0 : *std::max_element(sched_lag.begin(), sched_lag.end());
+  if (h.event_loop_lag_p99_ms > 1.0) {
+    h.warnings.push_back(fmt::format(
+        "client event-loop lag p99 {:.2f} ms: timestamps may be late by up to that much",
+        h.event_loop_lag_p99_ms));
+  }
+  if (h.schedule_lag_p99_ms > 1.0) {
+    h.warnings.push_back(fmt::format(
+        "client sent requests late (schedule lag p99 {:.2f} ms): the offered load was lower "
+        "than requested; use the schedule-based latencies",
+        h.schedule_lag_p99_ms));
+  }
+  if (h.cpu_utilization > 0.9) {
+    h.warnings.push_back(fmt::format(
+        "client CPU {:.0f}% of its {} thread(s): the client may have been the bottleneck; "
+        "add --threads",
+        h.cpu_utilization * 100, threads));
+  }
+  if (h.open_file_limit > 0 && h.open_file_limit < conns + 64) {
+    h.warnings.push_back(fmt::format("open-file limit {} is below the {} connections needed",
+                                     h.open_file_limit, conns));
+  }
+
+  // Merge lanes by index; drop requests cut by the interrupt: they measure nothing.
+  auto merge = [&](bool which, std::vector<RequestRecord>& out) {
+    int64_t dropped = 0;
+    for (auto& lane : lanes) {
+      for (auto& r : lane->records(which)) {
+        if (r.failure == FailureCause::kCancelled) {
+          ++dropped;
+          continue;
+        }
+        out.push_back(std::move(r));
+      }
+      lane->records(which).clear();
+    }
+    std::sort(out.begin(), out.end(),
+              [](const RequestRecord& a, const RequestRecord& b) { return a.index < b.index; });
+    return dropped;
+  };
+  merge(false, result.warmup);
+  result.cancelled = merge(true, result.measured);
+  return result;
 }
 
 }  // namespace ib

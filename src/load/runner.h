@@ -1,6 +1,8 @@
 // The run loop: sends prepared requests to one endpoint under a load shape and records every
-// request. Closed loop for now: `concurrency` workers, each with its own keep-alive connection,
-// each sending its next request as soon as the previous one completes.
+// request. Closed loop (N workers, each sending its next request when the previous completes) or
+// open loop (requests sent on an absolute arrival schedule, optionally capped in concurrency),
+// bounded by a request count or a duration. Spread over several threads, each with its own event
+// loop and connections, so the client is never the bottleneck; its own health is measured.
 #pragma once
 
 #include <cstdint>
@@ -10,8 +12,8 @@
 
 #include "core/expected.h"
 #include "http/client.h"
+#include "load/arrivals.h"
 #include "metrics/record.h"
-#include "openai/request.h"
 
 namespace ib {
 
@@ -22,33 +24,70 @@ struct PreparedRequest {
   int output_len = 0;
 };
 
+enum class LoadMode { kClosedLoop, kOpenLoop };
+
+struct LoadShape {
+  LoadMode mode = LoadMode::kClosedLoop;
+  /// Closed loop: the number of workers. Open loop: the cap on requests in flight (0: none);
+  /// a request that finds the cap reached waits, and that wait is its queue time.
+  int concurrency = 1;
+  ArrivalSpec arrivals;   // open loop only
+  double duration_s = 0;  // > 0: stop sending after this long; requests cycle through the list
+};
+
 struct RunnerConfig {
   Endpoint endpoint;
-  Api api = Api::kCompletions;
-  int concurrency = 1;
+  std::string path = "/v1/completions";
+  LoadShape shape;
   ClientTimeouts timeouts;
-  int max_retries = 1;  // re-sends of a request that failed before any response byte
-  /// Called after every completed measured request (progress display); may be empty.
-  std::function<void(size_t done, size_t total)> on_progress;
+  int max_retries = 1;       // re-sends of a request that failed before any response byte
+  int threads = 0;           // event-loop threads; 0: one per 2,000 connections, at most nproc
+  int source_addresses = 0;  // loopback targets: spread over 127.0.0.1..N; 0: automatic
+  std::string request_id_prefix;  // X-Request-Id = prefix + index; empty: not sent
+  /// Called on the calling thread about ten times a second (progress display); may be empty.
+  /// `total` is 0 for a time-bounded run.
+  std::function<void(size_t done, size_t total, double elapsed_s)> on_progress;
+};
+
+/// How the client itself behaved: if it was overloaded, the measurement may be distorted.
+struct ClientHealth {
+  int threads = 1;
+  double cpu_seconds = 0;      // user+system CPU of this process during the run
+  double wall_seconds = 0;
+  double cpu_utilization = 0;  // cpu_seconds / (wall_seconds · threads)
+  double event_loop_lag_p99_ms = 0;  // lateness of a 10 ms ticker on each event loop
+  double event_loop_lag_max_ms = 0;
+  double schedule_lag_p99_ms = 0;    // open loop: dispatch time − scheduled time
+  double schedule_lag_max_ms = 0;
+  int64_t peak_in_flight = 0;
+  int64_t connections_opened = 0;
+  int source_addresses = 1;
+  int64_t open_file_limit = 0;
+  std::vector<std::string> warnings;  // when any of the above could have distorted results
 };
 
 struct RunnerResult {
   std::vector<RequestRecord> warmup;    // warmup requests, excluded from statistics
-  std::vector<RequestRecord> measured;  // the measured requests that ran (cancelled ones removed)
-  int64_t cancelled = 0;                // in flight or unsent when the run was interrupted
+  std::vector<RequestRecord> measured;  // measured requests that ran, by index (cancelled removed)
+  int64_t cancelled = 0;                // cut by an interrupt (excluded from statistics)
   bool interrupted = false;
-  int64_t origin_ns = 0;  // monotonic time of the run start (all record times are absolute)
+  int64_t origin_ns = 0;  // monotonic time of the measured phase's start
   double start_unix = 0;
   double end_unix = 0;
-  int peak_in_flight = 0;
-  double client_cpu_s = 0;  // user+system CPU time of this process during the run
+  ClientHealth health;
 };
 
-/// Runs the warmup requests, then the measured ones, both at the configured concurrency.
+/// Checks a configuration; the error names the offending option.
+Status validate(const RunnerConfig& config);
+
+/// Runs the warmup requests (closed loop), then the measured ones under the configured shape.
 /// Stops early (marked interrupted) when ib::interrupt_requested() becomes true.
 /// Error only for setup failures (unresolvable host); request failures are in the records.
-Expected<RunnerResult> run_closed_loop(const RunnerConfig& config,
-                                       const std::vector<PreparedRequest>& warmup,
-                                       const std::vector<PreparedRequest>& measured);
+Expected<RunnerResult> run_load(const RunnerConfig& config,
+                                const std::vector<PreparedRequest>& warmup,
+                                const std::vector<PreparedRequest>& measured);
+
+/// Raises the soft open-file limit to the hard limit; returns the new soft limit.
+int64_t raise_open_file_limit();
 
 }  // namespace ib

@@ -43,7 +43,7 @@ void StreamingResponse::on_event(const SseEvent& event, int64_t t_ns) {
     return;
   }
   if (done_) return;  // nothing after [DONE] counts
-  StreamChunk chunk = decoder_.decode(event.data);
+  StreamChunk chunk = decoder_->decode(event.data);
   switch (chunk.kind) {
     case StreamChunk::Kind::kDone:
       done_ = true;
@@ -70,14 +70,34 @@ void StreamingResponse::on_event(const SseEvent& event, int64_t t_ns) {
   if (!chunk.finish_reason.empty()) record_->finish_reason = std::move(chunk.finish_reason);
 }
 
+namespace {
+
+FailureCause timeout_cause(TimeoutKind kind) {
+  switch (kind) {
+    case TimeoutKind::kConnect: return FailureCause::kConnectTimeout;
+    case TimeoutKind::kFirstByte: return FailureCause::kFirstByteTimeout;
+    case TimeoutKind::kIdle: return FailureCause::kIdleTimeout;
+    case TimeoutKind::kTotal: return FailureCause::kTotalTimeout;
+    case TimeoutKind::kNone: break;
+  }
+  return FailureCause::kTransport;
+}
+
+}  // namespace
+
 void StreamingResponse::finish(const HttpOutcome& outcome) {
+  if (outcome.timed_out()) {
+    // A timeout is the cause even when a partial stream already arrived.
+    fail(timeout_cause(outcome.timeout), fmt::format("{}: no progress within the limit",
+                                                     failure_cause_name(timeout_cause(outcome.timeout))));
+    return;
+  }
   if (outcome.connect_failed) {
-    fail(outcome.timed_out ? FailureCause::kTimeout : FailureCause::kConnect,
-         fmt::format("connect: {}", outcome.ec.message()));
+    fail(FailureCause::kConnect, fmt::format("connect: {}", outcome.ec.message()));
     return;
   }
   if (!outcome.response_started) {
-    fail(outcome.timed_out ? FailureCause::kTimeout : FailureCause::kTransport,
+    fail(outcome.reset() ? FailureCause::kConnectionReset : FailureCause::kTransport,
          fmt::format("no response: {}", outcome.ec.message()));
     return;
   }
@@ -91,9 +111,14 @@ void StreamingResponse::finish(const HttpOutcome& outcome) {
   }
   if (failed_) return;
   if (outcome.ec) {
-    fail(outcome.timed_out ? FailureCause::kTimeout : FailureCause::kNoDone,
-         fmt::format("stream cut without [DONE]: {}", outcome.ec.message()));
-    return;
+    if (outcome.ec == boost::asio::error::connection_reset) {
+      fail(FailureCause::kConnectionReset,
+           fmt::format("connection reset mid-stream{}", done_ ? " after [DONE]" : ""));
+    } else if (!done_) {
+      fail(FailureCause::kNoDone,
+           fmt::format("stream cut without [DONE]: {}", outcome.ec.message()));
+    }
+    if (failed_) return;
   }
   if (!done_) {
     fail(FailureCause::kNoDone, "stream ended without [DONE]");

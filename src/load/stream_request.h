@@ -2,6 +2,7 @@
 // RequestRecord (DESIGN.md §4: TTFT is the first content event, never the role chunk or headers).
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "http/client.h"
@@ -15,6 +16,11 @@ namespace ib {
 /// per event once warmed up, apart from content_ns growth (reserved up front).
 class StreamingResponse : public ResponseSink {
  public:
+  /// Uses its own chunk decoder.
+  StreamingResponse() : owned_decoder_(std::make_unique<StreamDecoder>()), decoder_(owned_decoder_.get()) {}
+  /// Shares `decoder` (one per thread keeps memory per connection small); it must outlive this.
+  explicit StreamingResponse(StreamDecoder& decoder) : decoder_(&decoder) {}
+
   /// Starts a new request: `record` receives every timestamp and count.
   void reset(RequestRecord* record);
 
@@ -30,7 +36,8 @@ class StreamingResponse : public ResponseSink {
 
   RequestRecord* record_ = nullptr;
   SseParser sse_;
-  StreamDecoder decoder_;
+  std::unique_ptr<StreamDecoder> owned_decoder_;
+  StreamDecoder* decoder_;
   std::string error_body_;  // body of a non-200 response
   bool streaming_ = false;  // 200 with an event stream
   bool done_ = false;       // saw [DONE]

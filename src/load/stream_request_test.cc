@@ -69,6 +69,9 @@ TEST(StreamingResponse, ConnectionResetMidStreamFails) {
   o.complete = false;
   o.ec = boost::asio::error::connection_reset;
   RequestRecord rec = run(kVllmChat.substr(0, 200), 100, o);
+  EXPECT_EQ(rec.failure, FailureCause::kConnectionReset);
+  o.ec = boost::asio::error::eof;  // the server closed without finishing
+  rec = run(kVllmChat.substr(0, 200), 100, o);
   EXPECT_EQ(rec.failure, FailureCause::kNoDone);
   EXPECT_NE(rec.error.find("without [DONE]"), std::string::npos);
 }
@@ -123,14 +126,14 @@ TEST(StreamingResponse, ConnectFailureAndTimeout) {
   HttpOutcome t;
   t.response_started = true;
   t.status = 200;
-  t.timed_out = true;
+  t.timeout = TimeoutKind::kIdle;
   t.ec = boost::beast::error::timeout;
   RequestRecord rec2;
   resp.reset(&rec2);
   resp.on_headers(200, 1);
   resp.on_body("data: {\"choices\":[{\"text\":\"a\"}]}\n\n", 2);
   resp.finish(t);
-  EXPECT_EQ(rec2.failure, FailureCause::kTimeout);
+  EXPECT_EQ(rec2.failure, FailureCause::kIdleTimeout);
 }
 
 TEST(StreamingResponse, MissingUsageLeavesCountsUnset) {

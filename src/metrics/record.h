@@ -12,15 +12,19 @@ namespace ib {
 /// Why a request failed. kNone for a successful request.
 enum class FailureCause {
   kNone,
-  kConnect,        // could not connect (refused, timeout, DNS)
-  kHttpStatus,     // non-200 status before the stream
-  kStreamError,    // an error event inside a 200 stream
-  kNoDone,         // the stream ended (socket close, chunked end) without `[DONE]`
-  kNoContent,      // the stream completed but carried no content event
-  kMalformed,      // unparseable event or body
-  kTimeout,        // a client timeout fired
-  kTransport,      // connection reset or other socket error after the request was sent
-  kCancelled,      // the run was interrupted while the request was in flight
+  kConnect,           // could not connect (refused, unreachable)
+  kConnectTimeout,    // connecting took longer than the connect timeout
+  kHttpStatus,        // non-200 status before the stream
+  kStreamError,       // an error event inside a 200 stream
+  kNoDone,            // the stream ended (chunked end, or the server closed) without `[DONE]`
+  kNoContent,         // the stream completed but carried no content event
+  kMalformed,         // unparseable event
+  kFirstByteTimeout,  // no response byte within the first-byte timeout after sending
+  kIdleTimeout,       // a gap between response reads longer than the idle timeout
+  kTotalTimeout,      // the whole request took longer than the request timeout
+  kConnectionReset,   // the connection was reset (RST), or closed before any response byte
+  kTransport,         // any other socket error
+  kCancelled,         // the run was interrupted while the request was in flight
 };
 
 /// Stable lower-case name used in results ("http_status", "no_done", ...).

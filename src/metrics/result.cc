@@ -57,7 +57,13 @@ BenchMetrics compute_metrics(std::span<const RequestRecord> records,
     sched_ttft.push_back(ns_to_ms(first - r.sched_ns));
     sched_e2el.push_back(ns_to_ms(last - r.sched_ns));
     queue.push_back(ns_to_ms(r.send_ns - r.sched_ns));
-    if (out > 1) tpot.push_back((e2el_ms - ttft_ms) / static_cast<double>(out - 1));
+    const double tpot_ms = out > 1 ? (e2el_ms - ttft_ms) / static_cast<double>(out - 1) : 0.0;
+    if (out > 1) tpot.push_back(tpot_ms);
+    const GoodputSlo& slo = options.goodput;
+    if (slo.any() && (!slo.ttft_ms || ttft_ms <= *slo.ttft_ms) &&
+        (!slo.tpot_ms || tpot_ms <= *slo.tpot_ms) && (!slo.e2el_ms || e2el_ms <= *slo.e2el_ms)) {
+      ++m.good_requests;
+    }
     if (out > 0) norm.push_back(e2el_ms / 1000.0 / static_cast<double>(out));
     for (size_t i = 1; i < r.content_ns.size(); ++i) {
       itl.push_back(ns_to_ms(r.content_ns[i] - r.content_ns[i - 1]));
@@ -71,6 +77,7 @@ BenchMetrics compute_metrics(std::span<const RequestRecord> records,
     m.output_throughput = static_cast<double>(m.total_output_tokens) / m.duration_s;
     m.total_token_throughput =
         static_cast<double>(m.total_input_tokens + m.total_output_tokens) / m.duration_s;
+    m.request_goodput = static_cast<double>(m.good_requests) / m.duration_s;
   }
   const auto& q = options.percentiles;
   m.ttft_ms = summarize(ttft, q);
@@ -126,6 +133,15 @@ boost::json::object metrics_to_json(const BenchMetrics& m, const MetricsOptions&
   o["request_throughput"] = m.request_throughput;
   o["output_throughput"] = m.output_throughput;
   o["total_token_throughput"] = m.total_token_throughput;
+  if (options.goodput.any()) {
+    boost::json::object slo;
+    if (options.goodput.ttft_ms) slo["ttft_ms"] = *options.goodput.ttft_ms;
+    if (options.goodput.tpot_ms) slo["tpot_ms"] = *options.goodput.tpot_ms;
+    if (options.goodput.e2el_ms) slo["e2el_ms"] = *options.goodput.e2el_ms;
+    o["goodput_slo"] = std::move(slo);
+    o["good_requests"] = m.good_requests;
+    o["request_goodput"] = m.request_goodput;
+  }
   const double gpus = std::max(1, options.num_gpus);
   o["num_gpus"] = options.num_gpus;
   o["tput_per_gpu"] = m.total_token_throughput / gpus;

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -16,9 +17,17 @@
 
 namespace ib {
 
+/// Service-level objectives for goodput (vLLM's --goodput): a request is "good" when it meets
+/// every objective given. Unset objectives are not checked.
+struct GoodputSlo {
+  std::optional<double> ttft_ms, tpot_ms, e2el_ms;
+  bool any() const { return ttft_ms || tpot_ms || e2el_ms; }
+};
+
 struct MetricsOptions {
   std::vector<double> percentiles{90, 99, 99.9};  // besides mean, median and std
   int num_gpus = 1;                               // for per-GPU throughput
+  GoodputSlo goodput;
 };
 
 /// Everything computed from the measured (non-warmup) records of one benchmark point.
@@ -36,6 +45,8 @@ struct BenchMetrics {
   double request_throughput = 0;
   double output_throughput = 0;
   double total_token_throughput = 0;
+  int64_t good_requests = 0;   // meeting every goodput objective (when any is set)
+  double request_goodput = 0;  // good_requests / duration
 
   Summary ttft_ms, tpot_ms, itl_ms, e2el_ms;  // from send (DESIGN.md §4)
   Summary sched_ttft_ms, sched_e2el_ms;       // from the scheduled time

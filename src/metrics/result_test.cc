@@ -134,6 +134,23 @@ TEST(ComputeMetrics, PerGpuThroughput) {
   EXPECT_DOUBLE_EQ(j.at("output_tput_per_gpu").as_double(), 2.5);
 }
 
+TEST(ComputeMetrics, GoodputCountsRequestsMeetingEveryObjective) {
+  // TTFT 100/ 20 ms, TPOT 100 / 10 ms.
+  std::vector<RequestRecord> rs = {ok_request(1000, {1100, 1200, 1300, 1400}, 4),
+                                   ok_request(1000, {1020, 1030, 1040}, 3)};
+  MetricsOptions o;
+  o.goodput.ttft_ms = 50;
+  BenchMetrics m = compute_metrics(rs, o);
+  EXPECT_EQ(m.good_requests, 1);
+  EXPECT_DOUBLE_EQ(m.request_goodput, 1 / 0.4);
+  o.goodput.tpot_ms = 5;  // now neither meets both
+  EXPECT_EQ(compute_metrics(rs, o).good_requests, 0);
+  auto j = metrics_to_json(compute_metrics(rs, o), o);
+  EXPECT_EQ(j.at("good_requests").as_int64(), 0);
+  EXPECT_DOUBLE_EQ(j.at("goodput_slo").as_object().at("tpot_ms").as_double(), 5);
+  EXPECT_FALSE(metrics_to_json(compute_metrics(rs, {}), {}).contains("request_goodput"));
+}
+
 TEST(PercentileKey, VllmSpelling) {
   EXPECT_EQ(percentile_key(99), "p99");
   EXPECT_EQ(percentile_key(99.9), "p99.9");

@@ -29,7 +29,9 @@ void add_common(boost::json::object& o, const RequestKnobs& knobs, int max_token
   o["temperature"] = knobs.temperature;
   o["stream"] = knobs.stream;
   if (knobs.stream && knobs.include_usage) {
-    o["stream_options"] = boost::json::object{{"include_usage", true}};
+    boost::json::object so{{"include_usage", true}};
+    if (knobs.continuous_usage) so["continuous_usage_stats"] = true;
+    o["stream_options"] = std::move(so);
   }
 }
 

@@ -24,6 +24,7 @@ struct RequestKnobs {
   std::string model;
   bool stream = true;
   bool include_usage = true;
+  bool continuous_usage = false;  // stream_options.continuous_usage_stats (vLLM, SGLang, TRT-LLM)
   bool ignore_eos = true;
   bool send_min_tokens = true;  // min_tokens = max_tokens (not every server supports it)
   double temperature = 0.0;

@@ -143,7 +143,7 @@ Expected<SweepOutcome> run_sweep(const SweepSpec& spec, const SweepOptions& opti
       bs.workload.range_ratio = spec.range_ratio;
       bs.workload.seed = spec.seed;
       bs.workload.num_prompts = point.num_prompts;
-      bs.concurrency = point.concurrency;
+      bs.shape.concurrency = point.concurrency;
       bs.warmups = point.warmups;
       bs.show_progress = options.show_progress;
       if (options.show_progress && isatty(STDERR_FILENO)) {
