@@ -104,6 +104,9 @@ int run(BenchOptions& o) {
     return kExitUsage;
   }
   o.spec.metrics.goodput = *slo;
+  if (o.request_rate == 0 && o.spec.shape.concurrency == 0) {
+    o.spec.shape.concurrency = 1;  // closed loop defaults to one request at a time
+  }
   if (o.request_rate > 0) {
     auto arrival = parse_arrival(o.arrival);
     if (!arrival) {
@@ -183,6 +186,7 @@ int run(BenchOptions& o) {
 
 RunFn register_bench(CLI::App& root) {
   auto o = std::make_shared<BenchOptions>();
+  o->spec.shape.concurrency = 0;  // unset: 1 in closed loop, no cap in open loop
   o->spec.workload.num_prompts = 100;
   CLI::App* app = root.add_subcommand("bench", "Run one benchmark point against an OpenAI-compatible server");
   app->add_option("--endpoint", o->spec.endpoint_url, "Server base URL")
@@ -197,9 +201,8 @@ RunFn register_bench(CLI::App& root) {
   app->add_option("--num-prompts", o->spec.workload.num_prompts, "Measured requests")
       ->capture_default_str();
   app->add_option("--concurrency,--max-concurrency", o->spec.shape.concurrency,
-                  "Closed loop: concurrent requests. Open loop: cap on requests in flight "
-                  "(0 = none)")
-      ->capture_default_str();
+                  "Closed loop: concurrent requests (default 1). Open loop: cap on requests in "
+                  "flight (default: none)");
   app->add_option("--request-rate", o->request_rate,
                   "Open loop: requests per second on an absolute schedule (default: closed loop)");
   app->add_option("--arrival", o->arrival, "Open-loop arrivals: constant | poisson | gamma")

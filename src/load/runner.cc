@@ -225,11 +225,13 @@ class Lane {
     const auto n = static_cast<int64_t>(phase_->requests->size());
     for (;;) {
       if (shared_.interrupted.load(std::memory_order_relaxed)) break;
-      if (phase_->end_ns > 0 && mono_ns() >= phase_->end_ns) break;
+      const int64_t now = mono_ns();
+      if (phase_->end_ns > 0 && now >= phase_->end_ns) break;
       const int64_t index = shared_.next_index.fetch_add(1, std::memory_order_relaxed);
       if (phase_->end_ns == 0 && index >= n) break;
       if (n == 0) break;
-      co_await one_request(conn, index, mono_ns());
+      // Closed loop: the request is due the moment a worker is free.
+      co_await one_request(conn, index, now);
     }
   }
 
@@ -254,19 +256,21 @@ class Lane {
       boost::system::error_code ec;
       co_await next.async_wait(asio::redirect_error(asio::use_awaitable, ec));
       if (shared_.interrupted.load(std::memory_order_relaxed)) break;
+      // Lateness of the dispatcher itself: the client's own delay, not the cap's queueing.
       schedule_lag_ms_.push_back(ns_to_ms(mono_ns() - sched));
-      if (slots_ != nullptr) {
-        co_await slots_->acquire();
-        if (shared_.interrupted.load(std::memory_order_relaxed)) break;
-      }
       ++outstanding;
       asio::co_spawn(
           io_,
           [this, i, sched, &outstanding, &dispatching, &all_done]() -> asio::awaitable<void> {
-            Conn& conn = acquire_conn();
-            co_await one_request(conn, static_cast<int64_t>(i), sched);
-            idle_.push_back(&conn);
-            if (slots_ != nullptr) slots_->release();
+            // A request that finds the cap reached queues (FIFO); its queue time is send − sched.
+            AsyncSlots* limiter = slots_;
+            if (limiter != nullptr) co_await limiter->acquire();
+            if (!shared_.interrupted.load(std::memory_order_relaxed)) {
+              Conn& conn = acquire_conn();
+              co_await one_request(conn, static_cast<int64_t>(i), sched);
+              idle_.push_back(&conn);
+            }
+            if (limiter != nullptr) limiter->release();
             if (--outstanding == 0 && !dispatching) all_done.cancel();
           },
           asio::detached);
