@@ -74,7 +74,7 @@ void BM_ComputeMetrics(benchmark::State& state) {
     auto& r = rs[i];
     r.send_ns = 1000 + i;
     r.sched_ns = r.send_ns;
-    for (int t = 0; t < 256; ++t) r.content_ns.push_back(r.send_ns + 50'000'000 + t * 10'000'000 + (i % 7));
+    for (int64_t t = 0; t < 256; ++t) r.content_ns.push_back(r.send_ns + 50'000'000 + t * 10'000'000 + (i % 7));
     r.done_ns = r.content_ns.back();
     r.completion_tokens = 256;
     r.input_len = 1024;

@@ -186,6 +186,9 @@ Expected<BenchReport> run_bench(const BenchSpec& spec) {
         "(total_input_tokens uses the server's prompt_tokens when reported)";
   }
   j["benchmark_start_time_unix"] = report.run.start_unix;
+  // The monotonic time the --details *_ms values count from (to align with server-side logs
+  // taken on the same clock, e.g. serve-sim --truth-log).
+  j["origin_mono_ns"] = report.run.origin_ns;
   j["benchmark_end_time_unix"] = report.run.end_unix;
   j["partial"] = report.partial;
   j["cancelled"] = report.run.cancelled;
@@ -212,6 +215,8 @@ Expected<BenchReport> run_bench(const BenchSpec& spec) {
   client["connections_opened"] = h.connections_opened;
   client["source_addresses"] = h.source_addresses;
   client["open_file_limit"] = h.open_file_limit;
+  client["rss_before_kib"] = h.rss_before_kib;
+  client["peak_rss_kib"] = h.peak_rss_kib;
   boost::json::array client_warnings;
   for (const auto& w : h.warnings) client_warnings.emplace_back(w);
   client["warnings"] = std::move(client_warnings);

@@ -1,6 +1,9 @@
 #include "load/runner.h"
 
 #include <sys/resource.h>
+#include <unistd.h>
+
+#include <cstdio>
 
 #include <algorithm>
 #include <atomic>
@@ -61,6 +64,22 @@ Status validate(const RunnerConfig& config) {
 }
 
 namespace {
+
+int64_t current_rss_kib() {
+  // /proc/self/statm: size resident shared ... in pages.
+  std::FILE* f = std::fopen("/proc/self/statm", "r");
+  if (f == nullptr) return 0;
+  long size = 0, resident = 0;
+  const int got = std::fscanf(f, "%ld %ld", &size, &resident);
+  std::fclose(f);
+  return got == 2 ? resident * (sysconf(_SC_PAGESIZE) / 1024) : 0;
+}
+
+int64_t peak_rss_kib() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_maxrss;
+}
 
 double process_cpu_seconds() {
   rusage ru{};
@@ -443,6 +462,7 @@ Expected<RunnerResult> run_load(const RunnerConfig& config,
   m.requests = &measured;
   m.shape = config.shape;
   m.measured = true;
+  result.health.rss_before_kib = current_rss_kib();
   const double cpu0 = process_cpu_seconds();
   result.start_unix = unix_seconds();
   m.origin_ns = mono_ns();
@@ -481,6 +501,7 @@ Expected<RunnerResult> run_load(const RunnerConfig& config,
   h.wall_seconds = result.end_unix - result.start_unix;
   h.cpu_utilization = h.wall_seconds > 0 ? h.cpu_seconds / (h.wall_seconds * threads) : 0;
   h.peak_in_flight = shared.peak_in_flight.load();
+  h.peak_rss_kib = peak_rss_kib();
   h.connections_opened = shared.connections.load();
   std::vector<double> loop_lag, sched_lag;
   for (auto& lane : lanes) {
