@@ -138,7 +138,10 @@ asio::awaitable<HttpOutcome> HttpConnection::request(http::verb verb, std::strin
     out.ec = co_await connect();
     if (out.ec) {
       out.connect_failed = true;
-      if (out.ec == beast::error::timeout) out.timeout = TimeoutKind::kConnect;
+      if (out.ec == beast::error::timeout) {
+        out.timeout = TimeoutKind::kConnect;
+        out.timeout_limit = timeouts_.connect;
+      }
       close();
       co_return out;
     }
@@ -169,6 +172,9 @@ asio::awaitable<HttpOutcome> HttpConnection::request(http::verb verb, std::strin
                             total_deadline != never
                         ? TimeoutKind::kTotal
                         : phase_timeout;
+      out.timeout_limit = out.timeout == TimeoutKind::kTotal       ? timeouts_.total
+                          : out.timeout == TimeoutKind::kFirstByte ? timeouts_.first_byte
+                                                                   : timeouts_.idle;
     }
     close();
   };

@@ -60,6 +60,7 @@ struct HttpOutcome {
   boost::system::error_code ec;  // first transport error; empty when the response completed
   bool connect_failed = false;   // ec came from connecting
   TimeoutKind timeout = TimeoutKind::kNone;
+  std::chrono::milliseconds timeout_limit{0};  // the limit that fired
   bool response_started = false; // at least the status line arrived
   bool complete = false;         // the whole message was read
   int status = 0;

@@ -88,8 +88,24 @@ FailureCause timeout_cause(TimeoutKind kind) {
 void StreamingResponse::finish(const HttpOutcome& outcome) {
   if (outcome.timed_out()) {
     // A timeout is the cause even when a partial stream already arrived.
-    fail(timeout_cause(outcome.timeout), fmt::format("{}: no progress within the limit",
-                                                     failure_cause_name(timeout_cause(outcome.timeout))));
+    const double limit_s = static_cast<double>(outcome.timeout_limit.count()) / 1000.0;
+    std::string what;
+    switch (outcome.timeout) {
+      case TimeoutKind::kConnect: what = fmt::format("not connected within {} s", limit_s); break;
+      case TimeoutKind::kFirstByte:
+        what = fmt::format("no response byte within {} s of sending", limit_s);
+        break;
+      case TimeoutKind::kIdle:
+        what = fmt::format("no data for {} s after {} content events", limit_s,
+                           record_->content_ns.size());
+        break;
+      case TimeoutKind::kTotal:
+        what = fmt::format("request not complete within {} s ({} content events received)",
+                           limit_s, record_->content_ns.size());
+        break;
+      case TimeoutKind::kNone: break;
+    }
+    fail(timeout_cause(outcome.timeout), std::move(what));
     return;
   }
   if (outcome.connect_failed) {
@@ -97,8 +113,14 @@ void StreamingResponse::finish(const HttpOutcome& outcome) {
     return;
   }
   if (!outcome.response_started) {
-    fail(outcome.reset() ? FailureCause::kConnectionReset : FailureCause::kTransport,
-         fmt::format("no response: {}", outcome.ec.message()));
+    if (outcome.reset()) {
+      fail(FailureCause::kConnectionReset,
+           outcome.ec == boost::asio::error::connection_reset
+               ? std::string("connection reset before any response byte")
+               : std::string("connection closed by the server before any response byte"));
+    } else {
+      fail(FailureCause::kTransport, fmt::format("no response: {}", outcome.ec.message()));
+    }
     return;
   }
   if (outcome.status != 200) {

@@ -1,5 +1,6 @@
 #include "openai/stream.h"
 
+#include <boost/json.hpp>
 #include <fmt/format.h>
 
 namespace ib {
@@ -173,7 +174,9 @@ StreamChunk StreamDecoder::decode(std::string_view data) {
   } catch (const simdjson::simdjson_error& e) {
     out = StreamChunk{};
     out.kind = StreamChunk::Kind::kMalformed;
-    out.error_message = fmt::format("invalid JSON in event: {}", e.what());
+    constexpr size_t kShown = 80;
+    out.error_message = fmt::format("invalid JSON in event ({}): {}{}", e.what(),
+                                    data.substr(0, kShown), data.size() > kShown ? "..." : "");
   }
   return out;
 }
@@ -182,6 +185,17 @@ std::string error_message_from_body(std::string_view body) {
   StreamDecoder decoder;
   StreamChunk c = decoder.decode(body);
   if (c.kind == StreamChunk::Kind::kError) return c.error_message;
+  // Other shapes with a top-level message, e.g. old llama.cpp `error:` lines
+  // ({"code":500,"message":"...","type":"server_error"}) or FastAPI's {"detail": "..."}.
+  boost::system::error_code ec;
+  boost::json::value v = boost::json::parse(body, ec);
+  if (!ec && v.is_object()) {
+    for (const char* key : {"message", "detail"}) {
+      if (const auto* m = v.as_object().if_contains(key); m && m->is_string()) {
+        return std::string(m->as_string());
+      }
+    }
+  }
   std::string_view t = trim(body);
   if (t.size() > 300) return std::string(t.substr(0, 300)) + "...";
   return std::string(t);
