@@ -1,5 +1,11 @@
 #include "http/client.h"
 
+#include <sys/socket.h>
+#include <time.h>
+
+#include <cerrno>
+#include <cstring>
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/connect.hpp>
@@ -88,9 +94,12 @@ HttpConnection::HttpConnection(asio::any_io_executor executor, const Endpoint& e
       stream_(std::move(executor)),
       buffer_(kReadBufferMax),
       host_header_(fmt::format("{}:{}", endpoint.host, endpoint.port)),
-      body_window_(new char[kBodyWindow]) {}
+      body_window_(new char[kBodyWindow]),
+      deadline_timer_(stream_.get_executor()) {}
 
 void HttpConnection::close() {
+  disarm_deadline_timer();
+  waiting_ = false;
   if (!open_) return;
   beast::error_code ec;
   stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
@@ -122,6 +131,10 @@ asio::awaitable<boost::system::error_code> HttpConnection::connect() {
   }
   if (!ec) {
     stream_.socket().set_option(tcp::no_delay(true), ec);
+    // Kernel receive timestamps; failure only costs precision.
+    const int on = 1;
+    ::setsockopt(stream_.socket().native_handle(), SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on);
+    ec = {};
     open_ = true;
     requests_on_connection_ = 0;
     buffer_.clear();
@@ -188,41 +201,165 @@ asio::awaitable<HttpOutcome> HttpConnection::request(http::verb verb, std::strin
     co_return out;
   }
 
+  stream_.expires_never();  // reads below keep their own deadline
+  // Read loop: recvmsg with kernel timestamps into buffer_, Beast's parser fed from it.
   http::response_parser<http::buffer_body> parser;
   parser.body_limit(boost::none);
-  auto [hec, hn] = co_await http::async_read_header(stream_, buffer_, parser, use_tuple);
-  if (hec) {
-    fail(hec, TimeoutKind::kFirstByte);
-    co_return out;
-  }
-  out.response_started = true;
-  out.status = static_cast<int>(parser.get().result_int());
-  sink.on_headers(out.status, mono_ns());
-
-  while (!parser.is_done()) {
-    parser.get().body().data = body_window_.get();
-    parser.get().body().size = kBodyWindow;
-    if (timeouts_.idle.count() > 0) {
-      stream_.expires_at(
-          earliest(std::chrono::steady_clock::now() + timeouts_.idle, total_deadline));
-    } else {
-      stream_.expires_at(total_deadline);
+  parser.eager(true);
+  const int64_t total_ns = total_deadline == never
+                               ? INT64_MAX
+                               : out.send_ns + std::chrono::nanoseconds(timeouts_.total).count();
+  const int64_t first_byte_ns =
+      timeouts_.first_byte.count() > 0
+          ? out.send_ns + std::chrono::nanoseconds(timeouts_.first_byte).count()
+          : INT64_MAX;
+  const int64_t idle_ns =
+      timeouts_.idle.count() > 0 ? std::chrono::nanoseconds(timeouts_.idle).count() : 0;
+  int64_t rx_ns = mono_ns();  // arrival time of the bytes now in buffer_
+  timed_out_ = false;
+  auto timeout_kind = [&] {
+    if (mono_ns() >= total_ns) return TimeoutKind::kTotal;
+    return out.response_started ? TimeoutKind::kIdle : TimeoutKind::kFirstByte;
+  };
+  for (;;) {
+    if (buffer_.size() > 0) {
+      parser.get().body().data = body_window_.get();
+      parser.get().body().size = kBodyWindow;
+      boost::system::error_code ec;
+      const size_t used = parser.put(buffer_.data(), ec);
+      buffer_.consume(used);
+      if (ec == http::error::need_buffer || ec == http::error::need_more) ec = {};
+      if (!out.response_started && parser.is_header_done()) {
+        out.response_started = true;
+        out.status = static_cast<int>(parser.get().result_int());
+        sink.on_headers(out.status, rx_ns);
+      }
+      const size_t got = kBodyWindow - parser.get().body().size;
+      if (got > 0) sink.on_body(std::string_view(body_window_.get(), got), rx_ns);
+      if (ec) {
+        out.ec = ec;
+        close();
+        co_return out;
+      }
+      if (parser.is_done()) break;
+      if (used > 0 || got > 0) continue;  // parse the rest of what is buffered
     }
-    auto [ec, n] = co_await http::async_read_some(stream_, buffer_, parser, use_tuple);
-    if (ec == http::error::need_buffer) ec = {};
-    const size_t got = kBodyWindow - parser.get().body().size;
-    if (got > 0) sink.on_body(std::string_view(body_window_.get(), got), mono_ns());
+    // More bytes needed: wait for them until the current deadline.
+    deadline_ns_ = std::min(total_ns, out.response_started
+                                          ? (idle_ns > 0 ? mono_ns() + idle_ns : INT64_MAX)
+                                          : first_byte_ns);
+    boost::system::error_code ec = co_await wait_readable();
+    if (timed_out_) {
+      out.ec = beast::error::timeout;
+      out.timeout = timeout_kind();
+      out.timeout_limit = out.timeout == TimeoutKind::kTotal       ? timeouts_.total
+                          : out.timeout == TimeoutKind::kFirstByte ? timeouts_.first_byte
+                                                                   : timeouts_.idle;
+      close();
+      co_return out;
+    }
     if (ec) {
-      // A server closing the connection ends a body without length: that is the message end.
-      if (ec == http::error::end_of_stream && parser.is_done()) break;
-      fail(ec, TimeoutKind::kIdle);
+      out.ec = ec;
+      close();
+      co_return out;
+    }
+    const ssize_t n = receive(ec, rx_ns);
+    if (ec == asio::error::would_block) continue;
+    if (ec) {
+      out.ec = ec;
+      close();
+      co_return out;
+    }
+    if (n == 0) {
+      // Orderly close: ends a body delimited by the connection, else cuts the message.
+      if (out.response_started) {
+        parser.put_eof(ec);
+        if (!ec && parser.is_done()) break;
+      }
+      out.ec = out.response_started ? http::error::partial_message : http::error::end_of_stream;
+      close();
       co_return out;
     }
   }
-  stream_.expires_never();
+  waiting_ = false;
+  disarm_deadline_timer();
   out.complete = true;
   if (!parser.get().keep_alive()) close();
   co_return out;
+}
+
+void HttpConnection::disarm_deadline_timer() {
+  // A pending timer would keep the event loop alive; nothing may outlive the request.
+  if (timer_armed_) {
+    deadline_timer_.cancel();
+    timer_armed_ = false;
+  }
+}
+
+void HttpConnection::arm_deadline_timer() {
+  if (deadline_ns_ == INT64_MAX) return;
+  if (timer_armed_ && timer_at_ns_ <= deadline_ns_) return;  // fires first, re-arms if needed
+  timer_armed_ = true;
+  timer_at_ns_ = deadline_ns_;
+  deadline_timer_.expires_at(steady_time(std::chrono::nanoseconds(deadline_ns_)));
+  deadline_timer_.async_wait([this](boost::system::error_code ec) {
+    if (ec) return;  // replaced by an earlier deadline, or the connection is going away
+    timer_armed_ = false;
+    if (!waiting_) return;
+    if (mono_ns() >= deadline_ns_) {
+      timed_out_ = true;
+      boost::system::error_code ignored;
+      stream_.socket().cancel(ignored);
+    } else {
+      arm_deadline_timer();  // the deadline moved while the timer slept
+    }
+  });
+}
+
+asio::awaitable<boost::system::error_code> HttpConnection::wait_readable() {
+  waiting_ = true;
+  arm_deadline_timer();
+  auto [ec] = co_await stream_.socket().async_wait(tcp::socket::wait_read, use_tuple);
+  waiting_ = false;
+  co_return ec;
+}
+
+ssize_t HttpConnection::receive(boost::system::error_code& ec, int64_t& rx_ns) {
+  auto space = buffer_.prepare(std::min<size_t>(kReadBufferMax - buffer_.size(), 4096));
+  iovec iov{space.data(), space.size()};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(timespec))];
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  ssize_t n;
+  do {
+    n = ::recvmsg(stream_.socket().native_handle(), &msg, MSG_DONTWAIT);
+  } while (n < 0 && errno == EINTR);
+  const int64_t now = mono_ns();
+  if (n < 0) {
+    ec = boost::system::error_code(errno, boost::system::system_category());
+    if (errno == EAGAIN || errno == EWOULDBLOCK) ec = asio::error::would_block;
+    return n;
+  }
+  buffer_.commit(static_cast<size_t>(n));
+  rx_ns = now;
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
+      timespec ts;
+      std::memcpy(&ts, CMSG_DATA(c), sizeof ts);
+      // The kernel stamps with CLOCK_REALTIME; move it onto the monotonic clock.
+      timespec real_now;
+      ::clock_gettime(CLOCK_REALTIME, &real_now);
+      const int64_t real_ns = ts.tv_sec * 1'000'000'000LL + ts.tv_nsec;
+      const int64_t real_now_ns = real_now.tv_sec * 1'000'000'000LL + real_now.tv_nsec;
+      const int64_t stamped = now - (real_now_ns - real_ns);
+      // Never later than the read, never absurdly early (clock steps): else keep the read time.
+      if (stamped <= now && now - stamped < 60'000'000'000LL) rx_ns = stamped;
+    }
+  }
+  return n;
 }
 
 namespace {

@@ -13,6 +13,7 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/verb.hpp>
@@ -44,7 +45,10 @@ struct ClientTimeouts {
   std::chrono::milliseconds total{0};             // send → response complete; 0: unlimited
 };
 
-/// Receives a response as it arrives. Times are ib::mono_ns() taken when the bytes were read.
+/// Receives a response as it arrives. Times are monotonic nanoseconds (ib::mono_ns clock) of
+/// the bytes' arrival at the socket: the kernel's receive timestamp (SO_TIMESTAMPNS) where the
+/// platform gives one, else the time the read completed. Kernel timestamps do not depend on how
+/// busy the client's event loop is, so a burst of events from many streams is timed as it arrived.
 class ResponseSink {
  public:
   virtual ~ResponseSink() = default;
@@ -98,6 +102,12 @@ class HttpConnection {
 
  private:
   boost::asio::awaitable<boost::system::error_code> connect();
+  // Waits until the socket is readable or the current deadline passes (sets timed_out_).
+  boost::asio::awaitable<boost::system::error_code> wait_readable();
+  // Reads what is available into buffer_; returns bytes read (0: orderly close), sets rx_ns.
+  ssize_t receive(boost::system::error_code& ec, int64_t& rx_ns);
+  void arm_deadline_timer();
+  void disarm_deadline_timer();
 
   const Endpoint* endpoint_;
   const boost::asio::ip::tcp::resolver::results_type* addresses_;
@@ -109,6 +119,14 @@ class HttpConnection {
   std::unique_ptr<char[]> body_window_;
   bool open_ = false;
   int requests_on_connection_ = 0;
+  // Lazy deadline: reads move deadline_ns_ forward with a plain store; the timer, armed at most
+  // once per deadline period, re-arms itself when it finds the deadline has moved.
+  boost::asio::steady_timer deadline_timer_;
+  int64_t deadline_ns_ = 0;
+  int64_t timer_at_ns_ = 0;
+  bool timer_armed_ = false;
+  bool waiting_ = false;
+  bool timed_out_ = false;
 };
 
 struct SimpleResponse {
