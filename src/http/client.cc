@@ -345,6 +345,7 @@ ssize_t HttpConnection::receive(boost::system::error_code& ec, int64_t& rx_ns) {
   }
   buffer_.commit(static_cast<size_t>(n));
   rx_ns = now;
+  ++reads_;
   for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
     if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
       timespec ts;
@@ -356,7 +357,10 @@ ssize_t HttpConnection::receive(boost::system::error_code& ec, int64_t& rx_ns) {
       const int64_t real_now_ns = real_now.tv_sec * 1'000'000'000LL + real_now.tv_nsec;
       const int64_t stamped = now - (real_now_ns - real_ns);
       // Never later than the read, never absurdly early (clock steps): else keep the read time.
-      if (stamped <= now && now - stamped < 60'000'000'000LL) rx_ns = stamped;
+      if (stamped <= now && now - stamped < 60'000'000'000LL) {
+        rx_ns = stamped;
+        ++stamped_reads_;
+      }
     }
   }
   return n;

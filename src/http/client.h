@@ -97,6 +97,9 @@ class HttpConnection {
   /// server closing an idle connection).
   bool reused() const { return open_ && requests_on_connection_ > 0; }
   bool is_open() const { return open_; }
+  /// Reads done, and how many of them carried a kernel receive timestamp.
+  uint64_t reads() const { return reads_; }
+  uint64_t stamped_reads() const { return stamped_reads_; }
   /// Closes the socket; a request in progress completes with an error.
   void close();
 
@@ -127,6 +130,8 @@ class HttpConnection {
   bool timer_armed_ = false;
   bool waiting_ = false;
   bool timed_out_ = false;
+  uint64_t reads_ = 0;
+  uint64_t stamped_reads_ = 0;
 };
 
 struct SimpleResponse {

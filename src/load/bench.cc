@@ -141,6 +141,7 @@ Expected<BenchReport> run_bench(const BenchSpec& spec) {
     };
   }
   auto run = run_load(rc, warmup, measured);
+  const std::string request_id_prefix = rc.request_id_prefix;
   if (tty) fmt::print(stderr, "\r\033[K");
   if (!run) return run.error();
 
@@ -189,6 +190,8 @@ Expected<BenchReport> run_bench(const BenchSpec& spec) {
   // The monotonic time the --details *_ms values count from (to align with server-side logs
   // taken on the same clock, e.g. serve-sim --truth-log).
   j["origin_mono_ns"] = report.run.origin_ns;
+  // X-Request-Id of measured request i is this prefix followed by i.
+  j["request_id_prefix"] = request_id_prefix;
   j["benchmark_end_time_unix"] = report.run.end_unix;
   j["partial"] = report.partial;
   j["cancelled"] = report.run.cancelled;
@@ -215,6 +218,7 @@ Expected<BenchReport> run_bench(const BenchSpec& spec) {
   client["connections_opened"] = h.connections_opened;
   client["source_addresses"] = h.source_addresses;
   client["open_file_limit"] = h.open_file_limit;
+  client["kernel_timestamp_fraction"] = h.kernel_timestamp_fraction;
   client["rss_before_kib"] = h.rss_before_kib;
   client["peak_rss_kib"] = h.peak_rss_kib;
   boost::json::array client_warnings;

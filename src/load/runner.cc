@@ -170,6 +170,14 @@ class Lane {
   }
 
   std::deque<RequestRecord>& records(bool measured) { return measured ? measured_ : warmup_; }
+  std::pair<uint64_t, uint64_t> read_counts() const {
+    uint64_t reads = 0, stamped = 0;
+    for (const auto& c : conns_) {
+      reads += c->http.reads();
+      stamped += c->http.stamped_reads();
+    }
+    return {reads, stamped};
+  }
   std::vector<double>& loop_lag_ms() { return loop_lag_ms_; }
   std::vector<double>& schedule_lag_ms() { return schedule_lag_ms_; }
   std::function<void()> on_tick;  // lane 0: progress display
@@ -514,10 +522,24 @@ Expected<RunnerResult> run_load(const RunnerConfig& config,
   h.schedule_lag_p99_ms = p99(sched_lag);
   h.schedule_lag_max_ms =
       sched_lag.empty() ? 0 : *std::max_element(sched_lag.begin(), sched_lag.end());
+  uint64_t reads = 0, stamped = 0;
+  for (auto& lane : lanes) {
+    auto [r, st] = lane->read_counts();
+    reads += r;
+    stamped += st;
+  }
+  h.kernel_timestamp_fraction = reads > 0 ? static_cast<double>(stamped) / reads : 0.0;
   if (h.event_loop_lag_p99_ms > 1.0) {
-    h.warnings.push_back(fmt::format(
-        "client event-loop lag p99 {:.2f} ms: timestamps may be late by up to that much",
-        h.event_loop_lag_p99_ms));
+    if (h.kernel_timestamp_fraction >= 0.99) {
+      h.warnings.push_back(fmt::format(
+          "client event-loop lag p99 {:.2f} ms: receive times are kernel timestamps and "
+          "unaffected, but send times may be late by up to that much",
+          h.event_loop_lag_p99_ms));
+    } else {
+      h.warnings.push_back(fmt::format(
+          "client event-loop lag p99 {:.2f} ms: timestamps may be late by up to that much",
+          h.event_loop_lag_p99_ms));
+    }
   }
   if (h.schedule_lag_p99_ms > 1.0) {
     h.warnings.push_back(fmt::format(

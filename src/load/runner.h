@@ -63,6 +63,7 @@ struct ClientHealth {
   int64_t connections_opened = 0;
   int source_addresses = 1;
   int64_t open_file_limit = 0;
+  double kernel_timestamp_fraction = 0;  // reads timed by the kernel (SO_TIMESTAMPNS)
   int64_t rss_before_kib = 0;  // resident memory when the measured phase started
   int64_t peak_rss_kib = 0;    // peak resident memory of the process (getrusage)
   std::vector<std::string> warnings;  // when any of the above could have distorted results

@@ -100,6 +100,8 @@ TEST_F(BenchAgainstSim, CompletionsCountsAndTimingMatchTheSimulator) {
   EXPECT_GE(num(client, "peak_in_flight"), 1);
   EXPECT_LE(num(client, "peak_in_flight"), 4);
   EXPECT_GT(num(client, "cpu_seconds"), 0);
+  // Linux stamps TCP receives (SO_TIMESTAMPNS): content events are timed at the socket.
+  EXPECT_GT(num(client, "kernel_timestamp_fraction"), 0.5);
 }
 
 TEST_F(BenchAgainstSim, ChatRoleChunkIsNotTakenAsFirstToken) {
