@@ -8,3 +8,5 @@ for b in build/bench/*_bench; do
   echo "== $(basename "$b")"
   "$b" --benchmark_min_time=0.2 "$@"
 done
+echo "== client scale and fidelity"
+./bench/client_scale.sh
