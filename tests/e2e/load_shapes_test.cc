@@ -100,6 +100,36 @@ TEST(LoadShapes, DurationBoundStopsSendingAtTheLimit) {
   for (size_t i = 0; i < recs.size(); ++i) EXPECT_EQ(num(recs[i], "index"), static_cast<double>(i));
 }
 
+TEST(LoadShapes, SeveralThreadsAndSourceAddressesMeasureEveryRequestOnce) {
+  TempDir dir;
+  SimServer sim(dir.path(), {"--decode-base-ms", "2", "--decode-per-running-ms", "0"});
+  ASSERT_TRUE(sim.running());
+  for (const std::vector<std::string>& shape :
+       {std::vector<std::string>{"--concurrency", "6"},
+        std::vector<std::string>{"--request-rate", "200", "--arrival", "poisson"}}) {
+    const fs::path out = dir.path() / "r.json", details = dir.path() / "d.jsonl";
+    std::vector<std::string> args = {"bench", "--endpoint", sim.url(), "--isl", "16", "--osl",
+                                     "8", "--num-prompts", "60", "--threads", "3",
+                                     "--source-addresses", "3", "--output", out.string(),
+                                     "--details", details.string()};
+    args.insert(args.end(), shape.begin(), shape.end());
+    auto r = run_inferbench(args, dir.path() / "b.log");
+    ASSERT_EQ(r.exit.code, 0) << r.output;
+    auto j = read_json(out);
+    EXPECT_EQ(num(j, "completed"), 60);
+    EXPECT_EQ(num(j, "total_output_tokens"), 60 * 8);
+    const auto& client = j.at("client").as_object();
+    EXPECT_EQ(num(client, "threads"), 3);
+    EXPECT_EQ(num(client, "source_addresses"), 3);
+    auto recs = read_details(details);
+    ASSERT_EQ(recs.size(), 60u);
+    for (size_t i = 0; i < recs.size(); ++i) {
+      EXPECT_EQ(num(recs[i], "index"), static_cast<double>(i));
+      EXPECT_TRUE(recs[i].at("ok").as_bool());
+    }
+  }
+}
+
 TEST(LoadShapes, InterruptWritesAPartialResultAndExits130) {
   TempDir dir;
   SimServer sim(dir.path(), {"--decode-base-ms", "20", "--decode-per-running-ms", "0"});
