@@ -15,6 +15,7 @@ using RunFn = std::function<int()>;
 RunFn register_bench(CLI::App& root);
 RunFn register_serve_sim(CLI::App& root);
 RunFn register_sweep(CLI::App& root);
+RunFn register_plan(CLI::App& root);
 
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;

@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   add(&ib::cli::register_sweep);
   add(&ib::cli::register_bench);
   add(&ib::cli::register_serve_sim);
+  add(&ib::cli::register_plan);
 
   try {
     app.parse(argc, argv);

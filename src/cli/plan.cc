@@ -1,0 +1,159 @@
+// `inferbench plan`: validate recipe files and print the benchmark rows they expand into
+// (docs/recipes.md).
+#include <fmt/format.h>
+#include <fnmatch.h>
+
+#include <boost/json.hpp>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <set>
+
+#include "cli/commands.h"
+#include "recipe/matrix.h"
+#include "recipe/recipe.h"
+
+namespace ib::cli {
+
+namespace {
+
+struct PlanOptions {
+  std::vector<std::string> files;
+  std::string runners;
+  std::vector<std::string> keys;
+  bool json = false;
+};
+
+std::string conc_text(const boost::json::value& conc) {
+  if (conc.is_int64()) return std::to_string(conc.as_int64());
+  std::string out;
+  for (const auto& c : conc.as_array()) {
+    if (!out.empty()) out += ',';
+    out += std::to_string(c.as_int64());
+  }
+  return out;
+}
+
+std::string field_text(const boost::json::object& f, const char* name) {
+  if (!f.contains(name)) return "-";
+  const auto& v = f.at(name);
+  if (v.is_string()) return std::string(v.as_string());
+  if (v.is_int64()) return std::to_string(v.as_int64());
+  return boost::json::serialize(v);
+}
+
+// "tp" for single-node rows, "P<nw>x<tp>/D<nw>x<tp>" for multi-node ones; "/ep" when ep > 1.
+std::string parallelism_text(const recipe::RecipeRow& row) {
+  const auto& f = row.fields;
+  auto worker = [](const boost::json::object& w) {
+    std::string t = fmt::format("{}x{}", w.at("num-worker").as_int64(), w.at("tp").as_int64());
+    if (w.at("ep").as_int64() > 1) t += fmt::format("/ep{}", w.at("ep").as_int64());
+    return t;
+  };
+  if (f.contains("prefill")) {
+    return fmt::format("P{} D{}", worker(f.at("prefill").as_object()),
+                       worker(f.at("decode").as_object()));
+  }
+  std::string t = fmt::format("tp{}", f.at("tp").as_int64());
+  if (f.at("ep").as_int64() > 1) t += fmt::format("/ep{}", f.at("ep").as_int64());
+  return t;
+}
+
+std::string table_text(const std::vector<recipe::RecipeRow>& rows) {
+  std::vector<std::array<std::string, 8>> lines;
+  lines.push_back(
+      {"KEY", "RUNNER", "ISL/OSL", "PARALLELISM", "CONC", "EXP-NAME", "EVAL", "FINGERPRINT"});
+  for (const auto& row : rows) {
+    const auto& f = row.fields;
+    std::string seq = f.contains("isl")
+                          ? fmt::format("{}/{}", f.at("isl").as_int64(), f.at("osl").as_int64())
+                          : std::string("agentic");
+    lines.push_back({row.config_key, field_text(f, "runner"), seq, parallelism_text(row),
+                     conc_text(f.at("conc")), field_text(f, "exp-name"),
+                     f.at("run-eval").as_bool() ? "yes" : "", row.fingerprint.substr(0, 12)});
+  }
+  std::array<size_t, 8> width{};
+  for (const auto& l : lines) {
+    for (size_t i = 0; i < l.size(); ++i) width[i] = std::max(width[i], l[i].size());
+  }
+  std::string out;
+  for (const auto& l : lines) {
+    for (size_t i = 0; i < l.size(); ++i) {
+      out += i + 1 == l.size() ? l[i] : fmt::format("{:<{}}  ", l[i], width[i]);
+    }
+    out += '\n';
+  }
+  return out;
+}
+
+int run(const PlanOptions& o) {
+  if (o.files.empty()) {
+    fmt::print(stderr, "inferbench plan: give at least one recipe file (e.g. amd-master.yaml)\n");
+    return kExitUsage;
+  }
+  std::optional<recipe::RunnersFile> runners;
+  if (!o.runners.empty()) {
+    auto loaded = recipe::load_runners(o.runners);
+    if (!loaded) {
+      fmt::print(stderr, "{}\n", loaded.error().message);
+      return kExitUsage;
+    }
+    runners = std::move(*loaded);
+  }
+  std::vector<std::filesystem::path> paths(o.files.begin(), o.files.end());
+  auto entries = recipe::load_master_configs(paths);
+  if (!entries) {
+    fmt::print(stderr, "{}\n", entries.error().message);
+    return kExitUsage;
+  }
+  // --keys: fnmatch globs as InferenceX's test-config; a glob that matches nothing is an error.
+  if (!o.keys.empty()) {
+    std::vector<recipe::ConfigEntry> selected;
+    std::set<std::string> matched;
+    for (const auto& e : *entries) {
+      for (const auto& glob : o.keys) {
+        if (fnmatch(glob.c_str(), e.key.c_str(), 0) == 0) {
+          matched.insert(glob);
+          selected.push_back(e);
+          break;
+        }
+      }
+    }
+    bool bad = false;
+    for (const auto& glob : o.keys) {
+      if (!matched.count(glob)) {
+        fmt::print(stderr, "inferbench plan: --keys {}: matches no config key\n", glob);
+        bad = true;
+      }
+    }
+    if (bad) return kExitUsage;
+    *entries = std::move(selected);
+  }
+  auto rows = recipe::expand(*entries, runners ? &*runners : nullptr);
+  std::string text;
+  if (o.json) {
+    boost::json::array out;
+    for (const auto& row : rows) out.push_back(row.to_json());
+    text = boost::json::serialize(out) + "\n";
+  } else {
+    text = table_text(rows);
+  }
+  // One write; a reader that stops early (`| head`) is not an error worth reporting.
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  return kExitOk;
+}
+
+}  // namespace
+
+RunFn register_plan(CLI::App& root) {
+  auto o = std::make_shared<PlanOptions>();
+  CLI::App* app =
+      root.add_subcommand("plan", "Validate recipe files and print their benchmark rows");
+  app->add_option("files", o->files, "Recipe (master-config) YAML files");
+  app->add_option("--runners", o->runners, "Runners file (labels, hardware)");
+  app->add_option("--keys", o->keys, "Only config keys matching these globs (fnmatch)");
+  app->add_flag("--json", o->json, "Print rows as a JSON array");
+  return [o]() { return run(*o); };
+}
+
+}  // namespace ib::cli

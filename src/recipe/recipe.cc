@@ -1,0 +1,593 @@
+#include "recipe/recipe.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <regex>
+#include <set>
+#include <tuple>
+
+#include "core/files.h"
+
+namespace ib::recipe {
+
+std::vector<int64_t> expand_concurrency(int64_t start, int64_t end, int64_t step) {
+  std::vector<int64_t> out;
+  for (int64_t conc = start; conc <= end;) {
+    out.push_back(conc);
+    if (conc == end) break;
+    conc = conc * step > end ? end : conc * step;
+  }
+  return out;
+}
+
+namespace {
+
+// Placeholders `serve.command` and `serve.extra-args` may use (docs/recipes.md).
+const std::set<std::string>& serve_placeholders() {
+  static const std::set<std::string> kNames = {
+      "model", "served-model", "image",         "precision", "framework", "tp",
+      "pp",    "ep",           "dp-attn",       "dcp-size",  "pcp-size",  "spec-decoding",
+      "isl",   "osl",          "max-model-len", "conc",      "host",      "port"};
+  return kNames;
+}
+
+class MasterParser {
+ public:
+  MasterParser(YamlReader* reader, const std::vector<Diagnostic>* diags)
+      : r_(*reader), diags_(diags) {}
+
+  std::optional<ConfigEntry> entry(const std::string& key, const YAML::Mark& key_mark,
+                                   const YAML::Node& node) {
+    ConfigEntry e;
+    e.key = key;
+    e.file = r_.file();
+    e.line = key_mark.line + 1;
+    size_t before = errors();
+    if (key.find('*') != std::string::npos) {
+      r_.error(key_mark, key, "config keys may not contain '*' (reserved for changelog wildcards)");
+    }
+    auto f = r_.mapping(
+        node, key,
+        {"image", "model", "model-prefix", "precision", "framework", "runner", "multinode",
+         "disagg", "router", "kv-p2p-transfer", "scenarios", "serve", "expect"});
+    if (!f) return std::nullopt;
+    for (const char* name :
+         {"image", "model", "model-prefix", "precision", "framework", "runner"}) {
+      if (!r_.require(*f, key, name)) continue;
+      auto s = r_.string(f->at(name), field_path(key, name));
+      if (!s) continue;
+      std::string field = name;
+      if (field == "image") e.image = *s;
+      if (field == "model") e.model = *s;
+      if (field == "model-prefix") e.model_prefix = *s;
+      if (field == "precision") e.precision = *s;
+      if (field == "framework") e.framework = *s;
+      if (field == "runner") e.runner = *s;
+    }
+    if (r_.require(*f, key, "multinode")) {
+      e.multinode = r_.boolean(f->at("multinode"), field_path(key, "multinode")).value_or(false);
+    }
+    if (f->has("disagg")) {
+      e.disagg = r_.boolean(f->at("disagg"), field_path(key, "disagg")).value_or(false);
+      if (e.disagg && !e.multinode) {
+        r_.error(f->at("disagg"), field_path(key, "disagg"),
+                 "disagg: true requires multinode: true");
+      }
+    }
+    if (f->has("router")) e.router = router(f->at("router"), field_path(key, "router"));
+    if (f->has("kv-p2p-transfer")) {
+      e.kv_p2p_transfer = r_.string(f->at("kv-p2p-transfer"), field_path(key, "kv-p2p-transfer"));
+      if (!e.multinode) {
+        r_.error(f->at("kv-p2p-transfer"), field_path(key, "kv-p2p-transfer"),
+                 "kv-p2p-transfer is only allowed with multinode: true");
+      }
+    }
+    if (f->has("serve")) e.serve = serve(f->at("serve"), field_path(key, "serve"));
+    if (f->has("expect")) e.expect = to_json(f->at("expect"));
+    if (r_.require(*f, key, "scenarios"))
+      scenarios(f->at("scenarios"), field_path(key, "scenarios"), &e);
+
+    if (e.disagg && !e.kv_p2p_transfer) {
+      for (const auto& s : e.fixed_seq_len) {
+        for (const auto& entry : s.search_space) {
+          if (!entry.kv_p2p_transfer) {
+            r_.error(f->mark, field_path(key, "kv-p2p-transfer"),
+                     "disagg: true requires kv-p2p-transfer at the top level or in every "
+                     "search-space entry");
+            goto done;
+          }
+        }
+      }
+    done:;
+    }
+    if (errors() != before) return std::nullopt;
+    return e;
+  }
+
+ private:
+  size_t errors() const { return diags_->size(); }
+
+  std::optional<Router> router(const YAML::Node& node, const std::string& path) {
+    auto f = r_.mapping(node, path, {"name", "version"});
+    if (!f) return std::nullopt;
+    Router out;
+    bool ok = r_.require(*f, path, "name") & r_.require(*f, path, "version");
+    if (!ok) return std::nullopt;
+    auto name = r_.string(f->at("name"), field_path(path, "name"));
+    auto version = r_.string(f->at("version"), field_path(path, "version"));
+    if (!name || !version) return std::nullopt;
+    if (version->rfind("image:", 0) == 0) {
+      r_.error(f->at("version"), field_path(path, "version"),
+               "router version may not start with \"image:\"");
+      return std::nullopt;
+    }
+    return Router{*name, *version};
+  }
+
+  std::optional<ServeSpec> serve(const YAML::Node& node, const std::string& path) {
+    auto f = r_.mapping(node, path, {"command", "env", "extra-args", "health-path"});
+    if (!f) return std::nullopt;
+    ServeSpec out;
+    if (r_.require(*f, path, "command")) {
+      if (auto argv = r_.string_list(f->at("command"), field_path(path, "command"))) {
+        if (argv->empty())
+          r_.error(f->at("command"), field_path(path, "command"), "expected a non-empty argv list");
+        out.command = *argv;
+        check_placeholders(f->at("command"), field_path(path, "command"), out.command);
+      }
+    }
+    if (f->has("extra-args")) {
+      if (auto args = r_.string_list(f->at("extra-args"), field_path(path, "extra-args"))) {
+        out.extra_args = *args;
+        check_placeholders(f->at("extra-args"), field_path(path, "extra-args"), out.extra_args);
+      }
+    }
+    if (f->has("env")) {
+      std::string env_path = field_path(path, "env");
+      if (auto env = r_.open_mapping(f->at("env"), env_path)) {
+        static const std::regex kName("[A-Za-z_][A-Za-z0-9_]*");
+        for (const auto& [name, value] : env->values) {
+          std::string p = field_path(env_path, name);
+          if (!std::regex_match(name, kName)) {
+            r_.error(env->key_marks.at(name), p, "not a valid environment variable name");
+          }
+          // Values are strings as the environment sees them; numbers and booleans are written
+          // as in the file, so `SGLANG_X: 1` is "1".
+          if (!value.IsScalar()) {
+            r_.error(value, p, "expected a scalar value, got " + describe(value));
+          } else {
+            out.env[name] = value.Scalar();
+          }
+        }
+      }
+    }
+    if (f->has("health-path")) {
+      if (auto h = r_.string(f->at("health-path"), field_path(path, "health-path"))) {
+        if (h->front() != '/')
+          r_.error(f->at("health-path"), field_path(path, "health-path"), "must start with '/'");
+        out.health_path = *h;
+      }
+    }
+    return out;
+  }
+
+  void check_placeholders(const YAML::Node& list, const std::string& path,
+                          const std::vector<std::string>& args) {
+    static const std::regex kPlaceholder("\\{([^{}]*)\\}");
+    for (size_t i = 0; i < args.size(); ++i) {
+      for (std::sregex_iterator it(args[i].begin(), args[i].end(), kPlaceholder), end; it != end;
+           ++it) {
+        std::string name = (*it)[1];
+        if (!serve_placeholders().count(name)) {
+          r_.error(list[i], index_path(path, i), fmt::format("unknown placeholder {{{}}}", name));
+        }
+      }
+    }
+  }
+
+  void scenarios(const YAML::Node& node, const std::string& path, ConfigEntry* e) {
+    auto f = r_.mapping(node, path, {"fixed-seq-len", "agentic-coding"});
+    if (!f) return;
+    if (!f->has("fixed-seq-len") && !f->has("agentic-coding")) {
+      r_.error(node, path, "at least one scenario (fixed-seq-len or agentic-coding) is required");
+      return;
+    }
+    if (f->has("fixed-seq-len")) {
+      std::string p = field_path(path, "fixed-seq-len");
+      const YAML::Node& list = f->at("fixed-seq-len");
+      if (r_.sequence(list, p)) {
+        for (size_t i = 0; i < list.size(); ++i) fixed_seq(list[i], index_path(p, i), e);
+      }
+    }
+    if (f->has("agentic-coding")) {
+      std::string p = field_path(path, "agentic-coding");
+      const YAML::Node& list = f->at("agentic-coding");
+      if (r_.sequence(list, p)) {
+        for (size_t i = 0; i < list.size(); ++i) agentic(list[i], index_path(p, i), e);
+      }
+    }
+  }
+
+  void fixed_seq(const YAML::Node& node, const std::string& path, ConfigEntry* e) {
+    auto f = r_.mapping(node, path, {"isl", "osl", "search-space"});
+    if (!f) return;
+    FixedSeqLen s;
+    if (r_.require(*f, path, "isl"))
+      s.isl = r_.integer(f->at("isl"), field_path(path, "isl"), 1).value_or(0);
+    if (r_.require(*f, path, "osl"))
+      s.osl = r_.integer(f->at("osl"), field_path(path, "osl"), 1).value_or(0);
+    if (r_.require(*f, path, "search-space")) {
+      std::string p = field_path(path, "search-space");
+      const YAML::Node& list = f->at("search-space");
+      if (r_.sequence(list, p)) {
+        if (list.size() == 0) r_.error(list, p, "search-space may not be empty");
+        for (size_t i = 0; i < list.size(); ++i) {
+          std::string ip = index_path(p, i);
+          auto entry = e->multinode ? multinode_entry(list[i], ip, *e, false)
+                                    : single_node_entry(list[i], ip, *e, false);
+          if (entry) s.search_space.push_back(std::move(*entry));
+        }
+      }
+    }
+    e->fixed_seq_len.push_back(std::move(s));
+  }
+
+  void agentic(const YAML::Node& node, const std::string& path, ConfigEntry* e) {
+    auto f = r_.mapping(node, path, {"search-space", "dram-utilization"});
+    if (!f) return;
+    AgenticCoding a;
+    if (e->runner.rfind("cluster:", 0) != 0 && !e->runner.empty()) {
+      r_.error(
+          node, field_path(e->key, "runner"),
+          fmt::format("agentic-coding needs a runner label starting with \"cluster:\", got \"{}\"",
+                      e->runner));
+    }
+    if (f->has("dram-utilization")) {
+      std::string p = field_path(path, "dram-utilization");
+      if (auto v = r_.number(f->at("dram-utilization"), p)) {
+        if (!(*v > 0 && *v <= 1)) {
+          r_.error(f->at("dram-utilization"), p,
+                   fmt::format("expected a number in (0, 1], got {}", *v));
+        } else {
+          a.dram_utilization = *v;
+        }
+      }
+    }
+    if (r_.require(*f, path, "search-space")) {
+      std::string p = field_path(path, "search-space");
+      const YAML::Node& list = f->at("search-space");
+      if (r_.sequence(list, p)) {
+        if (list.size() == 0) r_.error(list, p, "search-space may not be empty");
+        for (size_t i = 0; i < list.size(); ++i) {
+          std::string ip = index_path(p, i);
+          const YAML::Node& item = list[i];
+          bool multi = item.IsMap() && (item["prefill"] || item["decode"]);
+          auto entry =
+              multi ? multinode_entry(item, ip, *e, true) : single_node_entry(item, ip, *e, true);
+          if (!entry) continue;
+          if (entry->kv_offloading == "dram" && !a.dram_utilization) {
+            r_.error(
+                item, field_path(ip, "kv-offloading"),
+                "kv-offloading: dram requires dram-utilization on the agentic-coding scenario");
+          }
+          a.search_space.push_back(std::move(*entry));
+        }
+      }
+    }
+    e->agentic_coding.push_back(std::move(a));
+  }
+
+  // Fields shared by single- and multi-node entries: spec-decoding, router, concurrency, and for
+  // agentic entries the KV offloading settings.
+  void common(const Fields& f, const std::string& path, const ConfigEntry& e, bool agentic,
+              SearchSpaceEntry* out) {
+    if (f.has("spec-decoding")) {
+      std::string p = field_path(path, "spec-decoding");
+      if (auto s = r_.string(f.at("spec-decoding"), p)) {
+        if (*s != "mtp" && *s != "draft_model" && *s != "none") {
+          r_.error(f.at("spec-decoding"), p,
+                   fmt::format("expected one of mtp, draft_model, none, got \"{}\"", *s));
+        } else {
+          out->spec_decoding = *s;
+        }
+      }
+    }
+    if (f.has("router")) {
+      out->router = router(f.at("router"), field_path(path, "router"));
+      if (e.router) {
+        r_.error(
+            f.at("router"), field_path(path, "router"),
+            "router is set at the top level and in the search-space entry; set it in one place");
+      }
+    }
+    if (f.has("kv-p2p-transfer")) {
+      out->kv_p2p_transfer =
+          r_.string(f.at("kv-p2p-transfer"), field_path(path, "kv-p2p-transfer"));
+      if (e.kv_p2p_transfer) {
+        r_.error(f.at("kv-p2p-transfer"), field_path(path, "kv-p2p-transfer"),
+                 "kv-p2p-transfer is set at the top level and in the search-space entry; set it in "
+                 "one place");
+      }
+    }
+    concurrency(f, path, out);
+    if (agentic) {
+      if (f.has("kv-offloading")) {
+        std::string p = field_path(path, "kv-offloading");
+        if (auto s = r_.string(f.at("kv-offloading"), p)) {
+          if (*s != "none" && *s != "dram") {
+            r_.error(f.at("kv-offloading"), p,
+                     fmt::format("expected none or dram, got \"{}\"", *s));
+          } else {
+            out->kv_offloading = *s;
+          }
+        }
+      } else if (out->tp) {
+        r_.error(f.mark, field_path(path, "kv-offloading"), "required field is missing");
+      }
+      std::string bp = field_path(path, "kv-offload-backend");
+      if (f.has("kv-offload-backend")) {
+        if (out->kv_offloading == "none") {
+          r_.error(f.at("kv-offload-backend"), bp,
+                   "kv-offload-backend is only allowed when kv-offloading is not none");
+        } else if (auto bf = r_.mapping(f.at("kv-offload-backend"), bp, {"name", "version"})) {
+          OffloadBackend b;
+          if (r_.require(*bf, bp, "name"))
+            b.name = r_.string(bf->at("name"), field_path(bp, "name")).value_or("");
+          if (bf->has("version"))
+            b.version = r_.string(bf->at("version"), field_path(bp, "version"));
+          out->kv_offload_backend = b;
+        }
+      } else if (out->kv_offloading != "none") {
+        r_.error(f.mark, bp, "kv-offload-backend is required when kv-offloading is not none");
+      }
+    }
+  }
+
+  void concurrency(const Fields& f, const std::string& path, SearchSpaceEntry* out) {
+    bool range = f.has("conc-start") || f.has("conc-end");
+    bool list = f.has("conc-list");
+    if (range && list) {
+      r_.error(f.at("conc-list"), field_path(path, "conc-list"),
+               "give either conc-start/conc-end or conc-list, not both");
+      return;
+    }
+    if (!range && !list) {
+      r_.error(f.mark, field_path(path, "conc-list"),
+               "give either conc-start/conc-end or conc-list");
+      return;
+    }
+    if (list) {
+      std::string p = field_path(path, "conc-list");
+      if (auto values = r_.integer_list(f.at("conc-list"), p, 1)) {
+        if (values->empty()) r_.error(f.at("conc-list"), p, "conc-list may not be empty");
+        out->conc = *values;
+      }
+      return;
+    }
+    bool both = r_.require(f, path, "conc-start") & r_.require(f, path, "conc-end");
+    if (!both) return;
+    auto start = r_.integer(f.at("conc-start"), field_path(path, "conc-start"), 1);
+    auto end = r_.integer(f.at("conc-end"), field_path(path, "conc-end"), 1);
+    if (!start || !end) return;
+    if (*start > *end) {
+      r_.error(f.at("conc-start"), field_path(path, "conc-start"),
+               fmt::format("conc-start ({}) is greater than conc-end ({})", *start, *end));
+      return;
+    }
+    out->conc = expand_concurrency(*start, *end);
+  }
+
+  void topology(const Fields& f, const std::string& path, int64_t* tp, int64_t* pp, int64_t* dcp,
+                int64_t* pcp, int64_t* ep, bool* dp_attn) {
+    if (f.has("tp")) *tp = r_.integer(f.at("tp"), field_path(path, "tp"), 1).value_or(*tp);
+    if (f.has("pp")) *pp = r_.integer(f.at("pp"), field_path(path, "pp"), 1).value_or(*pp);
+    if (f.has("dcp-size"))
+      *dcp = r_.integer(f.at("dcp-size"), field_path(path, "dcp-size"), 1).value_or(*dcp);
+    if (f.has("pcp-size"))
+      *pcp = r_.integer(f.at("pcp-size"), field_path(path, "pcp-size"), 1).value_or(*pcp);
+    if (f.has("ep")) *ep = r_.integer(f.at("ep"), field_path(path, "ep"), 1).value_or(*ep);
+    if (f.has("dp-attn"))
+      *dp_attn = r_.boolean(f.at("dp-attn"), field_path(path, "dp-attn")).value_or(false);
+    if (*dcp > 0 && *tp % *dcp != 0) {
+      r_.error(f.has("dcp-size") ? f.at("dcp-size") : f.at("tp"), field_path(path, "dcp-size"),
+               fmt::format("tp ({}) must be a multiple of dcp-size ({})", *tp, *dcp));
+    }
+  }
+
+  std::optional<SearchSpaceEntry> single_node_entry(const YAML::Node& node, const std::string& path,
+                                                    const ConfigEntry& e, bool agentic) {
+    std::set<std::string> allowed = {
+        "tp",     "pp",         "ep",       "dp-attn",  "dcp-size", "pcp-size", "spec-decoding",
+        "router", "conc-start", "conc-end", "conc-list"};
+    if (agentic) allowed.insert({"kv-offloading", "kv-offload-backend"});
+    auto f = r_.mapping(node, path, allowed);
+    if (!f) return std::nullopt;
+    SearchSpaceEntry out;
+    int64_t tp = 1;
+    if (r_.require(*f, path, "tp")) {
+      topology(*f, path, &tp, &out.pp, &out.dcp_size, &out.pcp_size, &out.ep, &out.dp_attn);
+    }
+    out.tp = tp;
+    common(*f, path, e, agentic, &out);
+    return out;
+  }
+
+  std::optional<SearchSpaceEntry> multinode_entry(const YAML::Node& node, const std::string& path,
+                                                  const ConfigEntry& e, bool agentic) {
+    std::set<std::string> allowed = {"spec-decoding",   "prefill",    "decode",   "router",
+                                     "kv-p2p-transfer", "conc-start", "conc-end", "conc-list"};
+    if (agentic) allowed.insert({"kv-offloading", "kv-offload-backend", "ep", "dp-attn"});
+    auto f = r_.mapping(node, path, allowed);
+    if (!f) return std::nullopt;
+    SearchSpaceEntry out;
+    if (r_.require(*f, path, "prefill"))
+      out.prefill = worker(f->at("prefill"), field_path(path, "prefill"));
+    if (r_.require(*f, path, "decode"))
+      out.decode = worker(f->at("decode"), field_path(path, "decode"));
+    if (out.prefill && out.decode &&
+        out.prefill->hardware.has_value() != out.decode->hardware.has_value()) {
+      r_.error(f->at("decode"), field_path(path, "decode.hardware"),
+               "hardware must be set on both prefill and decode, or on neither");
+    }
+    if (f->has("ep")) out.ep = r_.integer(f->at("ep"), field_path(path, "ep"), 1).value_or(1);
+    if (f->has("dp-attn"))
+      out.dp_attn = r_.boolean(f->at("dp-attn"), field_path(path, "dp-attn")).value_or(false);
+    common(*f, path, e, agentic, &out);
+    return out;
+  }
+
+  std::optional<Worker> worker(const YAML::Node& node, const std::string& path) {
+    auto f = r_.mapping(node, path,
+                        {"num-worker", "tp", "pp", "dcp-size", "pcp-size", "ep", "dp-attn",
+                         "hardware", "additional-settings"});
+    if (!f) return std::nullopt;
+    Worker w;
+    if (r_.require(*f, path, "num-worker")) {
+      w.num_worker = r_.integer(f->at("num-worker"), field_path(path, "num-worker"), 0).value_or(0);
+    }
+    r_.require(*f, path, "tp");
+    topology(*f, path, &w.tp, &w.pp, &w.dcp_size, &w.pcp_size, &w.ep, &w.dp_attn);
+    if (f->has("hardware")) w.hardware = r_.string(f->at("hardware"), field_path(path, "hardware"));
+    if (f->has("additional-settings")) {
+      std::string p = field_path(path, "additional-settings");
+      if (auto settings = r_.string_list(f->at("additional-settings"), p)) {
+        for (size_t i = 0; i < settings->size(); ++i) {
+          if ((*settings)[i].find('=') == std::string::npos) {
+            r_.error(f->at("additional-settings")[i], index_path(p, i),
+                     fmt::format("expected KEY=VALUE, got \"{}\"", (*settings)[i]));
+          }
+        }
+        w.additional_settings = *settings;
+      }
+    }
+    return w;
+  }
+
+  YamlReader& r_;
+  const std::vector<Diagnostic>* diags_;
+};
+
+}  // namespace
+
+namespace {
+void parse_master_document(const std::string& text, const std::string& file,
+                           std::vector<ConfigEntry>* entries,
+                           std::vector<Diagnostic>* diagnostics) {
+  YamlReader reader(file, diagnostics);
+  auto doc = reader.parse(text);
+  if (!doc) return;
+  if (doc->IsNull()) return;  // an empty file has no entries
+  auto top = reader.open_mapping(*doc, "");
+  if (!top) return;
+  MasterParser parser(&reader, diagnostics);
+  // Iterate in document order (Fields is sorted by name) so that rows follow the file.
+  for (auto it = doc->begin(); it != doc->end(); ++it) {
+    const YAML::Node key_node = it->first;
+    const YAML::Node value = it->second;
+    if (!key_node.IsScalar()) continue;
+    const std::string& key = key_node.Scalar();
+    if (top->key_marks.at(key).pos != key_node.Mark().pos) continue;  // a duplicate, reported
+    if (auto e = parser.entry(key, key_node.Mark(), value)) entries->push_back(std::move(*e));
+  }
+}
+}  // namespace
+
+void parse_master_config(const std::string& text, const std::string& file,
+                         std::vector<ConfigEntry>* entries, std::vector<Diagnostic>* diagnostics) {
+  size_t first_diagnostic = diagnostics->size();
+  parse_master_document(text, file, entries, diagnostics);
+  // Report in file order, whatever order the checks ran in.
+  std::stable_sort(diagnostics->begin() + static_cast<std::ptrdiff_t>(first_diagnostic),
+                   diagnostics->end(), [](const Diagnostic& a, const Diagnostic& b) {
+                     return std::tie(a.line, a.column) < std::tie(b.line, b.column);
+                   });
+}
+
+Expected<std::vector<ConfigEntry>> load_master_configs(
+    const std::vector<std::filesystem::path>& files) {
+  std::vector<ConfigEntry> entries;
+  std::vector<Diagnostic> diagnostics;
+  std::map<std::string, std::string> seen;  // key -> "file:line"
+  for (const auto& path : files) {
+    auto text = read_file(path);
+    if (!text) {
+      diagnostics.push_back({path.string(), 0, 0, "", text.error().message});
+      continue;
+    }
+    size_t first = entries.size();
+    parse_master_config(*text, path.string(), &entries, &diagnostics);
+    for (size_t i = first; i < entries.size(); ++i) {
+      const auto& e = entries[i];
+      auto [it, inserted] = seen.emplace(e.key, fmt::format("{}:{}", e.file, e.line));
+      if (!inserted) {
+        diagnostics.push_back({e.file, e.line, 1, e.key,
+                               fmt::format("config key is already defined at {}", it->second)});
+      }
+    }
+  }
+  if (!diagnostics.empty()) return Error{join_diagnostics(diagnostics)};
+  return entries;
+}
+
+void parse_runners(const std::string& text, const std::string& file, RunnersFile* out,
+                   std::vector<Diagnostic>* diagnostics) {
+  YamlReader r(file, diagnostics);
+  auto doc = r.parse(text);
+  if (!doc) return;
+  auto top = r.mapping(*doc, "", {"labels", "hardware"});
+  if (!top) return;
+  if (top->has("labels")) {
+    if (auto labels = r.open_mapping(top->at("labels"), "labels")) {
+      for (const auto& [label, node] : labels->values) {
+        std::string p = field_path("labels", label);
+        auto names = r.string_list(node, p);
+        if (!names) continue;
+        if (names->empty()) r.error(node, p, "a label needs at least one runner");
+        out->labels[label] = *names;
+      }
+    }
+  }
+  if (top->has("hardware")) {
+    if (auto hardware = r.open_mapping(top->at("hardware"), "hardware")) {
+      for (const auto& [label, node] : hardware->values) {
+        std::string p = field_path("hardware", label);
+        auto f = r.mapping(node, p, {"available-cpu-dram-mib", "gpus-per-node", "launcher"});
+        if (!f) continue;
+        RunnerHardware h;
+        if (r.require(*f, p, "available-cpu-dram-mib")) {
+          h.available_cpu_dram_mib =
+              r.integer(f->at("available-cpu-dram-mib"), field_path(p, "available-cpu-dram-mib"), 1)
+                  .value_or(0);
+        }
+        if (r.require(*f, p, "gpus-per-node")) {
+          h.gpus_per_node =
+              r.integer(f->at("gpus-per-node"), field_path(p, "gpus-per-node"), 1).value_or(0);
+        }
+        if (f->has("launcher")) {
+          std::string lp = field_path(p, "launcher");
+          if (auto l = r.string(f->at("launcher"), lp)) {
+            if (*l != "local" && *l != "slurm" && *l != "endpoint") {
+              r.error(f->at("launcher"), lp,
+                      fmt::format("expected local, slurm or endpoint, got \"{}\"", *l));
+            }
+            h.launcher = *l;
+          }
+        }
+        out->hardware[label] = h;
+      }
+    }
+  }
+}
+
+Expected<RunnersFile> load_runners(const std::filesystem::path& file) {
+  auto text = read_file(file);
+  if (!text) return Error{text.error().message};
+  RunnersFile out;
+  std::vector<Diagnostic> diagnostics;
+  parse_runners(*text, file.string(), &out, &diagnostics);
+  if (!diagnostics.empty()) return Error{join_diagnostics(diagnostics)};
+  return out;
+}
+
+}  // namespace ib::recipe

@@ -1,0 +1,131 @@
+// The recipe model: InferenceX master-config entries (context/inferencex-spec.md §1.1) plus our
+// `serve` and `expect` extensions, and the strict loader that validates them (docs/recipes.md).
+#pragma once
+
+#include <boost/json.hpp>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/expected.h"
+#include "recipe/yaml_reader.h"
+
+namespace ib::recipe {
+
+struct Router {
+  std::string name;
+  std::string version;
+};
+
+struct OffloadBackend {
+  std::string name;
+  std::optional<std::string> version;
+};
+
+/// A prefill or decode worker pool of a multi-node entry; defaults as InferenceX fills them.
+struct Worker {
+  int64_t num_worker = 0;
+  int64_t tp = 1;
+  int64_t pp = 1;
+  int64_t dcp_size = 1;
+  int64_t pcp_size = 1;
+  int64_t ep = 1;
+  bool dp_attn = false;
+  std::optional<std::string> hardware;
+  std::vector<std::string> additional_settings;  // "KEY=VALUE", exported verbatim
+};
+
+/// One search-space entry. Single-node entries set `tp`; multi-node ones `prefill` and `decode`.
+struct SearchSpaceEntry {
+  std::optional<int64_t> tp;
+  int64_t pp = 1;
+  int64_t dcp_size = 1;
+  int64_t pcp_size = 1;
+  int64_t ep = 1;
+  bool dp_attn = false;
+  std::string spec_decoding = "none";  // mtp | draft_model | none
+  std::optional<Router> router;
+  std::optional<std::string> kv_p2p_transfer;
+  std::vector<int64_t> conc;  // conc-list, or expanded from conc-start/conc-end
+  std::optional<Worker> prefill;
+  std::optional<Worker> decode;
+  std::string kv_offloading = "none";  // agentic only: none | dram
+  std::optional<OffloadBackend> kv_offload_backend;
+};
+
+struct FixedSeqLen {
+  int64_t isl = 0;
+  int64_t osl = 0;
+  std::vector<SearchSpaceEntry> search_space;
+};
+
+struct AgenticCoding {
+  std::optional<double> dram_utilization;
+  std::vector<SearchSpaceEntry> search_space;
+};
+
+/// Our extension: how to start the server. Placeholders such as {model}, {tp} and {port} in
+/// `command` and `extra_args` are substituted per row (docs/recipes.md lists them).
+struct ServeSpec {
+  std::vector<std::string> command;
+  std::map<std::string, std::string> env;
+  std::vector<std::string> extra_args;
+  std::string health_path = "/health";
+};
+
+/// One config key of a master-config file.
+struct ConfigEntry {
+  std::string key;
+  std::string file;
+  int line = 0;  // 1-based line of the key
+  std::string image;
+  std::string model;
+  std::string model_prefix;
+  std::string precision;
+  std::string framework;
+  std::string runner;
+  bool multinode = false;
+  bool disagg = false;
+  std::optional<Router> router;
+  std::optional<std::string> kv_p2p_transfer;
+  std::vector<FixedSeqLen> fixed_seq_len;
+  std::vector<AgenticCoding> agentic_coding;
+  std::optional<ServeSpec> serve;
+  std::optional<boost::json::value> expect;  // kept as data; checked by `verify` later
+};
+
+/// Hardware facts for a runner label (runners.yaml `hardware:`), plus our `launcher` extension.
+struct RunnerHardware {
+  int64_t available_cpu_dram_mib = 0;
+  int64_t gpus_per_node = 0;
+  std::string launcher = "slurm";  // local | slurm | endpoint
+};
+
+struct RunnersFile {
+  std::map<std::string, std::vector<std::string>> labels;
+  std::map<std::string, RunnerHardware> hardware;
+};
+
+/// The expansion step: [start, 2*start, 4*start, ...] with the last value clamped to `end` and
+/// `end` always included (inferencex-spec §1.2). REQUIRES: 0 < start <= end, step > 1.
+std::vector<int64_t> expand_concurrency(int64_t start, int64_t end, int64_t step = 2);
+
+/// Parses and validates one master-config document; appends entries and diagnostics. `file` names
+/// the source in diagnostics. Runner labels are not checked against a runners file: the real
+/// InferenceX configs use labels their runners.yaml does not list.
+void parse_master_config(const std::string& text, const std::string& file,
+                         std::vector<ConfigEntry>* entries, std::vector<Diagnostic>* diagnostics);
+
+/// Loads master-config files; keys must be unique across all of them. On any problem returns an
+/// Error whose message lists every diagnostic, one per line.
+Expected<std::vector<ConfigEntry>> load_master_configs(
+    const std::vector<std::filesystem::path>& files);
+
+void parse_runners(const std::string& text, const std::string& file, RunnersFile* out,
+                   std::vector<Diagnostic>* diagnostics);
+Expected<RunnersFile> load_runners(const std::filesystem::path& file);
+
+}  // namespace ib::recipe

@@ -1,0 +1,394 @@
+#include "recipe/recipe.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace ib::recipe {
+namespace {
+
+const std::string kData = INFERBENCH_SOURCE_DIR "/../shared/data/inferencex";
+
+std::vector<Diagnostic> parse(const std::string& text,
+                              std::vector<ConfigEntry>* entries = nullptr) {
+  std::vector<ConfigEntry> local;
+  std::vector<Diagnostic> diagnostics;
+  parse_master_config(text, "t.yaml", entries ? entries : &local, &diagnostics);
+  return diagnostics;
+}
+
+// A valid single-node entry; tests splice one broken line into it.
+std::string single_node(const std::string& search_space_entry, const std::string& extra_top = "") {
+  return "k1:\n"
+         "  image: img:1\n"
+         "  model: org/m\n"
+         "  model-prefix: m\n"
+         "  precision: fp8\n"
+         "  framework: sglang\n"
+         "  runner: h200\n"
+         "  multinode: false\n" +
+         extra_top +
+         "  scenarios:\n"
+         "    fixed-seq-len:\n"
+         "    - isl: 1024\n"
+         "      osl: 1024\n"
+         "      search-space:\n"
+         "      - { tp: 8, conc-start: 4, conc-end: 64 }\n"
+         "      - " +
+         search_space_entry + "\n";
+}
+
+TEST(RecipeLoad, RealMasterConfigsAndRunnersLoadCleanly) {
+  auto runners = load_runners(kData + "/runners.yaml");
+  ASSERT_TRUE(runners.ok()) << runners.error().message;
+  EXPECT_FALSE(runners->labels.empty());
+  EXPECT_EQ(runners->hardware.at("cluster:h100-dgxc").available_cpu_dram_mib,
+            2063837);  // 2_063_837
+  EXPECT_EQ(runners->hardware.at("cluster:h100-dgxc").gpus_per_node, 8);
+  auto amd = load_master_configs({kData + "/amd-master.yaml"});
+  ASSERT_TRUE(amd.ok()) << amd.error().message;
+  EXPECT_EQ(amd->size(), 56u);
+  auto both = load_master_configs({kData + "/amd-master.yaml", kData + "/nvidia-master.yaml"});
+  ASSERT_TRUE(both.ok()) << both.error().message;
+  EXPECT_EQ(both->size(), 208u);
+  const ConfigEntry& first = both->front();
+  EXPECT_EQ(first.key, "dsr1-fp4-mi355x-sglang");
+  EXPECT_EQ(first.line, 1);
+  EXPECT_EQ(first.image, "lmsysorg/sglang:v0.5.12-rocm700-mi35x");
+  ASSERT_EQ(first.fixed_seq_len.size(), 1u);
+  EXPECT_EQ(first.fixed_seq_len[0].isl, 8192);
+  EXPECT_EQ(first.fixed_seq_len[0].search_space[0].conc, (std::vector<int64_t>{4, 8, 16, 32, 64}));
+}
+
+TEST(RecipeLoad, DuplicateKeysAcrossFiles) {
+  auto r = load_master_configs({kData + "/amd-master.yaml", kData + "/amd-master.yaml"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("dsr1-fp4-mi355x-sglang: config key is already defined at"),
+            std::string::npos);
+}
+
+TEST(RecipeLoad, MissingFileIsAnError) {
+  auto r = load_master_configs({"/nonexistent/x.yaml"});
+  ASSERT_FALSE(r.ok());
+}
+
+TEST(RecipeLoad, ValidEntryWithExtensions) {
+  std::vector<ConfigEntry> entries;
+  auto d = parse(single_node("{ tp: 4, ep: 4, dp-attn: true, conc-list: [1, 2] }",
+                             "  serve:\n"
+                             "    command: [python3, -m, sglang.launch_server, --model, '{model}', "
+                             "--tp, '{tp}', --port, '{port}']\n"
+                             "    env: { SGLANG_USE_AITER: 1, NCCL_DEBUG: WARN }\n"
+                             "    extra-args: [--mem-fraction-static, '0.8']\n"
+                             "    health-path: /health_generate\n"
+                             "  expect:\n"
+                             "    - { env-read: SGLANG_USE_AITER }\n"),
+                 &entries);
+  ASSERT_TRUE(d.empty()) << join_diagnostics(d);
+  ASSERT_EQ(entries.size(), 1u);
+  const auto& e = entries[0];
+  ASSERT_TRUE(e.serve.has_value());
+  EXPECT_EQ(e.serve->command.size(), 9u);
+  EXPECT_EQ(e.serve->env.at("SGLANG_USE_AITER"), "1");
+  EXPECT_EQ(e.serve->health_path, "/health_generate");
+  ASSERT_TRUE(e.expect.has_value());
+  EXPECT_TRUE(e.expect->is_array());
+  const auto& s = e.fixed_seq_len[0].search_space[1];
+  EXPECT_EQ(*s.tp, 4);
+  EXPECT_EQ(s.ep, 4);
+  EXPECT_TRUE(s.dp_attn);
+  EXPECT_EQ(s.conc, (std::vector<int64_t>{1, 2}));
+}
+
+struct BadCase {
+  const char* name;
+  std::string yaml;
+  std::string expected;  // a substring of the joined diagnostics, "file:line:col: path: message"
+};
+
+TEST(RecipeLoad, BadInputsNameFileLineColumnAndPath) {
+  const std::string ss = "k1.scenarios.fixed-seq-len[0].search-space[1]";
+  const std::vector<BadCase> cases = {
+      {"tp not an int", single_node("{ tp: x, conc-list: [1] }"),
+       "t.yaml:15:15: " + ss + ".tp: expected a positive integer, got \"x\""},
+      {"tp quoted", single_node("{ tp: \"4\", conc-list: [1] }"),
+       "t.yaml:15:15: " + ss + ".tp: expected a positive integer, got \"4\""},
+      {"tp zero", single_node("{ tp: 0, conc-list: [1] }"),
+       ss + ".tp: expected a positive integer, got 0"},
+      {"unknown field", single_node("{ tp: 8, tpp: 2, conc-list: [1] }"),
+       "t.yaml:15:18: " + ss + ".tpp: unknown field"},
+      {"dcp does not divide tp", single_node("{ tp: 6, dcp-size: 4, conc-list: [1] }"),
+       ss + ".dcp-size: tp (6) must be a multiple of dcp-size (4)"},
+      {"conc-start > conc-end", single_node("{ tp: 8, conc-start: 64, conc-end: 4 }"),
+       ss + ".conc-start: conc-start (64) is greater than conc-end (4)"},
+      {"both conc forms", single_node("{ tp: 8, conc-start: 4, conc-end: 8, conc-list: [1] }"),
+       ss + ".conc-list: give either conc-start/conc-end or conc-list, not both"},
+      {"no conc form", single_node("{ tp: 8 }"),
+       ss + ".conc-list: give either conc-start/conc-end or conc-list"},
+      {"conc-end missing", single_node("{ tp: 8, conc-start: 4 }"),
+       ss + ".conc-end: required field is missing"},
+      {"conc-list zero", single_node("{ tp: 8, conc-list: [4, 0] }"),
+       ss + ".conc-list[1]: expected a positive integer, got 0"},
+      {"conc-list empty", single_node("{ tp: 8, conc-list: [] }"),
+       ss + ".conc-list: conc-list may not be empty"},
+      {"spec-decoding value", single_node("{ tp: 8, conc-list: [1], spec-decoding: eagle }"),
+       ss + ".spec-decoding: expected one of mtp, draft_model, none, got \"eagle\""},
+      {"dp-attn not bool", single_node("{ tp: 8, conc-list: [1], dp-attn: 1 }"),
+       ss + ".dp-attn: expected true or false, got 1"},
+      {"tp missing", single_node("{ ep: 8, conc-list: [1] }"),
+       ss + ".tp: required field is missing"},
+      {"entry not a mapping", single_node("8"), ss + ": expected a mapping, got 8"},
+      {"top-level unknown", single_node("{ tp: 8, conc-list: [1] }", "  owner: me\n"),
+       "t.yaml:9:3: k1.owner: unknown field"},
+      {"star in key", "k*:\n  image: i\n", "t.yaml:1:1: k*: config keys may not contain '*'"},
+      {"missing image", "k1:\n  model: m\n", "t.yaml:2:3: k1.image: required field is missing"},
+      {"image wrong type", single_node("{ tp: 8, conc-list: [1] }", "  image: [a]\n"),
+       "k1.image: duplicate field"},
+      {"multinode not bool", "k1:\n  multinode: maybe\n",
+       "t.yaml:2:14: k1.multinode: expected true or false, got \"maybe\""},
+      {"disagg without multinode", single_node("{ tp: 8, conc-list: [1] }", "  disagg: true\n"),
+       "k1.disagg: disagg: true requires multinode: true"},
+      {"router version image:",
+       single_node("{ tp: 8, conc-list: [1] }", "  router: { name: r, version: 'image:x' }\n"),
+       "k1.router.version: router version may not start with \"image:\""},
+      {"router at both levels",
+       single_node("{ tp: 8, conc-list: [1], router: { name: r, version: '1' } }",
+                   "  router: { name: r, version: '1' }\n"),
+       ss + ".router: router is set at the top level and in the search-space entry"},
+      {"kv-p2p on single node",
+       single_node("{ tp: 8, conc-list: [1] }", "  kv-p2p-transfer: nixl\n"),
+       "k1.kv-p2p-transfer: kv-p2p-transfer is only allowed with multinode: true"},
+      {"isl not int",
+       "k1:\n  scenarios:\n    fixed-seq-len:\n    - { isl: 1k, osl: 1024, search-space: [] }\n",
+       "t.yaml:4:14: k1.scenarios.fixed-seq-len[0].isl: expected a positive integer, got \"1k\""},
+      {"no scenario", "k1:\n  scenarios: {}\n", "k1.scenarios: at least one scenario"},
+      {"unknown scenario", "k1:\n  scenarios: { random: [] }\n",
+       "k1.scenarios.random: unknown field"},
+      {"yaml syntax", "k1: [a,\n", "t.yaml:"},
+      {"serve unknown placeholder",
+       single_node("{ tp: 8, conc-list: [1] }", "  serve: { command: [run, '{gpu}'] }\n"),
+       "k1.serve.command[1]: unknown placeholder {gpu}"},
+      {"serve env bad name",
+       single_node("{ tp: 8, conc-list: [1] }", "  serve: { command: [run], env: { 1X: a } }\n"),
+       "k1.serve.env.1X: not a valid environment variable name"},
+      {"serve missing command", single_node("{ tp: 8, conc-list: [1] }", "  serve: { env: {} }\n"),
+       "k1.serve.command: required field is missing"},
+      {"serve health path",
+       single_node("{ tp: 8, conc-list: [1] }", "  serve: { command: [x], health-path: health }\n"),
+       "k1.serve.health-path: must start with '/'"},
+      {"duplicate field", "k1:\n  image: a\n  image: b\n", "t.yaml:3:3: k1.image: duplicate field"},
+  };
+  for (const auto& c : cases) {
+    auto d = parse(c.yaml);
+    std::string all = join_diagnostics(d);
+    EXPECT_NE(all.find(c.expected), std::string::npos)
+        << c.name << "\nwant: " << c.expected << "\ngot:\n"
+        << all;
+  }
+}
+
+TEST(RecipeLoad, AllErrorsOfAFileAreReported) {
+  std::string yaml =
+      single_node("{ tp: x, conc-start: 9, conc-end: 2, spec-decoding: nope, extra: 1 }");
+  auto d = parse(yaml);
+  ASSERT_GE(d.size(), 4u) << join_diagnostics(d);
+  std::string all = join_diagnostics(d);
+  for (const char* part : {".tp:", ".conc-start:", ".spec-decoding:", ".extra: unknown field"}) {
+    EXPECT_NE(all.find(part), std::string::npos) << part << "\n" << all;
+  }
+}
+
+const char* kMultinode =
+    "mn:\n"
+    "  image: i\n"
+    "  model: m\n"
+    "  model-prefix: p\n"
+    "  precision: fp4\n"
+    "  framework: dynamo-trt\n"
+    "  runner: gb200\n"
+    "  multinode: true\n"
+    "  disagg: true\n"
+    "  scenarios:\n"
+    "    fixed-seq-len:\n"
+    "    - isl: 8192\n"
+    "      osl: 1024\n"
+    "      search-space:\n"
+    "      - conc-list: [16, 32]\n"
+    "        prefill: { num-worker: 1, tp: 4, ep: 4, dp-attn: true, hardware: gb200 }\n"
+    "        decode: { num-worker: 2, tp: 8, additional-settings: [\"A=1\"] }\n";
+
+TEST(RecipeLoad, MultinodeRules) {
+  std::string all = join_diagnostics(parse(kMultinode));
+  EXPECT_NE(
+      all.find("search-space[0].decode.hardware: hardware must be set on both prefill and decode"),
+      std::string::npos)
+      << all;
+  EXPECT_NE(all.find("mn.kv-p2p-transfer: disagg: true requires kv-p2p-transfer"),
+            std::string::npos)
+      << all;
+
+  std::string fixed = std::string(kMultinode);
+  fixed.replace(fixed.find(", hardware: gb200"), 17, "");
+  fixed.replace(fixed.find("  disagg: true\n"), 15, "  disagg: true\n  kv-p2p-transfer: nixl\n");
+  std::vector<ConfigEntry> entries;
+  auto d = parse(fixed, &entries);
+  ASSERT_TRUE(d.empty()) << join_diagnostics(d);
+  const auto& s = entries[0].fixed_seq_len[0].search_space[0];
+  EXPECT_EQ(s.prefill->tp, 4);
+  EXPECT_EQ(s.decode->num_worker, 2);
+  EXPECT_EQ(s.decode->ep, 1);  // default
+  EXPECT_EQ(s.decode->additional_settings, std::vector<std::string>{"A=1"});
+
+  std::string bad_setting = fixed;
+  bad_setting.replace(bad_setting.find("\"A=1\""), 5, "\"A\"");
+  all = join_diagnostics(parse(bad_setting));
+  EXPECT_NE(
+      all.find("search-space[0].decode.additional-settings[0]: expected KEY=VALUE, got \"A\""),
+      std::string::npos)
+      << all;
+}
+
+const char* kAgentic =
+    "ag:\n"
+    "  image: i\n"
+    "  model: m\n"
+    "  model-prefix: p\n"
+    "  precision: fp8\n"
+    "  framework: sglang\n"
+    "  runner: cluster:h200-dgxc\n"
+    "  multinode: false\n"
+    "  scenarios:\n"
+    "    agentic-coding:\n"
+    "    - dram-utilization: 0.8\n"
+    "      search-space:\n"
+    "      - { tp: 8, kv-offloading: dram, kv-offload-backend: { name: lmcache }, conc-list: [1, "
+    "4] }\n"
+    "      - { tp: 4, kv-offloading: none, conc-list: [2] }\n";
+
+TEST(RecipeLoad, AgenticRules) {
+  std::vector<ConfigEntry> entries;
+  auto d = parse(kAgentic, &entries);
+  ASSERT_TRUE(d.empty()) << join_diagnostics(d);
+  EXPECT_DOUBLE_EQ(*entries[0].agentic_coding[0].dram_utilization, 0.8);
+
+  struct Mutation {
+    std::string from, to, expected;
+  };
+  const std::string ss = "ag.scenarios.agentic-coding[0].search-space";
+  const std::vector<Mutation> mutations = {
+      {"runner: cluster:h200-dgxc", "runner: h200",
+       "ag.runner: agentic-coding needs a runner label starting with \"cluster:\""},
+      {"kv-offloading: none, ", "", ss + "[1].kv-offloading: required field is missing"},
+      {"kv-offloading: none,", "kv-offloading: none, kv-offload-backend: { name: x },",
+       ss + "[1].kv-offload-backend: kv-offload-backend is only allowed when kv-offloading is not "
+            "none"},
+      {", kv-offload-backend: { name: lmcache }", "",
+       ss + "[0].kv-offload-backend: kv-offload-backend is required"},
+      {"kv-offloading: dram", "kv-offloading: disk",
+       ss + "[0].kv-offloading: expected none or dram, got \"disk\""},
+      {"dram-utilization: 0.8", "dram-utilization: 1.5",
+       "ag.scenarios.agentic-coding[0].dram-utilization: expected a number in (0, 1], got 1.5"},
+      {"    - dram-utilization: 0.8\n      search-space", "    - search-space",
+       ss + "[0].kv-offloading: kv-offloading: dram requires dram-utilization"},
+  };
+  for (const auto& m : mutations) {
+    std::string yaml = kAgentic;
+    auto pos = yaml.find(m.from);
+    ASSERT_NE(pos, std::string::npos) << m.from;
+    yaml.replace(pos, m.from.size(), m.to);
+    std::string all = join_diagnostics(parse(yaml));
+    EXPECT_NE(all.find(m.expected), std::string::npos) << "want: " << m.expected << "\ngot:\n"
+                                                       << all;
+  }
+}
+
+TEST(RunnersLoad, BadInputs) {
+  struct Case {
+    std::string yaml, expected;
+  };
+  const std::vector<Case> cases = {
+      {"labels: { h200: [] }\n", "labels.h200: a label needs at least one runner"},
+      {"labels: { h200: [1] }\n", "labels.h200[0]: expected a string, got 1"},
+      {"hardware: { c: { gpus-per-node: 8 } }\n",
+       "hardware.c.available-cpu-dram-mib: required field is missing"},
+      {"hardware: { c: { gpus-per-node: 0, available-cpu-dram-mib: 1 } }\n",
+       "hardware.c.gpus-per-node: expected a positive integer, got 0"},
+      {"hardware: { c: { gpus-per-node: 8, available-cpu-dram-mib: 1, launcher: k8s } }\n",
+       "hardware.c.launcher: expected local, slurm or endpoint, got \"k8s\""},
+      {"runners: {}\n", "t.yaml:1:1: runners: unknown field"},
+  };
+  for (const auto& c : cases) {
+    RunnersFile out;
+    std::vector<Diagnostic> d;
+    parse_runners(c.yaml, "t.yaml", &out, &d);
+    std::string all = join_diagnostics(d);
+    EXPECT_NE(all.find(c.expected), std::string::npos) << "want: " << c.expected << "\ngot:\n"
+                                                       << all;
+  }
+}
+
+TEST(Concurrency, Expansion) {
+  struct Case {
+    int64_t start, end;
+    std::vector<int64_t> want;
+  };
+  const std::vector<Case> cases = {
+      {4, 100, {4, 8, 16, 32, 64, 100}},
+      {4, 64, {4, 8, 16, 32, 64}},
+      {4, 4, {4}},
+      {1, 3, {1, 2, 3}},
+      {3, 10, {3, 6, 10}},
+      {5, 6, {5, 6}},
+  };
+  for (const auto& c : cases)
+    EXPECT_EQ(expand_concurrency(c.start, c.end), c.want) << c.start << ".." << c.end;
+}
+
+}  // namespace
+}  // namespace ib::recipe
+
+namespace ib::recipe {
+namespace {
+
+const std::string kFixtures = INFERBENCH_SOURCE_DIR "/tests/fixtures/recipes";
+
+// Each tests/fixtures/recipes/bad/*.yaml lists the diagnostics it must produce in
+// "# expect: FILE:LINE:COL: PATH: message" header lines.
+TEST(RecipeFixtures, BadFilesProduceTheirExpectedDiagnostics) {
+  size_t files = 0;
+  for (const auto& dirent : std::filesystem::directory_iterator(kFixtures + "/bad")) {
+    if (dirent.path().extension() != ".yaml") continue;
+    ++files;
+    std::ifstream in(dirent.path());
+    std::vector<std::string> expected;
+    for (std::string line; std::getline(in, line);) {
+      const std::string tag = "# expect: ";
+      if (line.rfind(tag, 0) == 0) expected.push_back(line.substr(tag.size()));
+    }
+    ASSERT_FALSE(expected.empty()) << dirent.path();
+    auto r = load_master_configs({dirent.path()});
+    ASSERT_FALSE(r.ok()) << dirent.path();
+    for (const auto& want : expected) {
+      EXPECT_NE(r.error().message.find(want), std::string::npos)
+          << dirent.path().filename() << "\nwant: " << want << "\ngot:\n"
+          << r.error().message;
+    }
+  }
+  EXPECT_GE(files, 4u);
+}
+
+TEST(RecipeFixtures, GoodRecipeWithExtensions) {
+  auto r = load_master_configs({kFixtures + "/good/sglang-mi355x.yaml"});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r->size(), 1u);
+  const auto& e = r->front();
+  EXPECT_EQ(e.serve->env.at("NCCL_MIN_NCHANNELS"), "112");
+  EXPECT_EQ(e.serve->command[4], "{model}");
+  EXPECT_EQ(e.expect->as_array().size(), 2u);
+  EXPECT_EQ(e.fixed_seq_len[0].search_space[0].conc, (std::vector<int64_t>{4, 8, 16, 32, 64}));
+}
+
+}  // namespace
+}  // namespace ib::recipe
