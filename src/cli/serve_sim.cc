@@ -1,6 +1,7 @@
 // `inferbench serve-sim`: runs the embedded simulated OpenAI-compatible engine (docs/serve-sim.md)
 // until SIGINT or SIGTERM.
 #include <fmt/format.h>
+#include <sys/resource.h>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -11,27 +12,156 @@
 #include <memory>
 #include <string>
 #include <system_error>
+#include <vector>
 
 #include "cli/commands.h"
 #include "core/files.h"
+#include "sim/config.h"
+#include "sim/hardware.h"
+#include "sim/model_spec.h"
 #include "sim/sim_server.h"
 
 namespace ib::cli {
 
 namespace {
 
+// Raw option values; which ones were given is read from the CLI11 options after parsing.
 struct ServeSimOptions {
   sim::SimArgs args;
   std::string port_file;
+  std::string timing_model;
+  bool list_presets = false;
+  // Roofline settings.
+  std::string hardware, model_preset, quantization, kv_cache_dtype;
+  int tp = 1, max_num_seqs = 0, max_num_batched_tokens = 0, block_size = 0, num_gpu_blocks = 0;
+  double gpu_memory_utilization = 0, compute_efficiency = 0, memory_efficiency = 0;
+  double step_overhead_us = 0;
+  bool enable_expert_parallel = false, enable_prefix_caching = true;
+  bool disable_custom_all_reduce = false;
+  // Options by role, to tell which were given.
+  std::vector<CLI::Option*> simple_only;
+  std::vector<CLI::Option*> roofline_only;
+  CLI::Option* timing_model_opt = nullptr;
+  CLI::Option* max_num_seqs_opt = nullptr;
+  CLI::Option *hardware_opt = nullptr, *model_preset_opt = nullptr, *quantization_opt = nullptr,
+              *kv_cache_dtype_opt = nullptr, *tp_opt = nullptr, *ep_opt = nullptr,
+              *batched_opt = nullptr, *block_size_opt = nullptr, *num_blocks_opt = nullptr,
+              *util_opt = nullptr, *prefix_opt = nullptr, *custom_ar_opt = nullptr,
+              *compute_eff_opt = nullptr, *memory_eff_opt = nullptr, *overhead_opt = nullptr;
 };
 
-int run(const ServeSimOptions& o) {
+template <class T>
+std::optional<T> given(const CLI::Option* opt, const T& value) {
+  return opt != nullptr && opt->count() > 0 ? std::optional<T>(value) : std::nullopt;
+}
+
+// Lets serve-sim hold thousands of connections: the soft open-files limit up to the hard one.
+void raise_open_files_limit() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
+  rlim_t want = limit.rlim_max == RLIM_INFINITY ? rlim_t{1} << 20 : limit.rlim_max;
+  if (limit.rlim_cur >= want) return;
+  limit.rlim_cur = want;
+  if (setrlimit(RLIMIT_NOFILE, &limit) != 0) {
+    fmt::print(stderr, "serve-sim: cannot raise the open-files limit to {}\n",
+               static_cast<uint64_t>(want));
+  }
+}
+
+void print_presets() {
+  fmt::print("hardware presets (dense TFLOPS; fabric bandwidth one direction):\n");
+  fmt::print("  {:<8} {:<7} {:>8} {:>8} {:>8} {:>8} {:>8}  {}\n", "name", "arch", "HBM GiB", "TB/s",
+             "bf16", "fp8", "fp4", "scale-up fabric");
+  for (const sim::HardwareSpec& h : sim::hardware_presets()) {
+    fmt::print("  {:<8} {:<7} {:>8g} {:>8g} {:>8g} {:>8g} {:>8}  {}\n", h.name, h.arch,
+               h.memory_gib, h.hbm_tb_s, h.bf16_tflops, h.fp8_tflops,
+               h.fp4_tflops > 0 ? fmt::format("{:g}", h.fp4_tflops) : std::string("-"),
+               h.fabric == sim::Fabric::kSwitch
+                   ? fmt::format("NVSwitch {:g} GB/s per GPU", h.link_gb_s)
+                   : fmt::format("mesh, {:g} GB/s per link", h.link_gb_s));
+  }
+  fmt::print("\nmodel presets:\n");
+  fmt::print("  {:<14} {:>8} {:>8} {:>7}  {:<6} {}\n", "name", "total B", "active B", "layers",
+             "dtype", "checkpoint");
+  for (const sim::ModelSpec& m : sim::model_presets()) {
+    const sim::ParamCounts p = sim::param_counts(m);
+    fmt::print("  {:<14} {:>8.1f} {:>8.1f} {:>7}  {:<6} {}\n", m.name, p.total() / 1e9,
+               p.active(m.experts_per_token, m.moe_layers()) / 1e9, m.layers,
+               sim::to_string(m.checkpoint), m.hf_id);
+  }
+}
+
+// Chooses the timing model and resolves the roofline configuration into o.args.
+int resolve(ServeSimOptions& o) {
+  auto any_given = [](const std::vector<CLI::Option*>& opts) -> const CLI::Option* {
+    for (const CLI::Option* opt : opts) {
+      if (opt->count() > 0) return opt;
+    }
+    return nullptr;
+  };
+  const CLI::Option* simple_flag = any_given(o.simple_only);
+  const CLI::Option* roofline_flag = any_given(o.roofline_only);
+  sim::TimingModelKind kind = sim::TimingModelKind::kRoofline;
+  if (o.timing_model_opt->count() > 0) {
+    kind = o.timing_model == "simple" ? sim::TimingModelKind::kSimple
+                                      : sim::TimingModelKind::kRoofline;
+  } else if (simple_flag != nullptr) {
+    kind = sim::TimingModelKind::kSimple;  // the simple model's flags select it
+  }
+  if (kind == sim::TimingModelKind::kRoofline && simple_flag != nullptr) {
+    fmt::print(stderr, "inferbench serve-sim: {} applies to --timing-model simple\n",
+               simple_flag->get_name());
+    return kExitUsage;
+  }
+  if (kind == sim::TimingModelKind::kSimple && roofline_flag != nullptr) {
+    fmt::print(stderr, "inferbench serve-sim: {} applies to --timing-model roofline\n",
+               roofline_flag->get_name());
+    return kExitUsage;
+  }
+  o.args.timing_model = kind;
+  if (kind == sim::TimingModelKind::kSimple) {
+    if (o.max_num_seqs_opt->count() > 0) o.args.max_running = o.max_num_seqs;
+    return kExitOk;
+  }
+  sim::EngineFlags f;
+  f.hardware = given(o.hardware_opt, o.hardware);
+  f.model_preset = given(o.model_preset_opt, o.model_preset);
+  f.quantization = given(o.quantization_opt, o.quantization);
+  f.kv_cache_dtype = given(o.kv_cache_dtype_opt, o.kv_cache_dtype);
+  f.tensor_parallel_size = given(o.tp_opt, o.tp);
+  f.enable_expert_parallel = given(o.ep_opt, o.enable_expert_parallel);
+  f.max_num_seqs = given(o.max_num_seqs_opt, o.max_num_seqs);
+  f.max_num_batched_tokens = given(o.batched_opt, o.max_num_batched_tokens);
+  f.block_size = given(o.block_size_opt, o.block_size);
+  f.num_gpu_blocks_override = given(o.num_blocks_opt, o.num_gpu_blocks);
+  f.gpu_memory_utilization = given(o.util_opt, o.gpu_memory_utilization);
+  f.enable_prefix_caching = given(o.prefix_opt, o.enable_prefix_caching);
+  f.disable_custom_all_reduce = given(o.custom_ar_opt, o.disable_custom_all_reduce);
+  f.compute_efficiency = given(o.compute_eff_opt, o.compute_efficiency);
+  f.memory_efficiency = given(o.memory_eff_opt, o.memory_efficiency);
+  f.step_overhead_us = given(o.overhead_opt, o.step_overhead_us);
+  auto config = sim::resolve_engine_config(f, o.args.max_model_len);
+  if (!config) {
+    fmt::print(stderr, "inferbench serve-sim: {}\n", config.error().message);
+    return kExitUsage;
+  }
+  o.args.engine = std::move(*config);
+  return kExitOk;
+}
+
+int run(ServeSimOptions& o) {
+  if (o.list_presets) {
+    print_presets();
+    return kExitOk;
+  }
+  if (int rc = resolve(o); rc != kExitOk) return rc;
   if (auto valid = sim::validate(o.args); !valid) {
     fmt::print(stderr, "inferbench serve-sim: {}\n", valid.error().message);
     return kExitUsage;
   }
+  raise_open_files_limit();
   // Declared first, destroyed last: the server's pending work refers to it.
-  boost::asio::io_context io;
+  boost::asio::io_context io(1);
   sim::SimServer server(io, o.args);
   auto port = server.listen();
   if (!port) {
@@ -97,29 +227,99 @@ RunFn register_serve_sim(CLI::App& root) {
                   "Context length: prompt + output tokens beyond it get 400")
       ->capture_default_str()
       ->check(CLI::Range(2, std::numeric_limits<int>::max()));
-  app->add_option("--prefill-tok-s", a.timing.prefill_tok_s, "Prefill speed, prompt tokens/s")
+  o->timing_model_opt =
+      app->add_option("--timing-model", o->timing_model,
+                      "roofline (continuous batching on a hardware/model performance model; the "
+                      "default) or simple (fixed per-request timing; implied by its flags)")
+          ->check(CLI::IsMember({"roofline", "simple"}));
+  app->add_option("--time-scale", a.time_scale,
+                  "Run the same schedule this many times faster (durations divided by it)")
       ->capture_default_str()
       ->check(number_at_least(0, false));
-  app->add_option("--prefill-overhead-ms", a.timing.prefill_overhead_ms,
-                  "Fixed time added to every prefill")
-      ->capture_default_str()
-      ->check(number_at_least(0, true));
-  app->add_option("--decode-base-ms", a.timing.decode_base_ms, "Decode step time of a lone request")
-      ->capture_default_str()
-      ->check(number_at_least(0, true));
-  app->add_option("--decode-per-running-ms", a.timing.decode_per_running_ms,
-                  "Added to each decode step per running request")
-      ->capture_default_str()
-      ->check(number_at_least(0, true));
-  app->add_option("--max-running", a.max_running,
-                  "Requests generating at once; later ones wait in FIFO order")
-      ->capture_default_str()
-      ->check(CLI::Range(1, std::numeric_limits<int>::max()));
+  app->add_option("--truth-log", a.truth_log,
+                  "Write one JSON line per request with each token's send time (steady-clock ns)");
   app->add_option("--seed", a.seed, "Seed of output lengths and texts")->capture_default_str();
   app->add_option("--keep-alive-timeout-s", a.keep_alive_timeout_s,
                   "Close keep-alive connections idle this long (0 = never)")
       ->capture_default_str()
       ->check(number_at_least(0, true));
+  o->max_num_seqs_opt =
+      app->add_option("--max-num-seqs,--max-running", o->max_num_seqs,
+                      "Requests running at once; later ones wait (default: 1024 roofline on "
+                      "GPUs >= 70 GiB, 256 simple; env SIM_MAX_NUM_SEQS)")
+          ->check(CLI::Range(1, std::numeric_limits<int>::max()));
+  app->add_flag("--list-presets", o->list_presets, "Print the hardware and model presets and exit");
+
+  // Roofline model.
+  auto roofline = [&](CLI::Option* opt) {
+    opt->group("Roofline model");
+    o->roofline_only.push_back(opt);
+    return opt;
+  };
+  o->hardware_opt =
+      roofline(app->add_option("--hardware", o->hardware,
+                               "Accelerator preset: " + sim::hardware_names() + " (default H200)"));
+  o->model_preset_opt = roofline(app->add_option(
+      "--model-preset", o->model_preset,
+      "Model architecture preset: " + sim::model_names() + " (default llama-3.1-8b)"));
+  o->tp_opt = roofline(
+      app->add_option("--tensor-parallel-size,--tp", o->tp, "Tensor-parallel GPUs (default 1)"));
+  o->ep_opt = roofline(app->add_flag("--enable-expert-parallel", o->enable_expert_parallel,
+                                     "MoE layers: split experts over the TP GPUs (all-to-all)"));
+  o->quantization_opt =
+      roofline(app->add_option("--quantization", o->quantization,
+                               "Weight precision: bf16, fp8, fp4 (default: the checkpoint's)"));
+  o->kv_cache_dtype_opt = roofline(app->add_option(
+      "--kv-cache-dtype", o->kv_cache_dtype, "auto (bf16), bf16 or fp8 (env SIM_KV_CACHE_DTYPE)"));
+  o->batched_opt = roofline(
+      app->add_option("--max-num-batched-tokens", o->max_num_batched_tokens,
+                      "Token budget of one step (default 8192; env SIM_MAX_NUM_BATCHED_TOKENS)")
+          ->check(CLI::Range(1, 1 << 24)));
+  o->block_size_opt = roofline(
+      app->add_option("--block-size", o->block_size, "Tokens per KV-cache block (default 16)")
+          ->check(CLI::Range(1, 1024)));
+  o->num_blocks_opt = roofline(app->add_option("--num-gpu-blocks-override", o->num_gpu_blocks,
+                                               "KV-cache blocks, instead of what memory allows")
+                                   ->check(CLI::Range(1, std::numeric_limits<int>::max())));
+  o->util_opt =
+      roofline(app->add_option("--gpu-memory-utilization", o->gpu_memory_utilization,
+                               "Fraction of GPU memory for weights + KV cache (default 0.9; env "
+                               "SIM_GPU_MEMORY_UTILIZATION)"));
+  o->prefix_opt = roofline(app->add_flag(
+      "--enable-prefix-caching,!--no-enable-prefix-caching", o->enable_prefix_caching,
+      "Reuse KV blocks of shared prompt prefixes (default on; env SIM_ENABLE_PREFIX_CACHING)"));
+  o->custom_ar_opt = roofline(
+      app->add_flag("--disable-custom-all-reduce", o->disable_custom_all_reduce,
+                    "Use NCCL/RCCL for every all-reduce (env SIM_DISABLE_CUSTOM_ALL_REDUCE)"));
+  o->compute_eff_opt = roofline(app->add_option("--compute-efficiency", o->compute_efficiency,
+                                                "Achieved / peak tensor FLOPS (default 0.6)"));
+  o->memory_eff_opt = roofline(app->add_option("--memory-efficiency", o->memory_efficiency,
+                                               "Achieved / peak HBM bandwidth (default 0.8)"));
+  o->overhead_opt = roofline(app->add_option("--step-overhead-us", o->step_overhead_us,
+                                             "Fixed cost of every engine step (default 1000)"));
+
+  // Simple model.
+  auto simple = [&](CLI::Option* opt) {
+    opt->group("Simple model");
+    o->simple_only.push_back(opt);
+    return opt;
+  };
+  simple(
+      app->add_option("--prefill-tok-s", a.timing.prefill_tok_s, "Prefill speed, prompt tokens/s")
+          ->capture_default_str()
+          ->check(number_at_least(0, false)));
+  simple(app->add_option("--prefill-overhead-ms", a.timing.prefill_overhead_ms,
+                         "Fixed time added to every prefill")
+             ->capture_default_str()
+             ->check(number_at_least(0, true)));
+  simple(app->add_option("--decode-base-ms", a.timing.decode_base_ms,
+                         "Decode step time of a lone request")
+             ->capture_default_str()
+             ->check(number_at_least(0, true)));
+  simple(app->add_option("--decode-per-running-ms", a.timing.decode_per_running_ms,
+                         "Added to each decode step per running request")
+             ->capture_default_str()
+             ->check(number_at_least(0, true)));
   return [o]() { return run(*o); };
 }
 

@@ -83,8 +83,8 @@ RunFn register_sweep(CLI::App& root) {
   app->add_option("--api", o->api, "completions | chat")->capture_default_str();
   app->add_option("--startup-timeout", o->startup_timeout_s, "Seconds to wait for the server")
       ->capture_default_str();
-  app->add_option("--server-arg", o->server_args, "Extra argument for serve-sim (repeatable)")
-      ->allow_extra_args(false);
+  app->add_option("--server-arg", o->server_args, "Argument for serve-sim (repeatable; replaces the bundled preset --hardware=H200 --model-preset=llama-3.1-8b --tp=1)")
+      ->allow_extra_args(false);  // given: they replace the bundled preset arguments
   return [o]() { return run(*o); };
 }
 

@@ -363,6 +363,10 @@ ssize_t HttpConnection::receive(boost::system::error_code& ec, int64_t& rx_ns) {
       }
     }
   }
+  // Bytes of one stream cannot arrive before earlier bytes of it; the kernel's stamps of coalesced
+  // segments can be a few nanoseconds out of order, so keep them monotonic.
+  if (rx_ns < last_rx_ns_) rx_ns = last_rx_ns_;
+  last_rx_ns_ = rx_ns;
   return n;
 }
 

@@ -130,6 +130,7 @@ class HttpConnection {
   bool timer_armed_ = false;
   bool waiting_ = false;
   bool timed_out_ = false;
+  int64_t last_rx_ns_ = 0;
   uint64_t reads_ = 0;
   uint64_t stamped_reads_ = 0;
 };

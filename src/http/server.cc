@@ -21,6 +21,8 @@
 #include <exception>
 #include <list>
 
+#include "core/clock.h"
+
 namespace ib {
 
 namespace asio = boost::asio;
@@ -127,21 +129,77 @@ asio::awaitable<Status> ResponseWriter::begin_stream(std::string_view content_ty
   co_return Status{};
 }
 
+namespace {
+
+// Appends an HTTP/1.1 chunk holding `bytes` (size line, data, CRLF) to `out`.
+void append_chunk(std::string& out, std::string_view bytes) {
+  char hex[2 * sizeof(std::size_t)];
+  char* end = hex + sizeof hex;
+  char* p = end;
+  std::size_t n = bytes.size();
+  do {
+    *--p = "0123456789abcdef"[n & 0xf];
+    n >>= 4;
+  } while (n != 0);
+  out.append(p, static_cast<std::size_t>(end - p));
+  out.append("\r\n");
+  out.append(bytes);
+  out.append("\r\n");
+}
+
+}  // namespace
+
+asio::awaitable<Status> ResponseWriter::write_frame() {
+  error_code ec;
+  if (!non_blocking_) {
+    // Non-blocking mode makes write_some() return would_block instead of blocking the event
+    // loop; the server's other operations on the socket are asynchronous and unaffected.
+    socket_.non_blocking(true, ec);
+    if (ec) co_return fail(ec);
+    non_blocking_ = true;
+  }
+  std::size_t written = socket_.write_some(asio::buffer(frame_), ec);
+  if (ec == asio::error::would_block || ec == asio::error::try_again) {
+    ec = {};
+    written = 0;
+  }
+  if (ec) co_return fail(ec);
+  if (written < frame_.size()) {
+    std::tie(ec, std::ignore) = co_await asio::async_write(
+        socket_, asio::buffer(frame_.data() + written, frame_.size() - written), use_tuple);
+    if (ec) co_return fail(ec);
+  }
+  co_return Status{};
+}
+
 asio::awaitable<Status> ResponseWriter::write_chunk(std::string_view bytes) {
   if (state_ == State::kFailed) co_return gone_error(asio::error::not_connected);
   if (state_ != State::kStreaming) co_return Error{"write_chunk: no stream in progress"};
   if (bytes.empty()) co_return Status{};  // an empty chunk would end the body
-  error_code ec;
+  frame_.clear();
   if (chunked_) {
-    // Size line, data and CRLF go out in one gathered write.
-    std::tie(ec, std::ignore) = co_await asio::async_write(
-        socket_, http::make_chunk(asio::buffer(bytes.data(), bytes.size())), use_tuple);
+    append_chunk(frame_, bytes);
   } else {
-    std::tie(ec, std::ignore) =
-        co_await asio::async_write(socket_, asio::buffer(bytes.data(), bytes.size()), use_tuple);
+    frame_.append(bytes);
   }
-  if (ec) co_return fail(ec);
-  co_return Status{};
+  co_return co_await write_frame();
+}
+
+asio::awaitable<Status> ResponseWriter::end_stream(std::string_view last_bytes) {
+  if (last_bytes.empty()) co_return co_await end_stream();
+  if (state_ == State::kFailed) co_return gone_error(asio::error::not_connected);
+  if (state_ != State::kStreaming) co_return Error{"end_stream: no stream in progress"};
+  frame_.clear();
+  if (chunked_) {
+    // The data chunk and the terminating last-chunk in one write.
+    append_chunk(frame_, last_bytes);
+    frame_.append("0\r\n\r\n");
+  } else {
+    frame_.append(last_bytes);
+  }
+  Status s = co_await write_frame();
+  if (s) state_ = State::kDone;
+  co_return s;
 }
 
 asio::awaitable<Status> ResponseWriter::end_stream() {
@@ -315,6 +373,7 @@ asio::awaitable<void> session(ServerState state, tcp::socket socket) {
       parser.body_limit(state->options.max_body_bytes);
       error_code ec =
           co_await read_header(socket, buffer, parser, state->options.keep_alive_timeout);
+      const int64_t received_ns = mono_ns();
       if (!ec && beast::iequals(parser.get()[http::field::expect], "100-continue")) {
         static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
         std::tie(ec, std::ignore) =
@@ -333,6 +392,7 @@ asio::awaitable<void> session(ServerState state, tcp::socket socket) {
       }
       bool keep_alive = parser.get().keep_alive();
       HttpRequest request = to_request(parser.release());
+      request.received_ns = received_ns;
       if (!co_await serve_request(state, socket, buffer, request, keep_alive)) break;
     }
   } catch (const std::exception& e) {
@@ -386,7 +446,9 @@ Expected<uint16_t> HttpServer::listen(const std::string& host, uint16_t port) {
     acceptor.open(entry.endpoint().protocol(), step);
     if (!step) acceptor.set_option(tcp::acceptor::reuse_address(true), step);
     if (!step) acceptor.bind(entry.endpoint(), step);
-    if (!step) acceptor.listen(asio::socket_base::max_listen_connections, step);
+    // The kernel caps the backlog at net.core.somaxconn; ask for more than SOMAXCONN so a raised
+    // limit takes effect (bursts of thousands of connections).
+    if (!step) acceptor.listen(65535, step);
     if (!step) {
       auto bound = acceptor.local_endpoint(step);
       if (!step) {

@@ -36,6 +36,8 @@ struct HttpRequest {
   int version = 11;    // 10 for HTTP/1.0, 11 for HTTP/1.1
   std::vector<std::pair<std::string, std::string>> headers;
   std::string body;
+  /// ib::mono_ns() when the server finished reading the request header (its arrival).
+  int64_t received_ns = 0;
 
   /// Value of the first header named `name` (case-insensitive); empty when absent.
   std::string_view header(std::string_view name) const;
@@ -79,6 +81,9 @@ class ResponseWriter {
   /// leaves the body unterminated: the server closes the connection (the client sees a cut
   /// stream, as with a server that fails mid-stream).
   boost::asio::awaitable<Status> end_stream();
+  /// Sends `last_bytes` as a final chunk and the last-chunk in one gathered write (one syscall
+  /// where end_stream() after write_chunk() needs two). Empty `last_bytes` is end_stream().
+  boost::asio::awaitable<Status> end_stream(std::string_view last_bytes);
 
   /// True once a write failed or the connection was closed under the handler.
   bool client_gone() const { return state_ == State::kFailed; }
@@ -97,6 +102,9 @@ class ResponseWriter {
  private:
   enum class State { kIdle, kStreaming, kDone, kFailed };
   Status fail(const boost::system::error_code& ec);
+  // Writes `frame_` completely: at once when the socket takes it (the common case, no trip
+  // through the event loop), else the rest asynchronously.
+  boost::asio::awaitable<Status> write_frame();
 
   boost::asio::ip::tcp::socket& socket_;
   std::string_view server_;
@@ -105,6 +113,8 @@ class ResponseWriter {
   bool chunked_ = true;
   int status_ = 0;
   State state_ = State::kIdle;
+  bool non_blocking_ = false;  // the socket was switched to non-blocking mode for write_frame()
+  std::string frame_;          // the chunk being written (reused: no allocation per chunk)
 };
 
 /// Serves one request. Exceptions escaping a handler are logged and answered with 500 when no

@@ -19,14 +19,44 @@ Clock::duration to_duration(double seconds) {
   return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
 }
 
+int64_t to_ns(Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+
 }  // namespace
+
+asio::awaitable<bool> Generation::next_token() {
+  if (untaken_ > 0) {
+    --untaken_;
+    co_return true;
+  }
+  const int n = co_await next_tokens();
+  if (n == 0) co_return false;
+  untaken_ = n - 1;
+  co_return true;
+}
+
+std::unique_ptr<Generation> Engine::submit(int prompt_tokens, int output_tokens) {
+  GenerationRequest request;
+  request.prompt_tokens = prompt_tokens;
+  request.output_tokens = output_tokens;
+  return submit(std::move(request));
+}
+
+EngineStats Engine::stats() const {
+  EngineStats s;
+  s.running = running();
+  s.waiting = waiting();
+  return s;
+}
 
 class SimpleEngine::Request final : public Generation {
  public:
-  Request(SimpleEngine& engine, int prompt_tokens, int output_tokens)
+  Request(SimpleEngine& engine, const GenerationRequest& request)
       : engine_(engine),
-        prompt_tokens_(prompt_tokens),
-        output_tokens_(output_tokens),
+        prompt_tokens_(request.prompt_tokens),
+        output_tokens_(request.output_tokens),
+        record_due_times_(request.record_due_times),
         timer_(engine.executor_) {}
 
   ~Request() override {
@@ -55,25 +85,27 @@ class SimpleEngine::Request final : public Generation {
     admitted_at_ = Clock::now();
   }
 
-  asio::awaitable<bool> next_token() override {
+  asio::awaitable<int> next_tokens() override {
     if (!admitted_) co_await admitted();
-    if (produced_ >= output_tokens_) co_return false;
+    if (produced_ >= output_tokens_) co_return 0;
     const TimingModel& model = *engine_.model_;
+    const double scale = engine_.time_scale_;
     if (produced_ == 0) {
-      next_at_ =
-          admitted_at_ + to_duration(model.prefill_seconds(prompt_tokens_, engine_.running_));
+      next_at_ = admitted_at_ +
+                 to_duration(model.prefill_seconds(prompt_tokens_, engine_.running_) / scale);
     } else {
-      next_at_ += to_duration(model.decode_step_seconds(engine_.running_));
+      next_at_ += to_duration(model.decode_step_seconds(engine_.running_) / scale);
     }
     timer_.expires_at(next_at_);
     auto [ec] = co_await timer_.async_wait(use_tuple);
     if (ec) throw boost::system::system_error(ec);
     ++produced_;
+    if (record_due_times_) due_ns_.push_back(to_ns(next_at_));
     if (produced_ == output_tokens_ && holds_slot_) {
       holds_slot_ = false;  // done generating: the slot goes to the next request right away
       engine_.release_slot();
     }
-    co_return true;
+    co_return 1;
   }
 
  private:
@@ -82,6 +114,7 @@ class SimpleEngine::Request final : public Generation {
   SimpleEngine& engine_;
   const int prompt_tokens_;
   const int output_tokens_;
+  const bool record_due_times_;
   asio::steady_timer timer_;
   std::list<Request*>::iterator queue_pos_;
   bool queued_ = false;
@@ -93,9 +126,12 @@ class SimpleEngine::Request final : public Generation {
 };
 
 SimpleEngine::SimpleEngine(asio::any_io_executor executor, std::shared_ptr<const TimingModel> model,
-                           int max_running)
-    : executor_(std::move(executor)), model_(std::move(model)), max_running_(max_running) {
-  assert(max_running_ >= 1);
+                           int max_running, double time_scale)
+    : executor_(std::move(executor)),
+      model_(std::move(model)),
+      max_running_(max_running),
+      time_scale_(time_scale) {
+  assert(max_running_ >= 1 && time_scale_ > 0);
 }
 
 SimpleEngine::~SimpleEngine() {
@@ -103,9 +139,9 @@ SimpleEngine::~SimpleEngine() {
   assert(queue_.empty() && running_ == 0);
 }
 
-std::unique_ptr<Generation> SimpleEngine::submit(int prompt_tokens, int output_tokens) {
-  assert(prompt_tokens >= 1 && output_tokens >= 1);
-  return std::make_unique<Request>(*this, prompt_tokens, output_tokens);
+std::unique_ptr<Generation> SimpleEngine::submit(GenerationRequest request) {
+  assert(request.prompt_tokens >= 1 && request.output_tokens >= 1);
+  return std::make_unique<Request>(*this, request);
 }
 
 bool SimpleEngine::try_admit(Request& request) {

@@ -1,6 +1,7 @@
 // The simulated engine's scheduling core: when a request is admitted and when each of its tokens
-// exists. The HTTP handlers (sim_server.h) only see Engine and Generation, so a continuous-batching
-// performance model replaces SimpleEngine without touching them (docs/serve-sim.md).
+// exists. The HTTP handlers (sim_server.h) only see Engine and Generation, so engines with
+// different models (SimpleEngine here, the continuous-batching BatchEngine of batch_engine.h)
+// plug in without touching them (docs/serve-sim.md).
 //
 // Threading: an engine and its generations live on one single-threaded executor.
 #pragma once
@@ -9,12 +10,39 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
+#include <cstdint>
 #include <list>
 #include <memory>
+#include <span>
+#include <vector>
 
 #include "sim/timing_model.h"
 
 namespace ib::sim {
+
+/// What an engine needs to know about a request.
+struct GenerationRequest {
+  int prompt_tokens = 1;
+  int output_tokens = 1;  // exactly this many tokens are generated
+  /// One key per prompt token for prefix caching (tokens.h); empty: never matched.
+  std::vector<uint64_t> prompt_keys;
+  uint64_t output_seed = 0;       // generated token i has key output_token_key(output_seed, i)
+  bool ends_with_eos = false;     // the last generated token is EOS (key kKeyEos)
+  bool record_due_times = false;  // keep every token's due time (Generation::due_times)
+};
+
+/// A snapshot of an engine's state and counters, for /metrics.
+struct EngineStats {
+  int running = 0;
+  int waiting = 0;
+  double kv_cache_usage = 0;   // fraction of KV blocks in use, 0..1
+  int64_t prefix_queries = 0;  // prompt tokens looked up in the prefix cache
+  int64_t prefix_hits = 0;     // of those, found
+  int64_t preemptions = 0;
+  int64_t steps = 0;  // engine iterations run
+  int num_gpu_blocks = 0;
+  int block_size = 0;
+};
 
 /// One request inside the engine, from submission to its last token. Destroying it at any point
 /// (finished, client gone, cancelled) removes the request from the engine and frees its slot.
@@ -22,13 +50,32 @@ class Generation {
  public:
   virtual ~Generation() = default;
 
-  /// Waits until the request holds a running slot. Cancelling the awaiting coroutine throws
-  /// boost::system::system_error (operation_aborted) and leaves the queue.
+  /// Waits until the request is admitted (holds a running slot / was first scheduled).
+  /// Cancelling the awaiting coroutine throws boost::system::system_error (operation_aborted).
   virtual boost::asio::awaitable<void> admitted() = 0;
 
-  /// Waits until the next output token exists (admitting first when needed). Returns false once
-  /// all tokens were produced; the request stops counting as running at its last token.
-  virtual boost::asio::awaitable<bool> next_token() = 0;
+  /// Waits until tokens the caller has not taken yet exist (admitting first when needed), takes
+  /// them all and returns how many (>= 1); returns 0 once every token was taken. Tokens that came
+  /// due while the caller was busy come back together, so a slow caller catches up at once.
+  virtual boost::asio::awaitable<int> next_tokens() = 0;
+
+  /// next_tokens() one token at a time: false once all tokens were taken.
+  boost::asio::awaitable<bool> next_token();
+
+  /// Steady-clock nanoseconds at which each taken token came to exist (index = token number),
+  /// when the request was submitted with record_due_times; empty otherwise.
+  std::span<const int64_t> due_times() const { return due_ns_; }
+
+  /// Prompt tokens the engine found in its prefix cache (0 when it has none).
+  virtual int cached_tokens() const { return 0; }
+  /// Times the request was preempted (its KV dropped and recomputed).
+  virtual int preemptions() const { return 0; }
+
+ protected:
+  std::vector<int64_t> due_ns_;
+
+ private:
+  int untaken_ = 0;  // tokens next_token() took from next_tokens() but has not returned yet
 };
 
 /// Accepts requests and times them.
@@ -36,29 +83,34 @@ class Engine {
  public:
   virtual ~Engine() = default;
 
-  /// Submits a request that will generate exactly `output_tokens` tokens.
-  /// REQUIRES: prompt_tokens >= 1, output_tokens >= 1. The engine must outlive the result.
-  virtual std::unique_ptr<Generation> submit(int prompt_tokens, int output_tokens) = 0;
+  /// Submits a request. REQUIRES: prompt_tokens >= 1, output_tokens >= 1. The engine must
+  /// outlive the result.
+  virtual std::unique_ptr<Generation> submit(GenerationRequest request) = 0;
+  /// Shorthand for a request without prefix-cache keys.
+  std::unique_ptr<Generation> submit(int prompt_tokens, int output_tokens);
 
   /// Requests holding a running slot (prefilling or decoding).
   virtual int running() const = 0;
   /// Requests waiting for a running slot.
   virtual int waiting() const = 0;
+  /// State and counters.
+  virtual EngineStats stats() const;
 };
 
 /// Times every request on its own: FIFO admission to at most `max_running` slots, then the first
 /// token at admission + prefill_seconds(prompt, running), then one token every
-/// decode_step_seconds(running), where `running` is the engine's count when the step starts.
-/// Token times are absolute (each step starts when the previous one ended, not when the caller
-/// asked), so slow callers do not make the schedule drift.
+/// decode_step_seconds(running), where `running` is the engine's count when the step starts, all
+/// divided by `time_scale`. Token times are absolute (each step starts when the previous one
+/// ended, not when the caller asked), so slow callers do not make the schedule drift.
 class SimpleEngine final : public Engine {
  public:
-  /// REQUIRES: max_running >= 1.
+  /// REQUIRES: max_running >= 1, time_scale > 0.
   SimpleEngine(boost::asio::any_io_executor executor, std::shared_ptr<const TimingModel> model,
-               int max_running);
+               int max_running, double time_scale = 1.0);
   ~SimpleEngine() override;
 
-  std::unique_ptr<Generation> submit(int prompt_tokens, int output_tokens) override;
+  using Engine::submit;
+  std::unique_ptr<Generation> submit(GenerationRequest request) override;
   int running() const override { return running_; }
   int waiting() const override { return static_cast<int>(queue_.size()); }
 
@@ -73,6 +125,7 @@ class SimpleEngine final : public Engine {
   boost::asio::any_io_executor executor_;
   std::shared_ptr<const TimingModel> model_;
   int max_running_;
+  double time_scale_;
   int running_ = 0;
   std::list<Request*> queue_;
 };

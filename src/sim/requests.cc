@@ -102,9 +102,14 @@ std::optional<ApiError> read_bool(const json::object& o, std::string_view key, b
   return std::nullopt;
 }
 
+// A validated token id (a non-negative int64 or a uint64) as 64 bits.
+uint64_t token_id_bits(const json::value& id) {
+  return id.is_uint64() ? id.get_uint64() : static_cast<uint64_t>(id.get_int64());
+}
+
 uint64_t hash_token_ids(const json::array& ids, uint64_t h) {
   for (const json::value& id : ids) {
-    uint64_t x = static_cast<uint64_t>(id.to_number<int64_t>());
+    uint64_t x = token_id_bits(id);
     char bytes[sizeof x];
     std::memcpy(bytes, &x, sizeof x);
     h = fnv1a(std::string_view(bytes, sizeof bytes), h);
@@ -121,6 +126,8 @@ std::optional<ApiError> read_single_prompt(const json::value& p, const std::stri
     if (text.empty()) return bad_request("prompt", fmt::format("{} must not be empty", where));
     r.prompt_tokens = count_text_tokens(text);
     r.prompt_hash = fnv1a(text, fnv1a("text"));
+    r.prompt_keys.reserve(static_cast<size_t>(r.prompt_tokens));
+    if (append_word_keys(text, r.prompt_keys) == 0) r.prompt_keys.push_back(word_key(""));
     return std::nullopt;
   }
   if (p.is_array()) {
@@ -140,6 +147,10 @@ std::optional<ApiError> read_single_prompt(const json::value& p, const std::stri
     }
     r.prompt_tokens = static_cast<int>(ids.size());
     r.prompt_hash = hash_token_ids(ids, fnv1a("ids"));
+    r.prompt_keys.reserve(ids.size());
+    for (const json::value& id : ids) {
+      r.prompt_keys.push_back(token_id_key(static_cast<int64_t>(token_id_bits(id))));
+    }
     return std::nullopt;
   }
   return bad_request("prompt", fmt::format("{} must be a string or an array of token ids, got {}",
@@ -188,10 +199,14 @@ std::optional<ApiError> read_messages(const json::object& o, GenerateRequest& r)
     }
     h = fnv1a(role->get_string(), h);
     h = fnv1a("\x1f", h);
+    // Template tokens: header start, role, header end, then the content, then end of turn (EOS).
+    r.prompt_keys.push_back(kKeyHeaderStart);
+    r.prompt_keys.push_back(word_key(role->get_string()));
+    r.prompt_keys.push_back(kKeyHeaderEnd);
     int64_t words = 0;
     if (const json::value* content = find(msg, "content")) {
       if (content->is_string()) {
-        words = count_words(content->get_string());
+        words = append_word_keys(content->get_string(), r.prompt_keys);
         h = fnv1a(content->get_string(), h);
       } else if (content->is_array()) {
         const json::array& parts = content->get_array();
@@ -211,7 +226,7 @@ std::optional<ApiError> read_messages(const json::object& o, GenerateRequest& r)
                 "messages", fmt::format("messages[{}].content[{}].text must be a string, got {}", i,
                                         j, text ? describe(*text) : "nothing"));
           }
-          words += count_words(text->get_string());
+          words += append_word_keys(text->get_string(), r.prompt_keys);
           h = fnv1a(text->get_string(), h);
         }
       } else {
@@ -223,8 +238,13 @@ std::optional<ApiError> read_messages(const json::object& o, GenerateRequest& r)
       }
     }
     h = fnv1a("\x1e", h);
+    r.prompt_keys.push_back(kKeyEos);
     tokens += kChatTokensPerMessage + words;
   }
+  // The assistant reply's header (the generation prompt).
+  r.prompt_keys.push_back(kKeyHeaderStart);
+  r.prompt_keys.push_back(word_key("assistant"));
+  r.prompt_keys.push_back(kKeyHeaderEnd);
   if (tokens > std::numeric_limits<int>::max()) {
     return bad_request("messages", "messages have too many tokens");
   }

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 namespace ib::sim {
 
@@ -23,9 +24,10 @@ struct ServedModel {
 /// A validated generation request, reduced to what the simulator needs.
 struct GenerateRequest {
   Api api = Api::kCompletions;
-  int prompt_tokens = 0;     // counted as in docs/serve-sim.md "Tokens"
-  uint64_t prompt_hash = 0;  // hash of the prompt content (drives output length and text)
-  int max_tokens = 0;        // resolved: the request's value or the endpoint's default
+  int prompt_tokens = 0;              // counted as in docs/serve-sim.md "Tokens"
+  uint64_t prompt_hash = 0;           // hash of the prompt content (drives output length and text)
+  std::vector<uint64_t> prompt_keys;  // one prefix-cache key per prompt token (tokens.h)
+  int max_tokens = 0;                 // resolved: the request's value or the endpoint's default
   int min_tokens = 0;
   bool ignore_eos = false;
   bool stream = false;

@@ -111,6 +111,9 @@ struct BadCase {
   const char* contains;  // expected in the message
 };
 
+// Printed in test names (ctest discovery): stable text, not the struct's bytes.
+void PrintTo(const BadCase& c, std::ostream* os) { *os << (c.param ? c.param : "null"); }
+
 class BadCompletion : public ::testing::TestWithParam<BadCase> {};
 
 TEST_P(BadCompletion, Is400NamingTheField) {
@@ -248,6 +251,37 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{R"({"messages":[{"role":"user","content":"a"}],"max_completion_tokens":3,)"
                 R"("min_tokens":4})",
                 "min_tokens", "max_completion_tokens (3)"}));
+
+TEST(PrefixKeys, OneKeyPerPromptToken) {
+  for (const char* body : {R"({"prompt":"a b c d"})", R"({"prompt":"   "})",
+                           R"({"prompt":[1,2,3,9223372036854775807,18446744073709551615]})"}) {
+    GenerateRequest r = ok_completion(body);
+    EXPECT_EQ(static_cast<int>(r.prompt_keys.size()), r.prompt_tokens) << body;
+  }
+  GenerateRequest chat = ok_chat(
+      R"({"messages":[{"role":"system","content":"be brief"},)"
+      R"({"role":"user","content":[{"type":"text","text":"one two"},{"type":"text","text":"three"}]}]})");
+  EXPECT_EQ(static_cast<int>(chat.prompt_keys.size()), chat.prompt_tokens);
+}
+
+TEST(PrefixKeys, NextChatTurnStartsWithThePreviousTurn) {
+  // Turn 2 repeats turn 1 and appends the reply and a new user message: the keys of turn 1's
+  // messages are a prefix of turn 2's, and the assistant reply's header matches the generation
+  // prompt turn 1 ended with.
+  GenerateRequest turn1 = ok_chat(R"({"messages":[{"role":"user","content":"hello there"}]})");
+  GenerateRequest turn2 = ok_chat(
+      R"({"messages":[{"role":"user","content":"hello there"},)"
+      R"({"role":"assistant","content":" lorem ipsum"},{"role":"user","content":"more"}]})");
+  ASSERT_LT(turn1.prompt_keys.size(), turn2.prompt_keys.size());
+  for (size_t i = 0; i < turn1.prompt_keys.size(); ++i) {
+    EXPECT_EQ(turn1.prompt_keys[i], turn2.prompt_keys[i]) << i;
+  }
+  const size_t reply = turn1.prompt_keys.size();
+  EXPECT_EQ(turn2.prompt_keys[reply], word_key("lorem"));
+  // Same text as completions prompt and as token ids gives different keys (different tokens).
+  EXPECT_NE(ok_completion(R"({"prompt":"7"})").prompt_keys[0],
+            ok_completion(R"({"prompt":[7]})").prompt_keys[0]);
+}
 
 TEST(ApiError, JsonShapeMatchesVllm) {
   ApiError e{400, "BadRequestError", "max_tokens must be at least 1, got 0", "max_tokens"};

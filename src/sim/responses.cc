@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <boost/json/serialize.hpp>
+#include <iterator>
 
 namespace ib::sim {
 
@@ -19,11 +20,29 @@ std::string json_quote(std::string_view text) {
   return boost::json::serialize(boost::json::string_view(text.data(), text.size()));
 }
 
-std::string usage_json(const Usage& usage) {
-  return fmt::format(R"({{"prompt_tokens":{},"total_tokens":{},"completion_tokens":{}}})",
-                     usage.prompt_tokens, usage.prompt_tokens + usage.completion_tokens,
-                     usage.completion_tokens);
+void append_usage_json(std::string& out, const Usage& usage) {
+  fmt::format_to(
+      std::back_inserter(out), R"({{"prompt_tokens":{},"total_tokens":{},"completion_tokens":{}}})",
+      usage.prompt_tokens, usage.prompt_tokens + usage.completion_tokens, usage.completion_tokens);
 }
+
+std::string usage_json(const Usage& usage) {
+  std::string out;
+  append_usage_json(out, usage);
+  return out;
+}
+
+namespace {
+
+// True when `text` can go into a JSON string as it is.
+bool json_safe(std::string_view text) {
+  for (unsigned char c : text) {
+    if (c < 0x20 || c == '"' || c == '\\' || c >= 0x80) return false;
+  }
+  return true;
+}
+
+}  // namespace
 
 ResponseFormatter::ResponseFormatter(Api api, std::string_view id, int64_t created,
                                      std::string_view model)
@@ -37,6 +56,15 @@ ResponseFormatter::ResponseFormatter(Api api, std::string_view id, int64_t creat
     chunk_prefix_ = head + R"("text_completion")" + tail;
     body_prefix_ = chunk_prefix_;
   }
+  event_head_ = "data: " + chunk_prefix_;
+  if (api == Api::kChat) {
+    event_head_ += R"("choices":[{"index":0,"delta":{"content":)";
+    plain_tail_ = R"(},"logprobs":null,"finish_reason":null}]})";
+  } else {
+    event_head_ += R"("choices":[{"index":0,"text":)";
+    plain_tail_ = R"(,"logprobs":null,"finish_reason":null,"stop_reason":null}]})";
+  }
+  plain_tail_ += "\n\n";
 }
 
 std::string ResponseFormatter::role_event(const Usage* usage) const {
@@ -51,30 +79,56 @@ std::string ResponseFormatter::role_event(const Usage* usage) const {
 std::string ResponseFormatter::token_event(std::string_view text,
                                            std::optional<FinishReason> finish,
                                            const Usage* usage) const {
-  std::string json = chunk_prefix_;
-  if (api_ == Api::kChat) {
-    json += R"("choices":[{"index":0,"delta":{"content":)";
-    json += json_quote(text);
-    json += R"(},"logprobs":null,"finish_reason":)";
+  std::string event;
+  append_token_event(event, text, finish, usage);
+  return event;
+}
+
+void ResponseFormatter::append_token_event(std::string& out, std::string_view text,
+                                           std::optional<FinishReason> finish,
+                                           const Usage* usage) const {
+  out += event_head_;
+  if (json_safe(text)) {
+    out += '"';
+    out += text;
+    out += '"';
   } else {
-    json += R"("choices":[{"index":0,"text":)";
-    json += json_quote(text);
-    json += R"(,"logprobs":null,"finish_reason":)";
+    out += json_quote(text);
   }
+  if (!finish && usage == nullptr) {
+    out += plain_tail_;
+    return;
+  }
+  out += api_ == Api::kChat ? R"(},"logprobs":null,"finish_reason":)"
+                            : R"(,"logprobs":null,"finish_reason":)";
   if (finish) {
-    json += fmt::format(R"("{}","stop_reason":null}}])", to_string(*finish));
+    out += '"';
+    out += to_string(*finish);
+    out += R"(","stop_reason":null}])";
   } else if (api_ == Api::kChat) {
-    json += R"(null}])";
+    out += R"(null}])";
   } else {
-    json += R"(null,"stop_reason":null}])";  // completions chunks always carry stop_reason
+    out += R"(null,"stop_reason":null}])";  // completions chunks always carry stop_reason
   }
-  if (usage != nullptr) json += R"(,"usage":)" + usage_json(*usage);
-  json += '}';
-  return sse_event(json);
+  if (usage != nullptr) {
+    out += R"(,"usage":)";
+    append_usage_json(out, *usage);
+  }
+  out += "}\n\n";
 }
 
 std::string ResponseFormatter::usage_event(const Usage& usage) const {
-  return sse_event(chunk_prefix_ + R"("choices":[],"usage":)" + usage_json(usage) + "}");
+  std::string event;
+  append_usage_event(event, usage);
+  return event;
+}
+
+void ResponseFormatter::append_usage_event(std::string& out, const Usage& usage) const {
+  out += "data: ";
+  out += chunk_prefix_;
+  out += R"("choices":[],"usage":)";
+  append_usage_json(out, usage);
+  out += "}\n\n";
 }
 
 std::string ResponseFormatter::full_response(std::string_view text, FinishReason finish,

@@ -41,9 +41,14 @@ class ResponseFormatter {
   /// "stop_reason":null. `usage` is added when not null (continuous usage stats).
   std::string token_event(std::string_view text, std::optional<FinishReason> finish,
                           const Usage* usage) const;
+  /// token_event() appended to `out` (the streaming hot path: no allocation once `out` has
+  /// grown).
+  void append_token_event(std::string& out, std::string_view text,
+                          std::optional<FinishReason> finish, const Usage* usage) const;
 
   /// The final usage event: "choices":[] and usage.
   std::string usage_event(const Usage& usage) const;
+  void append_usage_event(std::string& out, const Usage& usage) const;
 
   /// The complete non-streamed response ("text_completion" or "chat.completion").
   std::string full_response(std::string_view text, FinishReason finish, const Usage& usage) const;
@@ -52,9 +57,13 @@ class ResponseFormatter {
   Api api_;
   std::string chunk_prefix_;  // {"id":...,"object":...,"created":...,"model":...,
   std::string body_prefix_;   // the same for the non-streamed object
+  // Pieces of a token event: event_head_ + quoted text + (plain_tail_ | finish tail ...).
+  std::string event_head_;  // data: {...,"choices":[{"index":0,"text":   (or "delta":{"content":)
+  std::string plain_tail_;  // the rest of a non-final event without usage, through "}\n\n"
 };
 
 /// {"prompt_tokens":P,"total_tokens":P+C,"completion_tokens":C} (vLLM's key order).
 std::string usage_json(const Usage& usage);
+void append_usage_json(std::string& out, const Usage& usage);
 
 }  // namespace ib::sim

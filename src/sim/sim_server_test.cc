@@ -3,6 +3,7 @@
 #include "sim/sim_server.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/read.hpp>
@@ -12,11 +13,14 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
 #include <chrono>
+#include <fstream>
 #include <future>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "core/clock.h"
+#include "sim/config.h"
 #include "sim/tokens.h"
 
 namespace ib::sim {
@@ -49,9 +53,11 @@ class TestClient {
     if (ec) throw boost::system::system_error(ec, "connect");
   }
 
-  error_code send(http::verb verb, std::string_view target, std::string body = {}) {
+  error_code send(http::verb verb, std::string_view target, std::string body = {},
+                  const std::vector<std::pair<std::string, std::string>>& headers = {}) {
     http::request<http::string_body> req{verb, target, 11};
     req.set(http::field::host, "127.0.0.1");
+    for (const auto& [name, value] : headers) req.set(name, value);
     if (!body.empty()) req.set(http::field::content_type, "application/json");
     req.body() = std::move(body);
     req.prepare_payload();
@@ -72,9 +78,10 @@ class TestClient {
     return r;
   }
 
-  Response request(http::verb verb, std::string_view target, std::string body = {}) {
+  Response request(http::verb verb, std::string_view target, std::string body = {},
+                   const std::vector<std::pair<std::string, std::string>>& headers = {}) {
     Response r;
-    r.ec = send(verb, target, std::move(body));
+    r.ec = send(verb, target, std::move(body), headers);
     if (r.ec) return r;
     return read();
   }
@@ -480,6 +487,135 @@ TEST(SimArgsTest, FormatListsEverySettingPythonStyle) {
   }
   args.model = "it's";
   EXPECT_NE(format_sim_args(args).find(R"(model='it\'s')"), std::string::npos);
+}
+
+// The value of an unlabelled-beyond-model series, e.g. metric(body, "vllm:num_requests_running").
+double metric(const std::string& body, const std::string& name, const std::string& extra = "") {
+  const std::string prefix = name + "{model_name=\"sim-model\",engine=\"0\"" + extra + "} ";
+  const std::size_t at = body.find("\n" + prefix);
+  if (at == std::string::npos) {
+    ADD_FAILURE() << prefix << " not in\n" << body;
+    return -1;
+  }
+  return std::stod(body.substr(at + 1 + prefix.size()));
+}
+
+SimArgs roofline_args() {
+  SimArgs args;
+  args.port = 0;
+  args.max_model_len = 4096;
+  args.seed = 3;
+  args.timing_model = TimingModelKind::kRoofline;
+  args.time_scale = 5.0;
+  auto config = resolve_engine_config(EngineFlags{}, args.max_model_len);
+  if (!config) throw std::runtime_error(config.error().message);
+  args.engine = std::move(*config);
+  return args;
+}
+
+TEST(SimServerRoofline, StreamsEveryTokenAndMetricsCountThem) {
+  SimServerThread sim(roofline_args());
+  std::vector<std::unique_ptr<TestClient>> clients;
+  for (int i = 0; i < 4; ++i) {
+    clients.push_back(std::make_unique<TestClient>(sim.port()));
+    const std::string body = R"({"prompt":"request )" + std::to_string(i) +
+                             R"( says hello","max_tokens":20,"ignore_eos":true,"stream":true,)"
+                             R"("stream_options":{"include_usage":true}})";
+    ASSERT_FALSE(clients.back()->send(http::verb::post, "/v1/completions", body));
+  }
+  for (auto& c : clients) {
+    Response r = c->read();
+    ASSERT_FALSE(r.ec) << r.ec.message();
+    ASSERT_EQ(r.status, 200);
+    std::vector<std::string> events = sse_data(r.body);
+    ASSERT_EQ(events.size(), 22u);  // 20 tokens, usage, [DONE]
+    EXPECT_EQ(events.back(), "[DONE]");
+    EXPECT_EQ(json::parse(events[20]).at("usage").at("completion_tokens").as_int64(), 20);
+  }
+  TestClient probe(sim.port());
+  Response m = probe.request(http::verb::get, "/metrics");
+  ASSERT_EQ(m.status, 200);
+  EXPECT_EQ(m.headers[http::field::content_type], "text/plain; version=0.0.4; charset=utf-8");
+  EXPECT_EQ(metric(m.body, "vllm:generation_tokens_total"), 80);
+  EXPECT_EQ(metric(m.body, "vllm:prompt_tokens_total"), 16);
+  EXPECT_EQ(metric(m.body, "vllm:request_success_total", ",finished_reason=\"length\""), 4);
+  EXPECT_EQ(metric(m.body, "vllm:num_requests_running"), 0);
+  EXPECT_EQ(metric(m.body, "vllm:num_requests_waiting"), 0);
+  EXPECT_EQ(metric(m.body, "vllm:time_to_first_token_seconds_count"), 4);
+  EXPECT_EQ(metric(m.body, "vllm:prefix_cache_queries_total"), 16);
+  EXPECT_GE(metric(m.body, "vllm:kv_cache_usage_perc"), 0);
+  EXPECT_NE(m.body.find("vllm:cache_config_info{"), std::string::npos);
+  EXPECT_NE(m.body.find("# TYPE vllm:time_to_first_token_seconds histogram"), std::string::npos);
+  // Continuous batching: the four streams shared engine steps.
+  EXPECT_LT(metric(m.body, "vllm:iteration_total"), 4 * 20);
+}
+
+TEST(SimServerRoofline, RepeatedPromptHitsThePrefixCache) {
+  SimServerThread sim(roofline_args());
+  TestClient client(sim.port());
+  std::string prompt;
+  for (int i = 0; i < 300; ++i) prompt += "word" + std::to_string(i) + " ";
+  const std::string body = R"({"prompt":")" + prompt + R"(","max_tokens":2,"ignore_eos":true})";
+  ASSERT_EQ(client.post("/v1/completions", body).status, 200);
+  ASSERT_EQ(client.post("/v1/completions", body).status, 200);
+  Response m = client.request(http::verb::get, "/metrics");
+  EXPECT_EQ(metric(m.body, "vllm:prefix_cache_queries_total"), 600);
+  EXPECT_EQ(metric(m.body, "vllm:prefix_cache_hits_total"), 288);  // 18 full blocks of 16
+}
+
+TEST(SimServerTruthLog, OneLinePerRequestWithEveryTokenSendTime) {
+  char path_template[] = "/tmp/ib_truth_XXXXXX";
+  const int fd = ::mkstemp(path_template);
+  ASSERT_GE(fd, 0);
+  ::close(fd);
+  SimArgs args = roofline_args();
+  args.truth_log = path_template;
+  const int64_t before = mono_ns();
+  std::string id;
+  {
+    SimServerThread sim(args);
+    TestClient client(sim.port());
+    Response r = client.request(
+        http::verb::post, "/v1/chat/completions",
+        R"({"messages":[{"role":"user","content":"hi there"}],"max_tokens":7,"ignore_eos":true,)"
+        R"("stream":true})",
+        {{"X-Request-Id", "req-42"}});
+    ASSERT_EQ(r.status, 200);
+    id = std::string(json::parse(sse_data(r.body).front()).at("id").as_string());
+  }
+  const int64_t after = mono_ns();
+  std::vector<std::string> lines;
+  {
+    std::ifstream in(path_template);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+  }
+  ::unlink(path_template);
+  ASSERT_EQ(lines.size(), 1u) << "one line per request";
+  const json::object rec = json::parse(lines[0]).as_object();
+  EXPECT_EQ(rec.at("request_id").as_string(), "req-42");
+  EXPECT_EQ(rec.at("id").as_string(), id);
+  EXPECT_EQ(rec.at("api").as_string(), "chat");
+  EXPECT_TRUE(rec.at("stream").as_bool());
+  EXPECT_EQ(rec.at("prompt_tokens").as_int64(), 2 + 4 + 3);
+  EXPECT_EQ(rec.at("completion_tokens").as_int64(), 7);
+  EXPECT_EQ(rec.at("finish_reason").as_string(), "length");
+  const auto& sent = rec.at("token_ns").as_array();
+  const auto& due = rec.at("due_ns").as_array();
+  ASSERT_EQ(sent.size(), 7u);
+  ASSERT_EQ(due.size(), 7u);
+  const int64_t arrival = rec.at("arrival_ns").as_int64();
+  EXPECT_GE(arrival, before);  // the client's clock: the same steady clock
+  EXPECT_LE(arrival, due[0].as_int64());
+  for (size_t i = 0; i < sent.size(); ++i) {
+    EXPECT_LE(due[i].as_int64(), sent[i].as_int64()) << "a token is sent after it exists";
+    if (i > 0) {
+      EXPECT_GT(due[i].as_int64(), due[i - 1].as_int64());
+    }
+    if (i > 0) {
+      EXPECT_GE(sent[i].as_int64(), sent[i - 1].as_int64());
+    }
+  }
+  EXPECT_LE(sent.back().as_int64(), after);
 }
 
 }  // namespace

@@ -60,9 +60,49 @@ int count_text_tokens(std::string_view text) {
   return std::max(1, count_words(text));
 }
 
-std::string_view output_token_text(uint64_t stream_seed, int index) {
+namespace {
+
+size_t output_word_index(uint64_t stream_seed, int index) {
   uint64_t h = mix64(stream_seed ^ mix64(static_cast<uint64_t>(index)));
-  return kWords[h % kWords.size()];
+  return h % kWords.size();
+}
+
+}  // namespace
+
+std::string_view output_token_text(uint64_t stream_seed, int index) {
+  return kWords[output_word_index(stream_seed, index)];
+}
+
+uint64_t word_key(std::string_view word) {
+  return mix64(fnv1a(word));
+}
+
+uint64_t token_id_key(int64_t id) {
+  return mix64(static_cast<uint64_t>(id) ^ 0x746f6b656e6964ULL);
+}
+
+int append_word_keys(std::string_view text, std::vector<uint64_t>& keys) {
+  int n = 0;
+  size_t i = 0;
+  while (i < text.size()) {
+    while (i < text.size() && is_space(text[i])) ++i;
+    const size_t start = i;
+    while (i < text.size() && !is_space(text[i])) ++i;
+    if (i > start) {
+      keys.push_back(word_key(text.substr(start, i - start)));
+      ++n;
+    }
+  }
+  return n;
+}
+
+uint64_t output_token_key(uint64_t stream_seed, int index) {
+  static const std::array<uint64_t, kWords.size()> keys = [] {
+    std::array<uint64_t, kWords.size()> k{};
+    for (size_t i = 0; i < kWords.size(); ++i) k[i] = word_key(kWords[i].substr(1));
+    return k;
+  }();
+  return keys[output_word_index(stream_seed, index)];
 }
 
 std::string_view to_string(FinishReason reason) {

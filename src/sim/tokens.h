@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 namespace ib::sim {
 
@@ -30,6 +31,24 @@ int count_text_tokens(std::string_view text);
 /// Text of generated token `index` (0-based) of a stream: one word of a fixed list with a leading
 /// space, e.g. " lorem", chosen by `stream_seed` and `index`. Never empty; no JSON escaping needed.
 std::string_view output_token_text(uint64_t stream_seed, int index);
+
+/// Prefix-cache keys: one 64-bit key per token, equal for equal tokens, so requests that share a
+/// prefix share block hashes (docs/serve-sim.md "Prefix caching"). A text token's key is its word's
+/// hash, a token id's key a hash of the id; generated tokens get their word's key, so a reply sent
+/// back as text in the next turn matches what the engine cached while generating it.
+uint64_t word_key(std::string_view word);
+uint64_t token_id_key(int64_t id);
+
+/// Keys of the chat-template tokens (role markers) and of EOS, which also ends every message.
+inline constexpr uint64_t kKeyHeaderStart = 0x68656164657273ULL;
+inline constexpr uint64_t kKeyHeaderEnd = 0x68656164657265ULL;
+inline constexpr uint64_t kKeyEos = 0x656f735f746f6bULL;
+
+/// Appends the key of every whitespace-separated word of `text` to `keys`; returns how many.
+int append_word_keys(std::string_view text, std::vector<uint64_t>& keys);
+
+/// Key of generated token `index` of a stream (the key of output_token_text's word).
+uint64_t output_token_key(uint64_t stream_seed, int index);
 
 enum class FinishReason { kStop, kLength };
 

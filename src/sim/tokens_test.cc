@@ -98,5 +98,23 @@ TEST(FinishReasonNames, MatchOpenAi) {
   EXPECT_EQ(to_string(FinishReason::kLength), "length");
 }
 
+TEST(PrefixKeys, GeneratedTokensHaveTheirWordsKeys) {
+  // A reply sent back as text in the next turn must match what the engine cached while
+  // generating it: the key of a generated token is the key of its word.
+  for (int i = 0; i < 50; ++i) {
+    std::string_view text = output_token_text(99, i);
+    ASSERT_EQ(text.front(), ' ');
+    EXPECT_EQ(output_token_key(99, i), word_key(text.substr(1))) << i;
+  }
+  std::vector<uint64_t> keys;
+  EXPECT_EQ(append_word_keys("  alpha beta\talpha\n", keys), 3);
+  ASSERT_EQ(keys.size(), 3u);
+  EXPECT_EQ(keys[0], keys[2]);
+  EXPECT_NE(keys[0], keys[1]);
+  EXPECT_EQ(keys[0], word_key("alpha"));
+  EXPECT_NE(token_id_key(7), token_id_key(8));
+  EXPECT_EQ(append_word_keys("   ", keys), 0);
+}
+
 }  // namespace
 }  // namespace ib::sim

@@ -4,7 +4,9 @@ namespace ib {
 
 SweepSpec default_sweep_spec() {
   SweepSpec s;
-  s.name = "serve-sim quick sweep";
+  s.name = "serve-sim quick sweep (llama-3.1-8b on H200, TP1)";
+  // The simulator's roofline preset, named explicitly so the run records what it measured.
+  s.server_args = {"--hardware=H200", "--model-preset=llama-3.1-8b", "--tp=1"};
   s.isl = 512;
   s.osl = 64;
   s.range_ratio = 0.8;  // InferenceX's --random-range-ratio

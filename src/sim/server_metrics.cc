@@ -1,0 +1,146 @@
+#include "sim/server_metrics.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <iterator>
+
+namespace ib::sim {
+
+namespace {
+
+// vllm/v1/metrics/loggers.py (PrometheusStatLogger).
+constexpr std::array<double, 22> kTtftBuckets = {
+    0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,  0.25,  0.5,   0.75,
+    1.0,   2.5,   5.0,  7.5,  10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0};
+constexpr std::array<double, 21> kE2eBuckets = {0.3,  0.5,   0.8,   1.0,   1.5,   2.0,    2.5,
+                                                5.0,  10.0,  15.0,  20.0,  30.0,  40.0,   50.0,
+                                                60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
+
+using Out = std::back_insert_iterator<std::string>;
+
+void header(std::string& out, std::string_view name, std::string_view type, std::string_view help) {
+  fmt::format_to(Out(out), "# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
+}
+
+void sample(std::string& out, std::string_view name, std::string_view labels, double value) {
+  fmt::format_to(Out(out), "{}{{{}}} {}\n", name, labels, value);
+}
+
+void histogram(std::string& out, std::string_view name, std::string_view help,
+               std::string_view labels, const Histogram& h) {
+  header(out, name, "histogram", help);
+  const auto bounds = h.bounds();
+  for (size_t i = 0; i <= bounds.size(); ++i) {
+    if (i < bounds.size()) {
+      fmt::format_to(Out(out), "{}_bucket{{{},le=\"{}\"}} {}\n", name, labels, bounds[i],
+                     h.cumulative(i));
+    } else {
+      fmt::format_to(Out(out), "{}_bucket{{{},le=\"+Inf\"}} {}\n", name, labels, h.count());
+    }
+  }
+  fmt::format_to(Out(out), "{}_count{{{}}} {}\n{}_sum{{{}}} {}\n", name, labels, h.count(), name,
+                 labels, h.sum());
+}
+
+std::string escape_label(std::string_view v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+Histogram::Histogram(std::span<const double> bounds)
+    : bounds_(bounds), counts_(bounds.size() + 1, 0) {}
+
+void Histogram::observe(double value) {
+  const auto it = std::lower_bound(bounds_.begin(), bounds_.end(), value);
+  ++counts_[static_cast<size_t>(it - bounds_.begin())];
+  ++count_;
+  sum_ += value;
+}
+
+uint64_t Histogram::cumulative(size_t i) const {
+  uint64_t total = 0;
+  for (size_t j = 0; j <= i && j < counts_.size(); ++j) total += counts_[j];
+  return total;
+}
+
+std::span<const double> ttft_buckets() {
+  return kTtftBuckets;
+}
+std::span<const double> e2e_latency_buckets() {
+  return kE2eBuckets;
+}
+
+ServerMetrics::ServerMetrics() : ttft(kTtftBuckets), e2e(kE2eBuckets) {}
+
+std::string render_metrics(std::string_view model, const EngineStats& engine,
+                           const ServerMetrics& server, const CacheConfigInfo* cache) {
+  std::string out;
+  out.reserve(8192);
+  const std::string labels = fmt::format(R"(model_name="{}",engine="0")", escape_label(model));
+
+  header(out, "vllm:num_requests_running", "gauge",
+         "Number of requests in model execution batches.");
+  sample(out, "vllm:num_requests_running", labels, engine.running);
+  header(out, "vllm:num_requests_waiting", "gauge", "Number of requests waiting to be processed.");
+  sample(out, "vllm:num_requests_waiting", labels, engine.waiting);
+  header(out, "vllm:kv_cache_usage_perc", "gauge", "KV-cache usage. 1 means 100 percent usage.");
+  sample(out, "vllm:kv_cache_usage_perc", labels, engine.kv_cache_usage);
+  header(out, "vllm:gpu_cache_usage_perc", "gauge",
+         "GPU KV-cache usage. 1 means 100 percent usage (deprecated name of kv_cache_usage_perc).");
+  sample(out, "vllm:gpu_cache_usage_perc", labels, engine.kv_cache_usage);
+
+  header(out, "vllm:num_preemptions_total", "counter", "Cumulative number of preemptions.");
+  sample(out, "vllm:num_preemptions_total", labels, static_cast<double>(engine.preemptions));
+  header(out, "vllm:prefix_cache_queries_total", "counter",
+         "Prefix cache queries, in terms of number of queried tokens.");
+  sample(out, "vllm:prefix_cache_queries_total", labels,
+         static_cast<double>(engine.prefix_queries));
+  header(out, "vllm:prefix_cache_hits_total", "counter",
+         "Prefix cache hits, in terms of number of cached tokens.");
+  sample(out, "vllm:prefix_cache_hits_total", labels, static_cast<double>(engine.prefix_hits));
+  header(out, "vllm:prompt_tokens_total", "counter", "Number of prefill tokens processed.");
+  sample(out, "vllm:prompt_tokens_total", labels, static_cast<double>(server.prompt_tokens));
+  header(out, "vllm:generation_tokens_total", "counter", "Number of generation tokens processed.");
+  sample(out, "vllm:generation_tokens_total", labels,
+         static_cast<double>(server.generation_tokens));
+  header(out, "vllm:request_success_total", "counter", "Count of successfully processed requests.");
+  sample(out, "vllm:request_success_total", labels + R"(,finished_reason="stop")",
+         static_cast<double>(server.finished_stop));
+  sample(out, "vllm:request_success_total", labels + R"(,finished_reason="length")",
+         static_cast<double>(server.finished_length));
+  sample(out, "vllm:request_success_total", labels + R"(,finished_reason="abort")",
+         static_cast<double>(server.finished_abort));
+  header(out, "vllm:iteration_total", "counter", "Engine steps run (inferbench-sim).");
+  sample(out, "vllm:iteration_total", labels, static_cast<double>(engine.steps));
+
+  histogram(out, "vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.",
+            labels, server.ttft);
+  histogram(out, "vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.",
+            labels, server.e2e);
+
+  if (cache != nullptr) {
+    header(out, "vllm:cache_config_info", "gauge", "Information of the LLMEngine CacheConfig");
+    fmt::format_to(Out(out),
+                   "vllm:cache_config_info{{{},block_size=\"{}\",cache_dtype=\"{}\","
+                   "enable_prefix_caching=\"{}\",gpu_memory_utilization=\"{}\","
+                   "num_gpu_blocks=\"{}\"}} 1\n",
+                   labels, cache->block_size, escape_label(cache->cache_dtype),
+                   cache->enable_prefix_caching ? "True" : "False", cache->gpu_memory_utilization,
+                   cache->num_gpu_blocks);
+  }
+  return out;
+}
+
+}  // namespace ib::sim

@@ -1,0 +1,63 @@
+// GET /metrics of the simulated server: Prometheus text exposition (format 0.0.4) with vLLM's
+// metric names (context/wire-formats-and-deps.md §A.4), from the engine's state (EngineStats) and
+// request-level counters the server keeps (ServerMetrics).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "sim/engine.h"
+
+namespace ib::sim {
+
+/// A cumulative Prometheus histogram over fixed upper bounds.
+class Histogram {
+ public:
+  /// REQUIRES: `bounds` ascending; it must outlive the histogram.
+  explicit Histogram(std::span<const double> bounds);
+  void observe(double value);
+  uint64_t count() const { return count_; }
+  double sum() const { return sum_; }
+  /// Observations <= bounds[i] (cumulative); i == bounds.size() is +Inf.
+  uint64_t cumulative(size_t i) const;
+  std::span<const double> bounds() const { return bounds_; }
+
+ private:
+  std::span<const double> bounds_;
+  std::vector<uint64_t> counts_;  // per bucket, not cumulative; the last is +Inf
+  uint64_t count_ = 0;
+  double sum_ = 0;
+};
+
+/// vLLM v1's buckets for vllm:time_to_first_token_seconds and vllm:e2e_request_latency_seconds.
+std::span<const double> ttft_buckets();
+std::span<const double> e2e_latency_buckets();
+
+/// Request-level counters of the server (both timing models).
+struct ServerMetrics {
+  ServerMetrics();
+  int64_t prompt_tokens = 0;      // of requests that produced a first token
+  int64_t generation_tokens = 0;  // tokens sent
+  int64_t finished_stop = 0;
+  int64_t finished_length = 0;
+  int64_t finished_abort = 0;  // client went away or the server stopped mid-request
+  Histogram ttft;              // arrival to first token sent, seconds
+  Histogram e2e;               // arrival to last token sent, seconds
+};
+
+/// Static labels of vllm:cache_config_info (empty strings are omitted).
+struct CacheConfigInfo {
+  int block_size = 0;
+  int num_gpu_blocks = 0;
+  std::string cache_dtype;
+  bool enable_prefix_caching = false;
+  double gpu_memory_utilization = 0;
+};
+
+/// The whole /metrics body. Every series carries model_name="<model>" and engine="0".
+std::string render_metrics(std::string_view model, const EngineStats& engine,
+                           const ServerMetrics& server, const CacheConfigInfo* cache);
+
+}  // namespace ib::sim

@@ -1,0 +1,89 @@
+#include "sim/server_metrics.h"
+
+#include <gtest/gtest.h>
+
+#include <boost/json/parse.hpp>
+#include <string>
+#include <vector>
+
+#include "sim/truth_log.h"
+
+namespace ib::sim {
+namespace {
+
+TEST(Histogram, CumulativeBuckets) {
+  static constexpr double kBounds[] = {0.1, 1.0, 10.0};
+  Histogram h(kBounds);
+  for (double v : {0.05, 0.1, 0.5, 5.0, 50.0}) h.observe(v);
+  EXPECT_EQ(h.count(), 5u);
+  EXPECT_DOUBLE_EQ(h.sum(), 55.65);
+  EXPECT_EQ(h.cumulative(0), 2u);  // le="0.1" includes 0.1
+  EXPECT_EQ(h.cumulative(1), 3u);
+  EXPECT_EQ(h.cumulative(2), 4u);
+  EXPECT_EQ(h.cumulative(3), 5u);  // +Inf
+}
+
+TEST(RenderMetrics, VllmNamesTypesAndLabels) {
+  EngineStats engine;
+  engine.running = 3;
+  engine.waiting = 2;
+  engine.kv_cache_usage = 0.25;
+  engine.prefix_queries = 100;
+  engine.prefix_hits = 40;
+  engine.preemptions = 7;
+  ServerMetrics server;
+  server.prompt_tokens = 1000;
+  server.generation_tokens = 64;
+  server.finished_length = 2;
+  server.ttft.observe(0.03);
+  const std::string text = render_metrics("m\"x", engine, server, nullptr);
+  const std::string labels = R"(model_name="m\"x",engine="0")";
+  for (const std::string& line : std::vector<std::string>{
+           "vllm:num_requests_running{" + labels + "} 3",
+           "vllm:num_requests_waiting{" + labels + "} 2",
+           "vllm:kv_cache_usage_perc{" + labels + "} 0.25",
+           "vllm:gpu_cache_usage_perc{" + labels + "} 0.25",
+           "vllm:prefix_cache_queries_total{" + labels + "} 100",
+           "vllm:prefix_cache_hits_total{" + labels + "} 40",
+           "vllm:num_preemptions_total{" + labels + "} 7",
+           "vllm:prompt_tokens_total{" + labels + "} 1000",
+           "vllm:generation_tokens_total{" + labels + "} 64",
+           "vllm:request_success_total{" + labels + R"(,finished_reason="length"} 2)",
+           "vllm:time_to_first_token_seconds_bucket{" + labels + R"(,le="0.04"} 1)",
+           "vllm:time_to_first_token_seconds_bucket{" + labels + R"(,le="0.02"} 0)",
+           "vllm:time_to_first_token_seconds_count{" + labels + "} 1",
+           std::string("# TYPE vllm:num_preemptions_total counter"),
+           std::string("# TYPE vllm:num_requests_running gauge"),
+       }) {
+    EXPECT_NE(text.find(line + "\n"), std::string::npos) << line;
+  }
+  EXPECT_EQ(text.find("cache_config_info"), std::string::npos);
+  CacheConfigInfo cache{16, 1234, "bf16", true, 0.9};
+  EXPECT_NE(render_metrics("m", engine, server, &cache).find(R"(num_gpu_blocks="1234")"),
+            std::string::npos);
+}
+
+TEST(TruthJson, OneParseableObject) {
+  const int64_t sent[] = {10, 20};
+  const int64_t due[] = {9, 19};
+  TruthRecord r;
+  r.request_id = "a\"b";
+  r.id = "cmpl-1";
+  r.api = "completions";
+  r.stream = true;
+  r.arrival_ns = 5;
+  r.prompt_tokens = 3;
+  r.completion_tokens = 2;
+  r.finish_reason = "length";
+  r.token_ns = sent;
+  r.due_ns = due;
+  const auto v = boost::json::parse(truth_json(r)).as_object();
+  EXPECT_EQ(v.at("request_id").as_string(), "a\"b");
+  EXPECT_EQ(v.at("token_ns").as_array().size(), 2u);
+  EXPECT_EQ(v.at("due_ns").at(1).as_int64(), 19);
+  r.request_id = "";
+  EXPECT_TRUE(boost::json::parse(truth_json(r)).as_object().at("request_id").is_null());
+}
+
+}  // namespace
+}  // namespace ib::sim
