@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "http/test_client.h"
+
 #include <atomic>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/connect.hpp>
@@ -32,123 +34,8 @@ using namespace std::chrono_literals;
 // broken (the step then fails instead of hanging the test).
 constexpr auto kStepLimit = 10s;
 
-// A blocking loopback client built on async operations with a time limit per step.
-class TestClient {
- public:
-  explicit TestClient(uint16_t port) : socket_(io_) {
-    tcp::endpoint endpoint(asio::ip::make_address("127.0.0.1"), port);
-    error_code ec = run([&](auto handler) { socket_.async_connect(endpoint, handler); });
-    if (ec) throw boost::system::system_error(ec, "connect");
-  }
+using testing::TestClient;
 
-  error_code send_raw(std::string_view bytes) {
-    return run([&](auto handler) { asio::async_write(socket_, asio::buffer(bytes), handler); });
-  }
-
-  error_code send(http::verb verb, std::string_view target, std::string body = {},
-                  int version = 11) {
-    http::request<http::string_body> req{verb, target, version};
-    req.set(http::field::host, "127.0.0.1");
-    if (!body.empty()) req.set(http::field::content_type, "application/json");
-    req.body() = std::move(body);
-    req.prepare_payload();
-    return run([&](auto handler) { http::async_write(socket_, req, handler); });
-  }
-
-  struct Response {
-    error_code ec;
-    int status = 0;
-    http::fields headers;
-    std::string body;
-    std::vector<std::size_t> chunk_sizes;  // sizes of the chunks, for a chunked body
-  };
-
-  Response read() {
-    Response r;
-    http::response_parser<http::string_body> parser;
-    parser.body_limit(16u << 20);
-    auto on_chunk_header = [&r](std::uint64_t size, std::string_view, error_code&) {
-      if (size > 0) r.chunk_sizes.push_back(static_cast<std::size_t>(size));
-    };
-    parser.on_chunk_header(on_chunk_header);
-    r.ec = run([&](auto handler) { http::async_read(socket_, buffer_, parser, handler); });
-    if (!r.ec) {
-      auto message = parser.release();
-      r.status = static_cast<int>(message.result_int());
-      r.headers = message.base();
-      r.body = std::move(message.body());
-    }
-    return r;
-  }
-
-  Response request(http::verb verb, std::string_view target, std::string body = {}) {
-    if (error_code ec = send(verb, target, std::move(body))) {
-      Response failed;
-      failed.ec = ec;
-      return failed;
-    }
-    return read();
-  }
-
-  // Reads whatever arrives next (at least one byte).
-  std::string read_some() {
-    std::string data(4096, '\0');
-    std::size_t n = 0;
-    run([&](auto handler) {
-      socket_.async_read_some(asio::buffer(data),
-                              [&n, handler](error_code ec, std::size_t got) mutable {
-                                n = got;
-                                handler(ec);
-                              });
-    });
-    data.resize(n);
-    return data;
-  }
-
-  // Reads until the server closes the connection; returns what arrived and how reading ended.
-  std::pair<std::string, error_code> read_to_end() {
-    std::string data(buffer_.size(), '\0');
-    asio::buffer_copy(asio::buffer(data), buffer_.data());
-    buffer_.consume(buffer_.size());
-    std::string rest;
-    error_code ec =
-        run([&](auto handler) { asio::async_read(socket_, asio::dynamic_buffer(rest), handler); });
-    return {data + rest, ec};
-  }
-
-  void close() {
-    error_code ignored;
-    socket_.shutdown(tcp::socket::shutdown_both, ignored);
-    socket_.close(ignored);
-  }
-
- private:
-  template <class Initiate>
-  error_code run(Initiate&& initiate) {
-    bool done = false;
-    error_code result;
-    initiate([&](error_code ec, auto&&...) {
-      result = ec;
-      done = true;
-    });
-    io_.restart();
-    io_.run_for(kStepLimit);
-    if (!done) {
-      error_code ignored;
-      socket_.close(ignored);
-      io_.restart();
-      io_.run();
-      return asio::error::timed_out;
-    }
-    return result;
-  }
-
-  asio::io_context io_;
-  tcp::socket socket_;
-  beast::flat_buffer buffer_;
-};
-
-// Runs an HttpServer on its own thread for the duration of a test.
 class ServerThread {
  public:
   explicit ServerThread(HttpHandler handler, HttpServerOptions options = {})

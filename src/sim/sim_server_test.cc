@@ -3,6 +3,8 @@
 #include "sim/sim_server.h"
 
 #include <gtest/gtest.h>
+
+#include "http/test_client.h"
 #include <unistd.h>
 
 #include <boost/asio/connect.hpp>
@@ -37,108 +39,8 @@ using namespace std::chrono_literals;
 // Bound on one client step; reached only when the server is broken.
 constexpr auto kStepLimit = 10s;
 
-struct Response {
-  error_code ec;
-  int status = 0;
-  http::fields headers;
-  std::string body;
-};
-
-// A blocking loopback client (async operations with a time limit per step).
-class TestClient {
- public:
-  explicit TestClient(uint16_t port) : socket_(io_) {
-    tcp::endpoint endpoint(asio::ip::make_address("127.0.0.1"), port);
-    error_code ec = run([&](auto handler) { socket_.async_connect(endpoint, handler); });
-    if (ec) throw boost::system::system_error(ec, "connect");
-  }
-
-  error_code send(http::verb verb, std::string_view target, std::string body = {},
-                  const std::vector<std::pair<std::string, std::string>>& headers = {}) {
-    http::request<http::string_body> req{verb, target, 11};
-    req.set(http::field::host, "127.0.0.1");
-    for (const auto& [name, value] : headers) req.set(name, value);
-    if (!body.empty()) req.set(http::field::content_type, "application/json");
-    req.body() = std::move(body);
-    req.prepare_payload();
-    return run([&](auto handler) { http::async_write(socket_, req, handler); });
-  }
-
-  Response read() {
-    Response r;
-    http::response_parser<http::string_body> parser;
-    parser.body_limit(16u << 20);
-    r.ec = run([&](auto handler) { http::async_read(socket_, buffer_, parser, handler); });
-    if (!r.ec) {
-      auto message = parser.release();
-      r.status = static_cast<int>(message.result_int());
-      r.headers = message.base();
-      r.body = std::move(message.body());
-    }
-    return r;
-  }
-
-  Response request(http::verb verb, std::string_view target, std::string body = {},
-                   const std::vector<std::pair<std::string, std::string>>& headers = {}) {
-    Response r;
-    r.ec = send(verb, target, std::move(body), headers);
-    if (r.ec) return r;
-    return read();
-  }
-
-  Response post(std::string_view target, std::string body) {
-    return request(http::verb::post, target, std::move(body));
-  }
-
-  // Reads the response header only (the body of a stream follows later).
-  Response read_header() {
-    Response r;
-    header_parser_.emplace();
-    r.ec = run(
-        [&](auto handler) { http::async_read_header(socket_, buffer_, *header_parser_, handler); });
-    if (!r.ec) r.status = static_cast<int>(header_parser_->get().result_int());
-    return r;
-  }
-
-  void close() {
-    error_code ignored;
-    socket_.shutdown(tcp::socket::shutdown_both, ignored);
-    socket_.close(ignored);
-  }
-
-  // Waits until the server closes the connection; returns how reading ended.
-  error_code wait_closed() {
-    std::string sink;
-    return run(
-        [&](auto handler) { asio::async_read(socket_, asio::dynamic_buffer(sink), handler); });
-  }
-
- private:
-  template <class Initiate>
-  error_code run(Initiate&& initiate) {
-    bool done = false;
-    error_code result;
-    initiate([&](error_code ec, auto&&...) {
-      result = ec;
-      done = true;
-    });
-    io_.restart();
-    io_.run_for(kStepLimit);
-    if (!done) {
-      error_code ignored;
-      socket_.close(ignored);
-      io_.restart();
-      io_.run();
-      return asio::error::timed_out;
-    }
-    return result;
-  }
-
-  asio::io_context io_;
-  tcp::socket socket_;
-  beast::flat_buffer buffer_;
-  std::optional<http::response_parser<http::empty_body>> header_parser_;
-};
+using testing::TestClient;
+using Response = testing::TestResponse;
 
 // Splits an SSE body into the data of its events.
 std::vector<std::string> sse_data(const std::string& body) {
