@@ -80,8 +80,6 @@ constexpr size_t kReadBufferMax = 8192;
 
 using steady_time = std::chrono::steady_clock::time_point;
 
-steady_time earliest(steady_time a, steady_time b) { return a < b ? a : b; }
-
 }  // namespace
 
 HttpConnection::HttpConnection(asio::any_io_executor executor, const Endpoint& endpoint,
@@ -171,20 +169,23 @@ asio::awaitable<HttpOutcome> HttpConnection::request(http::verb verb, std::strin
     req.prepare_payload();
   }
 
-  // Deadlines: first byte and total from the send time; idle from each read.
-  const steady_time start = std::chrono::steady_clock::now();
-  const steady_time never = steady_time::max();
-  const steady_time total_deadline =
-      timeouts_.total.count() > 0 ? start + timeouts_.total : never;
-  const steady_time first_byte_deadline =
-      timeouts_.first_byte.count() > 0 ? start + timeouts_.first_byte : never;
-  auto fail = [&](boost::system::error_code ec, TimeoutKind phase_timeout) {
+  // Deadlines on the monotonic clock: first byte and whole request from the send, idle from
+  // each read (kept in deadline_ns_ by the read loop).
+  out.send_ns = mono_ns();
+  auto after_send = [&](std::chrono::milliseconds limit) {
+    return limit.count() > 0 ? out.send_ns + std::chrono::nanoseconds(limit).count() : INT64_MAX;
+  };
+  const int64_t total_ns = after_send(timeouts_.total);
+  const int64_t first_byte_ns = after_send(timeouts_.first_byte);
+  const int64_t idle_ns =
+      timeouts_.idle.count() > 0 ? std::chrono::nanoseconds(timeouts_.idle).count() : 0;
+  // Records which limit ended the exchange, and closes the connection.
+  auto fail = [&](boost::system::error_code ec, bool timed_out) {
     out.ec = ec;
-    if (ec == beast::error::timeout) {
-      out.timeout = std::chrono::steady_clock::now() >= total_deadline &&
-                            total_deadline != never
-                        ? TimeoutKind::kTotal
-                        : phase_timeout;
+    if (timed_out) {
+      out.timeout = mono_ns() >= total_ns   ? TimeoutKind::kTotal
+                    : out.response_started ? TimeoutKind::kIdle
+                                           : TimeoutKind::kFirstByte;
       out.timeout_limit = out.timeout == TimeoutKind::kTotal       ? timeouts_.total
                           : out.timeout == TimeoutKind::kFirstByte ? timeouts_.first_byte
                                                                    : timeouts_.idle;
@@ -192,12 +193,11 @@ asio::awaitable<HttpOutcome> HttpConnection::request(http::verb verb, std::strin
     close();
   };
 
-  stream_.expires_at(earliest(first_byte_deadline, total_deadline));
-  out.send_ns = mono_ns();
+  stream_.expires_at(steady_time(std::chrono::nanoseconds(std::min(first_byte_ns, total_ns))));
   auto [wec, wn] = co_await http::async_write(stream_, req, use_tuple);
   ++requests_on_connection_;
   if (wec) {
-    fail(wec, TimeoutKind::kFirstByte);
+    fail(wec, wec == beast::error::timeout);
     co_return out;
   }
 
@@ -206,21 +206,8 @@ asio::awaitable<HttpOutcome> HttpConnection::request(http::verb verb, std::strin
   http::response_parser<http::buffer_body> parser;
   parser.body_limit(boost::none);
   parser.eager(true);
-  const int64_t total_ns = total_deadline == never
-                               ? INT64_MAX
-                               : out.send_ns + std::chrono::nanoseconds(timeouts_.total).count();
-  const int64_t first_byte_ns =
-      timeouts_.first_byte.count() > 0
-          ? out.send_ns + std::chrono::nanoseconds(timeouts_.first_byte).count()
-          : INT64_MAX;
-  const int64_t idle_ns =
-      timeouts_.idle.count() > 0 ? std::chrono::nanoseconds(timeouts_.idle).count() : 0;
   int64_t rx_ns = mono_ns();  // arrival time of the bytes now in buffer_
   timed_out_ = false;
-  auto timeout_kind = [&] {
-    if (mono_ns() >= total_ns) return TimeoutKind::kTotal;
-    return out.response_started ? TimeoutKind::kIdle : TimeoutKind::kFirstByte;
-  };
   for (;;) {
     if (buffer_.size() > 0) {
       parser.get().body().data = body_window_.get();
@@ -237,8 +224,7 @@ asio::awaitable<HttpOutcome> HttpConnection::request(http::verb verb, std::strin
       const size_t got = kBodyWindow - parser.get().body().size;
       if (got > 0) sink.on_body(std::string_view(body_window_.get(), got), rx_ns);
       if (ec) {
-        out.ec = ec;
-        close();
+        fail(ec, false);
         co_return out;
       }
       if (parser.is_done()) break;
@@ -250,24 +236,17 @@ asio::awaitable<HttpOutcome> HttpConnection::request(http::verb verb, std::strin
                                           : first_byte_ns);
     boost::system::error_code ec = co_await wait_readable();
     if (timed_out_) {
-      out.ec = beast::error::timeout;
-      out.timeout = timeout_kind();
-      out.timeout_limit = out.timeout == TimeoutKind::kTotal       ? timeouts_.total
-                          : out.timeout == TimeoutKind::kFirstByte ? timeouts_.first_byte
-                                                                   : timeouts_.idle;
-      close();
+      fail(beast::error::timeout, true);
       co_return out;
     }
     if (ec) {
-      out.ec = ec;
-      close();
+      fail(ec, false);
       co_return out;
     }
     const ssize_t n = receive(ec, rx_ns);
     if (ec == asio::error::would_block) continue;
     if (ec) {
-      out.ec = ec;
-      close();
+      fail(ec, false);
       co_return out;
     }
     if (n == 0) {
@@ -276,8 +255,8 @@ asio::awaitable<HttpOutcome> HttpConnection::request(http::verb verb, std::strin
         parser.put_eof(ec);
         if (!ec && parser.is_done()) break;
       }
-      out.ec = out.response_started ? http::error::partial_message : http::error::end_of_stream;
-      close();
+      fail(out.response_started ? http::error::partial_message : http::error::end_of_stream,
+           false);
       co_return out;
     }
   }

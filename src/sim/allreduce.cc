@@ -1,5 +1,7 @@
 #include "sim/allreduce.h"
 
+#include <boost/beast/core/string.hpp>
+
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -34,12 +36,6 @@ constexpr double kQuickReduceCodec = 4.0 * kUs;
 constexpr double kAllToAllLatency = 15.0 * kUs;
 constexpr double kAllToAllEfficiency = 0.60;
 
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::toupper(static_cast<unsigned char>(x)) ==
-                  std::toupper(static_cast<unsigned char>(y));
-         });
-}
 
 }  // namespace
 
@@ -80,7 +76,7 @@ bool parse_quick_reduce(std::string_view text, QuickReduceLevel& out) {
                                                    QuickReduceLevel::kInt8, QuickReduceLevel::kInt6,
                                                    QuickReduceLevel::kInt4};
   for (QuickReduceLevel level : all) {
-    if (iequals(text, to_string(level))) {
+    if (boost::beast::iequals(text, to_string(level))) {
       out = level;
       return true;
     }

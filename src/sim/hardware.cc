@@ -1,5 +1,7 @@
 #include "sim/hardware.h"
 
+#include <boost/beast/core/string.hpp>
+
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -8,12 +10,6 @@ namespace ib::sim {
 
 namespace {
 
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
 
 // Sources (docs/perf-model.md "Hardware" has the links):
 //  H100/H200: NVIDIA H100 and H200 datasheets (SXM): dense BF16 989 TFLOPS, FP8 1979 TFLOPS
@@ -53,13 +49,13 @@ std::string_view to_string(Precision p) {
 
 std::optional<Precision> parse_precision(std::string_view text) {
   for (std::string_view s : {"bf16", "bfloat16", "auto"}) {
-    if (iequals(text, s)) return Precision::kBf16;
+    if (boost::beast::iequals(text, s)) return Precision::kBf16;
   }
   for (std::string_view s : {"fp8", "float8"}) {
-    if (iequals(text, s)) return Precision::kFp8;
+    if (boost::beast::iequals(text, s)) return Precision::kFp8;
   }
   for (std::string_view s : {"fp4", "mxfp4", "nvfp4"}) {
-    if (iequals(text, s)) return Precision::kFp4;
+    if (boost::beast::iequals(text, s)) return Precision::kFp4;
   }
   return std::nullopt;
 }
@@ -110,7 +106,7 @@ std::span<const HardwareSpec> hardware_presets() {
 
 const HardwareSpec* find_hardware(std::string_view name) {
   for (const HardwareSpec& h : kPresets) {
-    if (iequals(h.name, name)) return &h;
+    if (boost::beast::iequals(h.name, name)) return &h;
   }
   return nullptr;
 }

@@ -1,5 +1,7 @@
 #include "sim/model_spec.h"
 
+#include <boost/beast/core/string.hpp>
+
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -8,12 +10,6 @@ namespace ib::sim {
 
 namespace {
 
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
 
 // Architecture numbers from each checkpoint's config.json on Hugging Face (docs/perf-model.md
 // "Models" links them). Field order follows ModelSpec.
@@ -111,7 +107,7 @@ std::span<const ModelSpec> model_presets() {
 
 const ModelSpec* find_model(std::string_view name) {
   for (const ModelSpec& m : kPresets) {
-    if (iequals(m.name, name)) return &m;
+    if (boost::beast::iequals(m.name, name)) return &m;
   }
   return nullptr;
 }
