@@ -3,6 +3,8 @@
 #pragma once
 
 #include <functional>
+#include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -16,6 +18,13 @@ RunFn register_bench(CLI::App& root);
 RunFn register_serve_sim(CLI::App& root);
 RunFn register_sweep(CLI::App& root);
 RunFn register_plan(CLI::App& root);
+RunFn register_runs(CLI::App& root);
+RunFn register_show(CLI::App& root);
+RunFn register_changed(CLI::App& root);
+RunFn register_changelog(CLI::App& root);
+
+/// Where recipes live when a command is not told: recipes/ and examples/recipes/.
+std::vector<std::string> default_recipe_paths();
 
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;

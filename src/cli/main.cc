@@ -24,6 +24,10 @@ int main(int argc, char** argv) {
   add(&ib::cli::register_bench);
   add(&ib::cli::register_serve_sim);
   add(&ib::cli::register_plan);
+  add(&ib::cli::register_runs);
+  add(&ib::cli::register_show);
+  add(&ib::cli::register_changed);
+  add(&ib::cli::register_changelog);
 
   try {
     app.parse(argc, argv);

@@ -8,8 +8,11 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <algorithm>
+#include <filesystem>
 
 #include "cli/commands.h"
+#include "govern/labels.h"
 #include "recipe/matrix.h"
 #include "recipe/recipe.h"
 
@@ -21,8 +24,25 @@ struct PlanOptions {
   std::vector<std::string> files;
   std::string runners;
   std::vector<std::string> keys;
+  std::vector<std::string> labels;
   bool json = false;
 };
+
+// Recipe files under the default directories, when none are named.
+std::vector<std::string> default_files() {
+  std::vector<std::string> files;
+  for (const auto& dir : default_recipe_paths()) {
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+      auto ext = e.path().extension();
+      if (e.is_regular_file() && (ext == ".yaml" || ext == ".yml")) files.push_back(e.path().string());
+    }
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+std::string plan_text(const govern::SweepPlan& plan);
 
 std::string conc_text(const boost::json::value& conc) {
   if (conc.is_int64()) return std::to_string(conc.as_int64());
@@ -86,10 +106,22 @@ std::string table_text(const std::vector<recipe::RecipeRow>& rows) {
   return out;
 }
 
-int run(const PlanOptions& o) {
+int run(PlanOptions o) {
+  if (o.files.empty()) o.files = default_files();
   if (o.files.empty()) {
-    fmt::print(stderr, "inferbench plan: give at least one recipe file (e.g. amd-master.yaml)\n");
+    fmt::print(stderr,
+               "inferbench plan: give at least one recipe file (none under recipes/ or "
+               "examples/recipes/)\n");
     return kExitUsage;
+  }
+  std::optional<govern::Labels> labels;
+  if (!o.labels.empty()) {
+    auto parsed = govern::parse_labels(o.labels);
+    if (!parsed) {
+      fmt::print(stderr, "inferbench plan: {}\n", parsed.error().message);
+      return kExitUsage;
+    }
+    labels = std::move(*parsed);
   }
   std::optional<recipe::RunnersFile> runners;
   if (!o.runners.empty()) {
@@ -131,7 +163,10 @@ int run(const PlanOptions& o) {
   }
   auto rows = recipe::expand(*entries, runners ? &*runners : nullptr);
   std::string text;
-  if (o.json) {
+  if (labels) {
+    auto plan = govern::make_sweep_plan(rows, *labels);
+    text = o.json ? boost::json::serialize(plan.to_json()) + "\n" : plan_text(plan);
+  } else if (o.json) {
     boost::json::array out;
     for (const auto& row : rows) out.push_back(row.to_json());
     text = boost::json::serialize(out) + "\n";
@@ -143,6 +178,19 @@ int run(const PlanOptions& o) {
   return kExitOk;
 }
 
+std::string plan_text(const govern::SweepPlan& plan) {
+  std::string out = fmt::format("labels: {}\n", fmt::join(plan.labels.all(), ", "));
+  for (const auto& n : plan.notes) out += fmt::format("  {}\n", n);
+  out += fmt::format("{} throughput rows, {} eval rows\n", plan.throughput_rows(), plan.eval_rows());
+  if (plan.canary) out += "\ncanary (runs first):\n" + table_text({*plan.canary});
+  for (const auto& g : plan.groups) {
+    out += fmt::format("\n{}{}{} ({} rows):\n", g.name, g.eval ? " [eval]" : "",
+                       g.fail_fast ? " [fail-fast]" : "", g.rows.size());
+    out += table_text(g.rows);
+  }
+  return out;
+}
+
 }  // namespace
 
 RunFn register_plan(CLI::App& root) {
@@ -152,7 +200,11 @@ RunFn register_plan(CLI::App& root) {
   app->add_option("files", o->files, "Recipe (master-config) YAML files");
   app->add_option("--runners", o->runners, "Runners file (labels, hardware)");
   app->add_option("--keys", o->keys, "Only config keys matching these globs (fnmatch)");
-  app->add_flag("--json", o->json, "Print rows as a JSON array");
+  app->add_option("--labels", o->labels,
+                  "Sweep labels (one primary: sweep-enabled, full-sweep-fail-fast, ...; modifiers: "
+                  "all-evals, evals-only, agentx-fast): print the sweep plan")
+      ->delimiter(',');
+  app->add_flag("--json", o->json, "Print rows (or the sweep plan) as JSON");
   return [o]() { return run(*o); };
 }
 

@@ -1,5 +1,7 @@
-// `inferbench sweep`: the main job. With no argument it runs the bundled example sweep on the
-// embedded simulator (serve-sim as a child process).
+// `inferbench sweep [RECIPE...]`: the main job. With no argument it runs the bundled example
+// recipe (examples/recipes/serve-sim.yaml) on the embedded simulator.
+#include <unistd.h>
+
 #include <memory>
 
 #include <fmt/format.h>
@@ -14,78 +16,151 @@ namespace ib::cli {
 namespace {
 
 struct SweepCliOptions {
+  SweepOptions sweep;
+  std::vector<std::string> recipes;
+  std::string runners;
   std::string runs_dir = "runs";
-  std::vector<int> concurrencies;
-  int isl = 0;
-  int osl = 0;
+  std::string db;
+  std::vector<int64_t> concurrencies;
   std::string api = "completions";
-  double startup_timeout_s = 30;
-  std::vector<std::string> server_args;
+  std::string slurm_partition;
+  std::string slurm_account;
+  bool no_env_trace = false;
+  bool json = false;
 };
 
-int run(const SweepCliOptions& o) {
-  SweepSpec spec = default_sweep_spec();
-  if (!o.concurrencies.empty()) {
-    spec.points.clear();
-    for (int c : o.concurrencies) {
-      if (c < 1) {
-        fmt::print(stderr, "inferbench sweep: --concurrency values must be at least 1 (got {})\n", c);
-        return kExitUsage;
-      }
-      spec.points.push_back({c, std::max(8, 4 * c), c});
-    }
+// The bundled example: in the working directory, else in the source tree this binary was built
+// from.
+std::string bundled_recipe() {
+  const std::string rel = "examples/recipes/serve-sim.yaml";
+  std::error_code ec;
+  if (std::filesystem::exists(rel, ec)) return rel;
+#ifdef INFERBENCH_SOURCE_DIR
+  std::string src = std::string(INFERBENCH_SOURCE_DIR) + "/" + rel;
+  if (std::filesystem::exists(src, ec)) return src;
+#endif
+  return rel;
+}
+
+// This process's command line, for the run record.
+std::vector<std::string> own_argv() {
+  std::vector<std::string> out;
+  auto text = read_file("/proc/self/cmdline");
+  if (!text) return out;
+  size_t start = 0;
+  while (start < text->size()) {
+    size_t end = text->find('\0', start);
+    if (end == std::string::npos) end = text->size();
+    out.push_back(text->substr(start, end - start));
+    start = end + 1;
   }
-  if (o.isl > 0) spec.isl = o.isl;
-  if (o.osl > 0) spec.osl = o.osl;
-  auto api = parse_api(o.api);
+  return out;
+}
+
+int run(SweepCliOptions& c) {
+  const std::vector<std::string> argv = own_argv();
+  SweepOptions& o = c.sweep;
+  if (c.recipes.empty()) c.recipes.push_back(bundled_recipe());
+  for (const auto& r : c.recipes) o.recipes.emplace_back(r);
+  o.runners = c.runners;
+  o.runs_dir = c.runs_dir;
+  o.db = c.db;
+  o.concurrencies = c.concurrencies;
+  auto api = parse_api(c.api);
   if (!api) {
-    fmt::print(stderr, "inferbench sweep: --api must be 'completions' or 'chat' (got '{}')\n", o.api);
+    fmt::print(stderr, "inferbench sweep: --api must be 'completions' or 'chat' (got '{}')\n", c.api);
     return kExitUsage;
   }
-  spec.api = *api;
-  spec.server_args = o.server_args;
-
-  SweepOptions so;
-  so.runs_dir = o.runs_dir;
-  so.inferbench_exe = self_executable();
-  so.startup_timeout = std::chrono::seconds(static_cast<int64_t>(o.startup_timeout_s));
+  o.api = *api;
+  o.env_trace = !c.no_env_trace;
+  o.slurm.partition = c.slurm_partition;
+  o.slurm.account = c.slurm_account;
+  o.inferbench_exe = self_executable();
+  o.show_progress = isatty(STDERR_FILENO);
+  for (const auto& a : argv) o.command_line += (o.command_line.empty() ? "" : " ") + a;
+  if (!o.launcher.empty() && o.launcher != "local" && o.launcher != "slurm" &&
+      o.launcher != "endpoint") {
+    fmt::print(stderr, "inferbench sweep: --launcher must be local, slurm or endpoint (got '{}')\n",
+               o.launcher);
+    return kExitUsage;
+  }
+  if (!o.endpoint_url.empty() && o.launcher.empty()) o.launcher = "endpoint";
   install_interrupt_handlers();
 
-  fmt::print("sweep: {} (isl {}, osl {}, api {})\n", spec.name, spec.isl, spec.osl, o.api);
-  std::fflush(stdout);
-  auto outcome = run_sweep(spec, so, stdout);
+  std::FILE* table = c.json ? stderr : stdout;
+  fmt::print(table, "sweep: {}\n", fmt::join(c.recipes, " "));
+  std::fflush(table);
+  auto outcome = run_sweep(o, table);
   if (!outcome) {
     fmt::print(stderr, "inferbench sweep: {}\n", outcome.error().message);
     return kExitUsage;
   }
-  fmt::print("results: {}\n", outcome->run_dir.string());
-  if (!outcome->server_error.empty()) {
-    fmt::print(stderr, "inferbench sweep: {}\n", outcome->server_error);
+  for (const auto& n : outcome->notes) fmt::print(table, "note: {}\n", n);
+  for (const auto& e : outcome->errors) fmt::print(stderr, "inferbench sweep: {}\n", e);
+  size_t ok = 0, reused = 0, resumed = 0, failed = 0;
+  for (const auto& p : outcome->points) {
+    if (p.status == "ok") ++ok;
+    else if (p.status == "reused") ++reused;
+    else if (p.status == "resumed") ++resumed;
+    else ++failed;
+  }
+  fmt::print(table,
+             "run {} (id {}): {}; {} measured, {} reused, {} resumed, {} failed or skipped\n"
+             "results: {} (database {})\n",
+             outcome->run_name, outcome->run_id, outcome->status(), ok, reused, resumed, failed,
+             outcome->run_dir.string(), outcome->db.string());
+  if (c.json) {
+    std::string text = boost::json::serialize(outcome->to_json()) + "\n";
+    std::fwrite(text.data(), 1, text.size(), stdout);
   }
   if (outcome->interrupted) {
-    fmt::print(stderr, "inferbench sweep: interrupted; finished points are kept\n");
+    fmt::print(stderr, "inferbench sweep: interrupted; finished points are kept (continue with "
+                       "--resume {})\n", outcome->run_name);
     return kExitInterrupted;
   }
-  return outcome->ok() ? kExitOk : kExitFailure;
+  return outcome->status() == "ok" ? kExitOk : kExitFailure;
 }
 
 }  // namespace
 
 RunFn register_sweep(CLI::App& root) {
-  auto o = std::make_shared<SweepCliOptions>();
+  auto c = std::make_shared<SweepCliOptions>();
   CLI::App* app = root.add_subcommand(
-      "sweep", "Run a concurrency sweep (default: the bundled example on the embedded simulator)");
-  app->add_option("--runs-dir", o->runs_dir, "Where run folders are created")->capture_default_str();
-  app->add_option("--concurrency", o->concurrencies, "Concurrency points (default 1 4 16 64)")
+      "sweep", "Run recipes' benchmark matrix and store the results (default: the bundled "
+               "simulator recipe)");
+  SweepOptions& o = c->sweep;
+  app->add_option("recipes", c->recipes, "Recipe files (default: examples/recipes/serve-sim.yaml)");
+  app->add_option("--runners", c->runners, "Runners file (hardware labels, launcher per label)");
+  app->add_option("--keys", o.keys, "Only config keys matching these globs");
+  app->add_option("--labels", o.labels, "Sweep labels: canary, fail-fast, trimmed concurrency")
       ->delimiter(',');
-  app->add_option("--isl", o->isl, "Input length (default 512)");
-  app->add_option("--osl", o->osl, "Output length (default 64)");
-  app->add_option("--api", o->api, "completions | chat")->capture_default_str();
-  app->add_option("--startup-timeout", o->startup_timeout_s, "Seconds to wait for the server")
-      ->capture_default_str();
-  app->add_option("--server-arg", o->server_args, "Argument for serve-sim (repeatable; replaces the bundled preset --hardware=H200 --model-preset=llama-3.1-8b --tp=1)")
-      ->allow_extra_args(false);  // given: they replace the bundled preset arguments
-  return [o]() { return run(*o); };
+  app->add_option("--runs-dir", c->runs_dir, "Where run folders are created")->capture_default_str();
+  app->add_option("--db", c->db, "Results database (default: <runs-dir>/inferbench.db)");
+  app->add_option("--resume", o.resume, "Continue run RUN (id or name): completed points are skipped");
+  app->add_flag("--reuse", o.reuse,
+                "Reuse points measured earlier (same fingerprint, concurrency, workload, tool version)");
+  app->add_option("--launcher", o.launcher, "local | slurm | endpoint (default: the runners file's, else local)");
+  app->add_option("--endpoint", o.endpoint_url, "URL of a running server (implies --launcher endpoint)");
+  app->add_option("--slurm-partition", c->slurm_partition, "Slurm partition");
+  app->add_option("--slurm-account", c->slurm_account, "Slurm account");
+  app->add_option("--concurrency", c->concurrencies, "Replace every row's concurrencies")->delimiter(',');
+  app->add_option("--prompts-per-conc", o.prompts_per_conc, "Requests per point = max(--min-prompts, this x conc)")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  app->add_option("--min-prompts", o.min_prompts, "Least requests per point")->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app->add_option("--warmups-per-conc", o.warmups_per_conc, "Warmup requests = this x conc")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  app->add_option("--api", c->api, "completions | chat")->capture_default_str();
+  app->add_option("--point-timeout", o.point_timeout_s, "Seconds before a point is cut short")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  app->add_option("--startup-timeout", o.startup_timeout_s, "Seconds to wait for a server to be healthy")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  app->add_flag("--fail-fast", o.fail_fast, "A failure stops the rest of its group");
+  app->add_flag("--no-env-trace", c->no_env_trace, "Do not trace which environment variables servers read");
+  app->add_option("--server-arg", o.extra_server_args, "Extra argument for every server command (repeatable)")
+      ->allow_extra_args(false);
+  app->add_flag("--json", c->json, "Print the outcome as JSON on stdout (the table goes to stderr)");
+  return [c]() { return run(*c); };
 }
 
 }  // namespace ib::cli

@@ -140,6 +140,9 @@ Expected<BenchReport> run_bench(const BenchSpec& spec) {
       std::fflush(stderr);
     };
   }
+  if (spec.timeout_s > 0) {
+    rc.deadline_ns = mono_ns() + static_cast<int64_t>(spec.timeout_s * 1e9);
+  }
   auto run = run_load(rc, warmup, measured);
   const std::string request_id_prefix = rc.request_id_prefix;
   if (tty) fmt::print(stderr, "\r\033[K");
@@ -148,6 +151,7 @@ Expected<BenchReport> run_bench(const BenchSpec& spec) {
   BenchReport report;
   report.run = std::move(*run);
   report.partial = report.run.interrupted;
+  report.timed_out = report.run.deadline_hit;
   report.metrics = compute_metrics(report.run.measured, spec.metrics);
 
   boost::json::object j;
@@ -194,6 +198,7 @@ Expected<BenchReport> run_bench(const BenchSpec& spec) {
   j["request_id_prefix"] = request_id_prefix;
   j["benchmark_end_time_unix"] = report.run.end_unix;
   j["partial"] = report.partial;
+  j["timed_out"] = report.timed_out;
   j["cancelled"] = report.run.cancelled;
   boost::json::object metrics = metrics_to_json(report.metrics, spec.metrics);
   for (auto& kv : metrics) j[kv.key()] = std::move(kv.value());

@@ -31,6 +31,7 @@ struct BenchSpec {
   bool continuous_usage = false;  // also request stream_options.continuous_usage_stats
   bool send_request_ids = true;   // X-Request-Id: <run>-<index>, for matching server logs
   bool show_progress = false;     // progress line on stderr (only when it is a TTY)
+  double timeout_s = 0;           // > 0: cut the point after this long (warmups included)
 };
 
 /// A finished point: records, metrics and the result JSON.
@@ -39,6 +40,7 @@ struct BenchReport {
   BenchMetrics metrics;
   boost::json::object json;
   bool partial = false;  // interrupted: the result covers only what was measured
+  bool timed_out = false;  // cut by BenchSpec::timeout_s (then also partial)
 };
 
 /// Checks a spec; the error names the offending option.

@@ -143,6 +143,7 @@ struct Shared {
   std::atomic<int64_t> completed{0};
   std::atomic<int64_t> connections{0};
   std::atomic<bool> interrupted{false};
+  std::atomic<bool> deadline_hit{false};
 };
 
 // The current phase: which requests, under which shape.
@@ -373,6 +374,10 @@ class Lane {
       next += kPeriod;
       if (next < now) next = now + kPeriod;  // a long stall: resume the grid from now
       if (interrupt_requested()) shared_.interrupted.store(true);
+      if (shared_.config->deadline_ns > 0 && now >= shared_.config->deadline_ns) {
+        shared_.deadline_hit.store(true);
+        shared_.interrupted.store(true);
+      }
       if (shared_.interrupted.load(std::memory_order_relaxed) && !closing_) {
         closing_ = true;
         for (auto& c : conns_) c->http.close();  // in-flight requests end now
@@ -504,6 +509,7 @@ Expected<RunnerResult> run_load(const RunnerConfig& config,
 
   result.end_unix = unix_seconds();
   result.interrupted = shared.interrupted.load();
+  result.deadline_hit = shared.deadline_hit.load();
   ClientHealth& h = result.health;
   h.cpu_seconds = process_cpu_seconds() - cpu0;
   h.wall_seconds = result.end_unix - result.start_unix;

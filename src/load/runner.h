@@ -44,6 +44,9 @@ struct RunnerConfig {
   int threads = 0;           // event-loop threads; 0: one per 2,000 connections, at most nproc
   int source_addresses = 0;  // loopback targets: spread over 127.0.0.1..N; 0: automatic
   std::string request_id_prefix;  // X-Request-Id = prefix + index; empty: not sent
+  /// > 0: the monotonic time (mono_ns) at which the run is cut short like an interrupt and
+  /// marked `deadline_hit` (a sweep's per-point timeout).
+  int64_t deadline_ns = 0;
   /// Called on the calling thread about ten times a second (progress display); may be empty.
   /// `total` is 0 for a time-bounded run.
   std::function<void(size_t done, size_t total, double elapsed_s)> on_progress;
@@ -74,6 +77,7 @@ struct RunnerResult {
   std::vector<RequestRecord> measured;  // measured requests that ran, by index (cancelled removed)
   int64_t cancelled = 0;                // cut by an interrupt (excluded from statistics)
   bool interrupted = false;
+  bool deadline_hit = false;  // cut by RunnerConfig::deadline_ns (then also `interrupted`)
   int64_t origin_ns = 0;  // monotonic time of the measured phase's start
   double start_unix = 0;
   double end_unix = 0;

@@ -43,6 +43,7 @@ class MasterParser {
     e.key = key;
     e.file = r_.file();
     e.line = key_mark.line + 1;
+    e.raw = to_json(node);
     size_t before = errors();
     if (key.find('*') != std::string::npos) {
       r_.error(key_mark, key, "config keys may not contain '*' (reserved for changelog wildcards)");
@@ -487,6 +488,7 @@ void parse_master_document(const std::string& text, const std::string& file,
     const YAML::Node value = it->second;
     if (!key_node.IsScalar()) continue;
     const std::string& key = key_node.Scalar();
+    if (key.rfind('.', 0) == 0) continue;  // a template for merge keys (".defaults: &d"), not a config key
     if (top->key_marks.at(key).pos != key_node.Mark().pos) continue;  // a duplicate, reported
     if (auto e = parser.entry(key, key_node.Mark(), value)) entries->push_back(std::move(*e));
   }
@@ -504,19 +506,14 @@ void parse_master_config(const std::string& text, const std::string& file,
                    });
 }
 
-Expected<std::vector<ConfigEntry>> load_master_configs(
-    const std::vector<std::filesystem::path>& files) {
+Expected<std::vector<ConfigEntry>> load_master_texts(
+    const std::vector<std::pair<std::string, std::string>>& files) {
   std::vector<ConfigEntry> entries;
   std::vector<Diagnostic> diagnostics;
   std::map<std::string, std::string> seen;  // key -> "file:line"
-  for (const auto& path : files) {
-    auto text = read_file(path);
-    if (!text) {
-      diagnostics.push_back({path.string(), 0, 0, "", text.error().message});
-      continue;
-    }
+  for (const auto& [name, text] : files) {
     size_t first = entries.size();
-    parse_master_config(*text, path.string(), &entries, &diagnostics);
+    parse_master_config(text, name, &entries, &diagnostics);
     for (size_t i = first; i < entries.size(); ++i) {
       const auto& e = entries[i];
       auto [it, inserted] = seen.emplace(e.key, fmt::format("{}:{}", e.file, e.line));
@@ -528,6 +525,22 @@ Expected<std::vector<ConfigEntry>> load_master_configs(
   }
   if (!diagnostics.empty()) return Error{join_diagnostics(diagnostics)};
   return entries;
+}
+
+Expected<std::vector<ConfigEntry>> load_master_configs(
+    const std::vector<std::filesystem::path>& files) {
+  std::vector<std::pair<std::string, std::string>> texts;
+  std::vector<Diagnostic> unreadable;
+  for (const auto& path : files) {
+    auto text = read_file(path);
+    if (!text) {
+      unreadable.push_back({path.string(), 0, 0, "", text.error().message});
+      continue;
+    }
+    texts.emplace_back(path.string(), std::move(*text));
+  }
+  if (!unreadable.empty()) return Error{join_diagnostics(unreadable)};
+  return load_master_texts(texts);
 }
 
 void parse_runners(const std::string& text, const std::string& file, RunnersFile* out,

@@ -95,6 +95,8 @@ struct ConfigEntry {
   std::vector<AgenticCoding> agentic_coding;
   std::optional<ServeSpec> serve;
   std::optional<boost::json::value> expect;  // kept as data; checked by `verify` later
+  /// The entry as written (merge keys resolved), for field-level comparison by `changed`.
+  boost::json::value raw;
 };
 
 /// Hardware facts for a runner label (runners.yaml `hardware:`), plus our `launcher` extension.
@@ -123,6 +125,10 @@ void parse_master_config(const std::string& text, const std::string& file,
 /// Error whose message lists every diagnostic, one per line.
 Expected<std::vector<ConfigEntry>> load_master_configs(
     const std::vector<std::filesystem::path>& files);
+
+/// The same for texts already read: (name used in diagnostics, bytes) pairs.
+Expected<std::vector<ConfigEntry>> load_master_texts(
+    const std::vector<std::pair<std::string, std::string>>& files);
 
 void parse_runners(const std::string& text, const std::string& file, RunnersFile* out,
                    std::vector<Diagnostic>* diagnostics);

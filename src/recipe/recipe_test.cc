@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -386,8 +387,76 @@ TEST(RecipeFixtures, GoodRecipeWithExtensions) {
   const auto& e = r->front();
   EXPECT_EQ(e.serve->env.at("NCCL_MIN_NCHANNELS"), "112");
   EXPECT_EQ(e.serve->command[4], "{model}");
-  EXPECT_EQ(e.expect->as_array().size(), 2u);
+  EXPECT_EQ(e.expect->at("settings").at("tp_size").as_int64(), 8);
+  EXPECT_EQ(e.expect->at("env-read").as_array().at(0).as_string(), "SGLANG_USE_AITER");
   EXPECT_EQ(e.fixed_seq_len[0].search_space[0].conc, (std::vector<int64_t>{4, 8, 16, 32, 64}));
+}
+
+}  // namespace
+}  // namespace ib::recipe
+
+namespace ib::recipe {
+namespace {
+
+constexpr const char* kMergeRecipe = R"(.sglang-defaults: &sg
+  image: lmsysorg/sglang:v0.5.12
+  model: org/m
+  precision: fp8
+  framework: sglang
+  runner: h200
+  multinode: false
+  serve:
+    command: [python3, -m, sglang.launch_server, --port, "{port}"]
+    env: { SGLANG_A: "1" }
+.scenarios: &scen
+  fixed-seq-len:
+  - isl: 1024
+    osl: 1024
+    search-space:
+    - { tp: 8, conc-list: [4, 8] }
+a:
+  <<: *sg
+  model-prefix: a
+  scenarios: *scen
+b:
+  <<: [*sg]
+  model-prefix: b
+  image: lmsysorg/sglang:v0.5.13
+  scenarios: *scen
+)";
+
+TEST(RecipeMergeKeys, TemplatesAreMergedAndExplicitKeysWin) {
+  std::vector<ConfigEntry> entries;
+  auto d = parse(kMergeRecipe, &entries);
+  ASSERT_TRUE(d.empty()) << join_diagnostics(d);
+  ASSERT_EQ(entries.size(), 2u);  // the dot-prefixed templates are not config keys
+  EXPECT_EQ(entries[0].key, "a");
+  EXPECT_EQ(entries[0].image, "lmsysorg/sglang:v0.5.12");
+  EXPECT_EQ(entries[0].framework, "sglang");
+  ASSERT_TRUE(entries[0].serve.has_value());
+  EXPECT_EQ(entries[0].serve->env.at("SGLANG_A"), "1");
+  EXPECT_EQ(entries[1].key, "b");
+  EXPECT_EQ(entries[1].image, "lmsysorg/sglang:v0.5.13");
+  EXPECT_EQ(entries[1].line, 21);
+  EXPECT_EQ(entries[1].raw.at("model-prefix").as_string(), "b");
+  EXPECT_EQ(entries[1].raw.at("runner").as_string(), "h200");
+}
+
+TEST(RecipeMergeKeys, MergingAScalarIsAnErrorWithItsLine) {
+  std::vector<ConfigEntry> entries;
+  auto d = parse("a:\n  <<: 3\n  image: x\n", &entries);
+  auto it = std::find_if(d.begin(), d.end(), [](const Diagnostic& x) { return x.path == "a.<<"; });
+  ASSERT_NE(it, d.end()) << join_diagnostics(d);
+  EXPECT_EQ(it->line, 2);
+  EXPECT_NE(it->message.find("merge key takes a mapping"), std::string::npos);
+}
+
+TEST(RecipeMergeKeys, MergedFieldsAreStillValidated) {
+  std::vector<ConfigEntry> entries;
+  auto d = parse(".d: &d\n  imagee: x\nk:\n  <<: *d\n", &entries);
+  ASSERT_FALSE(d.empty());
+  EXPECT_NE(join_diagnostics(d).find("imagee"), std::string::npos);
+  EXPECT_EQ(d[0].line, 2);  // the unknown field is reported where it is written
 }
 
 }  // namespace

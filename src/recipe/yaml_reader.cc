@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <regex>
 
@@ -144,13 +145,78 @@ void YamlReader::error(const YAML::Node& at, const std::string& path, std::strin
   error(at.IsDefined() ? at.Mark() : YAML::Mark::null_mark(), path, std::move(message));
 }
 
+namespace {
+
+// YAML 1.1 merge keys ("<<: *defaults" or "<<: [*a, *b]"), which yaml-cpp leaves as plain keys.
+// Explicit keys win over merged ones, and earlier maps of a list over later ones (the YAML merge
+// key spec). Resolved in place, depth first, so a merged map's own merges apply first.
+class MergeResolver {
+ public:
+  explicit MergeResolver(YamlReader* reader) : reader_(reader) {}
+
+  void resolve(YAML::Node node, const std::string& path) {
+    for (const YAML::Node& done : done_) {
+      if (done.is(node)) return;
+    }
+    done_.push_back(node);
+    if (node.IsSequence()) {
+      for (size_t i = 0; i < node.size(); ++i) resolve(node[i], index_path(path, i));
+      return;
+    }
+    if (!node.IsMap()) return;
+    std::vector<YAML::Node> sources;
+    YAML::Node merge_key;
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      if (it->first.IsScalar() && it->first.Scalar() == "<<" && it->first.Tag() != "!") {
+        merge_key = it->first;
+        const YAML::Node& v = it->second;
+        const std::string p = field_path(path, "<<");
+        if (v.IsMap()) {
+          sources.push_back(v);
+        } else if (v.IsSequence() && std::all_of(v.begin(), v.end(), [](const YAML::Node& n) {
+                     return n.IsMap();
+                   })) {
+          for (const auto& n : v) sources.push_back(n);
+        } else {
+          reader_->error(v, p, "a merge key takes a mapping or a list of mappings, got " +
+                                    describe(v));
+        }
+      } else {
+        resolve(it->second, it->first.IsScalar() ? field_path(path, it->first.Scalar()) : path);
+      }
+    }
+    if (!merge_key) return;
+    for (auto& src : sources) resolve(src, field_path(path, "<<"));
+    node.remove(merge_key);
+    std::set<std::string> present;
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      if (it->first.IsScalar()) present.insert(it->first.Scalar());
+    }
+    for (const auto& src : sources) {
+      for (auto it = src.begin(); it != src.end(); ++it) {
+        if (!it->first.IsScalar() || !present.insert(it->first.Scalar()).second) continue;
+        node.force_insert(it->first, it->second);
+      }
+    }
+  }
+
+ private:
+  YamlReader* reader_;
+  std::vector<YAML::Node> done_;
+};
+
+}  // namespace
+
 std::optional<YAML::Node> YamlReader::parse(const std::string& text) {
+  YAML::Node doc;
   try {
-    return YAML::Load(text);
+    doc = YAML::Load(text);
   } catch (const YAML::Exception& e) {
     error(e.mark, "", "YAML syntax error: " + e.msg);
     return std::nullopt;
   }
+  if (text.find("<<") != std::string::npos) MergeResolver(this).resolve(doc, "");
+  return doc;
 }
 
 std::optional<Fields> YamlReader::open_mapping(const YAML::Node& node, const std::string& path) {

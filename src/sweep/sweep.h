@@ -1,8 +1,10 @@
-// The main job, first version: start the embedded simulator as a child process, run one
-// benchmark point per concurrency, store each result JSON under runs/<timestamp>/, and stop the
-// server whatever happens. The point list is data (SweepSpec); recipes replace it later.
+// The main job (issue 6): recipes → plan → for each server configuration, launch the server once
+// (local, Slurm or an endpoint), wait until healthy, capture its effective configuration and check
+// the recipe's `expect`, run every concurrency point, stop it; store everything in the results
+// database and the run's artifacts folder. Resumable (--resume), reusable (--reuse), interruptible.
 #pragma once
 
+#include <cstdio>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -10,64 +12,70 @@
 #include <boost/json.hpp>
 
 #include "core/expected.h"
-#include "load/bench.h"
+#include "launch/slurm.h"
+#include "openai/request.h"
 
 namespace ib {
 
-struct SweepPoint {
-  int concurrency = 1;
-  int num_prompts = 8;
-  int warmups = 1;
-};
-
-struct SweepSpec {
-  std::string name;
-  std::vector<std::string> server_args;  // extra `serve-sim` arguments
-  std::string model = "sim-model";
-  Api api = Api::kCompletions;
-  int isl = 512;
-  int osl = 64;
-  double range_ratio = 0.8;
-  uint64_t seed = 0;
-  std::vector<SweepPoint> points;
-};
-
-/// The bundled example: concurrency 1, 4, 16, 64 against serve-sim, a few seconds each.
-SweepSpec default_sweep_spec();
-
 struct SweepOptions {
+  std::vector<std::filesystem::path> recipes;  // master-config files
+  std::filesystem::path runners;               // optional runners file
+  std::vector<std::string> keys;               // fnmatch globs; empty: all keys
+  std::vector<std::string> labels;             // sweep labels (govern/labels.h); empty: full sweep
   std::filesystem::path runs_dir = "runs";
-  std::filesystem::path inferbench_exe;  // the binary providing `serve-sim`
-  std::chrono::seconds startup_timeout{30};
+  std::filesystem::path db;                    // empty: <runs_dir>/inferbench.db
+  std::string resume;                          // run id or name to continue
+  bool reuse = false;
+  std::string launcher;      // local | slurm | endpoint; empty: the runners file's, else local
+  std::string endpoint_url;  // for the endpoint launcher
+  launch::SlurmOptions slurm;
+  std::vector<int64_t> concurrencies;  // replaces every row's concurrency list when given
+  int prompts_per_conc = 4;            // requests per point = max(min_prompts, this × conc)
+  int min_prompts = 8;
+  int warmups_per_conc = 1;            // warmup requests = this × conc
+  Api api = Api::kCompletions;
+  double point_timeout_s = 1800;
+  double startup_timeout_s = 900;
+  bool fail_fast = false;  // every group fail-fast, whatever the labels say
+  bool env_trace = true;   // trace which recipe environment variables the server reads
+  std::vector<std::string> extra_server_args;
+  std::filesystem::path inferbench_exe;  // what "inferbench" in a serve command means
+  std::string command_line;
   bool show_progress = true;
 };
 
-struct SweepPointResult {
-  SweepPoint point;
-  bool ok = false;
-  std::string error;            // why the point failed
-  std::filesystem::path result_path;
-  BenchMetrics metrics;
+/// One point as the sweep saw it.
+struct SweepPointOutcome {
+  std::string config_key;
+  std::string fingerprint;
+  int64_t concurrency = 0;
+  /// ok | failed | invalid (expect failed) | reused | resumed (done earlier in this run) |
+  /// skipped (fail-fast or interrupt)
+  std::string status;
+  std::string error;
+  int64_t reused_from_run = 0;
+  boost::json::object headline;  // request/output throughput, p50 TTFT/TPOT, interactivity, ...
+  std::string result_file;       // relative to the run folder
 };
 
 struct SweepOutcome {
+  int64_t run_id = 0;
+  std::string run_name;
   std::filesystem::path run_dir;
-  std::vector<SweepPointResult> points;
+  std::filesystem::path db;
+  std::vector<SweepPointOutcome> points;
+  std::vector<std::string> notes;   // plan notes, warnings
+  std::vector<std::string> errors;  // server failures with log tails
   bool interrupted = false;
-  std::string server_error;  // the server failed to start or died
-  std::string server_url;    // where the server listened, once healthy
-  bool ok() const;
+  std::string status() const;  // ok | failed | interrupted
+  boost::json::object to_json() const;
 };
 
-/// Runs the sweep, printing one table row per point to `table_out` as each finishes.
-/// Error only when nothing could be started (run folder not creatable, server never healthy is
-/// reported in the outcome instead, with the log tail).
-Expected<SweepOutcome> run_sweep(const SweepSpec& spec, const SweepOptions& options,
-                                 std::FILE* table_out);
+/// Runs the sweep, printing the table to `table_out` as points finish. Error only for problems
+/// found before anything ran (invalid recipes or options, unknown --resume run, database).
+Expected<SweepOutcome> run_sweep(const SweepOptions& options, std::FILE* table_out);
 
-/// The table header and one row (concurrency, requests/s, output tok/s, median TTFT, median
-/// TPOT, median interactivity, failed).
 std::string sweep_table_header();
-std::string sweep_table_row(const SweepPointResult& r);
+std::string sweep_table_row(const SweepPointOutcome& p);
 
 }  // namespace ib

@@ -1,111 +1,381 @@
-// `inferbench sweep`: the main job, with its serve-sim child, end to end.
+// `inferbench sweep`: recipes → servers → points → database, end to end with serve-sim children.
 #include <csignal>
+#include <set>
 
 #include "e2e_util.h"
+#include <algorithm>
+#include <fstream>
+#include <functional>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "store/store.h"
 
 namespace ib::e2e {
 namespace {
 
-// True when nothing answers at the server URL a sweep recorded: its server was stopped.
-bool server_gone(const boost::json::object& summary) {
-  auto endpoint = parse_endpoint(std::string(summary.at("server_url").as_string()));
-  EXPECT_TRUE(endpoint.ok());
-  if (!endpoint) return false;
-  return !http_get(*endpoint, "/health", std::chrono::seconds(2)).ok();
+// Two simulator configurations (different decode speeds) × three concurrencies, on the simple
+// timing model so a point takes a fraction of a second. `extra` is spliced into the first key.
+std::string two_config_recipe(const std::string& first_args = "\"2\"",
+                              const std::string& extra = "") {
+  auto key = [&](const std::string& name, const std::string& decode_ms, const std::string& more) {
+    return name + ":\n"
+           "  image: inferbench/serve-sim\n"
+           "  model: sim-model\n"
+           "  model-prefix: sim\n"
+           "  precision: bf16\n"
+           "  framework: serve-sim\n"
+           "  runner: local\n"
+           "  multinode: false\n" +
+           more +
+           "  serve:\n"
+           "    command: [inferbench, serve-sim, --timing-model, simple, --decode-base-ms, " +
+           decode_ms +
+           ",\n"
+           "              --model, \"{served-model}\", --host, \"{host}\", --port, \"{port}\"]\n"
+           "    env: { SIM_UNUSED_KNOB: \"1\" }\n"
+           "  scenarios:\n"
+           "    fixed-seq-len:\n"
+           "    - isl: 32\n"
+           "      osl: 8\n"
+           "      search-space:\n"
+           "      - { tp: 1, conc-list: [1, 2, 4] }\n";
+  };
+  return key("sim-fast", first_args, extra) + key("sim-slow", "\"4\"", "");
 }
 
-fs::path only_run_dir(const fs::path& runs) {
-  std::vector<fs::path> dirs;
-  for (const auto& e : fs::directory_iterator(runs)) dirs.push_back(e.path());
-  EXPECT_EQ(dirs.size(), 1u);
-  return dirs.empty() ? fs::path() : dirs[0];
+fs::path write_recipe(const TempDir& dir, const std::string& text) {
+  fs::path p = dir.path() / "recipe.yaml";
+  std::ofstream(p) << text;
+  return p;
 }
 
-TEST(Sweep, RunsEveryPointStoresResultsAndStopsTheServer) {
+store::Store open_db(const fs::path& file) {
+  auto s = store::Store::open_existing(file);
+  EXPECT_TRUE(s.ok()) << (s.ok() ? "" : s.error().message);
+  return std::move(*s);
+}
+
+std::vector<std::string> sweep_args(const TempDir& dir, const fs::path& recipe,
+                                    std::vector<std::string> more = {}) {
+  std::vector<std::string> a = {"sweep", recipe.string(), "--runs-dir", (dir.path() / "runs").string(),
+                                "--startup-timeout", "30", "--point-timeout", "60"};
+  a.insert(a.end(), more.begin(), more.end());
+  return a;
+}
+
+// Processes whose command line contains `needle` (the servers a sweep started).
+std::vector<pid_t> pids_with(const std::string& needle) {
+  std::vector<pid_t> out;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    auto cmd = read_file(e.path() / "cmdline");
+    if (!cmd) continue;
+    std::replace(cmd->begin(), cmd->end(), '\0', ' ');
+    if (cmd->find(needle) != std::string::npos && cmd->find("serve-sim") != std::string::npos) {
+      out.push_back(std::stoi(name));
+    }
+  }
+  return out;
+}
+
+bool wait_for(const std::function<bool()>& cond, std::chrono::seconds limit = std::chrono::seconds(60)) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (cond()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+TEST(Sweep, TwoConfigurationsTimesThreeConcurrenciesAreStored) {
   TempDir dir;
-  const fs::path runs = dir.path() / "runs";
-  auto r = run_inferbench({"sweep", "--runs-dir", runs.string(), "--concurrency", "1,3", "--isl",
-                           "32", "--osl", "8", "--server-arg=--decode-base-ms=2"},
-                          dir.path() / "sweep.log");
+  fs::path recipe = write_recipe(dir, two_config_recipe());
+  auto r = run_inferbench(sweep_args(dir, recipe, {"--json"}), dir.path() / "sweep.log");
   ASSERT_FALSE(r.timed_out) << r.output;
   ASSERT_EQ(r.exit.code, 0) << r.output;
-  EXPECT_NE(r.output.find("p50 TPOT ms"), std::string::npos) << r.output;
 
-  const fs::path run = only_run_dir(runs);
-  auto summary = read_json(run / "summary.json");
-  EXPECT_EQ(summary.at("status").as_string(), "ok");
-  const auto& points = summary.at("points").as_array();
-  ASSERT_EQ(points.size(), 2u);
-  int expect_conc[] = {1, 3};
-  for (size_t i = 0; i < points.size(); ++i) {
-    const auto& p = points[i].as_object();
-    EXPECT_EQ(num(p, "concurrency"), expect_conc[i]);
-    EXPECT_TRUE(p.at("ok").as_bool());
-    auto result = read_json(run / std::string(p.at("result").as_string()));
-    EXPECT_EQ(num(result, "max_concurrency"), expect_conc[i]);
-    EXPECT_EQ(num(result, "failed"), 0);
-    EXPECT_EQ(num(result, "completed"), 8 > 4 * expect_conc[i] ? 8 : 4 * expect_conc[i]);
-    EXPECT_GT(num(result, "output_throughput"), 0);
+  store::Store db = open_db(dir.path() / "runs" / "inferbench.db");
+  auto runs = db.list_runs();
+  ASSERT_TRUE(runs.ok());
+  ASSERT_EQ(runs->size(), 1u);
+  const auto& run = runs->front().run;
+  EXPECT_EQ(run.status, "ok");
+  EXPECT_EQ(run.tool_version, INFERBENCH_VERSION);
+  EXPECT_NE(run.command_line.find("sweep"), std::string::npos);
+  auto configs = db.server_configs(run.id);
+  ASSERT_TRUE(configs.ok());
+  ASSERT_EQ(configs->size(), 2u);
+  for (const auto& c : *configs) {
+    EXPECT_EQ(c.status, "ok");
+    EXPECT_EQ(c.launcher, "local");
+    EXPECT_EQ(c.effective_config.at("engine").as_string(), "serve-sim");
+    EXPECT_TRUE(fs::exists(c.log_path));
+    // The recipe sets SIM_UNUSED_KNOB; serve-sim never reads it.
+    const auto& never = c.env_reads.at("never_read").as_array();
+    ASSERT_EQ(never.size(), 1u) << boost::json::serialize(c.env_reads);
+    EXPECT_EQ(never[0].as_string(), "SIM_UNUSED_KNOB");
   }
-  EXPECT_TRUE(fs::exists(run / "server.log"));
-  EXPECT_TRUE(server_gone(summary));
+  EXPECT_NE((*configs)[0].fingerprint, (*configs)[1].fingerprint);
+  auto points = db.points(run.id);
+  ASSERT_TRUE(points.ok());
+  ASSERT_EQ(points->size(), 6u);
+  std::set<std::pair<std::string, int64_t>> seen;
+  for (const auto& p : *points) {
+    EXPECT_EQ(p.status, "ok") << p.error;
+    EXPECT_TRUE(seen.insert({p.fingerprint, p.concurrency}).second);
+    EXPECT_GT(p.output_throughput, 0);
+    EXPECT_EQ(p.result.at("max_concurrency").as_int64(), p.concurrency);
+    const fs::path agg = fs::path(p.artifacts_dir) / fmt::format("agg_conc_{}.json", p.concurrency);
+    auto a = read_json(agg);
+    EXPECT_EQ(a.at("conc").as_int64(), p.concurrency);
+    EXPECT_EQ(a.at("hw").as_string(), "local");
+    EXPECT_GT(num(a, "tput_per_gpu"), 0);
+    EXPECT_NEAR(num(a, "median_intvty"), 1000.0 / num(a, "median_tpot_ms"), 1e-6);
+    EXPECT_NEAR(num(a, "median_ttft"), num(a, "median_ttft_ms") / 1000.0, 1e-9);
+    EXPECT_TRUE(fs::exists(fs::path(p.artifacts_dir) / fmt::format("records_conc_{}.jsonl", p.concurrency)));
+  }
+  // The slower decode shows in the numbers: a real measurement, not a copy.
+  double fast = 0, slow = 0;
+  for (const auto& p : *points) {
+    if (p.concurrency != 1) continue;
+    (p.fingerprint == (*configs)[0].fingerprint ? fast : slow) = p.median_tpot_ms;
+  }
+  EXPECT_LT(fast, slow);
+  // --json: the outcome on stdout.
+  EXPECT_NE(r.output.find("\"status\":\"ok\""), std::string::npos);
+  // No server is left behind.
+  EXPECT_TRUE(pids_with("sim-model").empty());
 }
 
-TEST(Sweep, InterruptKeepsFinishedPointsAndStopsTheServer) {
+TEST(Sweep, SecondSweepWithReuseRunsNothing) {
   TempDir dir;
-  const fs::path runs = dir.path() / "runs";
+  fs::path recipe = write_recipe(dir, two_config_recipe());
+  auto first = run_inferbench(sweep_args(dir, recipe), dir.path() / "first.log");
+  ASSERT_EQ(first.exit.code, 0) << first.output;
+  auto second = run_inferbench(sweep_args(dir, recipe, {"--reuse"}), dir.path() / "second.log");
+  ASSERT_EQ(second.exit.code, 0) << second.output;
+  EXPECT_NE(second.output.find("0 measured, 6 reused"), std::string::npos) << second.output;
+
+  store::Store db = open_db(dir.path() / "runs" / "inferbench.db");
+  auto runs = db.list_runs();
+  ASSERT_EQ(runs->size(), 2u);
+  const auto& newest = runs->front();
+  EXPECT_EQ(newest.points.reused, 6);
+  EXPECT_EQ(newest.points.ok, 0);
+  auto configs = db.server_configs(newest.run.id);
+  for (const auto& c : *configs) EXPECT_EQ(c.status, "skipped");  // never launched
+  auto reused_points = db.points(newest.run.id);
+  ASSERT_TRUE(reused_points.ok());
+  for (const auto& p : *reused_points) {
+    ASSERT_TRUE(p.reused_from_run.has_value());
+    EXPECT_EQ(*p.reused_from_run, runs->back().run.id);
+  }
+  // A changed server argument is a different configuration: nothing to reuse.
+  auto third = run_inferbench(sweep_args(dir, recipe, {"--reuse", "--server-arg=--prefill-tok-s=500000",
+                                                       "--concurrency", "1"}),
+                              dir.path() / "third.log");
+  ASSERT_EQ(third.exit.code, 0) << third.output;
+  EXPECT_NE(third.output.find("2 measured, 0 reused"), std::string::npos) << third.output;
+}
+
+TEST(Sweep, ServerKilledMidRunFailsItsPointsWithTheReasonAndOthersGoOn) {
+  TempDir dir;
+  // Long points for the first key so the kill lands while it is being measured.
+  std::string text = two_config_recipe("\"20\"");
+  fs::path recipe = write_recipe(dir, text);
   SpawnOptions so;
-  so.argv = {INFERBENCH_BIN, "sweep", "--runs-dir", runs.string(), "--concurrency", "1,2",
-             "--isl", "16", "--osl", "100", "--server-arg=--decode-base-ms=5"};
+  so.argv = {INFERBENCH_BIN};
+  auto args = sweep_args(dir, recipe, {"--min-prompts", "40"});
+  so.argv.insert(so.argv.end(), args.begin(), args.end());
   so.log_path = dir.path() / "sweep.log";
-  auto child = ChildProcess::spawn(so);
-  ASSERT_TRUE(child.ok());
-  // Wait until the first point is stored, then interrupt during the second one.
-  fs::path run;
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (std::chrono::steady_clock::now() < deadline && !child->poll()) {
-    if (fs::exists(runs)) {
-      for (const auto& e : fs::directory_iterator(runs)) run = e.path();
+  auto sweep = ChildProcess::spawn(so);
+  ASSERT_TRUE(sweep.ok());
+  // The fast key's server: kill it once its first point is stored.
+  fs::path runs = dir.path() / "runs";
+  ASSERT_TRUE(wait_for([&] {
+    if (!fs::exists(runs)) return false;
+    for (const auto& e : fs::recursive_directory_iterator(runs)) {
+      if (e.path().filename() == "conc_1.json") return true;
     }
-    if (!run.empty() && fs::exists(run / "conc_1.json")) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  ASSERT_TRUE(fs::exists(run / "conc_1.json")) << file_tail(dir.path() / "sweep.log");
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  ::kill(child->pid(), SIGINT);
-  deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (!child->poll() && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  auto exit = child->poll();
-  ASSERT_TRUE(exit.has_value()) << "sweep did not stop after SIGINT";
-  EXPECT_EQ(exit->code, 130) << file_tail(dir.path() / "sweep.log");
+    return false;
+  })) << file_tail(so.log_path);
+  auto servers = pids_with("--decode-base-ms 20");
+  ASSERT_EQ(servers.size(), 1u);
+  ::kill(servers[0], SIGKILL);
+  ASSERT_TRUE(wait_for([&] { return sweep->poll().has_value(); }, std::chrono::seconds(120)));
+  EXPECT_EQ(sweep->poll()->code, 1) << file_tail(so.log_path);
 
-  auto summary = read_json(run / "summary.json");
-  EXPECT_EQ(summary.at("status").as_string(), "interrupted");
-  const auto& points = summary.at("points").as_array();
-  ASSERT_GE(points.size(), 1u);
-  EXPECT_TRUE(points[0].as_object().at("ok").as_bool());
-  auto first = read_json(run / "conc_1.json");
-  EXPECT_FALSE(first.at("partial").as_bool());
-  if (points.size() == 2) {
-    auto second = read_json(run / "conc_2.json");
-    EXPECT_TRUE(second.at("partial").as_bool());
+  store::Store db = open_db(runs / "inferbench.db");
+  auto run = db.list_runs()->front();
+  EXPECT_EQ(run.run.status, "failed");
+  auto stored = db.points(run.run.id);
+  ASSERT_TRUE(stored.ok());
+  const auto& points = *stored;
+  ASSERT_EQ(points.size(), 6u);
+  int failed_with_reason = 0;
+  int ok = 0;
+  for (const auto& p : points) {
+    if (p.status == "ok") ++ok;
+    if (p.status == "failed" && p.error.find("server exited (signal 9") != std::string::npos) {
+      ++failed_with_reason;
+    }
   }
-  EXPECT_TRUE(server_gone(summary));
+  EXPECT_GE(failed_with_reason, 1);
+  EXPECT_EQ(ok + failed_with_reason, 6);
+  EXPECT_GE(ok, 4);  // the first point of the killed server and all of the other key
+  auto failures_or = db.failures(run.run.id);
+  ASSERT_TRUE(failures_or.ok());
+  const auto& failures = *failures_or;
+  ASSERT_FALSE(failures.empty());
+  bool server_exit = false;
+  for (const auto& f : failures) server_exit |= f.kind == "server-exit";
+  EXPECT_TRUE(server_exit);
 }
 
-TEST(Sweep, ServerThatCannotStartIsReportedWithItsLog) {
+TEST(Sweep, SigkilledSweepResumesWithEveryPointExactlyOnce) {
   TempDir dir;
-  const fs::path runs = dir.path() / "runs";
-  auto r = run_inferbench({"sweep", "--runs-dir", runs.string(), "--concurrency", "1",
-                           "--server-arg=--decode-base-ms=-5"},
-                          dir.path() / "sweep.log");
+  fs::path recipe = write_recipe(dir, two_config_recipe());
+  fs::path runs = dir.path() / "runs";
+  SpawnOptions so;
+  so.argv = {INFERBENCH_BIN};
+  auto args = sweep_args(dir, recipe, {"--min-prompts", "24"});
+  so.argv.insert(so.argv.end(), args.begin(), args.end());
+  so.log_path = dir.path() / "sweep.log";
+  auto sweep = ChildProcess::spawn(so);
+  ASSERT_TRUE(sweep.ok());
+  ASSERT_TRUE(wait_for([&] {
+    if (!fs::exists(runs)) return false;
+    for (const auto& e : fs::recursive_directory_iterator(runs)) {
+      if (e.path().filename() == "conc_2.json") return true;
+    }
+    return false;
+  })) << file_tail(so.log_path);
+  ::kill(sweep->pid(), SIGKILL);
+  ASSERT_TRUE(wait_for([&] { return sweep->poll().has_value(); }));
+  // Its server dies with it (PR_SET_PDEATHSIG): nothing is orphaned.
+  EXPECT_TRUE(wait_for([&] { return pids_with("sim-model").empty(); }, std::chrono::seconds(10)));
+
+  std::string name;
+  int64_t before = 0;
+  {
+    store::Store db = open_db(runs / "inferbench.db");
+    auto run = db.list_runs()->front();
+    EXPECT_EQ(run.run.status, "running");  // killed: never finished
+    name = run.run.name;
+    before = run.points.ok;
+    EXPECT_GE(before, 1);  // conc 1 is committed before conc 2 starts
+  }
+  auto resumed = run_inferbench(sweep_args(dir, recipe, {"--min-prompts", "24", "--resume", name}),
+                                dir.path() / "resume.log");
+  ASSERT_EQ(resumed.exit.code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find(fmt::format("{} resumed", before)), std::string::npos) << resumed.output;
+
+  store::Store db = open_db(runs / "inferbench.db");
+  auto all = *db.list_runs();
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].run.status, "ok");
+  std::map<std::pair<std::string, int64_t>, int> ok_points;
+  auto stored = db.points(all[0].run.id);
+  ASSERT_TRUE(stored.ok());
+  for (const auto& p : *stored) {
+    if (p.status == "ok") ++ok_points[{p.fingerprint, p.concurrency}];
+  }
+  EXPECT_EQ(ok_points.size(), 6u);
+  for (const auto& [k, n] : ok_points) EXPECT_EQ(n, 1) << k.first << " conc " << k.second;
+  auto raw = store::Database::open(runs / "inferbench.db");
+  ASSERT_TRUE(raw.ok());
+  auto check = raw->prepare("PRAGMA integrity_check");
+  ASSERT_TRUE(check.ok());
+  ASSERT_TRUE(check->step().ok());
+  EXPECT_EQ(check->column_text(0), "ok");
+}
+
+TEST(Sweep, InterruptKeepsFinishedPointsAndMarksTheRunInterrupted) {
+  TempDir dir;
+  fs::path recipe = write_recipe(dir, two_config_recipe("\"10\""));
+  fs::path runs = dir.path() / "runs";
+  SpawnOptions so;
+  so.argv = {INFERBENCH_BIN};
+  auto args = sweep_args(dir, recipe, {"--min-prompts", "40"});
+  so.argv.insert(so.argv.end(), args.begin(), args.end());
+  so.log_path = dir.path() / "sweep.log";
+  auto sweep = ChildProcess::spawn(so);
+  ASSERT_TRUE(sweep.ok());
+  ASSERT_TRUE(wait_for([&] {
+    if (!fs::exists(runs)) return false;
+    for (const auto& e : fs::recursive_directory_iterator(runs)) {
+      if (e.path().filename() == "conc_1.json") return true;
+    }
+    return false;
+  })) << file_tail(so.log_path);
+  ::kill(sweep->pid(), SIGINT);
+  ASSERT_TRUE(wait_for([&] { return sweep->poll().has_value(); }, std::chrono::seconds(30)));
+  EXPECT_EQ(sweep->poll()->code, 130) << file_tail(so.log_path);
+  EXPECT_TRUE(pids_with("sim-model").empty());
+  store::Store db = open_db(runs / "inferbench.db");
+  auto run = db.list_runs()->front();
+  EXPECT_EQ(run.run.status, "interrupted");
+  EXPECT_GE(run.points.ok, 1);
+  EXPECT_NE(read_file(so.log_path)->find("--resume"), std::string::npos);
+}
+
+TEST(Sweep, ServerThatCannotStartIsReportedWithItsLogAndFailFastSkipsTheRest) {
+  TempDir dir;
+  fs::path recipe = write_recipe(dir, two_config_recipe("\"-5\""));
+  auto r = run_inferbench(sweep_args(dir, recipe, {"--fail-fast"}), dir.path() / "sweep.log");
   EXPECT_EQ(r.exit.code, 1) << r.output;
   EXPECT_NE(r.output.find("server exited during startup"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("server.log"), std::string::npos) << r.output;
-  auto summary = read_json(only_run_dir(runs) / "summary.json");
-  EXPECT_EQ(summary.at("status").as_string(), "failed");
+  EXPECT_NE(r.output.find("server.log (tail)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("skipped: fail-fast"), std::string::npos) << r.output;
+  store::Store db = open_db(dir.path() / "runs" / "inferbench.db");
+  auto run = db.list_runs()->front();
+  EXPECT_EQ(run.run.status, "failed");
+  auto failures_or = db.failures(run.run.id);
+  ASSERT_TRUE(failures_or.ok());
+  const auto& failures = *failures_or;
+  ASSERT_EQ(failures.size(), 1u);
+  EXPECT_EQ(failures[0].kind, "server-start");
+  EXPECT_FALSE(failures[0].log_tail.empty());
+}
+
+TEST(Sweep, FailedExpectationMarksPointsInvalidWithEvidence) {
+  TempDir dir;
+  std::string expect =
+      "  expect:\n"
+      "    settings: { model: other-model }\n"
+      "    log-absent: ['Uvicorn running']\n";
+  fs::path recipe = write_recipe(dir, two_config_recipe("\"2\"", expect));
+  auto r = run_inferbench(sweep_args(dir, recipe, {"--keys", "sim-fast"}), dir.path() / "sweep.log");
+  EXPECT_EQ(r.exit.code, 1) << r.output;
+  EXPECT_NE(r.output.find("expect failed: settings.model == other-model (sim-model"), std::string::npos)
+      << r.output;
+  store::Store db = open_db(dir.path() / "runs" / "inferbench.db");
+  auto run = db.list_runs()->front();
+  EXPECT_EQ(run.points.invalid, 3);
+  EXPECT_EQ(run.points.ok, 0);
+}
+
+TEST(Sweep, InvalidExpectBlockIsRejectedBeforeAnythingStarts) {
+  TempDir dir;
+  fs::path recipe = write_recipe(dir, two_config_recipe("\"2\"", "  expect:\n    setings: {}\n"));
+  auto r = run_inferbench(sweep_args(dir, recipe), dir.path() / "sweep.log");
+  EXPECT_EQ(r.exit.code, 2) << r.output;
+  EXPECT_NE(r.output.find("recipe.yaml:1: sim-fast.expect.setings: unknown field"), std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(dir.path() / "runs"));
+}
+
+TEST(Sweep, BundledRecipeRunsByDefault) {
+  TempDir dir;
+  auto r = run_inferbench({"sweep", "--runs-dir", (dir.path() / "runs").string(), "--concurrency", "2",
+                           "--min-prompts", "4", "--prompts-per-conc", "1"},
+                          dir.path() / "sweep.log");
+  ASSERT_EQ(r.exit.code, 0) << r.output;
+  EXPECT_NE(r.output.find("llama8b-bf16-h200-servesim"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("p50 TPOT ms"), std::string::npos) << r.output;
 }
 
 }  // namespace

@@ -1,0 +1,100 @@
+// `inferbench changed --base REV [--head REV] [PATHS...]`: the config keys a change affects, with
+// the reason for each (docs/governance.md).
+#include <fmt/format.h>
+
+#include <boost/json.hpp>
+#include <cstdio>
+#include <memory>
+
+#include "cli/commands.h"
+#include "govern/changed.h"
+
+namespace ib::cli {
+
+namespace {
+
+struct ChangedCliOptions {
+  std::string base;
+  std::string head;
+  std::vector<std::string> paths;
+  std::string runners;
+  std::string repo = ".";
+  bool json = false;
+  bool exit_code = false;
+};
+
+int run(const ChangedCliOptions& o) {
+  auto base = govern::TreeView::open(o.repo, o.base);
+  if (!base) {
+    fmt::print(stderr, "inferbench changed: {}\n", base.error().message);
+    return kExitUsage;
+  }
+  auto head = govern::TreeView::open(o.repo, o.head);
+  if (!head) {
+    fmt::print(stderr, "inferbench changed: {}\n", head.error().message);
+    return kExitUsage;
+  }
+  govern::ChangedOptions co;
+  for (const auto& p : o.paths.empty() ? default_recipe_paths() : o.paths) {
+    auto rel = head->relative(p);
+    if (!rel) {
+      fmt::print(stderr, "inferbench changed: {}\n", rel.error().message);
+      return kExitUsage;
+    }
+    co.recipe_paths.push_back(*rel);
+  }
+  if (!o.runners.empty()) {
+    auto rel = head->relative(o.runners);
+    if (!rel) {
+      fmt::print(stderr, "inferbench changed: {}\n", rel.error().message);
+      return kExitUsage;
+    }
+    co.runners_path = *rel;
+  }
+  auto report = govern::changed_keys(*base, *head, co);
+  if (!report) {
+    fmt::print(stderr, "inferbench changed: {}\n", report.error().message);
+    return kExitUsage;
+  }
+  std::string text;
+  if (o.json) {
+    text = boost::json::serialize(report->to_json()) + "\n";
+  } else {
+    text = fmt::format("base {}, head {}: {} recipe file{} read\n", report->base, report->head,
+                       report->files.size(), report->files.size() == 1 ? "" : "s");
+    if (report->keys.empty()) {
+      text += "no config key is affected\n";
+    } else {
+      text += fmt::format("{} config key{} affected:\n", report->keys.size(),
+                          report->keys.size() == 1 ? "" : "s");
+      for (const auto& k : report->keys) {
+        text += fmt::format("  {} ({}, {})\n", k.key, k.status, k.file);
+        if (k.status != "modified") continue;
+        for (const auto& r : k.reasons) text += fmt::format("    {}\n", r.detail);
+      }
+    }
+  }
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  return o.exit_code && !report->keys.empty() ? kExitFailure : kExitOk;
+}
+
+}  // namespace
+
+std::vector<std::string> default_recipe_paths() { return {"recipes", "examples/recipes"}; }
+
+RunFn register_changed(CLI::App& root) {
+  auto o = std::make_shared<ChangedCliOptions>();
+  CLI::App* app = root.add_subcommand(
+      "changed", "List the config keys a change affects between two git revisions, and why");
+  app->add_option("--base", o->base, "Base revision (branch, tag or commit)")->required();
+  app->add_option("--head", o->head, "Head revision (default: the working tree)");
+  app->add_option("paths", o->paths,
+                  "Recipe files or directories (default: recipes/ and examples/recipes/)");
+  app->add_option("--runners", o->runners, "Runners file (a change affects keys on its labels)");
+  app->add_option("-C,--repo", o->repo, "Repository directory")->capture_default_str();
+  app->add_flag("--json", o->json, "Print the report as JSON");
+  app->add_flag("--exit-code", o->exit_code, "Exit 1 when any key is affected");
+  return [o]() { return run(*o); };
+}
+
+}  // namespace ib::cli

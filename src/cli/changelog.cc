@@ -1,0 +1,156 @@
+// `inferbench changelog check --base REV [--head REV]`: the perf-changelog.yaml rules of
+// InferenceX plus our coverage rule, between two git revisions (docs/governance.md).
+#include "govern/changelog.h"
+
+#include <fmt/format.h>
+
+#include <boost/json.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+
+#include "cli/commands.h"
+#include "govern/changed.h"
+
+namespace ib::cli {
+
+namespace {
+
+struct ChangelogCliOptions {
+  std::string base;
+  std::string head;
+  std::string changelog = "perf-changelog.yaml";
+  std::vector<std::string> recipes;
+  std::string runners;
+  std::vector<std::string> labels;
+  std::string pr_url;
+  bool main = false;
+  std::string repo = ".";
+  bool json = false;
+};
+
+int usage_error(const std::string& message) {
+  fmt::print(stderr, "inferbench changelog check: {}\n", message);
+  return kExitUsage;
+}
+
+int run_check(const ChangelogCliOptions& o) {
+  if (o.main && !o.pr_url.empty()) return usage_error("--main and --pr-url exclude each other");
+  auto base = govern::TreeView::open(o.repo, o.base);
+  if (!base) return usage_error(base.error().message);
+  auto head = govern::TreeView::open(o.repo, o.head);
+  if (!head) return usage_error(head.error().message);
+
+  // Relative paths are taken from the repository directory (-C), absolute ones as they are.
+  auto repo_path = [&](const std::string& p) {
+    std::filesystem::path path(p);
+    return head->relative(path.is_absolute() ? path : std::filesystem::path(o.repo) / path);
+  };
+  auto file = repo_path(o.changelog);
+  if (!file) return usage_error(file.error().message);
+  auto base_bytes = base->read(*file);
+  if (!base_bytes) return usage_error(base_bytes.error().message);
+  auto head_bytes = head->read(*file);
+  if (!head_bytes) return usage_error(head_bytes.error().message);
+  if (!*head_bytes) {
+    return usage_error(fmt::format("{} does not exist at {}", *file, head->describe()));
+  }
+
+  govern::ChangedOptions co;
+  for (const auto& p : o.recipes.empty() ? default_recipe_paths() : o.recipes) {
+    auto rel = repo_path(p);
+    if (!rel) return usage_error(rel.error().message);
+    co.recipe_paths.push_back(*rel);
+  }
+  if (!o.runners.empty()) {
+    auto rel = repo_path(o.runners);
+    if (!rel) return usage_error(rel.error().message);
+    co.runners_path = *rel;
+  }
+
+  govern::ChangelogContext ctx;
+  ctx.file = *file;
+  ctx.main = o.main;
+  if (!o.pr_url.empty()) ctx.pr_url = o.pr_url;
+  ctx.labels = o.labels;
+  auto configs = govern::load_configs_at(*head, co);
+  if (!configs) return usage_error(configs.error().message);
+  if (configs->empty()) {
+    // Nothing to resolve keys against, and nothing `changed` could report.
+    fmt::print(stderr,
+               "inferbench changelog check: no recipe files found at {}; config keys are not "
+               "resolved and coverage is not checked\n",
+               head->describe());
+  } else {
+    ctx.config_keys.emplace();
+    ctx.agentic_keys.emplace();
+    for (const auto& c : *configs) {
+      ctx.config_keys->push_back(c.key);
+      if (!c.agentic_coding.empty()) ctx.agentic_keys->insert(c.key);
+    }
+    auto changed = govern::changed_keys(*base, *head, co);
+    if (!changed) return usage_error(changed.error().message);
+    // A removed key cannot be named by a new entry (it no longer resolves), so only added and
+    // modified keys need covering.
+    ctx.affected_keys.emplace();
+    for (const auto& k : changed->keys) {
+      if (k.status != "removed") ctx.affected_keys->push_back(k.key);
+    }
+  }
+
+  auto report = govern::check_changelog(*base_bytes, **head_bytes, ctx);
+  std::string text;
+  if (o.json) {
+    auto j = report.to_json();
+    j["file"] = *file;
+    j["base"] = base->describe();
+    j["head"] = head->describe();
+    if (ctx.affected_keys) {
+      boost::json::array keys;
+      for (const auto& k : *ctx.affected_keys) keys.emplace_back(k);
+      j["affected-keys"] = std::move(keys);
+    }
+    text = boost::json::serialize(j) + "\n";
+  } else {
+    for (const auto& v : report.violations) text += v.str(*file) + "\n";
+    if (report.ok()) {
+      text += fmt::format(
+          "{}: OK ({} appended entr{}, {} pr-link correction{}; base {}, head {})\n", *file,
+          report.additions.size(), report.additions.size() == 1 ? "y" : "ies", report.corrections,
+          report.corrections == 1 ? "" : "s", base->describe(), head->describe());
+    } else {
+      text +=
+          fmt::format("{}: {} violation{} (base {}, head {})\n", *file, report.violations.size(),
+                      report.violations.size() == 1 ? "" : "s", base->describe(), head->describe());
+    }
+  }
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  return report.ok() ? kExitOk : kExitFailure;
+}
+
+}  // namespace
+
+RunFn register_changelog(CLI::App& root) {
+  auto o = std::make_shared<ChangelogCliOptions>();
+  CLI::App* app = root.add_subcommand("changelog", "Perf-changelog governance");
+  app->require_subcommand(1);
+  CLI::App* check = app->add_subcommand(
+      "check",
+      "Check perf-changelog.yaml between two git revisions (history, format, keys, "
+      "labels, coverage of the changed keys)");
+  check->add_option("--base", o->base, "Base revision (branch, tag or commit)")->required();
+  check->add_option("--head", o->head, "Head revision (default: the working tree)");
+  check->add_option("--changelog", o->changelog, "The changelog file")->capture_default_str();
+  check->add_option("--recipes", o->recipes,
+                    "Recipe files or directories (default: recipes/ and examples/recipes/)");
+  check->add_option("--runners", o->runners, "Runners file");
+  check->add_option("--labels", o->labels, "Pull-request labels, comma-separated")->delimiter(',');
+  check->add_option("--pr-url", o->pr_url,
+                    "This pull request's URL: new entries must link it or use XXX");
+  check->add_flag("--main", o->main, "Checking a push to main: new links must be canonical");
+  check->add_option("-C,--repo", o->repo, "Repository directory")->capture_default_str();
+  check->add_flag("--json", o->json, "Print the report as JSON");
+  return [o]() { return run_check(*o); };
+}
+
+}  // namespace ib::cli

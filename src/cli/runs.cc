@@ -1,0 +1,299 @@
+// `inferbench runs` and `inferbench show RUN`: read the results database (src/store/) and print
+// its runs as tables or JSON.
+#include <fmt/format.h>
+
+#include <boost/json.hpp>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "store/store.h"
+
+namespace ib::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+using Row = std::vector<std::string>;
+
+// Left-aligned columns separated by two spaces; the last column is not padded.
+std::string table_text(const std::vector<Row>& rows) {
+  std::vector<size_t> width;
+  for (const auto& r : rows) {
+    if (width.size() < r.size()) width.resize(r.size(), 0);
+    for (size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
+  }
+  std::string out;
+  for (const auto& r : rows) {
+    for (size_t i = 0; i < r.size(); ++i) {
+      out += i + 1 == r.size() ? r[i] : fmt::format("{:<{}}  ", r[i], width[i]);
+    }
+    out += '\n';
+  }
+  return out;
+}
+
+// "2026-11-30 10:45:00Z" (UTC); "-" for 0.
+std::string time_text(int64_t unix_s) {
+  if (unix_s == 0) return "-";
+  std::time_t t = static_cast<std::time_t>(unix_s);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string duration_text(int64_t s) {
+  if (s >= 3600) return fmt::format("{}h{:02}m{:02}s", s / 3600, (s / 60) % 60, s % 60);
+  if (s >= 60) return fmt::format("{}m{:02}s", s / 60, s % 60);
+  return fmt::format("{}s", s);
+}
+
+std::string number_text(double v, int decimals) {
+  if (std::isnan(v)) return "-";
+  return fmt::format("{:.{}f}", v, decimals);
+}
+
+// First line of `s`, at most `max` characters.
+std::string one_line(const std::string& s, size_t max = 100) {
+  std::string line = s.substr(0, s.find('\n'));
+  if (line.size() > max) line = line.substr(0, max - 3) + "...";
+  return line;
+}
+
+std::string labels_text(const std::vector<std::string>& labels) {
+  std::string out;
+  for (const auto& l : labels) {
+    if (!out.empty()) out += ',';
+    out += l;
+  }
+  return out.empty() ? "-" : out;
+}
+
+std::string or_dash(const std::string& s) {
+  return s.empty() ? "-" : s;
+}
+
+// One write; a reader that stops early (`| head`) is not an error worth reporting.
+void print(const std::string& text) {
+  std::fwrite(text.data(), 1, text.size(), stdout);
+}
+
+// Opens the database for reading; a missing file is a usage error, not a new empty database.
+Expected<store::Store> open_store(const std::string& command, const std::string& db) {
+  std::error_code ec;
+  if (!fs::exists(db, ec)) {
+    return Error{
+        fmt::format("inferbench {}: no results database at {} (a sweep creates it; "
+                    "choose another with --db)",
+                    command, db)};
+  }
+  auto s = store::Store::open_existing(db);
+  if (!s) return Error{fmt::format("inferbench {}: {}", command, s.error().message)};
+  return s;
+}
+
+// ---------------------------------------------------------------------------------------------
+// inferbench runs
+
+struct RunsOptions {
+  std::string db = std::string(store::kDefaultDatabase);
+  bool json = false;
+  int limit = 20;
+};
+
+std::string runs_table(const std::vector<store::RunSummary>& runs) {
+  std::vector<Row> rows;
+  rows.push_back(
+      {"ID", "NAME", "STARTED", "STATUS", "OK", "FAILED", "REUSED", "INVALID", "LABELS", "GIT"});
+  for (const auto& s : runs) {
+    const auto& r = s.run;
+    rows.push_back({std::to_string(r.id), r.name, time_text(r.started_at), r.status,
+                    std::to_string(s.points.ok), std::to_string(s.points.failed),
+                    std::to_string(s.points.reused), std::to_string(s.points.invalid),
+                    labels_text(r.labels), or_dash(r.git_revision.substr(0, 12))});
+  }
+  return table_text(rows);
+}
+
+int run_runs(const RunsOptions& o) {
+  auto st = open_store("runs", o.db);
+  if (!st) {
+    fmt::print(stderr, "{}\n", st.error().message);
+    return kExitUsage;
+  }
+  auto runs = st->list_runs(o.limit);
+  if (!runs) {
+    fmt::print(stderr, "inferbench runs: {}\n", runs.error().message);
+    return kExitFailure;
+  }
+  if (o.json) {
+    boost::json::array out;
+    for (const auto& s : *runs) out.push_back(store::to_json(s));
+    print(boost::json::serialize(out) + "\n");
+  } else {
+    print(runs_table(*runs));
+  }
+  return kExitOk;
+}
+
+// ---------------------------------------------------------------------------------------------
+// inferbench show RUN
+
+struct ShowOptions {
+  std::string run;
+  std::string db = std::string(store::kDefaultDatabase);
+  bool json = false;
+};
+
+struct RunDetails {
+  store::RunRecord run;
+  store::PointCounts counts;
+  std::vector<store::ServerConfigRecord> configs;
+  std::vector<store::PointRecord> points;
+  std::vector<store::FailureRecord> failures;
+};
+
+std::string show_text(const RunDetails& d) {
+  const auto& r = d.run;
+  std::string out = fmt::format("run {}  {}  {}\n", r.id, r.name, r.status);
+  out += fmt::format("  tool {}  git {}  host {}\n", or_dash(r.tool_version),
+                     or_dash(r.git_revision), or_dash(r.host));
+  out += fmt::format("  started {}  ended {}", time_text(r.started_at), time_text(r.ended_at));
+  if (r.ended_at >= r.started_at && r.ended_at != 0) {
+    out += fmt::format(" ({})", duration_text(r.ended_at - r.started_at));
+  }
+  out += '\n';
+  out += fmt::format("  labels {}\n", labels_text(r.labels));
+  if (!r.command_line.empty()) out += fmt::format("  command {}\n", r.command_line);
+  out += fmt::format("  points {} ok, {} failed, {} reused, {} invalid\n", d.counts.ok,
+                     d.counts.failed, d.counts.reused, d.counts.invalid);
+
+  std::map<int64_t, const store::ServerConfigRecord*> by_id;
+  for (const auto& c : d.configs) by_id[c.id] = &c;
+  auto key_of = [&](std::optional<int64_t> id) -> std::string {
+    if (!id || *id == 0) return "-";
+    auto it = by_id.find(*id);
+    return it == by_id.end() ? fmt::format("#{}", *id) : it->second->config_key;
+  };
+
+  out += "\nSERVER CONFIGURATIONS\n";
+  std::vector<Row> rows;
+  rows.push_back({"ID", "KEY", "FINGERPRINT", "LAUNCHER", "STATUS", "LOG / ERROR"});
+  for (const auto& c : d.configs) {
+    rows.push_back({std::to_string(c.id), c.config_key, c.fingerprint.substr(0, 12),
+                    or_dash(c.launcher), c.status,
+                    c.error.empty() ? or_dash(c.log_path) : one_line(c.error)});
+  }
+  out += table_text(rows);
+
+  out += "\nPOINTS\n";
+  rows.clear();
+  rows.push_back({"KEY", "FINGERPRINT", "WORKLOAD", "CONC", "STATUS", "REQ/S", "OUT TOK/S",
+                  "P50 TTFT MS", "P50 TPOT MS", "INTVTY TOK/S/USER", "TPUT/GPU", "NOTE"});
+  for (const auto& p : d.points) {
+    std::string note = p.reused_from_run ? fmt::format("reused from run {}", *p.reused_from_run)
+                                         : one_line(p.error, 80);
+    rows.push_back({key_of(p.server_config_id), p.fingerprint.substr(0, 12),
+                    or_dash(p.workload_key), std::to_string(p.concurrency), p.status,
+                    number_text(p.request_throughput, 2), number_text(p.output_throughput, 1),
+                    number_text(p.median_ttft_ms, 1), number_text(p.median_tpot_ms, 2),
+                    number_text(p.median_intvty, 1), number_text(p.tput_per_gpu, 1),
+                    or_dash(note)});
+  }
+  out += table_text(rows);
+
+  out += "\nFAILURES\n";
+  if (d.failures.empty()) {
+    out += "none\n";
+  } else {
+    rows.clear();
+    rows.push_back({"AT", "KIND", "KEY", "POINT", "MESSAGE"});
+    for (const auto& f : d.failures) {
+      rows.push_back({time_text(f.at), f.kind, key_of(f.server_config_id),
+                      f.point_id ? std::to_string(*f.point_id) : "-", one_line(f.message)});
+    }
+    out += table_text(rows);
+  }
+  return out;
+}
+
+boost::json::object show_json(const RunDetails& d) {
+  boost::json::object o;
+  o["run"] = store::to_json(store::RunSummary{d.run, d.counts});
+  boost::json::array configs, points, failures;
+  for (const auto& c : d.configs) configs.push_back(store::to_json(c));
+  for (const auto& p : d.points) points.push_back(store::to_json(p));
+  for (const auto& f : d.failures) failures.push_back(store::to_json(f));
+  o["server_configs"] = std::move(configs);
+  o["points"] = std::move(points);
+  o["failures"] = std::move(failures);
+  return o;
+}
+
+int run_show(const ShowOptions& o) {
+  auto st = open_store("show", o.db);
+  if (!st) {
+    fmt::print(stderr, "{}\n", st.error().message);
+    return kExitUsage;
+  }
+  auto fail = [](const Error& e) {
+    fmt::print(stderr, "inferbench show: {}\n", e.message);
+    return kExitFailure;
+  };
+  auto found = st->find_run(o.run);
+  if (!found) return fail(found.error());
+  if (!*found) {
+    fmt::print(stderr, "inferbench show: no run '{}' in {} (see `inferbench runs --db {}`)\n",
+               o.run, o.db, o.db);
+    return kExitUsage;
+  }
+  RunDetails d;
+  d.run = std::move(**found);
+  auto counts = st->point_counts(d.run.id);
+  if (!counts) return fail(counts.error());
+  d.counts = *counts;
+  auto configs = st->server_configs(d.run.id);
+  if (!configs) return fail(configs.error());
+  d.configs = std::move(*configs);
+  auto points = st->points(d.run.id);
+  if (!points) return fail(points.error());
+  d.points = std::move(*points);
+  auto failures = st->failures(d.run.id);
+  if (!failures) return fail(failures.error());
+  d.failures = std::move(*failures);
+  print(o.json ? boost::json::serialize(show_json(d)) + "\n" : show_text(d));
+  return kExitOk;
+}
+
+}  // namespace
+
+RunFn register_runs(CLI::App& root) {
+  auto o = std::make_shared<RunsOptions>();
+  CLI::App* app = root.add_subcommand("runs", "List the runs in the results database");
+  app->add_option("--db", o->db, "Results database file")->capture_default_str();
+  app->add_flag("--json", o->json, "Print the runs as a JSON array");
+  app->add_option("--limit", o->limit, "Newest N runs (0: all)")->capture_default_str();
+  return [o]() { return run_runs(*o); };
+}
+
+RunFn register_show(CLI::App& root) {
+  auto o = std::make_shared<ShowOptions>();
+  CLI::App* app =
+      root.add_subcommand("show", "Print one run: its server configurations, points and failures");
+  app->add_option("run", o->run, "Run id or name")->required();
+  app->add_option("--db", o->db, "Results database file")->capture_default_str();
+  app->add_flag("--json", o->json,
+                "Print everything (full result JSON of each point included) as one JSON object");
+  return [o]() { return run_show(*o); };
+}
+
+}  // namespace ib::cli

@@ -1,0 +1,89 @@
+#include "launch/launcher.h"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "core/clock.h"
+#include "core/interrupt.h"
+#include "http/client.h"
+
+namespace ib::launch {
+
+namespace {
+
+void replace_all(std::string* s, std::string_view from, const std::string& to) {
+  for (size_t pos = s->find(from); pos != std::string::npos; pos = s->find(from, pos + to.size())) {
+    s->replace(pos, from.size(), to);
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> substitute_address(const std::vector<std::string>& argv,
+                                            const std::string& host, int port) {
+  std::vector<std::string> out = argv;
+  const std::string port_text = std::to_string(port);
+  for (std::string& a : out) {
+    replace_all(&a, "{host}", host);
+    replace_all(&a, "{port}", port_text);
+  }
+  return out;
+}
+
+Expected<int> pick_free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Error{fmt::format("socket: {}", std::strerror(errno))};
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof addr;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    std::string why = std::strerror(errno);
+    ::close(fd);
+    return Error{fmt::format("cannot find a free port: {}", why)};
+  }
+  ::close(fd);
+  return static_cast<int>(ntohs(addr.sin_port));
+}
+
+Status wait_healthy(const std::string& url, const std::string& health_path,
+                    std::chrono::seconds timeout,
+                    const std::function<std::optional<std::string>()>& alive) {
+  auto endpoint = parse_endpoint(url);
+  if (!endpoint) return endpoint.error();
+  const int64_t deadline = mono_ns() + std::chrono::nanoseconds(timeout).count();
+  std::string last = "no answer yet";
+  while (true) {
+    if (interrupt_requested()) return Error{"interrupted while waiting for the server"};
+    if (alive) {
+      if (auto gone = alive()) {
+        // "server exited (exit code 1)" → "server exited during startup (exit code 1)"
+        std::string why = *gone;
+        if (auto pos = why.find(" ("); pos != std::string::npos) {
+          why.insert(pos, " during startup");
+        } else {
+          why += " during startup";
+        }
+        return Error{why};
+      }
+    }
+    auto r = http_get(*endpoint, health_path, std::chrono::seconds(2));
+    if (r && r->status == 200) return Status::Ok();
+    last = r ? fmt::format("HTTP {}", r->status) : r.error().message;
+    if (mono_ns() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return Error{fmt::format("server not healthy after {} s at {}{} ({})", timeout.count(), url,
+                           health_path, last)};
+}
+
+}  // namespace ib::launch

@@ -1,0 +1,73 @@
+// Launchers start one inference server per server configuration and hand back a running,
+// healthy server: `local` (fork/exec on this machine), `slurm` (one sbatch job per server
+// configuration) and `endpoint` (an already-running server at a URL). DESIGN.md §1, issue 6.
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/expected.h"
+
+namespace ib::launch {
+
+/// What to start. `argv` may still contain the placeholders `{host}` and `{port}`: the launcher
+/// substitutes them with the address it chose (every other recipe placeholder is substituted
+/// before, by the sweep). Nothing here ever goes through a shell.
+struct ServerSpec {
+  std::string name;                         // short label for logs and job names
+  std::vector<std::string> argv;            // argv[0] is the program
+  std::map<std::string, std::string> env;   // set in the server's environment
+  std::string health_path = "/health";
+  std::filesystem::path log_path;           // server stdout+stderr (the launcher creates it)
+  std::chrono::seconds startup_timeout{600};
+  int gpus = 0;                             // GPUs the server needs (Slurm --gpus), 0: none
+};
+
+/// A started server. Destruction stops it (as stop()).
+class Server {
+ public:
+  virtual ~Server() = default;
+  /// Base URL, e.g. "http://127.0.0.1:8000".
+  virtual std::string url() const = 0;
+  /// nullopt while the server runs; otherwise why it is gone, e.g.
+  /// "server exited (exit code 3)" or "server exited (signal 9 (Killed))".
+  virtual std::optional<std::string> check_alive() = 0;
+  /// Stops the server and everything it started (SIGTERM, then SIGKILL after `grace`; scancel
+  /// for Slurm). Idempotent. Returns a description of how it ended.
+  virtual std::string stop(std::chrono::milliseconds grace = std::chrono::milliseconds(10000)) = 0;
+  /// Where the server's output is, if the launcher captured it.
+  virtual std::filesystem::path log_path() const = 0;
+  /// Process ids of the server's top process (local launcher only; empty elsewhere).
+  virtual std::vector<int> pids() const { return {}; }
+};
+
+class Launcher {
+ public:
+  virtual ~Launcher() = default;
+  virtual std::string name() const = 0;  // "local" | "slurm" | "endpoint"
+  /// Starts the server and returns once GET health_path answers 200. On failure the error says
+  /// why ("server exited during startup (exit code 1)", "not healthy after 600 s (HTTP 503)",
+  /// "interrupted") followed by the tail of the server log.
+  virtual Expected<std::unique_ptr<Server>> start(const ServerSpec& spec) = 0;
+};
+
+/// Replaces "{host}" and "{port}" in every argument.
+std::vector<std::string> substitute_address(const std::vector<std::string>& argv,
+                                            const std::string& host, int port);
+
+/// A TCP port on 127.0.0.1 that was free a moment ago (bind to 0, read, close).
+Expected<int> pick_free_port();
+
+/// Polls GET `url` + `health_path` every 100 ms until 200, the deadline, an interrupt request, or
+/// `alive` reporting the server gone (its message is returned as the error).
+Status wait_healthy(const std::string& url, const std::string& health_path,
+                    std::chrono::seconds timeout,
+                    const std::function<std::optional<std::string>()>& alive);
+
+}  // namespace ib::launch

@@ -1,0 +1,45 @@
+// The `slurm` launcher: one sbatch job per server configuration (DESIGN.md §1, issue 6). The job
+// runs a generated batch script whose every argument and environment value is quoted, so recipe
+// strings never reach a shell as code. See docs/slurm.md.
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/expected.h"
+#include "launch/launcher.h"
+
+namespace ib::launch {
+
+struct SlurmOptions {
+  std::string partition;                         // empty: the cluster's default partition
+  std::string account;                           // empty: the user's default account
+  std::vector<std::string> extra_sbatch_args;    // one sbatch argument each, e.g. "--qos=high"
+  std::chrono::seconds allocation_timeout{600};  // submit → RUNNING; then spec.startup_timeout
+  std::filesystem::path work_dir;                // where batch scripts go; empty: beside the log
+  std::string time_limit = "02:00:00";           // sbatch --time
+};
+
+/// `s` as one /bin/sh word: unchanged when it only has characters that are never special
+/// ([A-Za-z0-9_@%+=:,./-], not empty), otherwise in single quotes with each ' written as '\''.
+std::string shell_quote(std::string_view s);
+
+/// The batch script for a server (pure): #SBATCH lines (job name, --output=spec.log_path,
+/// nodes=1, ntasks=1, --gpus when spec.gpus > 0, --time, partition, account, extra arguments),
+/// `export` of spec.env, then `exec srun ... -- argv` with {host} replaced by 0.0.0.0 (listen on
+/// every interface: the server is reached from the submitting host) and {port} by `port`.
+/// Error when a value cannot be written safely: a NUL byte in argv or env, an env name that is
+/// not a shell identifier, a control character in an #SBATCH value, a backslash in the log path
+/// (Slurm reads it as "no filename patterns"), an empty argv.
+Expected<std::string> slurm_batch_script(const ServerSpec& spec, const SlurmOptions& o, int port);
+
+/// A launcher that submits with `sbatch --parsable`, polls `scontrol show job` until the job runs,
+/// reaches the server at its batch host's address and stops it with scancel. The log path and
+/// work_dir must be on a filesystem the compute nodes share.
+std::unique_ptr<Launcher> make_slurm_launcher(SlurmOptions o);
+
+}  // namespace ib::launch

@@ -1,0 +1,289 @@
+// The Slurm batch script is the one place where recipe strings meet a shell: these tests run the
+// generated quoting through /bin/sh and check every argument and value comes out byte for byte.
+#include "launch/slurm.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/command.h"
+#include "core/files.h"
+
+namespace ib::launch {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Strings a recipe could carry that a careless script would execute, split or expand.
+const std::vector<std::string> kHostile = {
+    "two words",
+    "it's",
+    "\"double\"",
+    "$(touch PWNED)",
+    "`touch PWNED`",
+    "line1\nline2",
+    "*",
+    "?",
+    "[a-z]*",
+    "~",
+    "$HOME",
+    "${HOME}",
+    "\\",
+    "'",
+    "''",
+    "",
+    "--",
+    "-n",
+    "a;b|c&d>e<f",
+    "#not-a-comment",
+    "tab\there",
+    " lead space",
+    "trail space ",
+    "!event",
+    "é ünïcode",
+    "'$(x)'\"`y`\"",
+    "%j %N %%",
+    "a\\'b",
+    "\r\n",
+    "exec rm -rf /",
+};
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "inferbench-slurm-XXXXXX").string();
+    path_ = ::mkdtemp(tmpl.data());
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+std::vector<std::string> split_nul(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\0') {
+      out.push_back(s.substr(start, i - start));
+      start = i + 1;
+    }
+  }
+  return out;
+}
+
+ServerSpec spec_with(std::vector<std::string> argv) {
+  ServerSpec spec;
+  spec.name = "sim server";
+  spec.argv = std::move(argv);
+  spec.log_path = "/shared/logs/server.log";
+  return spec;
+}
+
+TEST(ShellQuote, LeavesPlainWordsAlone) {
+  EXPECT_EQ(shell_quote("serve-sim"), "serve-sim");
+  EXPECT_EQ(shell_quote("--port=8000"), "--port=8000");
+  EXPECT_EQ(shell_quote("/usr/bin/python3.11"), "/usr/bin/python3.11");
+  EXPECT_EQ(shell_quote("a,b:c@d%e+f_g"), "a,b:c@d%e+f_g");
+}
+
+TEST(ShellQuote, SingleQuotesEverythingElse) {
+  EXPECT_EQ(shell_quote(""), "''");
+  EXPECT_EQ(shell_quote("two words"), "'two words'");
+  EXPECT_EQ(shell_quote("it's"), "'it'\\''s'");
+  EXPECT_EQ(shell_quote("$(id)"), "'$(id)'");
+  EXPECT_EQ(shell_quote("*"), "'*'");
+}
+
+TEST(ShellQuote, EveryHostileStringRoundTripsThroughSh) {
+  TempDir dir;
+  for (const std::string& s : kHostile) {
+    CommandOptions co;
+    co.cwd = dir.path();
+    auto r = run_command({"/bin/sh", "-c", "printf '%s' " + shell_quote(s)}, co);
+    ASSERT_TRUE(r) << r.error().message;
+    ASSERT_TRUE(r->ok()) << r->err;
+    EXPECT_EQ(r->out, s) << "quoted as " << shell_quote(s);
+  }
+  EXPECT_FALSE(fs::exists(dir.path() / "PWNED"));
+}
+
+TEST(SlurmBatchScript, HasTheDirectivesBeforeAnyCommand) {
+  ServerSpec spec = spec_with({"inferbench", "serve-sim", "--host", "{host}", "--port", "{port}"});
+  spec.gpus = 2;
+  SlurmOptions o;
+  o.partition = "gpu";
+  o.account = "proj-1";
+  o.extra_sbatch_args = {"--qos=high", "--constraint=a100&nvlink"};
+  o.time_limit = "00:30:00";
+  auto script = slurm_batch_script(spec, o, 8123);
+  ASSERT_TRUE(script) << script.error().message;
+  const std::string& s = *script;
+  EXPECT_EQ(s.rfind("#!/bin/sh\n", 0), 0u) << s;
+  for (const char* want :
+       {"#SBATCH --job-name=ib-sim_server\n", "#SBATCH --output=\"/shared/logs/server.log\"\n",
+        "#SBATCH --nodes=1\n", "#SBATCH --ntasks=1\n", "#SBATCH --gpus=2\n",
+        "#SBATCH --time=\"00:30:00\"\n", "#SBATCH --partition=\"gpu\"\n",
+        "#SBATCH --account=\"proj-1\"\n", "#SBATCH \"--qos=high\"\n",
+        "#SBATCH \"--constraint=a100&nvlink\"\n",
+        "exec srun --ntasks=1 --kill-on-bad-exit=1 -- inferbench serve-sim --host 0.0.0.0 "
+        "--port 8123\n"}) {
+    EXPECT_NE(s.find(want), std::string::npos) << "missing " << want << " in\n" << s;
+  }
+  // sbatch stops reading directives at the first line that is not a comment.
+  size_t first_command = s.find("\nexec ");
+  ASSERT_NE(first_command, std::string::npos);
+  EXPECT_EQ(s.find("#SBATCH", first_command), std::string::npos) << s;
+}
+
+TEST(SlurmBatchScript, NoGpusNoPartitionNoAccount) {
+  auto script = slurm_batch_script(spec_with({"server"}), SlurmOptions{}, 9000);
+  ASSERT_TRUE(script) << script.error().message;
+  EXPECT_EQ(script->find("--gpus"), std::string::npos);
+  EXPECT_EQ(script->find("--partition"), std::string::npos);
+  EXPECT_EQ(script->find("--account"), std::string::npos);
+  EXPECT_NE(script->find("#SBATCH --time=\"02:00:00\"\n"), std::string::npos);
+}
+
+TEST(SlurmBatchScript, JobNameKeepsOnlyPlainCharacters) {
+  ServerSpec spec = spec_with({"server"});
+  spec.name = "vllm $(id)\n#SBATCH --x";
+  auto script = slurm_batch_script(spec, SlurmOptions{}, 9000);
+  ASSERT_TRUE(script) << script.error().message;
+  EXPECT_NE(script->find("#SBATCH --job-name=ib-vllm___id___SBATCH_--x\n"), std::string::npos)
+      << *script;
+}
+
+TEST(SlurmBatchScript, DirectiveValuesAreDoubleQuotedForSbatch) {
+  ServerSpec spec = spec_with({"server"});
+  spec.log_path = "/logs/a b\"c#d%j'e.log";
+  SlurmOptions o;
+  o.partition = "p \"x\" #y";
+  auto script = slurm_batch_script(spec, o, 9000);
+  ASSERT_TRUE(script) << script.error().message;
+  // \" inside double quotes is a literal quote for sbatch; %% a literal % in --output.
+  EXPECT_NE(script->find("#SBATCH --output=\"/logs/a b\\\"c#d%%j'e.log\"\n"), std::string::npos)
+      << *script;
+  EXPECT_NE(script->find("#SBATCH --partition=\"p \\\"x\\\" #y\"\n"), std::string::npos) << *script;
+}
+
+// The whole script under /bin/sh, with a stand-in `srun` first on PATH that records its
+// arguments and environment: what the server would receive, byte for byte.
+TEST(SlurmBatchScript, HostileArgvAndEnvReachTheServerUnchanged) {
+  TempDir dir;
+  const fs::path fake_srun = dir.path() / "srun";
+  ASSERT_TRUE(write_file_atomic(fake_srun,
+                                "#!/bin/sh\n"
+                                "for a in \"$@\"; do printf '%s\\0' \"$a\"; done > \"$IB_OUT\"\n"
+                                "env -0 > \"$IB_OUT.env\"\n"));
+  fs::permissions(fake_srun, fs::perms::owner_all);
+
+  std::vector<std::string> argv = {"/opt/server bin/serve"};
+  for (const std::string& s : kHostile) argv.push_back(s);
+  argv.push_back("--listen={host}:{port}");
+  ServerSpec spec = spec_with(argv);
+  for (size_t i = 0; i < kHostile.size(); ++i) {
+    spec.env["HOSTILE_" + std::to_string(i)] = kHostile[i];
+  }
+  spec.log_path = dir.path() / "log $(touch PWNED) `x`.txt";
+  auto script = slurm_batch_script(spec, SlurmOptions{}, 4242);
+  ASSERT_TRUE(script) << script.error().message;
+  const fs::path script_path = dir.path() / "job.sbatch";
+  ASSERT_TRUE(write_file_atomic(script_path, *script));
+
+  CommandOptions co;
+  co.cwd = dir.path();
+  co.env_set["PATH"] = dir.path().string() + ":/usr/bin:/bin";
+  co.env_set["IB_OUT"] = (dir.path() / "argv").string();
+  auto r = run_command({"/bin/sh", script_path.string()}, co);
+  ASSERT_TRUE(r) << r.error().message;
+  ASSERT_TRUE(r->ok()) << r->err << "\n" << *script;
+
+  auto got = read_file(dir.path() / "argv");
+  ASSERT_TRUE(got) << got.error().message;
+  std::vector<std::string> want = {"--ntasks=1", "--kill-on-bad-exit=1", "--",
+                                   "/opt/server bin/serve"};
+  for (const std::string& s : kHostile) want.push_back(s);
+  want.push_back("--listen=0.0.0.0:4242");
+  EXPECT_EQ(split_nul(*got), want);
+
+  auto env = read_file(dir.path() / "argv.env");
+  ASSERT_TRUE(env) << env.error().message;
+  std::vector<std::string> vars = split_nul(*env);
+  for (size_t i = 0; i < kHostile.size(); ++i) {
+    const std::string entry = "HOSTILE_" + std::to_string(i) + "=" + kHostile[i];
+    EXPECT_NE(std::find(vars.begin(), vars.end(), entry), vars.end()) << "missing " << entry;
+  }
+  EXPECT_FALSE(fs::exists(dir.path() / "PWNED"));
+}
+
+TEST(SlurmBatchScript, RejectsWhatCannotBeWrittenSafely) {
+  {
+    ServerSpec spec = spec_with({"server"});
+    spec.env["NOT-AN-IDENTIFIER"] = "x";
+    auto s = slurm_batch_script(spec, SlurmOptions{}, 1);
+    ASSERT_FALSE(s);
+    EXPECT_NE(s.error().message.find("NOT-AN-IDENTIFIER"), std::string::npos) << s.error().message;
+  }
+  {
+    ServerSpec spec = spec_with({"server"});
+    spec.env["1ABC"] = "x";
+    EXPECT_FALSE(slurm_batch_script(spec, SlurmOptions{}, 1));
+  }
+  {
+    ServerSpec spec = spec_with({"server"});
+    spec.log_path = "/logs/a\nrm -rf ~.log";
+    auto s = slurm_batch_script(spec, SlurmOptions{}, 1);
+    ASSERT_FALSE(s);
+    EXPECT_NE(s.error().message.find("log path"), std::string::npos) << s.error().message;
+  }
+  {
+    ServerSpec spec = spec_with({"server"});
+    spec.log_path = "/logs/a\\b.log";
+    auto s = slurm_batch_script(spec, SlurmOptions{}, 1);
+    ASSERT_FALSE(s);
+    EXPECT_NE(s.error().message.find("backslash"), std::string::npos) << s.error().message;
+  }
+  {
+    SlurmOptions o;
+    o.partition = "gpu\n#SBATCH --uid=0";
+    auto s = slurm_batch_script(spec_with({"server"}), o, 1);
+    ASSERT_FALSE(s);
+    EXPECT_NE(s.error().message.find("partition"), std::string::npos) << s.error().message;
+  }
+  {
+    SlurmOptions o;
+    o.extra_sbatch_args = {"--qos=a\rb"};
+    EXPECT_FALSE(slurm_batch_script(spec_with({"server"}), o, 1));
+  }
+  {
+    auto s = slurm_batch_script(spec_with({}), SlurmOptions{}, 1);
+    ASSERT_FALSE(s);
+    EXPECT_NE(s.error().message.find("empty argv"), std::string::npos) << s.error().message;
+  }
+  {
+    auto s = slurm_batch_script(spec_with({"server", std::string("a\0b", 3)}), SlurmOptions{}, 1);
+    ASSERT_FALSE(s);
+    EXPECT_NE(s.error().message.find("NUL"), std::string::npos) << s.error().message;
+  }
+  {
+    ServerSpec spec = spec_with({"server"});
+    spec.log_path.clear();
+    EXPECT_FALSE(slurm_batch_script(spec, SlurmOptions{}, 1));
+  }
+}
+
+TEST(SlurmLauncher, IsNamedSlurm) {
+  EXPECT_EQ(make_slurm_launcher(SlurmOptions{})->name(), "slurm");
+}
+
+}  // namespace
+}  // namespace ib::launch

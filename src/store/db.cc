@@ -1,0 +1,283 @@
+#include "store/db.h"
+
+#include <chrono>
+#include <thread>
+
+#include <fmt/format.h>
+#include <sqlite3.h>
+
+#include <cmath>
+#include <system_error>
+#include <utility>
+
+namespace ib::store {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// SQL in messages: one line, bounded, so an error stays readable.
+std::string sql_excerpt(std::string_view sql) {
+  std::string out;
+  bool space = false;
+  for (char c : sql) {
+    if (c == '\n' || c == '\t' || c == ' ') {
+      space = !out.empty();
+      continue;
+    }
+    if (space) out += ' ';
+    space = false;
+    out += c;
+    if (out.size() > 200) {
+      out += "...";
+      break;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Database
+
+Expected<Database> Database::open(const fs::path& file, const DatabaseOptions& options) {
+  int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX;
+  if (options.create) {
+    flags |= SQLITE_OPEN_CREATE;
+    if (file.has_parent_path()) {
+      std::error_code ec;
+      fs::create_directories(file.parent_path(), ec);
+      if (ec) {
+        return Error{fmt::format("{}: cannot create folder {}: {}", file.string(),
+                                 file.parent_path().string(), ec.message())};
+      }
+    }
+  } else if (!fs::exists(file)) {
+    return Error{fmt::format("{}: no such database file", file.string())};
+  }
+  sqlite3* raw = nullptr;
+  int rc = sqlite3_open_v2(file.c_str(), &raw, flags, nullptr);
+  if (rc != SQLITE_OK) {
+    std::string msg = raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc);
+    sqlite3_close(raw);
+    return Error{fmt::format("{}: cannot open database: {}", file.string(), msg)};
+  }
+  Database db(raw, file);
+  sqlite3_extended_result_codes(raw, 1);
+  sqlite3_busy_timeout(raw, static_cast<int>(options.busy_timeout.count()));
+  // journal_mode=WAL is persistent in the file; the others are per connection. The first query
+  // is also where a file that is not a database is detected.
+  // Switching the journal mode can answer SQLITE_BUSY at once, without the busy handler, while
+  // another connection is creating the same file: retry until the busy timeout.
+  const auto deadline = std::chrono::steady_clock::now() + options.busy_timeout;
+  while (true) {
+    auto st = db.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;");
+    if (st) break;
+    if ((sqlite3_errcode(raw) & 0xff) != SQLITE_BUSY || std::chrono::steady_clock::now() >= deadline) {
+      return st.error();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return db;
+}
+
+Database::Database(Database&& other) noexcept
+    : db_(std::exchange(other.db_, nullptr)), file_(std::move(other.file_)) {}
+
+Database& Database::operator=(Database&& other) noexcept {
+  if (this != &other) {
+    sqlite3_close_v2(db_);
+    db_ = std::exchange(other.db_, nullptr);
+    file_ = std::move(other.file_);
+  }
+  return *this;
+}
+
+Database::~Database() {
+  sqlite3_close_v2(db_);
+}
+
+Status Database::exec(std::string_view sql) {
+  std::string text(sql);
+  char* msg = nullptr;
+  int rc = sqlite3_exec(db_, text.c_str(), nullptr, nullptr, &msg);
+  if (rc != SQLITE_OK) {
+    std::string reason = msg ? msg : sqlite3_errstr(rc);
+    sqlite3_free(msg);
+    return Error{fmt::format("{}: {}: {}", file_.string(), sql_excerpt(sql), reason)};
+  }
+  return {};
+}
+
+Expected<Statement> Database::prepare(std::string_view sql) {
+  sqlite3_stmt* stmt = nullptr;
+  int rc = sqlite3_prepare_v2(db_, sql.data(), static_cast<int>(sql.size()), &stmt, nullptr);
+  if (rc != SQLITE_OK) {
+    sqlite3_finalize(stmt);
+    return error(sql_excerpt(sql));
+  }
+  return Statement(db_, file_.string(), stmt, std::string(sql));
+}
+
+Expected<int64_t> Database::user_version() {
+  auto stmt = prepare("PRAGMA user_version");
+  if (!stmt) return stmt.error();
+  auto row = stmt->step();
+  if (!row) return row.error();
+  return *row ? stmt->column_int(0) : 0;
+}
+
+int64_t Database::last_insert_rowid() const {
+  return sqlite3_last_insert_rowid(db_);
+}
+
+int64_t Database::changes() const {
+  return sqlite3_changes(db_);
+}
+
+Error Database::error(std::string_view what) const {
+  return Error{fmt::format("{}: {}: {}", file_.string(), what, sqlite3_errmsg(db_))};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Statement
+
+Statement::Statement(Statement&& other) noexcept
+    : db_(other.db_),
+      file_(std::move(other.file_)),
+      stmt_(std::exchange(other.stmt_, nullptr)),
+      sql_(std::move(other.sql_)),
+      bind_error_(std::move(other.bind_error_)) {}
+
+Statement& Statement::operator=(Statement&& other) noexcept {
+  if (this != &other) {
+    sqlite3_finalize(stmt_);
+    db_ = other.db_;
+    file_ = std::move(other.file_);
+    stmt_ = std::exchange(other.stmt_, nullptr);
+    sql_ = std::move(other.sql_);
+    bind_error_ = std::move(other.bind_error_);
+  }
+  return *this;
+}
+
+Statement::~Statement() {
+  sqlite3_finalize(stmt_);
+}
+
+Error Statement::error(std::string_view what) const {
+  return Error{fmt::format("{}: {}: {}", file_, what, sqlite3_errmsg(db_))};
+}
+
+void Statement::check_bind(int rc, int index) {
+  if (rc != SQLITE_OK && !bind_error_) {
+    bind_error_ = error(fmt::format("{}: binding parameter {}", sql_excerpt(sql_), index));
+  }
+}
+
+Statement& Statement::bind(int index, int64_t value) {
+  check_bind(sqlite3_bind_int64(stmt_, index, value), index);
+  return *this;
+}
+
+Statement& Statement::bind(int index, double value) {
+  if (std::isnan(value)) return bind_null(index);
+  check_bind(sqlite3_bind_double(stmt_, index, value), index);
+  return *this;
+}
+
+Statement& Statement::bind(int index, std::string_view value) {
+  check_bind(
+      sqlite3_bind_text64(stmt_, index, value.data(), value.size(), SQLITE_TRANSIENT, SQLITE_UTF8),
+      index);
+  return *this;
+}
+
+Statement& Statement::bind(int index, std::optional<int64_t> value) {
+  return value ? bind(index, *value) : bind_null(index);
+}
+
+Statement& Statement::bind_null(int index) {
+  check_bind(sqlite3_bind_null(stmt_, index), index);
+  return *this;
+}
+
+Expected<bool> Statement::step() {
+  if (bind_error_) return *bind_error_;
+  int rc = sqlite3_step(stmt_);
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  return error(sql_excerpt(sql_));
+}
+
+Status Statement::run() {
+  for (;;) {
+    auto row = step();
+    if (!row) return row.error();
+    if (!*row) return {};
+  }
+}
+
+void Statement::reset() {
+  sqlite3_reset(stmt_);
+}
+
+bool Statement::column_is_null(int column) const {
+  return sqlite3_column_type(stmt_, column) == SQLITE_NULL;
+}
+
+int64_t Statement::column_int(int column) const {
+  return sqlite3_column_int64(stmt_, column);
+}
+
+double Statement::column_double(int column) const {
+  if (column_is_null(column)) return std::nan("");
+  return sqlite3_column_double(stmt_, column);
+}
+
+std::string Statement::column_text(int column) const {
+  const unsigned char* text = sqlite3_column_text(stmt_, column);
+  if (text == nullptr) return {};
+  return std::string(reinterpret_cast<const char*>(text),
+                     static_cast<size_t>(sqlite3_column_bytes(stmt_, column)));
+}
+
+std::optional<int64_t> Statement::column_optional_int(int column) const {
+  if (column_is_null(column)) return std::nullopt;
+  return column_int(column);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Transaction
+
+Expected<Transaction> Transaction::begin(Database& db) {
+  if (auto st = db.exec("BEGIN IMMEDIATE"); !st) return st.error();
+  return Transaction(&db);
+}
+
+Transaction::Transaction(Transaction&& other) noexcept : db_(std::exchange(other.db_, nullptr)) {}
+
+Transaction::~Transaction() {
+  rollback();
+}
+
+Status Transaction::commit() {
+  if (db_ == nullptr) return Error{"transaction already finished"};
+  auto st = db_->exec("COMMIT");
+  if (!st) {
+    rollback();
+    return st;
+  }
+  db_ = nullptr;
+  return {};
+}
+
+void Transaction::rollback() {
+  if (db_ == nullptr) return;
+  // Fails harmlessly when SQLite already rolled back on its own (e.g. after SQLITE_FULL).
+  if (sqlite3_get_autocommit(db_->handle()) == 0) (void)db_->exec("ROLLBACK");
+  db_ = nullptr;
+}
+
+}  // namespace ib::store

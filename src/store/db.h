@@ -1,0 +1,149 @@
+// A thin RAII wrapper over the SQLite3 C API: one connection (Database), prepared statements
+// (Statement) and a transaction guard (Transaction) that rolls back unless committed. Errors are
+// values (ib::Error) naming the database file, the SQL and sqlite3_errmsg.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/expected.h"
+
+struct sqlite3;
+struct sqlite3_stmt;
+
+namespace ib::store {
+
+struct DatabaseOptions {
+  /// How long a statement waits for a lock held by another connection before failing with
+  /// "database is locked".
+  std::chrono::milliseconds busy_timeout{10000};
+  /// Create the file (and its missing parent folders) when absent.
+  bool create = true;
+};
+
+class Statement;
+
+/// One SQLite connection, configured for results: WAL journal, synchronous=NORMAL (a process
+/// killed at any instant leaves a consistent database; see store.h), foreign keys ON, busy timeout.
+/// Not thread-safe: callers serialize use of one Database (Store does).
+class Database {
+ public:
+  /// Opens (or creates, see DatabaseOptions) the database file. Error names the path.
+  static Expected<Database> open(const std::filesystem::path& file,
+                                 const DatabaseOptions& options = {});
+
+  Database(Database&& other) noexcept;
+  Database& operator=(Database&& other) noexcept;
+  Database(const Database&) = delete;
+  Database& operator=(const Database&) = delete;
+  ~Database();
+
+  /// Runs one or more ';'-separated statements that return no rows of interest.
+  Status exec(std::string_view sql);
+
+  /// Compiles one statement. Error names the SQL.
+  Expected<Statement> prepare(std::string_view sql);
+
+  /// PRAGMA user_version, the schema version (store.h).
+  Expected<int64_t> user_version();
+
+  /// Rowid of the last successful INSERT on this connection.
+  int64_t last_insert_rowid() const;
+
+  /// Rows changed by the last INSERT/UPDATE/DELETE.
+  int64_t changes() const;
+
+  /// The error for a failed call on this connection: "<file>: <what>: <sqlite message>".
+  Error error(std::string_view what) const;
+
+  const std::filesystem::path& file() const { return file_; }
+  sqlite3* handle() const { return db_; }
+
+ private:
+  Database(sqlite3* db, std::filesystem::path file) : db_(db), file_(std::move(file)) {}
+  sqlite3* db_ = nullptr;
+  std::filesystem::path file_;
+};
+
+/// A prepared statement. Binding indexes start at 1, column indexes at 0 (as in SQLite). A bind
+/// failure is remembered and reported by the next step().
+/// REQUIRES: destroyed before the connection it was prepared on is closed.
+class Statement {
+ public:
+  Statement(Statement&& other) noexcept;
+  Statement& operator=(Statement&& other) noexcept;
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+  ~Statement();
+
+  Statement& bind(int index, int64_t value);
+  Statement& bind(int index, int value) { return bind(index, static_cast<int64_t>(value)); }
+  /// NaN binds NULL (SQLite does the same).
+  Statement& bind(int index, double value);
+  /// The text is copied.
+  Statement& bind(int index, std::string_view value);
+  Statement& bind(int index, const std::string& value) {
+    return bind(index, std::string_view(value));
+  }
+  Statement& bind(int index, const char* value) { return bind(index, std::string_view(value)); }
+  /// nullopt binds NULL.
+  Statement& bind(int index, std::optional<int64_t> value);
+  Statement& bind_null(int index);
+
+  /// Advances: true when a row is available, false when done. Error names the SQL.
+  Expected<bool> step();
+  /// Steps to completion, for statements whose rows are not needed (INSERT, UPDATE).
+  Status run();
+  /// Makes the statement runnable again; bindings are kept.
+  void reset();
+
+  bool column_is_null(int column) const;
+  int64_t column_int(int column) const;
+  /// NULL reads as NaN.
+  double column_double(int column) const;
+  std::string column_text(int column) const;
+  std::optional<int64_t> column_optional_int(int column) const;
+
+  const std::string& sql() const { return sql_; }
+
+ private:
+  friend class Database;
+  Statement(sqlite3* db, std::string file, sqlite3_stmt* stmt, std::string sql)
+      : db_(db), file_(std::move(file)), stmt_(stmt), sql_(std::move(sql)) {}
+  void check_bind(int rc, int index);
+  Error error(std::string_view what) const;
+
+  sqlite3* db_ = nullptr;
+  std::string file_;
+  sqlite3_stmt* stmt_ = nullptr;
+  std::string sql_;
+  std::optional<Error> bind_error_;
+};
+
+/// BEGIN IMMEDIATE ... COMMIT; rolls back at destruction unless commit() succeeded. IMMEDIATE takes
+/// the write lock at the start, so a writer waits (busy timeout) instead of failing mid-way.
+class Transaction {
+ public:
+  static Expected<Transaction> begin(Database& db);
+
+  Transaction(Transaction&& other) noexcept;
+  Transaction& operator=(Transaction&&) = delete;
+  Transaction(const Transaction&) = delete;
+  Transaction& operator=(const Transaction&) = delete;
+  ~Transaction();
+
+  /// REQUIRES: not yet committed or rolled back.
+  Status commit();
+  /// Idempotent; also what the destructor does.
+  void rollback();
+
+ private:
+  explicit Transaction(Database* db) : db_(db) {}
+  Database* db_ = nullptr;
+};
+
+}  // namespace ib::store

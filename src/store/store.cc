@@ -1,0 +1,817 @@
+#include "store/store.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <mutex>
+
+#include "core/clock.h"
+
+namespace ib::store {
+
+namespace fs = std::filesystem;
+
+// ---------------------------------------------------------------------------------------------
+// Schema
+
+namespace {
+
+// Version 1. JSON columns hold serialized JSON text; statuses are checked in code (store.h lists
+// them) so that adding one needs no table rebuild.
+constexpr std::string_view kSchemaV1 = R"sql(
+CREATE TABLE runs (
+  id            INTEGER PRIMARY KEY,
+  name          TEXT NOT NULL UNIQUE,
+  tool_version  TEXT NOT NULL,
+  git_revision  TEXT NOT NULL DEFAULT '',
+  host          TEXT NOT NULL DEFAULT '',
+  command_line  TEXT NOT NULL DEFAULT '',
+  labels        TEXT NOT NULL DEFAULT '[]',
+  options       TEXT NOT NULL DEFAULT '{}',
+  started_at    INTEGER NOT NULL,
+  ended_at      INTEGER NOT NULL DEFAULT 0,
+  status        TEXT NOT NULL
+);
+CREATE TABLE server_configs (
+  id                INTEGER PRIMARY KEY,
+  run_id            INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  config_key        TEXT NOT NULL,
+  fingerprint       TEXT NOT NULL,
+  launcher          TEXT NOT NULL DEFAULT '',
+  row_json          TEXT NOT NULL DEFAULT '{}',
+  effective_config  TEXT NOT NULL DEFAULT '{}',
+  env_reads         TEXT NOT NULL DEFAULT '{}',
+  log_path          TEXT NOT NULL DEFAULT '',
+  status            TEXT NOT NULL,
+  error             TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX server_configs_by_run ON server_configs(run_id);
+CREATE TABLE points (
+  id                      INTEGER PRIMARY KEY,
+  run_id                  INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  server_config_id        INTEGER REFERENCES server_configs(id) ON DELETE SET NULL,
+  fingerprint             TEXT NOT NULL,
+  workload_key            TEXT NOT NULL,
+  concurrency             INTEGER NOT NULL,
+  status                  TEXT NOT NULL,
+  error                   TEXT NOT NULL DEFAULT '',
+  reused_from_run         INTEGER REFERENCES runs(id) ON DELETE SET NULL,
+  request_throughput      REAL,
+  output_throughput       REAL,
+  total_token_throughput  REAL,
+  median_ttft_ms          REAL,
+  p99_ttft_ms             REAL,
+  median_tpot_ms          REAL,
+  p99_tpot_ms             REAL,
+  median_itl_ms           REAL,
+  median_e2el_ms          REAL,
+  median_intvty           REAL,
+  tput_per_gpu            REAL,
+  output_tput_per_gpu     REAL,
+  completed               INTEGER NOT NULL DEFAULT 0,
+  failed                  INTEGER NOT NULL DEFAULT 0,
+  result                  TEXT NOT NULL DEFAULT '{}',
+  artifacts_dir           TEXT NOT NULL DEFAULT '',
+  created_at              INTEGER NOT NULL
+);
+CREATE INDEX points_by_run ON points(run_id, fingerprint, concurrency, workload_key);
+CREATE INDEX points_by_identity ON points(fingerprint, concurrency, workload_key, status);
+CREATE TABLE failures (
+  id                INTEGER PRIMARY KEY,
+  run_id            INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  server_config_id  INTEGER REFERENCES server_configs(id) ON DELETE SET NULL,
+  point_id          INTEGER REFERENCES points(id) ON DELETE SET NULL,
+  kind              TEXT NOT NULL,
+  message           TEXT NOT NULL DEFAULT '',
+  log_tail          TEXT NOT NULL DEFAULT '',
+  at                INTEGER NOT NULL
+);
+CREATE INDEX failures_by_run ON failures(run_id);
+)sql";
+
+constexpr std::array<std::string_view, 1> kAllMigrations = {kSchemaV1};
+
+}  // namespace
+
+const std::span<const std::string_view> kMigrations{kAllMigrations};
+
+Status migrate(Database& db, std::span<const std::string_view> migrations) {
+  const auto latest = static_cast<int64_t>(migrations.size());
+  auto newer_error = [&](int64_t version) {
+    return Error{
+        fmt::format("{}: database schema version {} is newer than this inferbench supports ({}); "
+                    "use a newer inferbench or another --db file",
+                    db.file().string(), version, latest)};
+  };
+  auto version = db.user_version();
+  if (!version) return version.error();
+  if (*version > latest) return newer_error(*version);
+  while (*version < latest) {
+    auto txn = Transaction::begin(db);
+    if (!txn) return txn.error();
+    // Another process may have migrated between our read and the write lock.
+    version = db.user_version();
+    if (!version) return version.error();
+    if (*version > latest) return newer_error(*version);
+    if (*version == latest) break;
+    const auto& script = migrations[static_cast<size_t>(*version)];
+    if (auto st = db.exec(script); !st) {
+      return Error{
+          fmt::format("migrating to schema version {}: {}", *version + 1, st.error().message)};
+    }
+    // PRAGMA takes no parameters; the value is our own integer.
+    if (auto st = db.exec(fmt::format("PRAGMA user_version = {}", *version + 1)); !st) {
+      return st.error();
+    }
+    if (auto st = txn->commit(); !st) return st.error();
+    version = *version + 1;
+  }
+  return {};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+
+namespace {
+
+int64_t now_s() {
+  return static_cast<int64_t>(unix_seconds());
+}
+
+using Allowed = std::span<const std::string_view>;
+
+Status check_status(std::string_view what, const std::string& status, Allowed allowed) {
+  if (std::find(allowed.begin(), allowed.end(), status) != allowed.end()) return {};
+  std::string list;
+  for (auto a : allowed) {
+    if (!list.empty()) list += '|';
+    list += a;
+  }
+  return Error{fmt::format("store: {} status '{}' is not one of {}", what, status, list)};
+}
+
+constexpr std::array<std::string_view, 4> kRunStatuses = {"running", "ok", "failed", "interrupted"};
+constexpr std::array<std::string_view, 4> kConfigStatuses = {"pending", "ok", "failed", "skipped"};
+constexpr std::array<std::string_view, 4> kPointStatuses = {"ok", "failed", "reused", "invalid"};
+
+std::string to_text(const boost::json::object& o) {
+  return boost::json::serialize(o);
+}
+
+std::string to_text(const std::vector<std::string>& labels) {
+  boost::json::array a;
+  for (const auto& l : labels) a.emplace_back(l);
+  return boost::json::serialize(a);
+}
+
+// Context for decoding errors: "<file>: <table> row <id> column <column>".
+struct Where {
+  const fs::path& file;
+  std::string_view table;
+  int64_t id;
+};
+
+Expected<boost::json::value> parse_json(const Where& w, std::string_view column,
+                                        const std::string& text) {
+  boost::system::error_code ec;
+  auto v = boost::json::parse(text, ec);
+  if (ec) {
+    return Error{fmt::format("{}: {} row {} column {}: invalid JSON: {}", w.file.string(), w.table,
+                             w.id, column, ec.message())};
+  }
+  return v;
+}
+
+Expected<boost::json::object> parse_object(const Where& w, std::string_view column,
+                                           const std::string& text) {
+  auto v = parse_json(w, column, text);
+  if (!v) return v.error();
+  if (!v->is_object()) {
+    return Error{fmt::format("{}: {} row {} column {}: not a JSON object", w.file.string(), w.table,
+                             w.id, column)};
+  }
+  return std::move(v->as_object());
+}
+
+Expected<std::vector<std::string>> parse_labels(const Where& w, const std::string& text) {
+  auto v = parse_json(w, "labels", text);
+  if (!v) return v.error();
+  auto bad = [&] {
+    return Error{fmt::format("{}: {} row {} column labels: not a JSON array of strings",
+                             w.file.string(), w.table, w.id)};
+  };
+  if (!v->is_array()) return bad();
+  std::vector<std::string> out;
+  for (const auto& e : v->as_array()) {
+    if (!e.is_string()) return bad();
+    out.emplace_back(e.as_string());
+  }
+  return out;
+}
+
+boost::json::value number_or_null(double d) {
+  if (std::isnan(d)) return nullptr;
+  return d;
+}
+
+boost::json::value optional_id(const std::optional<int64_t>& id) {
+  if (!id) return nullptr;
+  return *id;
+}
+
+// Column lists and decoders, one per table, so every query returns whole records.
+constexpr std::string_view kRunColumns =
+    "r.id, r.name, r.tool_version, r.git_revision, r.host, r.command_line, r.labels, r.options, "
+    "r.started_at, r.ended_at, r.status";
+
+Expected<RunRecord> read_run(const Statement& s, const fs::path& file, int first = 0) {
+  RunRecord r;
+  r.id = s.column_int(first + 0);
+  Where w{file, "runs", r.id};
+  r.name = s.column_text(first + 1);
+  r.tool_version = s.column_text(first + 2);
+  r.git_revision = s.column_text(first + 3);
+  r.host = s.column_text(first + 4);
+  r.command_line = s.column_text(first + 5);
+  auto labels = parse_labels(w, s.column_text(first + 6));
+  if (!labels) return labels.error();
+  r.labels = std::move(*labels);
+  auto options = parse_object(w, "options", s.column_text(first + 7));
+  if (!options) return options.error();
+  r.options = std::move(*options);
+  r.started_at = s.column_int(first + 8);
+  r.ended_at = s.column_int(first + 9);
+  r.status = s.column_text(first + 10);
+  return r;
+}
+
+constexpr std::string_view kConfigColumns =
+    "id, run_id, config_key, fingerprint, launcher, row_json, effective_config, env_reads, "
+    "log_path, status, error";
+
+Expected<ServerConfigRecord> read_config(const Statement& s, const fs::path& file) {
+  ServerConfigRecord c;
+  c.id = s.column_int(0);
+  Where w{file, "server_configs", c.id};
+  c.run_id = s.column_int(1);
+  c.config_key = s.column_text(2);
+  c.fingerprint = s.column_text(3);
+  c.launcher = s.column_text(4);
+  auto row = parse_object(w, "row_json", s.column_text(5));
+  if (!row) return row.error();
+  c.row = std::move(*row);
+  auto eff = parse_object(w, "effective_config", s.column_text(6));
+  if (!eff) return eff.error();
+  c.effective_config = std::move(*eff);
+  auto env = parse_object(w, "env_reads", s.column_text(7));
+  if (!env) return env.error();
+  c.env_reads = std::move(*env);
+  c.log_path = s.column_text(8);
+  c.status = s.column_text(9);
+  c.error = s.column_text(10);
+  return c;
+}
+
+constexpr std::string_view kPointColumns =
+    "p.id, p.run_id, p.server_config_id, p.fingerprint, p.workload_key, p.concurrency, p.status, "
+    "p.error, p.reused_from_run, p.request_throughput, p.output_throughput, "
+    "p.total_token_throughput, p.median_ttft_ms, p.p99_ttft_ms, p.median_tpot_ms, p.p99_tpot_ms, "
+    "p.median_itl_ms, p.median_e2el_ms, p.median_intvty, p.tput_per_gpu, p.output_tput_per_gpu, "
+    "p.completed, p.failed, p.result, p.artifacts_dir, p.created_at";
+
+// The headline fields in column order (p.request_throughput ... p.output_tput_per_gpu), shared by
+// the decoder, the INSERT and set_headline_from_result.
+struct Headline {
+  std::string_view key;
+  double PointRecord::*field;
+};
+constexpr std::array<Headline, 12> kHeadline = {{
+    {"request_throughput", &PointRecord::request_throughput},
+    {"output_throughput", &PointRecord::output_throughput},
+    {"total_token_throughput", &PointRecord::total_token_throughput},
+    {"median_ttft_ms", &PointRecord::median_ttft_ms},
+    {"p99_ttft_ms", &PointRecord::p99_ttft_ms},
+    {"median_tpot_ms", &PointRecord::median_tpot_ms},
+    {"p99_tpot_ms", &PointRecord::p99_tpot_ms},
+    {"median_itl_ms", &PointRecord::median_itl_ms},
+    {"median_e2el_ms", &PointRecord::median_e2el_ms},
+    {"median_intvty", &PointRecord::median_intvty},
+    {"tput_per_gpu", &PointRecord::tput_per_gpu},
+    {"output_tput_per_gpu", &PointRecord::output_tput_per_gpu},
+}};
+
+Expected<PointRecord> read_point(const Statement& s, const fs::path& file) {
+  PointRecord p;
+  p.id = s.column_int(0);
+  Where w{file, "points", p.id};
+  p.run_id = s.column_int(1);
+  p.server_config_id = s.column_optional_int(2).value_or(0);
+  p.fingerprint = s.column_text(3);
+  p.workload_key = s.column_text(4);
+  p.concurrency = s.column_int(5);
+  p.status = s.column_text(6);
+  p.error = s.column_text(7);
+  p.reused_from_run = s.column_optional_int(8);
+  for (size_t i = 0; i < kHeadline.size(); ++i) {
+    p.*kHeadline[i].field = s.column_double(9 + static_cast<int>(i));
+  }
+  p.completed = s.column_int(21);
+  p.failed = s.column_int(22);
+  auto result = parse_object(w, "result", s.column_text(23));
+  if (!result) return result.error();
+  p.result = std::move(*result);
+  p.artifacts_dir = s.column_text(24);
+  p.created_at = s.column_int(25);
+  return p;
+}
+
+constexpr std::string_view kFailureColumns =
+    "id, run_id, server_config_id, point_id, kind, message, log_tail, at";
+
+FailureRecord read_failure(const Statement& s) {
+  FailureRecord f;
+  f.id = s.column_int(0);
+  f.run_id = s.column_int(1);
+  f.server_config_id = s.column_optional_int(2);
+  f.point_id = s.column_optional_int(3);
+  f.kind = s.column_text(4);
+  f.message = s.column_text(5);
+  f.log_tail = s.column_text(6);
+  f.at = s.column_int(7);
+  return f;
+}
+
+// Steps `stmt` to the end, decoding every row with `read`.
+template <class Record, class Read>
+Expected<std::vector<Record>> read_all(Statement& stmt, Read read) {
+  std::vector<Record> out;
+  for (;;) {
+    auto row = stmt.step();
+    if (!row) return row.error();
+    if (!*row) return out;
+    Expected<Record> rec = read(stmt);
+    if (!rec) return rec.error();
+    out.push_back(std::move(*rec));
+  }
+}
+
+template <class Record, class Read>
+Expected<std::optional<Record>> read_one(Statement& stmt, Read read) {
+  auto row = stmt.step();
+  if (!row) return row.error();
+  if (!*row) return std::optional<Record>();
+  Expected<Record> rec = read(stmt);
+  if (!rec) return rec.error();
+  return std::optional<Record>(std::move(*rec));
+}
+
+bool all_digits(const std::string& s) {
+  return !s.empty() && s.size() < 19 &&
+         std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
+}
+
+}  // namespace
+
+void set_headline_from_result(PointRecord& p) {
+  for (const auto& h : kHeadline) {
+    const auto* v = p.result.if_contains(h.key);
+    if (v == nullptr) continue;
+    if (v->is_double()) p.*h.field = v->as_double();
+    if (v->is_int64()) p.*h.field = static_cast<double>(v->as_int64());
+    if (v->is_uint64()) p.*h.field = static_cast<double>(v->as_uint64());
+  }
+  for (auto [key, field] : {std::pair{"completed", &PointRecord::completed},
+                            std::pair{"failed", &PointRecord::failed}}) {
+    const auto* v = p.result.if_contains(key);
+    if (v != nullptr && v->is_int64()) p.*field = v->as_int64();
+    if (v != nullptr && v->is_uint64()) p.*field = static_cast<int64_t>(v->as_uint64());
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Store
+
+struct Store::Impl {
+  explicit Impl(Database d) : db(std::move(d)) {}
+  std::mutex mu;  // serializes every use of db
+  Database db;
+
+  // Runs `body(db)` in one transaction; commits when it returns ok.
+  template <class Body>
+  auto write(Body body) -> decltype(body(db)) {
+    auto txn = Transaction::begin(db);
+    if (!txn) return txn.error();
+    auto result = body(db);
+    if (!result) return result;  // the transaction's destructor rolls back
+    if (auto st = txn->commit(); !st) return st.error();
+    return result;
+  }
+
+  Status update_run(int64_t run_id, const std::string& status, std::optional<int64_t> ended_at) {
+    if (auto st = check_status("run", status, kRunStatuses); !st) return st;
+    return write([&](Database& d) -> Status {
+      auto stmt = d.prepare("UPDATE runs SET status = ?1, ended_at = ?2 WHERE id = ?3");
+      if (!stmt) return stmt.error();
+      stmt->bind(1, status).bind(2, ended_at.value_or(0)).bind(3, run_id);
+      if (auto st = stmt->run(); !st) return st;
+      if (d.changes() == 0) {
+        return Error{fmt::format("{}: no run with id {}", d.file().string(), run_id)};
+      }
+      return {};
+    });
+  }
+};
+
+Store::Store(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Store::Store(Store&&) noexcept = default;
+Store& Store::operator=(Store&&) noexcept = default;
+Store::~Store() = default;
+
+namespace {
+
+Expected<Database> open_database(const fs::path& file, bool create) {
+  DatabaseOptions options;
+  options.create = create;
+  auto db = Database::open(file, options);
+  if (!db) return db.error();
+  if (auto st = migrate(*db, kMigrations); !st) return st.error();
+  return db;
+}
+
+}  // namespace
+
+Expected<Store> Store::open(const fs::path& file) {
+  auto db = open_database(file, true);
+  if (!db) return db.error();
+  return Store(std::make_unique<Impl>(std::move(*db)));
+}
+
+Expected<Store> Store::open_existing(const fs::path& file) {
+  auto db = open_database(file, false);
+  if (!db) return db.error();
+  return Store(std::make_unique<Impl>(std::move(*db)));
+}
+
+const fs::path& Store::file() const {
+  return impl_->db.file();
+}
+
+Expected<int64_t> Store::begin_run(RunRecord r) {
+  if (r.name.empty()) return Error{"store: a run needs a name"};
+  if (r.started_at == 0) r.started_at = now_s();
+  std::lock_guard lock(impl_->mu);
+  return impl_->write([&](Database& d) -> Expected<int64_t> {
+    auto dup = d.prepare("SELECT id FROM runs WHERE name = ?1");
+    if (!dup) return dup.error();
+    dup->bind(1, r.name);
+    auto row = dup->step();
+    if (!row) return row.error();
+    if (*row) {
+      return Error{fmt::format("{}: a run named '{}' already exists (run {})", d.file().string(),
+                               r.name, dup->column_int(0))};
+    }
+    auto stmt = d.prepare(
+        "INSERT INTO runs (name, tool_version, git_revision, host, command_line, labels, options, "
+        "started_at, ended_at, status) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 0, 'running')");
+    if (!stmt) return stmt.error();
+    stmt->bind(1, r.name)
+        .bind(2, r.tool_version)
+        .bind(3, r.git_revision)
+        .bind(4, r.host)
+        .bind(5, r.command_line)
+        .bind(6, to_text(r.labels))
+        .bind(7, to_text(r.options))
+        .bind(8, r.started_at);
+    if (auto st = stmt->run(); !st) return st.error();
+    return d.last_insert_rowid();
+  });
+}
+
+Status Store::finish_run(int64_t run_id, const std::string& status) {
+  if (status == "running") {
+    return Error{"store: finish_run needs a final status (ok|failed|interrupted), not 'running'"};
+  }
+  std::lock_guard lock(impl_->mu);
+  return impl_->update_run(run_id, status, now_s());
+}
+
+Status Store::set_run_status(int64_t run_id, const std::string& status) {
+  std::lock_guard lock(impl_->mu);
+  if (status == "running") return impl_->update_run(run_id, status, std::nullopt);
+  return impl_->update_run(run_id, status, now_s());
+}
+
+Expected<int64_t> Store::add_server_config(const ServerConfigRecord& c) {
+  if (auto st = check_status("server configuration", c.status, kConfigStatuses); !st) {
+    return st.error();
+  }
+  std::lock_guard lock(impl_->mu);
+  return impl_->write([&](Database& d) -> Expected<int64_t> {
+    auto stmt = d.prepare(
+        "INSERT INTO server_configs (run_id, config_key, fingerprint, launcher, row_json, "
+        "effective_config, env_reads, log_path, status, error) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
+    if (!stmt) return stmt.error();
+    stmt->bind(1, c.run_id)
+        .bind(2, c.config_key)
+        .bind(3, c.fingerprint)
+        .bind(4, c.launcher)
+        .bind(5, to_text(c.row))
+        .bind(6, to_text(c.effective_config))
+        .bind(7, to_text(c.env_reads))
+        .bind(8, c.log_path)
+        .bind(9, c.status)
+        .bind(10, c.error);
+    if (auto st = stmt->run(); !st) return st.error();
+    return d.last_insert_rowid();
+  });
+}
+
+Status Store::update_server_config(const ServerConfigRecord& c) {
+  if (auto st = check_status("server configuration", c.status, kConfigStatuses); !st) return st;
+  std::lock_guard lock(impl_->mu);
+  return impl_->write([&](Database& d) -> Status {
+    auto stmt = d.prepare(
+        "UPDATE server_configs SET effective_config = ?1, env_reads = ?2, log_path = ?3, "
+        "status = ?4, error = ?5 WHERE id = ?6");
+    if (!stmt) return stmt.error();
+    stmt->bind(1, to_text(c.effective_config))
+        .bind(2, to_text(c.env_reads))
+        .bind(3, c.log_path)
+        .bind(4, c.status)
+        .bind(5, c.error)
+        .bind(6, c.id);
+    if (auto st = stmt->run(); !st) return st;
+    if (d.changes() == 0) {
+      return Error{fmt::format("{}: no server configuration with id {}", d.file().string(), c.id)};
+    }
+    return {};
+  });
+}
+
+Expected<int64_t> Store::add_point(const PointRecord& p) {
+  if (auto st = check_status("point", p.status, kPointStatuses); !st) return st.error();
+  if (p.status == "reused" && !p.reused_from_run) {
+    return Error{"store: a reused point needs reused_from_run"};
+  }
+  const int64_t created_at = p.created_at != 0 ? p.created_at : now_s();
+  std::lock_guard lock(impl_->mu);
+  return impl_->write([&](Database& d) -> Expected<int64_t> {
+    auto stmt = d.prepare(
+        "INSERT INTO points (run_id, server_config_id, fingerprint, workload_key, concurrency, "
+        "status, error, reused_from_run, request_throughput, output_throughput, "
+        "total_token_throughput, median_ttft_ms, p99_ttft_ms, median_tpot_ms, p99_tpot_ms, "
+        "median_itl_ms, median_e2el_ms, median_intvty, tput_per_gpu, output_tput_per_gpu, "
+        "completed, failed, result, artifacts_dir, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
+        "?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, "
+        "?25)");
+    if (!stmt) return stmt.error();
+    stmt->bind(1, p.run_id)
+        .bind(2, p.server_config_id != 0 ? std::optional(p.server_config_id) : std::nullopt)
+        .bind(3, p.fingerprint)
+        .bind(4, p.workload_key)
+        .bind(5, p.concurrency)
+        .bind(6, p.status)
+        .bind(7, p.error)
+        .bind(8, p.reused_from_run);
+    for (size_t i = 0; i < kHeadline.size(); ++i) {
+      stmt->bind(9 + static_cast<int>(i), p.*kHeadline[i].field);
+    }
+    stmt->bind(21, p.completed)
+        .bind(22, p.failed)
+        .bind(23, to_text(p.result))
+        .bind(24, p.artifacts_dir)
+        .bind(25, created_at);
+    if (auto st = stmt->run(); !st) return st.error();
+    return d.last_insert_rowid();
+  });
+}
+
+Expected<int64_t> Store::add_failure(const FailureRecord& f) {
+  if (f.kind.empty()) return Error{"store: a failure needs a kind"};
+  const int64_t at = f.at != 0 ? f.at : now_s();
+  std::lock_guard lock(impl_->mu);
+  return impl_->write([&](Database& d) -> Expected<int64_t> {
+    auto stmt = d.prepare(
+        "INSERT INTO failures (run_id, server_config_id, point_id, kind, message, log_tail, at) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+    if (!stmt) return stmt.error();
+    stmt->bind(1, f.run_id)
+        .bind(2, f.server_config_id)
+        .bind(3, f.point_id)
+        .bind(4, f.kind)
+        .bind(5, f.message)
+        .bind(6, f.log_tail)
+        .bind(7, at);
+    if (auto st = stmt->run(); !st) return st.error();
+    return d.last_insert_rowid();
+  });
+}
+
+Expected<std::optional<PointRecord>> Store::completed_point(int64_t run_id,
+                                                            const std::string& fingerprint,
+                                                            int64_t concurrency,
+                                                            const std::string& workload_key) {
+  std::lock_guard lock(impl_->mu);
+  auto& d = impl_->db;
+  auto stmt = d.prepare(fmt::format(
+      "SELECT {} FROM points p WHERE p.run_id = ?1 AND p.fingerprint = ?2 AND p.concurrency = ?3 "
+      "AND p.workload_key = ?4 AND p.status IN ('ok', 'reused') ORDER BY p.id DESC LIMIT 1",
+      kPointColumns));
+  if (!stmt) return stmt.error();
+  stmt->bind(1, run_id).bind(2, fingerprint).bind(3, concurrency).bind(4, workload_key);
+  return read_one<PointRecord>(*stmt, [&](const Statement& s) { return read_point(s, d.file()); });
+}
+
+Expected<std::optional<PointRecord>> Store::reusable_point(const std::string& fingerprint,
+                                                           int64_t concurrency,
+                                                           const std::string& workload_key,
+                                                           const std::string& tool_version) {
+  std::lock_guard lock(impl_->mu);
+  auto& d = impl_->db;
+  auto stmt = d.prepare(fmt::format(
+      "SELECT {} FROM points p JOIN runs r ON r.id = p.run_id WHERE p.fingerprint = ?1 AND "
+      "p.concurrency = ?2 AND p.workload_key = ?3 AND p.status = 'ok' AND r.status = 'ok' AND "
+      "r.tool_version = ?4 ORDER BY r.started_at DESC, p.id DESC LIMIT 1",
+      kPointColumns));
+  if (!stmt) return stmt.error();
+  stmt->bind(1, fingerprint).bind(2, concurrency).bind(3, workload_key).bind(4, tool_version);
+  return read_one<PointRecord>(*stmt, [&](const Statement& s) { return read_point(s, d.file()); });
+}
+
+Expected<std::vector<RunSummary>> Store::list_runs(int limit) {
+  std::lock_guard lock(impl_->mu);
+  auto& d = impl_->db;
+  auto stmt = d.prepare(
+      fmt::format("SELECT {}, "
+                  "(SELECT count(*) FROM points p WHERE p.run_id = r.id AND p.status = 'ok'), "
+                  "(SELECT count(*) FROM points p WHERE p.run_id = r.id AND p.status = 'failed'), "
+                  "(SELECT count(*) FROM points p WHERE p.run_id = r.id AND p.status = 'reused'), "
+                  "(SELECT count(*) FROM points p WHERE p.run_id = r.id AND p.status = 'invalid') "
+                  "FROM runs r ORDER BY r.id DESC LIMIT ?1",
+                  kRunColumns));
+  if (!stmt) return stmt.error();
+  stmt->bind(1, limit > 0 ? static_cast<int64_t>(limit) : int64_t{-1});
+  return read_all<RunSummary>(*stmt, [&](const Statement& s) -> Expected<RunSummary> {
+    auto r = read_run(s, d.file());
+    if (!r) return r.error();
+    RunSummary sum{std::move(*r), {}};
+    sum.points.ok = s.column_int(11);
+    sum.points.failed = s.column_int(12);
+    sum.points.reused = s.column_int(13);
+    sum.points.invalid = s.column_int(14);
+    return sum;
+  });
+}
+
+Expected<std::optional<RunRecord>> Store::run(int64_t run_id) {
+  std::lock_guard lock(impl_->mu);
+  auto& d = impl_->db;
+  auto stmt = d.prepare(fmt::format("SELECT {} FROM runs r WHERE r.id = ?1", kRunColumns));
+  if (!stmt) return stmt.error();
+  stmt->bind(1, run_id);
+  return read_one<RunRecord>(*stmt, [&](const Statement& s) { return read_run(s, d.file()); });
+}
+
+Expected<std::optional<RunRecord>> Store::find_run(const std::string& id_or_name) {
+  if (all_digits(id_or_name)) {
+    auto by_id = run(std::stoll(id_or_name));
+    if (!by_id || *by_id) return by_id;
+  }
+  std::lock_guard lock(impl_->mu);
+  auto& d = impl_->db;
+  auto stmt = d.prepare(fmt::format("SELECT {} FROM runs r WHERE r.name = ?1", kRunColumns));
+  if (!stmt) return stmt.error();
+  stmt->bind(1, id_or_name);
+  return read_one<RunRecord>(*stmt, [&](const Statement& s) { return read_run(s, d.file()); });
+}
+
+Expected<PointCounts> Store::point_counts(int64_t run_id) {
+  std::lock_guard lock(impl_->mu);
+  auto stmt =
+      impl_->db.prepare("SELECT status, count(*) FROM points WHERE run_id = ?1 GROUP BY status");
+  if (!stmt) return stmt.error();
+  stmt->bind(1, run_id);
+  PointCounts c;
+  for (;;) {
+    auto row = stmt->step();
+    if (!row) return row.error();
+    if (!*row) return c;
+    const std::string status = stmt->column_text(0);
+    const int64_t n = stmt->column_int(1);
+    if (status == "ok") c.ok = n;
+    if (status == "failed") c.failed = n;
+    if (status == "reused") c.reused = n;
+    if (status == "invalid") c.invalid = n;
+  }
+}
+
+Expected<std::vector<ServerConfigRecord>> Store::server_configs(int64_t run_id) {
+  std::lock_guard lock(impl_->mu);
+  auto& d = impl_->db;
+  auto stmt = d.prepare(
+      fmt::format("SELECT {} FROM server_configs WHERE run_id = ?1 ORDER BY id", kConfigColumns));
+  if (!stmt) return stmt.error();
+  stmt->bind(1, run_id);
+  return read_all<ServerConfigRecord>(*stmt,
+                                      [&](const Statement& s) { return read_config(s, d.file()); });
+}
+
+Expected<std::vector<PointRecord>> Store::points(int64_t run_id) {
+  std::lock_guard lock(impl_->mu);
+  auto& d = impl_->db;
+  auto stmt = d.prepare(
+      fmt::format("SELECT {} FROM points p WHERE p.run_id = ?1 ORDER BY p.id", kPointColumns));
+  if (!stmt) return stmt.error();
+  stmt->bind(1, run_id);
+  return read_all<PointRecord>(*stmt, [&](const Statement& s) { return read_point(s, d.file()); });
+}
+
+Expected<std::vector<FailureRecord>> Store::failures(int64_t run_id) {
+  std::lock_guard lock(impl_->mu);
+  auto stmt = impl_->db.prepare(
+      fmt::format("SELECT {} FROM failures WHERE run_id = ?1 ORDER BY id", kFailureColumns));
+  if (!stmt) return stmt.error();
+  stmt->bind(1, run_id);
+  return read_all<FailureRecord>(
+      *stmt, [](const Statement& s) -> Expected<FailureRecord> { return read_failure(s); });
+}
+
+// ---------------------------------------------------------------------------------------------
+// JSON forms
+
+boost::json::object to_json(const RunRecord& r) {
+  boost::json::array labels;
+  for (const auto& l : r.labels) labels.emplace_back(l);
+  return {{"id", r.id},
+          {"name", r.name},
+          {"tool_version", r.tool_version},
+          {"git_revision", r.git_revision},
+          {"host", r.host},
+          {"command_line", r.command_line},
+          {"labels", std::move(labels)},
+          {"options", r.options},
+          {"started_at", r.started_at},
+          {"ended_at", r.ended_at},
+          {"status", r.status}};
+}
+
+boost::json::object to_json(const PointCounts& c) {
+  return {{"ok", c.ok}, {"failed", c.failed}, {"reused", c.reused}, {"invalid", c.invalid}};
+}
+
+boost::json::object to_json(const RunSummary& s) {
+  auto o = to_json(s.run);
+  o["points"] = to_json(s.points);
+  return o;
+}
+
+boost::json::object to_json(const ServerConfigRecord& c) {
+  return {{"id", c.id},
+          {"run_id", c.run_id},
+          {"config_key", c.config_key},
+          {"fingerprint", c.fingerprint},
+          {"launcher", c.launcher},
+          {"row", c.row},
+          {"effective_config", c.effective_config},
+          {"env_reads", c.env_reads},
+          {"log_path", c.log_path},
+          {"status", c.status},
+          {"error", c.error}};
+}
+
+boost::json::object to_json(const PointRecord& p) {
+  boost::json::object o{
+      {"id", p.id},
+      {"run_id", p.run_id},
+      {"server_config_id",
+       optional_id(p.server_config_id != 0 ? std::optional(p.server_config_id) : std::nullopt)},
+      {"fingerprint", p.fingerprint},
+      {"workload_key", p.workload_key},
+      {"concurrency", p.concurrency},
+      {"status", p.status},
+      {"error", p.error},
+      {"reused_from_run", optional_id(p.reused_from_run)}};
+  for (const auto& h : kHeadline) o[h.key] = number_or_null(p.*h.field);
+  o["completed"] = p.completed;
+  o["failed"] = p.failed;
+  o["result"] = p.result;
+  o["artifacts_dir"] = p.artifacts_dir;
+  o["created_at"] = p.created_at;
+  return o;
+}
+
+boost::json::object to_json(const FailureRecord& f) {
+  return {{"id", f.id},
+          {"run_id", f.run_id},
+          {"server_config_id", optional_id(f.server_config_id)},
+          {"point_id", optional_id(f.point_id)},
+          {"kind", f.kind},
+          {"message", f.message},
+          {"log_tail", f.log_tail},
+          {"at", f.at}};
+}
+
+}  // namespace ib::store

@@ -1,0 +1,209 @@
+// The results database (DESIGN.md §1: "store"): runs, the server configurations each run launched,
+// its benchmark points (headline metrics in columns, the full result JSON beside them) and its
+// failures, in one SQLite file (default runs/inferbench.db).
+//
+// Consistency: every write is one transaction, and the file is in WAL mode, so a sweep killed at
+// any instant (SIGKILL included) leaves a consistent database: a point is there whole or not at
+// all. A committed write survives the death of the process; after a power loss the last few commits
+// may be lost (synchronous=NORMAL) but the file stays consistent.
+//
+// Schema: versioned by PRAGMA user_version; kMigrations is an ordered list of SQL scripts, each
+// applied in its own transaction. A database written by a newer inferbench is refused.
+#pragma once
+
+#include <boost/json.hpp>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/expected.h"
+#include "store/db.h"
+
+namespace ib::store {
+
+/// The default database file, relative to the working directory.
+inline constexpr std::string_view kDefaultDatabase = "runs/inferbench.db";
+
+/// One sweep invocation. A run resumed with --resume keeps its id.
+struct RunRecord {
+  int64_t id = 0;            // assigned by begin_run
+  std::string name;          // unique, e.g. "20261130-104500"
+  std::string tool_version;  // inferbench version that measured the points
+  std::string git_revision;  // of the recipes checkout; may be empty
+  std::string host;
+  std::string command_line;
+  std::vector<std::string> labels;
+  boost::json::object options;     // the sweep's options, as it wants them recorded
+  int64_t started_at = 0;          // unix seconds; begin_run sets now when 0
+  int64_t ended_at = 0;            // unix seconds, 0 while running
+  std::string status = "running";  // running | ok | failed | interrupted
+};
+
+/// Points of one run counted by status.
+struct PointCounts {
+  int64_t ok = 0, failed = 0, reused = 0, invalid = 0;
+  int64_t total() const { return ok + failed + reused + invalid; }
+};
+
+/// A run as `inferbench runs` lists it.
+struct RunSummary {
+  RunRecord run;
+  PointCounts points;
+};
+
+/// One server configuration (a recipe row) launched, or to be launched, by a run.
+struct ServerConfigRecord {
+  int64_t id = 0;  // assigned by add_server_config
+  int64_t run_id = 0;
+  std::string config_key;
+  std::string fingerprint;  // the recipe row's fingerprint (hex)
+  std::string launcher;     // local | slurm | endpoint | sim ...
+  boost::json::object row;  // the recipe row JSON
+  boost::json::object effective_config;
+  boost::json::object env_reads;
+  std::string log_path;
+  /// pending | ok | failed | skipped (every point was resumed or reused: not launched)
+  std::string status = "pending";
+  std::string error;
+};
+
+/// One benchmark point: a server configuration at one concurrency under one workload.
+struct PointRecord {
+  static constexpr double kUnset = std::numeric_limits<double>::quiet_NaN();
+
+  int64_t id = 0;  // assigned by add_point
+  int64_t run_id = 0;
+  int64_t server_config_id = 0;  // 0: none (stored NULL)
+  std::string fingerprint;       // the server configuration's fingerprint
+  std::string workload_key;      // identifies the workload (ISL/OSL, dataset, seed ...)
+  int64_t concurrency = 0;
+  std::string status = "ok";  // ok | failed | reused | invalid
+  std::string error;
+  std::optional<int64_t> reused_from_run;  // set when status is reused
+  // Headline metrics (DESIGN.md §4 names); NaN when not measured (stored NULL, JSON null).
+  double request_throughput = kUnset, output_throughput = kUnset, total_token_throughput = kUnset;
+  double median_ttft_ms = kUnset, p99_ttft_ms = kUnset;
+  double median_tpot_ms = kUnset, p99_tpot_ms = kUnset;
+  double median_itl_ms = kUnset, median_e2el_ms = kUnset;
+  double median_intvty = kUnset;  // tok/s/user
+  double tput_per_gpu = kUnset, output_tput_per_gpu = kUnset;
+  int64_t completed = 0, failed = 0;  // requests
+  boost::json::object result;         // the full result JSON
+  std::string artifacts_dir;
+  int64_t created_at = 0;  // unix seconds; add_point sets now when 0
+};
+
+/// Copies the headline metrics (and completed/failed) from `p.result`, under the result JSON's
+/// own key names (request_throughput, median_ttft_ms, tput_per_gpu, ...). Keys absent from the
+/// result, or not numbers, leave the field as it was.
+void set_headline_from_result(PointRecord& p);
+
+/// Something that went wrong during a run, kept for the report.
+struct FailureRecord {
+  int64_t id = 0;  // assigned by add_failure
+  int64_t run_id = 0;
+  std::optional<int64_t> server_config_id, point_id;
+  std::string kind;  // server-start | server-exit | point | assertion | interrupted | ...
+  std::string message;
+  std::string log_tail;
+  int64_t at = 0;  // unix seconds; add_failure sets now when 0
+};
+
+/// The schema, oldest first: script i brings user_version from i to i+1. Never edit a released
+/// script; append a new one.
+extern const std::span<const std::string_view> kMigrations;
+
+/// Applies the scripts of `migrations` the database has not seen yet, each in its own transaction
+/// that also sets user_version. Concurrent openers are safe (the version is re-read under the
+/// write lock). Error when the database's version is newer than migrations.size().
+Status migrate(Database& db, std::span<const std::string_view> migrations);
+
+/// The results database. Thread-safe: all methods may be called concurrently from several
+/// threads (they are serialized on one connection); several processes may share one file.
+class Store {
+ public:
+  /// Opens the file, creating it and its parent folders when absent, and migrates the schema.
+  /// Error names the file (not a database, newer schema, I/O).
+  static Expected<Store> open(const std::filesystem::path& file);
+  /// As open(), but a missing file is an error instead of being created.
+  static Expected<Store> open_existing(const std::filesystem::path& file);
+
+  Store(Store&&) noexcept;
+  Store& operator=(Store&&) noexcept;
+  ~Store();
+
+  const std::filesystem::path& file() const;
+
+  // --- writes (each one transaction) ---
+
+  /// Inserts the run with status "running" (r.status and r.id are ignored); returns its id.
+  /// Error when the name is empty or already used.
+  Expected<int64_t> begin_run(RunRecord r);
+  /// Sets the final status (ok | failed | interrupted) and ended_at = now.
+  Status finish_run(int64_t run_id, const std::string& status);
+  /// Sets the status; "running" also clears ended_at (a run resumed with --resume).
+  Status set_run_status(int64_t run_id, const std::string& status);
+
+  /// Inserts; returns the id. REQUIRES: c.run_id names a run.
+  Expected<int64_t> add_server_config(const ServerConfigRecord& c);
+  /// Updates the mutable fields of server configuration c.id: effective_config, env_reads,
+  /// log_path, status, error.
+  Status update_server_config(const ServerConfigRecord& c);
+
+  /// Inserts the point (headline columns and full result JSON together); returns its id.
+  /// Error when status is "reused" without reused_from_run.
+  Expected<int64_t> add_point(const PointRecord& p);
+  /// Inserts; returns the id.
+  Expected<int64_t> add_failure(const FailureRecord& f);
+
+  // --- queries ---
+
+  /// --resume: the newest point of run `run_id` with this fingerprint, concurrency and workload
+  /// whose status is ok or reused; nullopt when the point must be (re)measured.
+  Expected<std::optional<PointRecord>> completed_point(int64_t run_id,
+                                                       const std::string& fingerprint,
+                                                       int64_t concurrency,
+                                                       const std::string& workload_key);
+
+  /// --reuse: the newest point measured (status ok; reused points are never re-reused, so the
+  /// source run is always the one that measured it) with this fingerprint, concurrency, workload
+  /// and tool version, in a run that ended ok. Newest = latest run start, then latest point.
+  Expected<std::optional<PointRecord>> reusable_point(const std::string& fingerprint,
+                                                      int64_t concurrency,
+                                                      const std::string& workload_key,
+                                                      const std::string& tool_version);
+
+  /// Runs newest first with their point counts; limit <= 0: all.
+  Expected<std::vector<RunSummary>> list_runs(int limit = 0);
+  /// By numeric id when `id_or_name` is all digits and such a run exists, else by name.
+  Expected<std::optional<RunRecord>> find_run(const std::string& id_or_name);
+  Expected<std::optional<RunRecord>> run(int64_t run_id);
+  Expected<PointCounts> point_counts(int64_t run_id);
+  /// In insertion order.
+  Expected<std::vector<ServerConfigRecord>> server_configs(int64_t run_id);
+  Expected<std::vector<PointRecord>> points(int64_t run_id);
+  Expected<std::vector<FailureRecord>> failures(int64_t run_id);
+
+ private:
+  struct Impl;
+  explicit Store(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+/// JSON forms, used by `inferbench show --json` and by the sweep. NaN metrics become null;
+/// absent optional ids become null.
+boost::json::object to_json(const RunRecord& r);
+boost::json::object to_json(const PointCounts& c);
+boost::json::object to_json(const RunSummary& s);
+boost::json::object to_json(const ServerConfigRecord& c);
+boost::json::object to_json(const PointRecord& p);
+boost::json::object to_json(const FailureRecord& f);
+
+}  // namespace ib::store

@@ -1,0 +1,802 @@
+#include "store/store.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cmath>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace ib::store {
+namespace {
+
+namespace fs = std::filesystem;
+
+class StoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = (fs::temp_directory_path() / "ib-store-test-XXXXXX").string();
+    dir_ = ::mkdtemp(tmpl.data());
+    file_ = dir_ / "runs" / "inferbench.db";
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  Store open() {
+    auto s = Store::open(file_);
+    EXPECT_TRUE(s.ok()) << s.error().message;
+    if (!s) std::abort();
+    return std::move(*s);
+  }
+
+  fs::path dir_, file_;
+};
+
+template <class T>
+T must(Expected<T> e) {
+  EXPECT_TRUE(e.ok()) << e.error().message;
+  if (!e) std::abort();
+  return std::move(*e);
+}
+
+void must(const Status& s) {
+  ASSERT_TRUE(s.ok()) << s.error().message;
+}
+
+RunRecord make_run(const std::string& name, const std::string& tool_version = "0.1.0",
+                   int64_t started_at = 1000) {
+  RunRecord r;
+  r.name = name;
+  r.tool_version = tool_version;
+  r.git_revision = "abc123";
+  r.host = "node-1";
+  r.command_line = "inferbench sweep x.yaml";
+  r.labels = {"nightly", "h200"};
+  r.options = {{"resume", false}};
+  r.started_at = started_at;
+  return r;
+}
+
+PointRecord make_point(int64_t run_id, const std::string& fp, int64_t conc,
+                       const std::string& status = "ok", const std::string& workload = "1k1k") {
+  PointRecord p;
+  p.run_id = run_id;
+  p.fingerprint = fp;
+  p.workload_key = workload;
+  p.concurrency = conc;
+  p.status = status;
+  p.result = {{"concurrency", conc}, {"request_throughput", 1.5 * static_cast<double>(conc)}};
+  set_headline_from_result(p);
+  return p;
+}
+
+std::string pragma_text(const fs::path& file, const std::string& sql) {
+  auto db = Database::open(file);
+  EXPECT_TRUE(db.ok()) << db.error().message;
+  if (!db) return {};
+  auto stmt = db->prepare(sql);
+  EXPECT_TRUE(stmt.ok()) << stmt.error().message;
+  if (!stmt) return {};
+  auto row = stmt->step();
+  EXPECT_TRUE(row.ok() && *row);
+  return stmt->column_text(0);
+}
+
+// --- migrations ---------------------------------------------------------------------------------
+
+TEST_F(StoreTest, FreshDatabaseGetsTheLatestSchemaVersion) {
+  auto store = open();
+  EXPECT_TRUE(fs::exists(file_));  // parent folder created too
+  EXPECT_EQ(pragma_text(file_, "PRAGMA user_version"), std::to_string(kMigrations.size()));
+  EXPECT_EQ(pragma_text(file_,
+                        "SELECT group_concat(name) FROM (SELECT name FROM sqlite_schema "
+                        "WHERE type = 'table' ORDER BY name)"),
+            "failures,points,runs,server_configs");
+}
+
+TEST_F(StoreTest, ReopeningIsIdempotentAndKeepsData) {
+  int64_t id = 0;
+  {
+    auto store = open();
+    id = must(store.begin_run(make_run("r1")));
+  }
+  for (int i = 0; i < 3; ++i) {
+    auto store = open();
+    auto runs = must(store.list_runs());
+    ASSERT_EQ(runs.size(), 1u);
+    EXPECT_EQ(runs[0].run.id, id);
+  }
+  EXPECT_EQ(pragma_text(file_, "PRAGMA user_version"), std::to_string(kMigrations.size()));
+}
+
+TEST_F(StoreTest, DatabaseFromANewerToolIsRefusedClearly) {
+  { auto store = open(); }
+  {
+    auto db = Database::open(file_);
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE(db->exec("PRAGMA user_version = 99").ok());
+  }
+  auto store = Store::open(file_);
+  ASSERT_FALSE(store.ok());
+  const std::string& m = store.error().message;
+  EXPECT_NE(m.find("inferbench.db"), std::string::npos) << m;
+  EXPECT_NE(m.find("schema version 99 is newer"), std::string::npos) << m;
+  EXPECT_NE(m.find("(" + std::to_string(kMigrations.size()) + ")"), std::string::npos) << m;
+}
+
+TEST_F(StoreTest, OlderDatabaseMigratesOneScriptAtATime) {
+  const std::array<std::string_view, 2> scripts = {
+      "CREATE TABLE t (a INTEGER NOT NULL);",
+      "ALTER TABLE t ADD COLUMN b TEXT NOT NULL DEFAULT 'two'; CREATE INDEX t_a ON t(a);"};
+  auto db = Database::open(file_);
+  ASSERT_TRUE(db.ok());
+  must(migrate(*db, std::span(scripts).first(1)));  // a "version 1" database
+  EXPECT_EQ(*db->user_version(), 1);
+  ASSERT_TRUE(db->exec("INSERT INTO t (a) VALUES (7)").ok());
+  must(migrate(*db, scripts));
+  EXPECT_EQ(*db->user_version(), 2);
+  auto sel = db->prepare("SELECT a, b FROM t");
+  ASSERT_TRUE(sel.ok());
+  ASSERT_TRUE(*sel->step());
+  EXPECT_EQ(sel->column_int(0), 7);
+  EXPECT_EQ(sel->column_text(1), "two");
+  must(migrate(*db, scripts));  // nothing left to do
+  EXPECT_EQ(*db->user_version(), 2);
+}
+
+TEST_F(StoreTest, FailedMigrationIsRolledBackAndNamesTheVersion) {
+  const std::array<std::string_view, 2> scripts = {
+      "CREATE TABLE t (a INTEGER);", "CREATE TABLE u (b INTEGER); INSERT INTO nowhere VALUES (1);"};
+  auto db = Database::open(file_);
+  ASSERT_TRUE(db.ok());
+  auto st = migrate(*db, scripts);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message.find("schema version 2"), std::string::npos) << st.error().message;
+  EXPECT_NE(st.error().message.find("no such table: nowhere"), std::string::npos)
+      << st.error().message;
+  EXPECT_EQ(*db->user_version(), 1);  // version 1 was committed, version 2 not at all
+  auto u = db->prepare("SELECT count(*) FROM sqlite_schema WHERE name = 'u'");
+  ASSERT_TRUE(u.ok());
+  ASSERT_TRUE(*u->step());
+  EXPECT_EQ(u->column_int(0), 0);
+}
+
+TEST_F(StoreTest, ConcurrentFirstOpensMigrateOnce) {
+  std::vector<std::thread> threads;
+  std::array<std::string, 4> errors;
+  for (size_t i = 0; i < errors.size(); ++i) {
+    threads.emplace_back([&, i] {
+      auto s = Store::open(file_);
+      if (!s) {
+        errors[i] = s.error().message;
+        return;
+      }
+      auto id = s->begin_run(make_run("run-" + std::to_string(i)));
+      if (!id) errors[i] = id.error().message;
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& e : errors) EXPECT_EQ(e, "");
+  auto store = open();
+  EXPECT_EQ(must(store.list_runs()).size(), 4u);
+}
+
+TEST_F(StoreTest, OpenExistingRefusesAMissingFile) {
+  auto s = Store::open_existing(file_);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("inferbench.db"), std::string::npos);
+  EXPECT_FALSE(fs::exists(file_));
+}
+
+// --- round trips --------------------------------------------------------------------------------
+
+TEST_F(StoreTest, RunRoundTripsWithLabelsOptionsAndStatusChanges) {
+  auto store = open();
+  RunRecord r = make_run("20261130-104500");
+  r.labels = {"a b", "\xC3\xA9t\xC3\xA9", ""};
+  r.options = {{"reuse", true}, {"keys", {"x*", "y"}}, {"nested", {{"n", 1.25}}}};
+  r.status = "ok";  // ignored: a new run is running
+  const int64_t id = must(store.begin_run(r));
+  auto got = must(store.run(id));
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->id, id);
+  EXPECT_EQ(got->name, r.name);
+  EXPECT_EQ(got->tool_version, r.tool_version);
+  EXPECT_EQ(got->git_revision, r.git_revision);
+  EXPECT_EQ(got->host, r.host);
+  EXPECT_EQ(got->command_line, r.command_line);
+  EXPECT_EQ(got->labels, r.labels);
+  EXPECT_EQ(got->options, r.options);
+  EXPECT_EQ(got->started_at, 1000);
+  EXPECT_EQ(got->ended_at, 0);
+  EXPECT_EQ(got->status, "running");
+
+  must(store.finish_run(id, "interrupted"));
+  got = must(store.run(id));
+  EXPECT_EQ(got->status, "interrupted");
+  EXPECT_GT(got->ended_at, 1000);
+  must(store.set_run_status(id, "running"));  // --resume
+  got = must(store.run(id));
+  EXPECT_EQ(got->status, "running");
+  EXPECT_EQ(got->ended_at, 0);
+  must(store.finish_run(id, "ok"));
+  EXPECT_EQ(must(store.run(id))->status, "ok");
+
+  auto bad = store.finish_run(id, "done");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("'done' is not one of running|ok|failed|interrupted"),
+            std::string::npos)
+      << bad.error().message;
+  EXPECT_FALSE(store.finish_run(id, "running").ok());
+  auto missing = store.finish_run(id + 100, "ok");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().message.find("no run with id"), std::string::npos);
+
+  RunRecord unstamped = make_run("later", "0.1.0", 0);
+  auto later = must(store.run(must(store.begin_run(unstamped))));
+  EXPECT_GT(later->started_at, 1700000000);  // now, not 0
+}
+
+TEST_F(StoreTest, RunNamesAreRequiredAndUnique) {
+  auto store = open();
+  const int64_t id = must(store.begin_run(make_run("n1")));
+  auto dup = store.begin_run(make_run("n1"));
+  ASSERT_FALSE(dup.ok());
+  EXPECT_NE(dup.error().message.find("'n1' already exists (run " + std::to_string(id) + ")"),
+            std::string::npos)
+      << dup.error().message;
+  EXPECT_FALSE(store.begin_run(make_run("")).ok());
+  EXPECT_EQ(must(store.list_runs()).size(), 1u);
+}
+
+TEST_F(StoreTest, ServerConfigRoundTripsAndUpdates) {
+  auto store = open();
+  const int64_t run = must(store.begin_run(make_run("r")));
+  ServerConfigRecord c;
+  c.run_id = run;
+  c.config_key = "llama70b-fp8-h200-vllm";
+  c.fingerprint = std::string(64, 'f');
+  c.launcher = "local";
+  c.row = {{"tp", 8}, {"conc", {4, 8}}, {"image", "vllm/vllm-openai:v0.11"}};
+  const int64_t id = must(store.add_server_config(c));
+  auto all = must(store.server_configs(run));
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].id, id);
+  EXPECT_EQ(all[0].run_id, run);
+  EXPECT_EQ(all[0].config_key, c.config_key);
+  EXPECT_EQ(all[0].fingerprint, c.fingerprint);
+  EXPECT_EQ(all[0].launcher, "local");
+  EXPECT_EQ(all[0].row, c.row);
+  EXPECT_TRUE(all[0].effective_config.empty());
+  EXPECT_EQ(all[0].status, "pending");
+
+  c = all[0];
+  c.effective_config = {{"max_num_seqs", 256}, {"kv_cache_dtype", "fp8"}};
+  c.env_reads = {{"VLLM_USE_V1", "1"}};
+  c.log_path = "/tmp/x/server.log";
+  c.status = "failed";
+  c.error = "exited with code 1";
+  c.config_key = "ignored";  // not mutable
+  must(store.update_server_config(c));
+  auto got = must(store.server_configs(run))[0];
+  EXPECT_EQ(got.effective_config, c.effective_config);
+  EXPECT_EQ(got.env_reads, c.env_reads);
+  EXPECT_EQ(got.log_path, c.log_path);
+  EXPECT_EQ(got.status, "failed");
+  EXPECT_EQ(got.error, c.error);
+  EXPECT_EQ(got.config_key, "llama70b-fp8-h200-vllm");
+
+  c.status = "weird";
+  EXPECT_FALSE(store.update_server_config(c).ok());
+  c.status = "ok";
+  c.id = 999;
+  EXPECT_FALSE(store.update_server_config(c).ok());
+  ServerConfigRecord orphan = c;
+  orphan.run_id = 12345;  // foreign key
+  auto fk = store.add_server_config(orphan);
+  ASSERT_FALSE(fk.ok());
+  EXPECT_NE(fk.error().message.find("FOREIGN KEY"), std::string::npos) << fk.error().message;
+}
+
+TEST_F(StoreTest, PointRoundTripsEveryColumnAndTheFullResult) {
+  auto store = open();
+  const int64_t src = must(store.begin_run(make_run("src")));
+  const int64_t run = must(store.begin_run(make_run("r")));
+  ServerConfigRecord c;
+  c.run_id = run;
+  c.config_key = "k";
+  c.fingerprint = "fp";
+  const int64_t cfg = must(store.add_server_config(c));
+
+  PointRecord p;
+  p.run_id = run;
+  p.server_config_id = cfg;
+  p.fingerprint = "fp";
+  p.workload_key = "isl=1024,osl=1024,seed=0";
+  p.concurrency = 64;
+  p.status = "reused";
+  p.reused_from_run = src;
+  p.result = {{"request_throughput", 12.345678901234567},
+              {"output_throughput", 9876.5},
+              {"total_token_throughput", 20000.25},
+              {"median_ttft_ms", 123.4},
+              {"p99_ttft_ms", 456.7},
+              {"median_tpot_ms", 20.0},
+              {"p99_tpot_ms", 33.3},
+              {"median_itl_ms", 19.5},
+              {"median_e2el_ms", 20000},
+              {"median_intvty", 50.0},
+              {"tput_per_gpu", 2500.03125},
+              {"output_tput_per_gpu", 1234.5},
+              {"completed", 640},
+              {"failed", 2},
+              {"big", 9007199254740993},
+              {"tiny", 1e-300},
+              {"text", "tab\there \"quoted\" \xE2\x9C\x93"},
+              {"records", {1, 2, {{"x", nullptr}}}}};
+  set_headline_from_result(p);
+  p.artifacts_dir = "runs/r/k/c64";
+  p.created_at = 1234;
+  const int64_t id = must(store.add_point(p));
+
+  auto all = must(store.points(run));
+  ASSERT_EQ(all.size(), 1u);
+  const PointRecord& g = all[0];
+  EXPECT_EQ(g.id, id);
+  EXPECT_EQ(g.run_id, run);
+  EXPECT_EQ(g.server_config_id, cfg);
+  EXPECT_EQ(g.fingerprint, "fp");
+  EXPECT_EQ(g.workload_key, p.workload_key);
+  EXPECT_EQ(g.concurrency, 64);
+  EXPECT_EQ(g.status, "reused");
+  EXPECT_EQ(g.reused_from_run, src);
+  EXPECT_EQ(g.request_throughput, 12.345678901234567);
+  EXPECT_EQ(g.output_throughput, 9876.5);
+  EXPECT_EQ(g.total_token_throughput, 20000.25);
+  EXPECT_EQ(g.median_ttft_ms, 123.4);
+  EXPECT_EQ(g.p99_ttft_ms, 456.7);
+  EXPECT_EQ(g.median_tpot_ms, 20.0);
+  EXPECT_EQ(g.p99_tpot_ms, 33.3);
+  EXPECT_EQ(g.median_itl_ms, 19.5);
+  EXPECT_EQ(g.median_e2el_ms, 20000.0);  // an integer in the result JSON
+  EXPECT_EQ(g.median_intvty, 50.0);
+  EXPECT_EQ(g.tput_per_gpu, 2500.03125);
+  EXPECT_EQ(g.output_tput_per_gpu, 1234.5);
+  EXPECT_EQ(g.completed, 640);
+  EXPECT_EQ(g.failed, 2);
+  EXPECT_EQ(g.result, p.result);  // exact, doubles and 64-bit integers included
+  EXPECT_EQ(g.artifacts_dir, p.artifacts_dir);
+  EXPECT_EQ(g.created_at, 1234);
+
+  // A failed point: no metrics (NULL columns, NaN fields), no config, no source run.
+  PointRecord f;
+  f.run_id = run;
+  f.fingerprint = "fp2";
+  f.workload_key = "w";
+  f.concurrency = 4;
+  f.status = "failed";
+  f.error = "server exited during warmup";
+  must(store.add_point(f));
+  auto both = must(store.points(run));
+  ASSERT_EQ(both.size(), 2u);
+  const PointRecord& gf = both[1];
+  EXPECT_EQ(gf.server_config_id, 0);
+  EXPECT_EQ(gf.reused_from_run, std::nullopt);
+  EXPECT_TRUE(std::isnan(gf.request_throughput));
+  EXPECT_TRUE(std::isnan(gf.tput_per_gpu));
+  EXPECT_EQ(gf.error, f.error);
+  EXPECT_TRUE(gf.result.empty());
+  EXPECT_GT(gf.created_at, 1700000000);
+}
+
+TEST_F(StoreTest, PointValidationNamesTheProblem) {
+  auto store = open();
+  const int64_t run = must(store.begin_run(make_run("r")));
+  auto p = make_point(run, "fp", 1, "great");
+  auto bad = store.add_point(p);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("point status 'great' is not one of ok|failed|reused|invalid"),
+            std::string::npos)
+      << bad.error().message;
+  p.status = "reused";
+  bad = store.add_point(p);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("reused_from_run"), std::string::npos);
+  p = make_point(run + 7, "fp", 1);
+  EXPECT_FALSE(store.add_point(p).ok());  // no such run (foreign key)
+  EXPECT_TRUE(must(store.points(run)).empty());
+}
+
+TEST_F(StoreTest, FailureRoundTripsWithAndWithoutOptionalIds) {
+  auto store = open();
+  const int64_t run = must(store.begin_run(make_run("r")));
+  ServerConfigRecord c;
+  c.run_id = run;
+  c.config_key = "k";
+  c.fingerprint = "fp";
+  const int64_t cfg = must(store.add_server_config(c));
+  const int64_t pt = must(store.add_point(make_point(run, "fp", 8, "failed")));
+
+  FailureRecord a;
+  a.run_id = run;
+  a.server_config_id = cfg;
+  a.point_id = pt;
+  a.kind = "point";
+  a.message = "12 of 80 requests failed (connection reset)";
+  a.log_tail = "line 1\nline 2\n";
+  a.at = 4242;
+  FailureRecord b;
+  b.run_id = run;
+  b.kind = "interrupted";
+  b.message = "SIGINT";
+  const int64_t ida = must(store.add_failure(a));
+  const int64_t idb = must(store.add_failure(b));
+  auto all = must(store.failures(run));
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].id, ida);
+  EXPECT_EQ(all[0].run_id, run);
+  EXPECT_EQ(all[0].server_config_id, cfg);
+  EXPECT_EQ(all[0].point_id, pt);
+  EXPECT_EQ(all[0].kind, "point");
+  EXPECT_EQ(all[0].message, a.message);
+  EXPECT_EQ(all[0].log_tail, a.log_tail);
+  EXPECT_EQ(all[0].at, 4242);
+  EXPECT_EQ(all[1].id, idb);
+  EXPECT_EQ(all[1].server_config_id, std::nullopt);
+  EXPECT_EQ(all[1].point_id, std::nullopt);
+  EXPECT_GT(all[1].at, 1700000000);
+  FailureRecord no_kind;
+  no_kind.run_id = run;
+  EXPECT_FALSE(store.add_failure(no_kind).ok());
+}
+
+// --- listing ------------------------------------------------------------------------------------
+
+TEST_F(StoreTest, ListRunsNewestFirstWithPointCountsAndLimit) {
+  auto store = open();
+  const int64_t r1 = must(store.begin_run(make_run("first")));
+  const int64_t r2 = must(store.begin_run(make_run("second")));
+  const int64_t r3 = must(store.begin_run(make_run("third")));
+  must(store.add_point(make_point(r2, "a", 1, "ok")));
+  must(store.add_point(make_point(r2, "a", 2, "ok")));
+  must(store.add_point(make_point(r2, "a", 4, "failed")));
+  auto reused = make_point(r2, "a", 8, "reused");
+  reused.reused_from_run = r1;
+  must(store.add_point(reused));
+  must(store.add_point(make_point(r2, "a", 16, "invalid")));
+  must(store.add_point(make_point(r3, "a", 1, "ok")));
+
+  auto runs = must(store.list_runs());
+  ASSERT_EQ(runs.size(), 3u);
+  EXPECT_EQ(runs[0].run.name, "third");
+  EXPECT_EQ(runs[1].run.name, "second");
+  EXPECT_EQ(runs[2].run.name, "first");
+  EXPECT_EQ(runs[1].points.ok, 2);
+  EXPECT_EQ(runs[1].points.failed, 1);
+  EXPECT_EQ(runs[1].points.reused, 1);
+  EXPECT_EQ(runs[1].points.invalid, 1);
+  EXPECT_EQ(runs[1].points.total(), 5);
+  EXPECT_EQ(runs[2].points.total(), 0);
+  EXPECT_EQ(runs[1].run.labels, (std::vector<std::string>{"nightly", "h200"}));
+
+  auto two = must(store.list_runs(2));
+  ASSERT_EQ(two.size(), 2u);
+  EXPECT_EQ(two[1].run.id, r2);
+  auto counts = must(store.point_counts(r2));
+  EXPECT_EQ(counts.ok, 2);
+  EXPECT_EQ(counts.failed, 1);
+  EXPECT_EQ(counts.reused, 1);
+  EXPECT_EQ(counts.invalid, 1);
+}
+
+TEST_F(StoreTest, FindRunByIdOrName) {
+  auto store = open();
+  const int64_t a = must(store.begin_run(make_run("20261130-104500")));
+  const int64_t b = must(store.begin_run(make_run("77")));  // a name made of digits
+  EXPECT_EQ(must(store.find_run(std::to_string(a)))->name, "20261130-104500");
+  EXPECT_EQ(must(store.find_run("20261130-104500"))->id, a);
+  EXPECT_EQ(must(store.find_run("77"))->id, b);  // no run 77: the name
+  EXPECT_EQ(must(store.find_run(std::to_string(b)))->id, b);
+  EXPECT_FALSE(must(store.find_run("nope")).has_value());
+  EXPECT_FALSE(must(store.find_run("99999999999999999999999")).has_value());
+  EXPECT_FALSE(must(store.run(12345)).has_value());
+}
+
+// --- --resume and --reuse -----------------------------------------------------------------------
+
+TEST_F(StoreTest, CompletedPointMatchesOnlyThisRunsOkOrReusedPoints) {
+  auto store = open();
+  const int64_t other = must(store.begin_run(make_run("other")));
+  const int64_t run = must(store.begin_run(make_run("run")));
+  must(store.add_point(make_point(other, "fp", 8, "ok")));  // another run: not ours
+  EXPECT_FALSE(must(store.completed_point(run, "fp", 8, "1k1k")).has_value());
+
+  must(store.add_point(make_point(run, "fp", 8, "failed")));
+  must(store.add_point(make_point(run, "fp", 8, "invalid")));
+  EXPECT_FALSE(must(store.completed_point(run, "fp", 8, "1k1k")).has_value());  // must re-run
+
+  const int64_t ok = must(store.add_point(make_point(run, "fp", 8, "ok")));
+  auto got = must(store.completed_point(run, "fp", 8, "1k1k"));
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->id, ok);
+  EXPECT_EQ(got->request_throughput, 12.0);
+  EXPECT_FALSE(must(store.completed_point(run, "fp", 16, "1k1k")).has_value());
+  EXPECT_FALSE(must(store.completed_point(run, "fp", 8, "8k1k")).has_value());
+  EXPECT_FALSE(must(store.completed_point(run, "fp-other", 8, "1k1k")).has_value());
+
+  auto reused = make_point(run, "fp", 32, "reused");
+  reused.reused_from_run = other;
+  const int64_t rid = must(store.add_point(reused));
+  EXPECT_EQ(must(store.completed_point(run, "fp", 32, "1k1k"))->id, rid);
+}
+
+TEST_F(StoreTest, ReusablePointComesFromTheNewestSuccessfulRunOfTheSameToolVersion) {
+  auto store = open();
+  // Older successful run.
+  const int64_t old_ok = must(store.begin_run(make_run("old-ok", "0.1.0", 100)));
+  const int64_t p_old = must(store.add_point(make_point(old_ok, "fp", 8, "ok")));
+  must(store.add_point(make_point(old_ok, "fp", 16, "failed")));
+  must(store.finish_run(old_ok, "ok"));
+  // Newer, but the run failed: never a source.
+  const int64_t failed_run = must(store.begin_run(make_run("failed", "0.1.0", 200)));
+  must(store.add_point(make_point(failed_run, "fp", 8, "ok")));
+  must(store.finish_run(failed_run, "failed"));
+  // Newer, interrupted: never a source.
+  const int64_t cut = must(store.begin_run(make_run("cut", "0.1.0", 250)));
+  must(store.add_point(make_point(cut, "fp", 8, "ok")));
+  must(store.finish_run(cut, "interrupted"));
+  // Newer, successful, another tool version.
+  const int64_t v2 = must(store.begin_run(make_run("v2", "0.2.0", 300)));
+  const int64_t p_v2 = must(store.add_point(make_point(v2, "fp", 8, "ok")));
+  must(store.finish_run(v2, "ok"));
+  // The run in progress: not finished, so not a source for itself.
+  const int64_t current = must(store.begin_run(make_run("current", "0.1.0", 400)));
+  must(store.add_point(make_point(current, "fp", 8, "ok")));
+
+  auto got = must(store.reusable_point("fp", 8, "1k1k", "0.1.0"));
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->id, p_old);
+  EXPECT_EQ(got->run_id, old_ok);
+  EXPECT_EQ(must(store.reusable_point("fp", 8, "1k1k", "0.2.0"))->id, p_v2);
+  // Failed points are never reused; nor are other workloads, concurrencies or fingerprints.
+  EXPECT_FALSE(must(store.reusable_point("fp", 16, "1k1k", "0.1.0")).has_value());
+  EXPECT_FALSE(must(store.reusable_point("fp", 8, "8k1k", "0.1.0")).has_value());
+  EXPECT_FALSE(must(store.reusable_point("fp", 4, "1k1k", "0.1.0")).has_value());
+  EXPECT_FALSE(must(store.reusable_point("fp2", 8, "1k1k", "0.1.0")).has_value());
+  EXPECT_FALSE(must(store.reusable_point("fp", 8, "1k1k", "0.3.0")).has_value());
+
+  // A reused point is not itself a source: the source run stays the one that measured it.
+  auto r = make_point(current, "fp", 64, "reused");
+  r.reused_from_run = old_ok;
+  must(store.add_point(r));
+  must(store.finish_run(current, "ok"));
+  EXPECT_FALSE(must(store.reusable_point("fp", 64, "1k1k", "0.1.0")).has_value());
+
+  // Now `current` ended ok and is the newest 0.1.0 run: its point wins.
+  got = must(store.reusable_point("fp", 8, "1k1k", "0.1.0"));
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->run_id, current);
+}
+
+// --- JSON forms ---------------------------------------------------------------------------------
+
+TEST_F(StoreTest, JsonFormsUseNullForUnsetMetricsAndIds) {
+  PointRecord p;
+  p.id = 3;
+  p.run_id = 1;
+  p.status = "failed";
+  p.median_ttft_ms = 12.5;
+  p.result = {{"k", 1}};
+  auto j = to_json(p);
+  EXPECT_TRUE(j.at("request_throughput").is_null());
+  EXPECT_EQ(j.at("median_ttft_ms").as_double(), 12.5);
+  EXPECT_TRUE(j.at("server_config_id").is_null());
+  EXPECT_TRUE(j.at("reused_from_run").is_null());
+  EXPECT_EQ(j.at("result").as_object().at("k").as_int64(), 1);
+  // Serializable (no NaN leaks into the text).
+  EXPECT_EQ(boost::json::serialize(j).find("NaN"), std::string::npos);
+
+  FailureRecord f;
+  f.point_id = 9;
+  auto fj = to_json(f);
+  EXPECT_TRUE(fj.at("server_config_id").is_null());
+  EXPECT_EQ(fj.at("point_id").as_int64(), 9);
+
+  RunSummary s{make_run("x"), {}};
+  s.points.reused = 2;
+  auto sj = to_json(s);
+  EXPECT_EQ(sj.at("name").as_string(), "x");
+  EXPECT_EQ(sj.at("labels").as_array().size(), 2u);
+  EXPECT_EQ(sj.at("points").as_object().at("reused").as_int64(), 2);
+
+  ServerConfigRecord c;
+  c.row = {{"tp", 4}};
+  EXPECT_EQ(to_json(c).at("row").as_object().at("tp").as_int64(), 4);
+}
+
+TEST_F(StoreTest, HeadlineFromResultTakesNumbersAndLeavesTheRest) {
+  PointRecord p;
+  p.result = {{"request_throughput", 3}, {"median_tpot_ms", "n/a"}, {"completed", 10}};
+  p.median_tpot_ms = 7;
+  set_headline_from_result(p);
+  EXPECT_EQ(p.request_throughput, 3.0);
+  EXPECT_EQ(p.median_tpot_ms, 7.0);  // not a number: unchanged
+  EXPECT_TRUE(std::isnan(p.tput_per_gpu));
+  EXPECT_EQ(p.completed, 10);
+  EXPECT_EQ(p.failed, 0);
+}
+
+TEST_F(StoreTest, CorruptJsonColumnIsReportedWithTableRowAndColumn) {
+  auto store = open();
+  const int64_t run = must(store.begin_run(make_run("r")));
+  {
+    auto db = Database::open(file_);
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE(db->exec("UPDATE runs SET options = '{broken' WHERE id = 1").ok());
+  }
+  auto got = store.run(run);
+  ASSERT_FALSE(got.ok());
+  EXPECT_NE(got.error().message.find("runs row 1 column options: invalid JSON"), std::string::npos)
+      << got.error().message;
+}
+
+// --- concurrency and crashes --------------------------------------------------------------------
+
+TEST_F(StoreTest, ThreadsWriteConcurrentlyThroughOneStore) {
+  auto store = open();
+  const int64_t run = must(store.begin_run(make_run("r")));
+  constexpr int kThreads = 4, kEach = 40;
+  std::vector<std::thread> threads;
+  std::array<int, kThreads> failures{};
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kEach; ++i) {
+        if (!store.add_point(make_point(run, "fp" + std::to_string(t), i + 1))) ++failures[t];
+        if (!store.completed_point(run, "fp" + std::to_string(t), i + 1, "1k1k")) ++failures[t];
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int f : failures) EXPECT_EQ(f, 0);
+  EXPECT_EQ(must(store.point_counts(run)).ok, kThreads * kEach);
+}
+
+// The result JSON of point `seq` in the crash tests: large enough to span several pages, with
+// content derived from seq so a torn row cannot pass for a whole one.
+boost::json::object crash_result(int seq) {
+  boost::json::array payload;
+  for (int i = 0; i < 600; ++i) payload.emplace_back(seq * 1000 + i);
+  return {
+      {"seq", seq}, {"payload", std::move(payload)}, {"tail", std::string(3000, 'a' + seq % 26)}};
+}
+
+void check_crash_point(const PointRecord& p) {
+  const int64_t seq = p.concurrency;
+  ASSERT_TRUE(p.result.contains("seq")) << "point " << p.id;
+  EXPECT_EQ(p.result.at("seq").as_int64(), seq);
+  EXPECT_EQ(p.request_throughput, static_cast<double>(seq));
+  EXPECT_EQ(p.result, crash_result(static_cast<int>(seq))) << "point " << p.id;
+}
+
+// Child process body: write points as fast as possible, acknowledging each committed one on
+// `ack_fd`; then wait to be killed. Never returns.
+[[noreturn]] void crash_child(const fs::path& file, const std::string& run_name, int ack_fd) {
+  auto store = Store::open(file);
+  if (!store) _exit(3);
+  auto run = store->begin_run(make_run(run_name));
+  if (!run) _exit(4);
+  for (int seq = 0; seq < 300; ++seq) {
+    PointRecord p;
+    p.run_id = *run;
+    p.fingerprint = "fp";
+    p.workload_key = "w";
+    p.concurrency = seq;
+    p.request_throughput = seq;
+    p.result = crash_result(seq);
+    if (!store->add_point(p)) _exit(5);
+    if (write(ack_fd, &seq, sizeof seq) != static_cast<ssize_t>(sizeof seq)) _exit(6);
+  }
+  for (;;) pause();
+}
+
+TEST_F(StoreTest, SigkillMidSweepLeavesAConsistentDatabase) {
+  // Three sweeps into one file, each killed after a different number of committed points.
+  const std::array<int, 3> kill_after = {5, 40, 120};
+  for (size_t round = 0; round < kill_after.size(); ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    const std::string name = "crash-" + std::to_string(round);
+    int fds[2];
+    ASSERT_EQ(pipe(fds), 0);
+    // No Store is open in this process across fork (SQLite connections must not cross it).
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      close(fds[0]);
+      crash_child(file_, name, fds[1]);
+    }
+    close(fds[1]);
+    int acked = 0, seq = 0;
+    while (acked < kill_after[round] && read(fds[0], &seq, sizeof seq) == sizeof seq) ++acked;
+    ASSERT_EQ(kill(pid, SIGKILL), 0);
+    int wstatus = 0;
+    ASSERT_EQ(waitpid(pid, &wstatus, 0), pid);
+    ASSERT_TRUE(WIFSIGNALED(wstatus)) << "child exited with " << WEXITSTATUS(wstatus);
+    while (read(fds[0], &seq, sizeof seq) == sizeof seq) ++acked;  // acks sent before the kill
+    close(fds[0]);
+    ASSERT_GE(acked, kill_after[round]);
+
+    EXPECT_EQ(pragma_text(file_, "PRAGMA integrity_check"), "ok");
+    EXPECT_EQ(pragma_text(file_, "SELECT count(*) FROM pragma_foreign_key_check"), "0");
+    auto store = open();
+    auto run = must(store.find_run(name));
+    ASSERT_TRUE(run.has_value());
+    EXPECT_EQ(run->status, "running");  // killed: never finished
+    auto points = must(store.points(run->id));
+    // Every acknowledged point is there, at most one more (committed, not yet acknowledged),
+    // each one whole, in order.
+    EXPECT_GE(static_cast<int>(points.size()), acked);
+    EXPECT_LE(static_cast<int>(points.size()), acked + 1);
+    for (size_t i = 0; i < points.size(); ++i) {
+      EXPECT_EQ(points[i].concurrency, static_cast<int64_t>(i));
+      check_crash_point(points[i]);
+    }
+    // The database is writable again (no lock left behind).
+    must(store.finish_run(run->id, "interrupted"));
+  }
+}
+
+TEST_F(StoreTest, UncommittedTransactionOfAKilledWriterIsRolledBack) {
+  { auto store = open(); }
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    close(fds[0]);
+    auto store = Store::open(file_);
+    if (!store) _exit(3);
+    auto run = store->begin_run(make_run("half"));
+    if (!run) _exit(4);
+    // Open a transaction on a second connection and stop with half a sweep step written.
+    auto db = Database::open(file_);
+    if (!db) _exit(5);
+    auto txn = Transaction::begin(*db);
+    if (!txn) _exit(6);
+    const std::string big(200000, 'x');
+    std::string sql =
+        "INSERT INTO points (run_id, fingerprint, workload_key, concurrency, status, result, "
+        "created_at) VALUES (" +
+        std::to_string(*run) + ", 'fp', 'w', 1, 'ok', '{\"big\":\"" + big + "\"}', 1)";
+    if (!db->exec(sql)) _exit(7);
+    if (!db->exec("UPDATE runs SET status = 'ok'")) _exit(8);
+    char c = 'x';
+    if (write(fds[1], &c, 1) != 1) _exit(9);
+    for (;;) pause();
+  }
+  close(fds[1]);
+  char c = 0;
+  ASSERT_EQ(read(fds[0], &c, 1), 1);
+  close(fds[0]);
+  ASSERT_EQ(kill(pid, SIGKILL), 0);
+  int wstatus = 0;
+  ASSERT_EQ(waitpid(pid, &wstatus, 0), pid);
+  ASSERT_TRUE(WIFSIGNALED(wstatus)) << "child exited with " << WEXITSTATUS(wstatus);
+
+  EXPECT_EQ(pragma_text(file_, "PRAGMA integrity_check"), "ok");
+  auto store = open();
+  auto run = must(store.find_run("half"));
+  ASSERT_TRUE(run.has_value());
+  EXPECT_EQ(run->status, "running");  // the uncommitted UPDATE is gone
+  EXPECT_TRUE(must(store.points(run->id)).empty());
+  must(store.add_point(make_point(run->id, "fp", 1)));  // and the write lock with it
+}
+
+}  // namespace
+}  // namespace ib::store

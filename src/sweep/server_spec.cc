@@ -1,0 +1,114 @@
+#include "sweep/server_spec.h"
+
+#include <fmt/format.h>
+
+#include "recipe/fingerprint.h"
+#include "recipe/sha256.h"
+
+namespace ib {
+
+namespace json = boost::json;
+
+namespace {
+
+std::string text_of(const json::value& v) {
+  if (v.is_string()) return std::string(v.as_string());
+  if (v.is_bool()) return v.as_bool() ? "true" : "false";
+  if (v.is_null()) return "";
+  return json::serialize(v);
+}
+
+}  // namespace
+
+std::map<std::string, std::string> row_placeholders(const json::object& f) {
+  std::map<std::string, std::string> v;
+  for (const char* name : {"model", "image", "precision", "framework", "tp", "pp", "ep", "dp-attn",
+                           "dcp-size", "pcp-size", "spec-decoding", "isl", "osl",
+                           "max-model-len"}) {
+    if (const auto* x = f.if_contains(name)) v[name] = text_of(*x);
+  }
+  v["served-model"] = v.count("model") ? v["model"] : "";
+  if (const auto* c = f.if_contains("conc"); c && c->is_int64()) v["conc"] = text_of(*c);
+  return v;
+}
+
+std::string substitute(const std::string& text, const std::map<std::string, std::string>& values) {
+  std::string out;
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t open = text.find('{', i);
+    if (open == std::string::npos) break;
+    size_t close = text.find('}', open);
+    if (close == std::string::npos) break;
+    out.append(text, i, open - i);
+    std::string name = text.substr(open + 1, close - open - 1);
+    if (auto it = values.find(name); it != values.end()) {
+      out += it->second;
+    } else {
+      out.append(text, open, close - open + 1);
+    }
+    i = close + 1;
+  }
+  out.append(text, i, std::string::npos);
+  return out;
+}
+
+int row_gpus(const json::object& f) {
+  auto num = [](const json::object& o, const char* k, int64_t dflt) {
+    const auto* v = o.if_contains(k);
+    return v && v->is_int64() ? v->as_int64() : dflt;
+  };
+  if (f.contains("prefill") && f.contains("decode")) {
+    int64_t total = 0;
+    for (const char* side : {"prefill", "decode"}) {
+      const auto& w = f.at(side).as_object();
+      total += num(w, "num-worker", 1) * num(w, "tp", 1) * num(w, "pp", 1);
+    }
+    return static_cast<int>(std::max<int64_t>(1, total));
+  }
+  return static_cast<int>(std::max<int64_t>(1, num(f, "tp", 1) * num(f, "pp", 1) * num(f, "pcp-size", 1)));
+}
+
+Expected<launch::ServerSpec> server_spec_for_row(const recipe::RecipeRow& row,
+                                                 const std::vector<std::string>& extra_args,
+                                                 const std::filesystem::path& self) {
+  const auto* serve = row.fields.if_contains("serve");
+  if (serve == nullptr || !serve->is_object()) {
+    return Error{fmt::format("{}: the recipe has no `serve` block, so there is no server to "
+                             "start (use --launcher endpoint --endpoint URL for a running one)",
+                             row.config_key)};
+  }
+  const auto& s = serve->as_object();
+  const auto values = row_placeholders(row.fields);
+  launch::ServerSpec spec;
+  spec.name = row.config_key;
+  for (const char* list : {"command", "extra-args"}) {
+    if (const auto* a = s.if_contains(list); a && a->is_array()) {
+      for (const auto& arg : a->as_array()) spec.argv.push_back(substitute(text_of(arg), values));
+    }
+  }
+  for (const auto& a : extra_args) spec.argv.push_back(substitute(a, values));
+  if (spec.argv.empty()) return Error{fmt::format("{}: serve.command is empty", row.config_key)};
+  if (spec.argv[0] == "inferbench") spec.argv[0] = self.string();
+  if (const auto* env = s.if_contains("env"); env && env->is_object()) {
+    for (const auto& kv : env->as_object()) spec.env[std::string(kv.key())] = text_of(kv.value());
+  }
+  if (const auto* h = s.if_contains("health-path"); h && h->is_string()) {
+    spec.health_path = std::string(h->as_string());
+  }
+  // The simulator needs no GPU; every real engine gets the row's GPUs (Slurm --gpus).
+  const auto* fw = row.fields.if_contains("framework");
+  spec.gpus = fw && fw->is_string() && fw->as_string() == "serve-sim" ? 0 : row_gpus(row.fields);
+  return spec;
+}
+
+std::string config_fingerprint(const recipe::RecipeRow& row,
+                               const std::vector<std::string>& extra_args) {
+  if (extra_args.empty()) return row.fingerprint;
+  json::array args;
+  for (const auto& a : extra_args) args.emplace_back(a);
+  json::object o{{"recipe-fingerprint", row.fingerprint}, {"extra-server-args", std::move(args)}};
+  return recipe::sha256_hex(recipe::canonical_json(o));
+}
+
+}  // namespace ib

@@ -1,0 +1,42 @@
+// From a recipe row to what a launcher starts: the serve command with its placeholders
+// substituted (docs/recipes.md), the environment, the health path and the GPU count.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <boost/json.hpp>
+
+#include "core/expected.h"
+#include "launch/launcher.h"
+#include "recipe/matrix.h"
+
+namespace ib {
+
+/// Every placeholder of a row except {host} and {port} (the launcher's): name -> text.
+std::map<std::string, std::string> row_placeholders(const boost::json::object& fields);
+
+/// Replaces {name} for every name in `values`; other text is kept as it is.
+std::string substitute(const std::string& text, const std::map<std::string, std::string>& values);
+
+/// The row's GPU count: tp·pp·pcp for a single-node row, the sum over prefill and decode
+/// workers (num-worker·tp·pp) for a multi-node one.
+int row_gpus(const boost::json::object& fields);
+
+/// The server of a row: serve.command + serve.extra-args + `extra_args`, substituted; an
+/// argv[0] of "inferbench" is this very binary (`self`). Env values are strings as written.
+/// GPUs: the row's, except for the simulator (framework serve-sim), which needs none.
+/// Error when the row has no serve block.
+Expected<launch::ServerSpec> server_spec_for_row(const recipe::RecipeRow& row,
+                                                 const std::vector<std::string>& extra_args,
+                                                 const std::filesystem::path& self);
+
+/// The identity of a server configuration: the row's fingerprint, or, when the command line adds
+/// server arguments, a sha256 over both (so that results measured with different arguments are
+/// never resumed or reused for each other).
+std::string config_fingerprint(const recipe::RecipeRow& row,
+                               const std::vector<std::string>& extra_args);
+
+}  // namespace ib

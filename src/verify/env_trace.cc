@@ -1,0 +1,270 @@
+#include "verify/env_trace.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <set>
+#include <string_view>
+#include <system_error>
+#include <tuple>
+
+#include "core/files.h"
+
+namespace ib::verify {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kLibraryName = "libib_envtrace.so";
+constexpr const char* kHookName = "sitecustomize.py";
+
+// Absolute, with "." and ".." resolved where the path exists.
+fs::path absolute_clean(const fs::path& p) {
+  std::error_code ec;
+  fs::path abs = fs::absolute(p, ec);
+  if (ec) abs = p;
+  fs::path canon = fs::weakly_canonical(abs, ec);
+  return ec ? abs.lexically_normal() : canon;
+}
+
+bool is_file(const fs::path& p) {
+  std::error_code ec;
+  return fs::is_regular_file(p, ec);
+}
+
+// The candidates under one root: flat (both files in `root`) when `flat`, then the prefix layout.
+void add_candidates(const fs::path& root, bool flat,
+                    std::vector<std::pair<fs::path, fs::path>>* out) {
+  if (flat) out->emplace_back(root / kLibraryName, root);
+  out->emplace_back(root / "lib" / kLibraryName, root / "share" / "inferbench" / "envtrace");
+}
+
+// Prepends `first` to a list split on any of `separators` (joined with the first of them),
+// unless it is already there.
+std::string prepend(const std::string& first, const std::string& existing,
+                    std::string_view separators) {
+  std::string_view rest(existing);
+  bool empty = true;
+  size_t start = 0;
+  while (start <= rest.size()) {
+    size_t end = rest.find_first_of(separators, start);
+    if (end == std::string_view::npos) end = rest.size();
+    std::string_view item = rest.substr(start, end - start);
+    if (item == first) return existing;
+    if (!item.empty()) empty = false;
+    start = end + 1;
+  }
+  return empty ? first : first + separators[0] + existing;
+}
+
+// The value a child would see for `name`: the launcher's own setting, else the inherited one.
+std::string effective(const std::map<std::string, std::string>& env, const std::string& name) {
+  auto it = env.find(name);
+  if (it != env.end()) return it->second;
+  const char* inherited = std::getenv(name.c_str());
+  return inherited != nullptr ? inherited : "";
+}
+
+bool valid_name(const std::string& name) {
+  return !name.empty() && name.find_first_of(",=") == std::string::npos;
+}
+
+const boost::json::value* field(const boost::json::object& o, std::string_view key) {
+  auto it = o.find(key);
+  return it == o.end() ? nullptr : &it->value();
+}
+
+// One record line; Error names the offending field.
+Expected<std::pair<std::string, EnvRead>> parse_record(std::string_view line) {
+  boost::system::error_code ec;
+  boost::json::value v = boost::json::parse(line, ec);
+  if (ec) return Error{fmt::format("not JSON ({})", ec.message())};
+  if (!v.is_object()) return Error{"not a JSON object"};
+  const auto& o = v.get_object();
+  auto integer = [&](std::string_view key, bool required, int* out) -> Status {
+    const auto* f = field(o, key);
+    if (f == nullptr) {
+      return required ? Status(Error{fmt::format("missing field '{}'", key)}) : Status::Ok();
+    }
+    if (!f->is_int64()) return Error{fmt::format("field '{}' is not an integer", key)};
+    *out = static_cast<int>(f->get_int64());
+    return Status::Ok();
+  };
+  auto text = [&](std::string_view key, bool required, std::string* out) -> Status {
+    const auto* f = field(o, key);
+    if (f == nullptr) {
+      return required ? Status(Error{fmt::format("missing field '{}'", key)}) : Status::Ok();
+    }
+    if (!f->is_string()) return Error{fmt::format("field '{}' is not a string", key)};
+    *out = std::string(f->get_string());
+    return Status::Ok();
+  };
+  EnvRead read;
+  std::string variable;
+  for (Status s : {integer("pid", true, &read.pid), integer("ppid", false, &read.ppid),
+                   text("variable", true, &variable), text("function", true, &read.function),
+                   text("exe", false, &read.exe), text("cmdline", false, &read.cmdline),
+                   text("value", false, &read.value)}) {
+    if (!s.ok()) return s.error();
+  }
+  const auto* was_set = field(o, "was_set");
+  if (was_set == nullptr) return Error{"missing field 'was_set'"};
+  if (!was_set->is_bool()) return Error{"field 'was_set' is not a boolean"};
+  read.was_set = was_set->get_bool();
+  return std::make_pair(std::move(variable), std::move(read));
+}
+
+void collect_file(const fs::path& path, const std::set<std::string>& watched,
+                  EnvTraceReport* report) {
+  auto content = read_file(path);
+  if (!content.ok()) {
+    report->warnings.push_back(content.error().message);
+    return;
+  }
+  std::string_view rest(*content);
+  int line_no = 0;
+  while (!rest.empty()) {
+    ++line_no;
+    size_t nl = rest.find('\n');
+    bool complete = nl != std::string_view::npos;
+    std::string_view line = rest.substr(0, complete ? nl : rest.size());
+    rest.remove_prefix(complete ? nl + 1 : rest.size());
+    if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+    auto record = parse_record(line);
+    if (!record.ok()) {
+      report->warnings.push_back(
+          complete ? fmt::format("{}:{}: {}", path.string(), line_no, record.error().message)
+                   : fmt::format("{}:{}: incomplete last line ignored (process killed while "
+                                 "writing?)",
+                                 path.string(), line_no));
+      continue;
+    }
+    auto& [variable, read] = *record;
+    if (watched.count(variable) != 0) report->reads[variable].push_back(std::move(read));
+  }
+}
+
+}  // namespace
+
+Expected<EnvTraceAssets> find_env_trace_assets() {
+  std::vector<std::pair<fs::path, fs::path>> candidates;
+  const char* override_dir = std::getenv("INFERBENCH_ENVTRACE_DIR");
+  std::string origin;
+  if (override_dir != nullptr && *override_dir != '\0') {
+    add_candidates(absolute_clean(override_dir), true, &candidates);
+    origin = "INFERBENCH_ENVTRACE_DIR";
+  } else {
+    fs::path bin = self_executable().parent_path();
+    add_candidates(absolute_clean(bin / ".."), false, &candidates);
+    origin = fmt::format("the executable's folder {}", bin.string());
+  }
+  std::vector<std::string> looked;
+  for (const auto& [lib, hook_dir] : candidates) {
+    if (is_file(lib) && is_file(hook_dir / kHookName)) {
+      EnvTraceAssets assets{absolute_clean(lib), absolute_clean(hook_dir)};
+      if (assets.preload_library.string().find_first_of(" :") != std::string::npos) {
+        return Error{fmt::format(
+            "environment tracer {}: LD_PRELOAD cannot carry a path containing a space or a colon",
+            assets.preload_library.string())};
+      }
+      return assets;
+    }
+    looked.push_back(fmt::format("{} + {}", lib.string(), (hook_dir / kHookName).string()));
+  }
+  return Error{fmt::format("environment tracer not found (relative to {}); looked for: {}", origin,
+                           fmt::join(looked, "; "))};
+}
+
+void add_env_trace(const EnvTraceAssets& a, const fs::path& trace_dir,
+                   const std::vector<std::string>& watch, std::map<std::string, std::string>* env) {
+  // ld.so splits LD_PRELOAD on spaces and colons; PYTHONPATH is colon-separated. An empty
+  // PYTHONPATH entry would add the working folder to sys.path, so none is created.
+  std::string preload = effective(*env, "LD_PRELOAD");
+  (*env)["LD_PRELOAD"] = prepend(a.preload_library.string(), preload, ": ");
+  std::string pythonpath = effective(*env, "PYTHONPATH");
+  (*env)["PYTHONPATH"] = prepend(a.python_hook_dir.string(), pythonpath, ":");
+
+  fs::path dir = absolute_clean(trace_dir);
+  std::error_code ec;
+  fs::create_directories(dir, ec);  // a failure shows as "no process wrote a record"
+  (*env)["IB_ENVTRACE_DIR"] = dir.string();
+  std::vector<std::string> names;
+  for (const auto& n : watch) {
+    if (valid_name(n) && std::find(names.begin(), names.end(), n) == names.end()) {
+      names.push_back(n);
+    }
+  }
+  (*env)["IB_ENVTRACE_WATCH"] = fmt::format("{}", fmt::join(names, ","));
+}
+
+EnvTraceReport collect_env_trace(const fs::path& trace_dir, const std::vector<std::string>& watch) {
+  EnvTraceReport report;
+  std::set<std::string> watched(watch.begin(), watch.end());
+  std::error_code ec;
+  std::vector<fs::path> files;
+  if (!fs::is_directory(trace_dir, ec)) {
+    report.warnings.push_back(fmt::format(
+        "{}: trace folder missing: no process wrote a trace record", trace_dir.string()));
+  } else {
+    for (fs::directory_iterator it(trace_dir, ec), end; !ec && it != end; it.increment(ec)) {
+      const fs::path& p = it->path();
+      std::string name = p.filename().string();
+      if (name == "loaded-c.json") report.c_tracer_loaded = true;
+      if (name == "loaded-py.json") report.python_tracer_loaded = true;
+      if (p.extension() == ".jsonl") files.push_back(p);
+    }
+    if (ec) {
+      report.warnings.push_back(
+          fmt::format("{}: cannot list trace folder: {}", trace_dir.string(), ec.message()));
+    }
+  }
+  std::sort(files.begin(), files.end());
+  for (const auto& f : files) collect_file(f, watched, &report);
+  for (auto& [variable, reads] : report.reads) {
+    std::stable_sort(reads.begin(), reads.end(), [](const EnvRead& x, const EnvRead& y) {
+      return std::tie(x.pid, x.function, x.exe) < std::tie(y.pid, y.function, y.exe);
+    });
+  }
+  std::set<std::string> listed;
+  for (const auto& n : watch) {
+    if (report.reads.count(n) == 0 && listed.insert(n).second) report.never_read.push_back(n);
+  }
+  if (!watch.empty() && !report.c_tracer_loaded && !report.python_tracer_loaded) {
+    report.warnings.push_back(
+        fmt::format("{}: the tracer was never loaded (static binary, setuid program, LD_PRELOAD or "
+                    "PYTHONPATH dropped?): 'never read' proves nothing here",
+                    trace_dir.string()));
+  }
+  return report;
+}
+
+boost::json::object EnvTraceReport::to_json() const {
+  boost::json::object variables;
+  for (const auto& [name, list] : reads) {
+    boost::json::array readers;
+    for (const auto& r : list) {
+      boost::json::object o{{"pid", r.pid},           {"ppid", r.ppid},
+                            {"exe", r.exe},           {"cmdline", r.cmdline},
+                            {"function", r.function}, {"was_set", r.was_set}};
+      if (r.was_set) o["value"] = r.value;
+      readers.push_back(std::move(o));
+    }
+    variables[name] = boost::json::object{{"read", true}, {"readers", std::move(readers)}};
+  }
+  boost::json::array never;
+  for (const auto& n : never_read) {
+    variables[n] = boost::json::object{{"read", false}, {"readers", boost::json::array{}}};
+    never.push_back(boost::json::string(n));
+  }
+  boost::json::array warn;
+  for (const auto& w : warnings) warn.push_back(boost::json::string(w));
+  return boost::json::object{
+      {"variables", std::move(variables)},
+      {"never_read", std::move(never)},
+      {"tracer_loaded",
+       boost::json::object{{"c", c_tracer_loaded}, {"python", python_tracer_loaded}}},
+      {"warnings", std::move(warn)}};
+}
+
+}  // namespace ib::verify

@@ -1,0 +1,68 @@
+// Environment-read tracing (issue 7, docs/env-trace.md): which of a recipe's environment
+// variables the server's processes actually read. The launcher injects an LD_PRELOAD library
+// (getenv/secure_getenv) and a Python startup hook (os.environ/os.getenv) into the server; both
+// append JSON lines to a trace folder, which collect_env_trace() turns into a report.
+#pragma once
+
+#include <boost/json.hpp>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/expected.h"
+
+namespace ib::verify {
+
+/// Where the tracer's run-time files are.
+struct EnvTraceAssets {
+  std::filesystem::path preload_library;  // libib_envtrace.so, absolute
+  std::filesystem::path python_hook_dir;  // the folder holding sitecustomize.py, absolute
+};
+
+/// Finds the assets. With INFERBENCH_ENVTRACE_DIR set, only there: either a flat folder
+/// (libib_envtrace.so and sitecustomize.py side by side) or a prefix with the layout below.
+/// Otherwise relative to the running executable: <bin>/../lib/libib_envtrace.so and
+/// <bin>/../share/inferbench/envtrace/sitecustomize.py (build tree and install prefix alike).
+/// Error lists every path looked at, or says why a found path is unusable (LD_PRELOAD cannot
+/// carry a path containing a space or a colon).
+Expected<EnvTraceAssets> find_env_trace_assets();
+
+/// Adds the tracer to `env`, the variables the launcher sets on top of the inherited environment:
+/// LD_PRELOAD and PYTHONPATH get the tracer prepended to the value the child would otherwise see
+/// (the recipe's own value in `env`, else the inherited one), never clobbered and never added
+/// twice; IB_ENVTRACE_DIR = trace_dir (absolute; created if missing) and IB_ENVTRACE_WATCH = the
+/// names, comma-separated (names that are empty or contain ',' or '=' are skipped).
+void add_env_trace(const EnvTraceAssets& a, const std::filesystem::path& trace_dir,
+                   const std::vector<std::string>& watch, std::map<std::string, std::string>* env);
+
+/// One process's first read of one variable.
+struct EnvRead {
+  int pid = 0;
+  int ppid = 0;
+  std::string exe;       // /proc/<pid>/exe of the reader
+  std::string function;  // getenv | secure_getenv | os.environ | os.getenv
+  bool was_set = false;  // whether the variable existed at that moment
+  std::string cmdline;   // its command line, space-joined, possibly cut
+  std::string value;     // the value it saw (when was_set), possibly cut
+};
+
+struct EnvTraceReport {
+  std::map<std::string, std::vector<EnvRead>> reads;  // variable -> reads (only watched vars)
+  std::vector<std::string> never_read;                // watched vars no process read
+  std::vector<std::string> warnings;                  // malformed lines, unreadable files
+  bool c_tracer_loaded = false;                       // some process loaded the LD_PRELOAD library
+  bool python_tracer_loaded = false;                  // some Python process ran the startup hook
+  /// {"variables": {"X": {"read": true, "readers": [{pid, ppid, exe, cmdline, function,
+  ///  was_set, value?}]}}, "never_read": [...], "tracer_loaded": {"c": b, "python": b},
+  ///  "warnings": [...]}
+  boost::json::object to_json() const;
+};
+
+/// Reads every *.jsonl trace file in trace_dir. Never fails: a missing folder, an unreadable
+/// file or a malformed line becomes a warning naming the file and line; a partial last line
+/// (a process killed mid-write) is skipped with a warning. Readers are sorted by pid, function.
+EnvTraceReport collect_env_trace(const std::filesystem::path& trace_dir,
+                                 const std::vector<std::string>& watch);
+
+}  // namespace ib::verify

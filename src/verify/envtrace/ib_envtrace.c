@@ -1,0 +1,406 @@
+/* inferbench environment-read tracer: an LD_PRELOAD library (docs/env-trace.md).
+ *
+ * Interposes getenv and secure_getenv. For the names listed in IB_ENVTRACE_WATCH (comma-separated)
+ * it appends one JSON line per (process, variable), on the process's first read of that variable,
+ * to <IB_ENVTRACE_DIR>/c-<pid>.jsonl:
+ *
+ *   {"pid":12,"ppid":1,"exe":"/usr/bin/python3.11","cmdline":"python3 -m x","variable":"X",
+ *    "was_set":true,"value":"1","function":"getenv"}
+ *
+ * Constraints, because getenv is called from anywhere (other libraries' constructors before ours,
+ * allocators, signal-unsafe but multi-threaded code):
+ *  - no malloc and no stdio: records are formatted into a bounded stack buffer and written with a
+ *    single write() on an O_APPEND descriptor (so concurrent writers never interleave a line);
+ *  - the configuration (watch list, directory) is captured once into static storage, from the
+ *    environment as it was at first use, so a process that later clears its environment is still
+ *    traced (its own reads; its children lose LD_PRELOAD with the rest of the environment);
+ *  - thread-safe (atomics; the one-time setup calls nothing that could re-enter us) and re-entrant
+ *    (a thread-local guard serves nested calls untraced);
+ *  - errno is preserved; the library never prints and never fails the host process.
+ * LD_PRELOAD and IB_ENVTRACE_* are left in the environment, so children inherit the tracer.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define IB_EXPORT __attribute__((visibility("default")))
+
+extern char** environ;
+
+enum {
+  kMaxWatch = 256,     /* watched names */
+  kWatchBytes = 8192,  /* copy of IB_ENVTRACE_WATCH */
+  kDirBytes = 2048,    /* copy of IB_ENVTRACE_DIR */
+  kRecordBytes = 4096, /* one JSON line */
+  kExeOut = 600,       /* escaped bytes per string field, so a record always fits */
+  kCmdlineOut = 600,
+  kVariableOut = 400,
+  kValueOut = 1200,
+};
+
+typedef char* (*getenv_fn)(const char*);
+
+/* 0: not set up, 1: being set up by some thread, 2: ready. */
+static atomic_int g_state = 0;
+static atomic_int g_resolved = 0;
+static getenv_fn g_real_getenv = NULL;
+static getenv_fn g_real_secure_getenv = NULL;
+
+static char g_watch_buf[kWatchBytes];
+static const char* g_watch[kMaxWatch];
+static size_t g_watch_len[kMaxWatch];
+static int g_watch_count = 0;
+static char g_dir[kDirBytes];
+static size_t g_dir_len = 0;
+
+/* Which watched names this process already recorded; reset when the pid changes (fork). */
+static atomic_int g_seen_pid = 0;
+static atomic_uchar g_seen[kMaxWatch];
+
+static __thread int t_busy __attribute__((tls_model("initial-exec")));
+
+/* getenv's semantics without calling anything: what glibc does, on the live environment. */
+static char* scan_environ(const char* name) {
+  if (name == NULL || environ == NULL || name[0] == '\0') return NULL;
+  size_t n = strlen(name);
+  for (char** e = environ; *e != NULL; ++e) {
+    if (strncmp(*e, name, n) == 0 && (*e)[n] == '=') return *e + n + 1;
+  }
+  return NULL;
+}
+
+/* Captures IB_ENVTRACE_WATCH and IB_ENVTRACE_DIR. Calls only scan_environ/memcpy, so threads that
+ * race here may simply spin on it (it cannot block or re-enter). */
+static void capture_config(void) {
+  int expected = 0;
+  if (!atomic_compare_exchange_strong(&g_state, &expected, 1)) {
+    while (atomic_load(&g_state) != 2) sched_yield();
+    return;
+  }
+  const char* dir = scan_environ("IB_ENVTRACE_DIR");
+  const char* watch = scan_environ("IB_ENVTRACE_WATCH");
+  if (dir != NULL && watch != NULL) {
+    size_t dl = strlen(dir);
+    while (dl > 1 && dir[dl - 1] == '/') --dl;
+    size_t wl = strlen(watch);
+    if (dl > 0 && dl + 32 < sizeof g_dir && wl < sizeof g_watch_buf) {
+      memcpy(g_dir, dir, dl);
+      g_dir[dl] = '\0';
+      g_dir_len = dl;
+      memcpy(g_watch_buf, watch, wl + 1);
+      char* p = g_watch_buf;
+      while (*p != '\0' && g_watch_count < kMaxWatch) {
+        char* start = p;
+        while (*p != '\0' && *p != ',') ++p;
+        size_t len = (size_t)(p - start);
+        if (*p == ',') *p++ = '\0';
+        if (len > 0) {
+          g_watch[g_watch_count] = start;
+          g_watch_len[g_watch_count] = len;
+          ++g_watch_count;
+        }
+      }
+    }
+  }
+  atomic_store(&g_state, 2);
+}
+
+/* dlsym may allocate, and an allocator may call getenv: t_busy makes such nested calls plain. */
+static void resolve_real(void) {
+  if (atomic_load_explicit(&g_resolved, memory_order_acquire)) return;
+  t_busy = 1;
+  void* g = dlsym(RTLD_NEXT, "getenv");
+  void* s = dlsym(RTLD_NEXT, "secure_getenv");
+  /* POSIX guarantees dlsym's object pointer converts to a function pointer; ISO C does not. */
+  memcpy(&g_real_getenv, &g, sizeof g_real_getenv);
+  memcpy(&g_real_secure_getenv, &s, sizeof g_real_secure_getenv);
+  atomic_store_explicit(&g_resolved, 1, memory_order_release);
+  t_busy = 0;
+}
+
+static int watch_index(const char* name) {
+  if (name == NULL) return -1;
+  size_t n = strlen(name);
+  for (int i = 0; i < g_watch_count; ++i) {
+    if (g_watch_len[i] == n && memcmp(g_watch[i], name, n) == 0) return i;
+  }
+  return -1;
+}
+
+/* A bounded writer: never overruns, reports whether everything fit. */
+typedef struct {
+  char* p;
+  char* end;
+} Out;
+
+static void put_bytes(Out* o, const char* s, size_t n) {
+  size_t room = (size_t)(o->end - o->p);
+  if (n > room) n = room;
+  memcpy(o->p, s, n);
+  o->p += n;
+}
+
+static void put_str(Out* o, const char* s) {
+  put_bytes(o, s, strlen(s));
+}
+
+static void put_long(Out* o, long v) {
+  char tmp[24];
+  int i = (int)sizeof tmp;
+  int neg = v < 0;
+  unsigned long u = neg ? (unsigned long)(-(v + 1)) + 1u : (unsigned long)v;
+  do {
+    tmp[--i] = (char)('0' + (u % 10u));
+    u /= 10u;
+  } while (u != 0 && i > 1);
+  if (neg) tmp[--i] = '-';
+  put_bytes(o, tmp + i, sizeof tmp - (size_t)i);
+}
+
+/* Length of a valid UTF-8 sequence at s (at most `left` bytes available), or 0 if invalid. */
+static size_t utf8_len(const unsigned char* s, size_t left) {
+  size_t n;
+  if (s[0] < 0x80) return 1;
+  if ((s[0] & 0xE0) == 0xC0 && s[0] >= 0xC2) {
+    n = 2;
+  } else if ((s[0] & 0xF0) == 0xE0) {
+    n = 3;
+  } else if ((s[0] & 0xF8) == 0xF0 && s[0] <= 0xF4) {
+    n = 4;
+  } else {
+    return 0;
+  }
+  if (n > left) return 0;
+  for (size_t i = 1; i < n; ++i) {
+    if ((s[i] & 0xC0) != 0x80) return 0;
+  }
+  if (n == 3 && s[0] == 0xE0 && s[1] < 0xA0) return 0;  /* overlong */
+  if (n == 3 && s[0] == 0xED && s[1] >= 0xA0) return 0; /* surrogate */
+  if (n == 4 && s[0] == 0xF0 && s[1] < 0x90) return 0;  /* overlong */
+  if (n == 4 && s[0] == 0xF4 && s[1] >= 0x90) return 0; /* > U+10FFFF */
+  return n;
+}
+
+/* A JSON string of the first `len` bytes of s, using at most `max_out` output bytes (quotes
+ * included). Invalid UTF-8 becomes U+FFFD; the text is cut at a character boundary. Returns 1 if
+ * the whole input was written. */
+static int put_json_string(Out* o, const char* s, size_t len, size_t max_out) {
+  static const char hex[] = "0123456789abcdef";
+  size_t used = 2; /* the quotes */
+  int complete = 1;
+  put_bytes(o, "\"", 1);
+  const unsigned char* u = (const unsigned char*)s;
+  size_t i = 0;
+  while (i < len) {
+    char esc[8];
+    const char* piece = esc;
+    size_t piece_len;
+    size_t consumed = 1;
+    unsigned char c = u[i];
+    if (c == '"' || c == '\\') {
+      esc[0] = '\\';
+      esc[1] = (char)c;
+      piece_len = 2;
+    } else if (c == '\n') {
+      piece = "\\n";
+      piece_len = 2;
+    } else if (c == '\t') {
+      piece = "\\t";
+      piece_len = 2;
+    } else if (c < 0x20 || c == 0x7F) {
+      memcpy(esc, "\\u00", 4);
+      esc[4] = hex[c >> 4];
+      esc[5] = hex[c & 0xF];
+      piece_len = 6;
+    } else if (c < 0x80) {
+      piece = (const char*)u + i;
+      piece_len = 1;
+    } else {
+      size_t n = utf8_len(u + i, len - i);
+      if (n == 0) {
+        piece = "\xEF\xBF\xBD"; /* U+FFFD */
+        piece_len = 3;
+      } else {
+        piece = (const char*)u + i;
+        piece_len = n;
+        consumed = n;
+      }
+    }
+    if (used + piece_len > max_out) {
+      complete = 0;
+      break;
+    }
+    put_bytes(o, piece, piece_len);
+    used += piece_len;
+    i += consumed;
+  }
+  put_bytes(o, "\"", 1);
+  return complete;
+}
+
+/* /proc/self/cmdline with NULs turned into spaces; returns the length. */
+static size_t read_cmdline(char* buf, size_t cap) {
+  int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  size_t n = 0;
+  while (n < cap) {
+    ssize_t r = read(fd, buf + n, cap - n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    n += (size_t)r;
+  }
+  close(fd);
+  while (n > 0 && buf[n - 1] == '\0') --n;
+  for (size_t i = 0; i < n; ++i) {
+    if (buf[i] == '\0') buf[i] = ' ';
+  }
+  return n;
+}
+
+static void write_all(int fd, const char* p, size_t n) {
+  while (n > 0) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return;
+    p += w;
+    n -= (size_t)w;
+  }
+}
+
+/* Formats the process identity fields: "pid":..,"ppid":..,"exe":..,"cmdline":.. */
+static void put_process(Out* o) {
+  char exe[PATH_MAX];
+  ssize_t el = readlink("/proc/self/exe", exe, sizeof exe);
+  if (el < 0) el = 0;
+  char cmdline[kCmdlineOut];
+  size_t cl = read_cmdline(cmdline, sizeof cmdline);
+  put_str(o, "\"pid\":");
+  put_long(o, (long)getpid());
+  put_str(o, ",\"ppid\":");
+  put_long(o, (long)getppid());
+  put_str(o, ",\"exe\":");
+  put_json_string(o, exe, (size_t)el, kExeOut);
+  put_str(o, ",\"cmdline\":");
+  put_json_string(o, cmdline, cl, kCmdlineOut);
+}
+
+/* Appends a record to <dir>/c-<pid>.jsonl. */
+static void record(const char* name, const char* value, const char* function) {
+  char line[kRecordBytes];
+  Out o = {line, line + sizeof line - 2};
+  put_str(&o, "{");
+  put_process(&o);
+  put_str(&o, ",\"variable\":");
+  put_json_string(&o, name, strlen(name), kVariableOut);
+  put_str(&o, ",\"was_set\":");
+  put_str(&o, value != NULL ? "true" : "false");
+  if (value != NULL) {
+    put_str(&o, ",\"value\":");
+    if (!put_json_string(&o, value, strlen(value), kValueOut)) {
+      put_str(&o, ",\"value_truncated\":true");
+    }
+  }
+  put_str(&o, ",\"function\":\"");
+  put_str(&o, function);
+  put_str(&o, "\"}");
+  o.end += 2; /* the reserve keeps room for the terminator even when a field was cut */
+  put_str(&o, "\n");
+
+  char path[kDirBytes + 32];
+  Out po = {path, path + sizeof path - 1};
+  put_bytes(&po, g_dir, g_dir_len);
+  put_str(&po, "/c-");
+  put_long(&po, (long)getpid());
+  put_str(&po, ".jsonl");
+  *po.p = '\0';
+  int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  write_all(fd, line, (size_t)(o.p - line)); /* one write: O_APPEND keeps the line whole */
+  close(fd);
+}
+
+/* Marks that the tracer was loaded in at least one process: <dir>/loaded-c.json, created once
+ * (O_EXCL) by the first traced process. Lets the collector tell "never read" from "never loaded".
+ */
+static void mark_loaded(void) {
+  if (g_dir_len == 0) return;
+  char path[kDirBytes + 32];
+  Out po = {path, path + sizeof path - 1};
+  put_bytes(&po, g_dir, g_dir_len);
+  put_str(&po, "/loaded-c.json");
+  *po.p = '\0';
+  int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  char line[kRecordBytes];
+  Out o = {line, line + sizeof line - 2};
+  put_str(&o, "{");
+  put_process(&o);
+  put_str(&o, "}");
+  o.end += 2;
+  put_str(&o, "\n");
+  write_all(fd, line, (size_t)(o.p - line));
+  close(fd);
+}
+
+static void maybe_record(const char* name, const char* value, const char* function) {
+  int i = watch_index(name);
+  if (i < 0) return;
+  int pid = (int)getpid();
+  int owner = atomic_load(&g_seen_pid);
+  if (owner != pid && atomic_compare_exchange_strong(&g_seen_pid, &owner, pid)) {
+    /* First traced read in a forked child: forget the parent's reads. */
+    for (int k = 0; k < g_watch_count; ++k) atomic_store(&g_seen[k], 0);
+  }
+  if (atomic_exchange(&g_seen[i], 1) != 0) return;
+  record(name, value, function);
+}
+
+static char* traced(const char* name, int secure) {
+  if (t_busy) {
+    /* Nested call (from dlsym, or from our own setup): answer without tracing. */
+    if (secure && getauxval(AT_SECURE) != 0) return NULL;
+    return scan_environ(name);
+  }
+  int saved_errno = errno;
+  if (atomic_load_explicit(&g_state, memory_order_acquire) != 2) capture_config();
+  resolve_real();
+  getenv_fn real = secure ? g_real_secure_getenv : g_real_getenv;
+  char* value;
+  if (real != NULL) {
+    value = real(name);
+  } else {
+    value = (secure && getauxval(AT_SECURE) != 0) ? NULL : scan_environ(name);
+  }
+  if (g_watch_count > 0) {
+    t_busy = 1;
+    maybe_record(name, value, secure ? "secure_getenv" : "getenv");
+    t_busy = 0;
+  }
+  errno = saved_errno;
+  return value;
+}
+
+IB_EXPORT char* getenv(const char* name) {
+  return traced(name, 0);
+}
+
+IB_EXPORT char* secure_getenv(const char* name) {
+  return traced(name, 1);
+}
+
+__attribute__((constructor)) static void ib_envtrace_init(void) {
+  int saved_errno = errno;
+  if (atomic_load(&g_state) != 2) capture_config();
+  resolve_real();
+  if (g_watch_count > 0) mark_loaded();
+  errno = saved_errno;
+}

@@ -1,0 +1,256 @@
+// `inferbench runs` and `inferbench show`: a database written through the store API, read back by
+// the real binary as tables and JSON.
+#include <fmt/format.h>
+
+#include <sstream>
+
+#include "e2e_util.h"
+#include "store/store.h"
+
+namespace ib::e2e {
+namespace {
+
+struct Fixture {
+  int64_t old_run = 0, run = 0, config = 0, failed_config = 0;
+};
+
+// Two runs: an older successful one (the reuse source) and a sweep with an ok, a reused and a
+// failed point, one failed server configuration and two failures.
+Fixture fill(const fs::path& db) {
+  Fixture f;
+  auto opened = store::Store::open(db);
+  if (!opened) {
+    ADD_FAILURE() << opened.error().message;
+    return f;
+  }
+  auto& s = *opened;
+  store::RunRecord old;
+  old.name = "20261129-080000";
+  old.tool_version = "0.1.0";
+  old.git_revision = "1111111111111111";
+  old.started_at = 1795939200;  // 2026-11-29 08:00:00Z
+  f.old_run = *s.begin_run(old);
+  EXPECT_TRUE(s.finish_run(f.old_run, "ok").ok());
+
+  store::RunRecord r;
+  r.name = "20261130-104500";
+  r.tool_version = "0.1.0";
+  r.git_revision = "0123456789abcdef0123";
+  r.host = "node-7";
+  r.command_line = "inferbench sweep examples/recipes/serve-sim.yaml";
+  r.labels = {"nightly", "h200"};
+  r.started_at = 1796035500;  // 2026-11-30 10:45:00Z
+  f.run = *s.begin_run(r);
+
+  store::ServerConfigRecord c;
+  c.run_id = f.run;
+  c.config_key = "llama8b-bf16-h200-servesim";
+  c.fingerprint = "abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789";
+  c.launcher = "local";
+  c.row = {{"tp", 1}};
+  c.log_path = "runs/20261130-104500/server-1.log";
+  c.status = "ok";
+  f.config = *s.add_server_config(c);
+  c.config_key = "llama70b-fp8-h200-vllm";
+  c.fingerprint = "feedface" + std::string(56, '0');
+  c.status = "failed";
+  c.error = "server exited with code 1 before becoming healthy\nmore detail";
+  f.failed_config = *s.add_server_config(c);
+
+  store::PointRecord p;
+  p.run_id = f.run;
+  p.server_config_id = f.config;
+  p.fingerprint = "abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789";
+  p.workload_key = "1024/1024";
+  p.concurrency = 8;
+  p.result = {{"request_throughput", 3.14159},
+              {"output_throughput", 3216.9},
+              {"median_ttft_ms", 45.25},
+              {"median_tpot_ms", 12.5},
+              {"median_intvty", 80.0},
+              {"tput_per_gpu", 6433.8},
+              {"completed", 80},
+              {"failed", 0},
+              {"marker", "full-result-json"}};
+  store::set_headline_from_result(p);
+  EXPECT_TRUE(s.add_point(p).ok());
+  p.concurrency = 16;
+  p.status = "reused";
+  p.reused_from_run = f.old_run;
+  EXPECT_TRUE(s.add_point(p).ok());
+  store::PointRecord failed;
+  failed.run_id = f.run;
+  failed.server_config_id = f.failed_config;
+  failed.fingerprint = c.fingerprint;
+  failed.workload_key = "1024/1024";
+  failed.concurrency = 4;
+  failed.status = "failed";
+  failed.error = "server not healthy";
+  auto failed_id = s.add_point(failed);
+  EXPECT_TRUE(failed_id.ok());
+
+  store::FailureRecord fr;
+  fr.run_id = f.run;
+  fr.server_config_id = f.failed_config;
+  fr.kind = "server-start";
+  fr.message = "server exited with code 1 before becoming healthy";
+  fr.log_tail = "Traceback ...\nRuntimeError: CUDA out of memory\n";
+  fr.at = 1796035600;
+  EXPECT_TRUE(s.add_failure(fr).ok());
+  fr.kind = "point";
+  fr.point_id = failed_id.ok() ? std::optional(*failed_id) : std::nullopt;
+  fr.message = "point skipped: its server did not start";
+  EXPECT_TRUE(s.add_failure(fr).ok());
+  return f;
+}
+
+boost::json::value parse_output(const CommandResult& r) {
+  boost::system::error_code ec;
+  auto v = boost::json::parse(r.output, ec);
+  EXPECT_FALSE(ec) << r.output.substr(0, 2000);
+  return v;
+}
+
+TEST(RunsCli, ListsRunsAsTableAndJson) {
+  TempDir dir;
+  const fs::path db = dir.path() / "results" / "inferbench.db";
+  auto f = fill(db);
+
+  auto table = run_inferbench({"runs", "--db", db.string()}, dir.path() / "runs.log");
+  ASSERT_EQ(table.exit.code, 0) << table.output;
+  std::istringstream lines(table.output);
+  std::string header, first, second;
+  std::getline(lines, header);
+  std::getline(lines, first);
+  std::getline(lines, second);
+  for (const char* col :
+       {"ID", "NAME", "STARTED", "STATUS", "OK", "FAILED", "REUSED", "LABELS", "GIT"}) {
+    EXPECT_NE(header.find(col), std::string::npos) << col << " in " << header;
+  }
+  // Newest first: the sweep (running, 1 ok, 1 failed, 1 reused), then the older run.
+  EXPECT_EQ(first.rfind(std::to_string(f.run) + " ", 0), 0u) << first;
+  for (const char* cell :
+       {"20261130-104500", "2026-11-30 10:45:00Z", "running", "nightly,h200", "0123456789ab"}) {
+    EXPECT_NE(first.find(cell), std::string::npos) << cell << " in " << first;
+  }
+  EXPECT_NE(first.find("  1  "), std::string::npos) << first;
+  EXPECT_NE(second.find("20261129-080000"), std::string::npos) << second;
+  EXPECT_NE(second.find(" ok "), std::string::npos) << second;
+
+  auto json = run_inferbench({"runs", "--db", db.string(), "--json"}, dir.path() / "runs.json");
+  ASSERT_EQ(json.exit.code, 0) << json.output;
+  auto v = parse_output(json);
+  ASSERT_TRUE(v.is_array()) << json.output;
+  ASSERT_EQ(v.as_array().size(), 2u);
+  const auto& newest = v.as_array()[0].as_object();
+  EXPECT_EQ(newest.at("id").as_int64(), f.run);
+  EXPECT_EQ(newest.at("name").as_string(), "20261130-104500");
+  EXPECT_EQ(newest.at("status").as_string(), "running");
+  EXPECT_EQ(newest.at("git_revision").as_string(), "0123456789abcdef0123");
+  EXPECT_EQ(newest.at("labels").as_array().size(), 2u);
+  const auto& counts = newest.at("points").as_object();
+  EXPECT_EQ(counts.at("ok").as_int64(), 1);
+  EXPECT_EQ(counts.at("failed").as_int64(), 1);
+  EXPECT_EQ(counts.at("reused").as_int64(), 1);
+
+  auto limited = run_inferbench({"runs", "--db", db.string(), "--json", "--limit", "1"},
+                                dir.path() / "limited.json");
+  ASSERT_EQ(limited.exit.code, 0) << limited.output;
+  EXPECT_EQ(parse_output(limited).as_array().size(), 1u);
+}
+
+TEST(RunsCli, ShowsOneRunByIdOrNameAsTable) {
+  TempDir dir;
+  const fs::path db = dir.path() / "inferbench.db";
+  auto f = fill(db);
+  for (const std::string& which : {std::to_string(f.run), std::string("20261130-104500")}) {
+    SCOPED_TRACE(which);
+    auto r = run_inferbench({"show", which, "--db", db.string()}, dir.path() / "show.log");
+    ASSERT_EQ(r.exit.code, 0) << r.output;
+    const std::string& out = r.output;
+    EXPECT_EQ(out.rfind(fmt::format("run {}  20261130-104500  running", f.run), 0), 0u) << out;
+    for (const char* text : {"git 0123456789abcdef0123",
+                             "labels nightly,h200",
+                             "1 ok, 1 failed, 1 reused",
+                             "SERVER CONFIGURATIONS",
+                             "llama8b-bf16-h200-servesim",
+                             "abcdef012345",
+                             "runs/20261130-104500/server-1.log",
+                             "server exited with code 1 before becoming healthy",
+                             "POINTS",
+                             "REQ/S",
+                             "P50 TTFT MS",
+                             "P50 TPOT MS",
+                             "INTVTY",
+                             "TPUT/GPU",
+                             "3.14",
+                             "3216.9",
+                             "45.2",
+                             "12.50",
+                             "80.0",
+                             "6433.8",
+                             "reused from run",
+                             "server not healthy",
+                             "FAILURES",
+                             "server-start",
+                             "point skipped: its server did not start"}) {
+      EXPECT_NE(out.find(text), std::string::npos) << "'" << text << "' in\n" << out;
+    }
+    EXPECT_NE(out.find(fmt::format("reused from run {}", f.old_run)), std::string::npos) << out;
+    EXPECT_EQ(out.find("more detail"), std::string::npos) << out;  // first line of errors only
+  }
+}
+
+TEST(RunsCli, ShowJsonHasEverythingIncludingFullResults) {
+  TempDir dir;
+  const fs::path db = dir.path() / "inferbench.db";
+  auto f = fill(db);
+  auto r = run_inferbench({"show", "20261130-104500", "--db", db.string(), "--json"},
+                          dir.path() / "show.json");
+  ASSERT_EQ(r.exit.code, 0) << r.output;
+  auto v = parse_output(r);
+  ASSERT_TRUE(v.is_object()) << r.output;
+  const auto& o = v.as_object();
+  EXPECT_EQ(o.at("run").as_object().at("id").as_int64(), f.run);
+  EXPECT_EQ(o.at("run").as_object().at("points").as_object().at("reused").as_int64(), 1);
+  ASSERT_EQ(o.at("server_configs").as_array().size(), 2u);
+  EXPECT_EQ(o.at("server_configs").as_array()[1].as_object().at("status").as_string(), "failed");
+  const auto& points = o.at("points").as_array();
+  ASSERT_EQ(points.size(), 3u);
+  const auto& ok = points[0].as_object();
+  EXPECT_EQ(ok.at("concurrency").as_int64(), 8);
+  EXPECT_EQ(ok.at("request_throughput").as_double(), 3.14159);
+  EXPECT_EQ(ok.at("result").as_object().at("marker").as_string(), "full-result-json");
+  EXPECT_EQ(points[1].as_object().at("reused_from_run").as_int64(), f.old_run);
+  const auto& failed = points[2].as_object();
+  EXPECT_EQ(failed.at("status").as_string(), "failed");
+  EXPECT_TRUE(failed.at("request_throughput").is_null());
+  const auto& failures = o.at("failures").as_array();
+  ASSERT_EQ(failures.size(), 2u);
+  EXPECT_EQ(failures[0].as_object().at("log_tail").as_string(),
+            "Traceback ...\nRuntimeError: CUDA out of memory\n");
+}
+
+TEST(RunsCli, UnknownRunOrMissingDatabaseExitsTwo) {
+  TempDir dir;
+  const fs::path db = dir.path() / "inferbench.db";
+  fill(db);
+  auto r = run_inferbench({"show", "no-such-run", "--db", db.string()}, dir.path() / "a.log");
+  EXPECT_EQ(r.exit.code, 2) << r.output;
+  EXPECT_NE(r.output.find("no run 'no-such-run'"), std::string::npos) << r.output;
+  r = run_inferbench({"show", "999", "--db", db.string()}, dir.path() / "b.log");
+  EXPECT_EQ(r.exit.code, 2) << r.output;
+
+  const fs::path missing = dir.path() / "nowhere" / "x.db";
+  r = run_inferbench({"runs", "--db", missing.string()}, dir.path() / "c.log");
+  EXPECT_EQ(r.exit.code, 2) << r.output;
+  EXPECT_NE(r.output.find("no results database at"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(missing));  // reading never creates a database
+  r = run_inferbench({"show", "1", "--db", missing.string()}, dir.path() / "d.log");
+  EXPECT_EQ(r.exit.code, 2) << r.output;
+  r = run_inferbench({"show"}, dir.path() / "e.log");  // RUN is required
+  EXPECT_EQ(r.exit.code, 2) << r.output;
+}
+
+}  // namespace
+}  // namespace ib::e2e
