@@ -21,6 +21,7 @@ RunFn register_plan(CLI::App& root);
 RunFn register_runs(CLI::App& root);
 RunFn register_show(CLI::App& root);
 RunFn register_changed(CLI::App& root);
+RunFn register_verify(CLI::App& root);
 RunFn register_changelog(CLI::App& root);
 
 /// Where recipes live when a command is not told: recipes/ and examples/recipes/.

@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   add(&ib::cli::register_runs);
   add(&ib::cli::register_show);
   add(&ib::cli::register_changed);
+  add(&ib::cli::register_verify);
   add(&ib::cli::register_changelog);
 
   try {

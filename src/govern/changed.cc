@@ -82,6 +82,10 @@ void diff_values(const std::string& path, const json::value& a, const json::valu
       std::string p = path_join(path, n);
       if (av && bv) {
         diff_values(p, *av, *bv, out);
+      } else if ((av && av->is_object()) || (bv && bv->is_object())) {
+        // A whole mapping added or removed (e.g. serve.env): report each of its fields.
+        const json::value empty = json::object();
+        diff_values(p, av ? *av : empty, bv ? *bv : empty, out);
       } else if (av) {
         out->push_back({p, "removed", describe_change(p, "removed", *av, nullptr), *av, nullptr});
       } else {
@@ -174,6 +178,46 @@ json::value runner_json(const std::optional<recipe::RunnersFile>& r, const std::
 }
 
 }  // namespace
+
+std::vector<FieldChange> diff_fields(const json::value& base, const json::value& head) {
+  std::vector<FieldChange> out;
+  diff_values("", base, head, &out);
+  return out;
+}
+
+ChangedReport diff_entries(const std::vector<ConfigEntry>& base,
+                           const std::vector<ConfigEntry>& head) {
+  ChangedReport report;
+  std::map<std::string, const ConfigEntry*> base_by_key;
+  std::set<std::string> files;
+  for (const auto& e : base) {
+    base_by_key[e.key] = &e;
+    files.insert(e.file);
+  }
+  std::set<std::string> head_keys;
+  for (const auto& e : head) {
+    files.insert(e.file);
+    head_keys.insert(e.key);
+    KeyChange kc{e.key, "modified", e.file, {}};
+    auto it = base_by_key.find(e.key);
+    if (it == base_by_key.end()) {
+      kc.status = "added";
+      kc.reasons.push_back({"", "added", fmt::format("config key {} added in {}", e.key, e.file),
+                            nullptr, e.raw});
+    } else {
+      diff_values("", it->second->raw, e.raw, &kc.reasons);
+    }
+    if (!kc.reasons.empty()) report.keys.push_back(std::move(kc));
+  }
+  for (const auto& e : base) {
+    if (head_keys.count(e.key)) continue;
+    report.keys.push_back({e.key, "removed", e.file,
+                           {{"", "removed", fmt::format("config key {} removed from {}", e.key, e.file),
+                             e.raw, nullptr}}});
+  }
+  report.files.assign(files.begin(), files.end());
+  return report;
+}
 
 Expected<std::vector<ConfigEntry>> load_configs_at(const TreeView& tree,
                                                    const ChangedOptions& options) {

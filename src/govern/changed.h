@@ -50,6 +50,15 @@ struct ChangedReport {
 Expected<std::vector<recipe::ConfigEntry>> load_configs_at(const TreeView& tree,
                                                            const ChangedOptions& options);
 
+/// Field-level differences between two JSON values (objects by field, lists of mappings by
+/// index, anything else as a whole); paths as in FieldChange.
+std::vector<FieldChange> diff_fields(const boost::json::value& base, const boost::json::value& head);
+
+/// Keys added, removed or modified between two sets of loaded entries, by their raw fields only
+/// (no shared files, no runners): what `verify` uses for two recipe files.
+ChangedReport diff_entries(const std::vector<recipe::ConfigEntry>& base,
+                           const std::vector<recipe::ConfigEntry>& head);
+
 Expected<ChangedReport> changed_keys(const TreeView& base, const TreeView& head,
                                      const ChangedOptions& options);
 

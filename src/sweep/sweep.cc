@@ -268,6 +268,14 @@ class SweepRun {
     rec.fingerprint = cfg.fingerprint;
     rec.row = row.to_json();
     rec.row.erase("conc");
+    // Credentials a recipe passes to its server never reach the database.
+    if (auto* serve = rec.row.if_contains("serve"); serve && serve->is_object()) {
+      if (auto* env = serve->as_object().if_contains("env"); env && env->is_object()) {
+        for (auto& kv : env->as_object()) {
+          if (verify::looks_secret(kv.key())) kv.value() = "(redacted)";
+        }
+      }
+    }
     rec.log_path = (dir / "server.log").string();
     std::string launcher_name = launcher_for(row);
     rec.launcher = launcher_name;

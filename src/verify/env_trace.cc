@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <set>
 #include <string_view>
@@ -239,6 +240,15 @@ EnvTraceReport collect_env_trace(const fs::path& trace_dir, const std::vector<st
   return report;
 }
 
+bool looks_secret(std::string_view name) {
+  std::string upper(name);
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  for (const char* w : {"TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY", "CREDENTIAL", "AUTH", "COOKIE"}) {
+    if (upper.find(w) != std::string::npos) return true;
+  }
+  return false;
+}
+
 boost::json::object EnvTraceReport::to_json() const {
   boost::json::object variables;
   for (const auto& [name, list] : reads) {
@@ -247,7 +257,7 @@ boost::json::object EnvTraceReport::to_json() const {
       boost::json::object o{{"pid", r.pid},           {"ppid", r.ppid},
                             {"exe", r.exe},           {"cmdline", r.cmdline},
                             {"function", r.function}, {"was_set", r.was_set}};
-      if (r.was_set) o["value"] = r.value;
+      if (r.was_set) o["value"] = looks_secret(name) ? std::string("(redacted)") : r.value;
       readers.push_back(std::move(o));
     }
     variables[name] = boost::json::object{{"read", true}, {"readers", std::move(readers)}};

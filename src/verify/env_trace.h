@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/expected.h"
@@ -46,6 +47,10 @@ struct EnvRead {
   std::string cmdline;   // its command line, space-joined, possibly cut
   std::string value;     // the value it saw (when was_set), possibly cut
 };
+
+/// Whether a variable name looks like a credential (TOKEN, SECRET, KEY, PASSWORD, ...): its value
+/// is never written to a trace, a report or the database.
+bool looks_secret(std::string_view name);
 
 struct EnvTraceReport {
   std::map<std::string, std::vector<EnvRead>> reads;  // variable -> reads (only watched vars)

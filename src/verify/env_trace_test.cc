@@ -130,6 +130,36 @@ TEST(EnvTraceC, GetenvReadsRecordedAndUnreadVariableIsNeverRead) {
   EXPECT_EQ(json.at("tracer_loaded").at("c"), true);
 }
 
+TEST(EnvTraceSecrets, CredentialValuesNeverReachTheTraceOrTheReport) {
+  TempDir tmp;
+  const std::string secret = "hf_s3cr3t_value";
+  auto t = run_traced({probe_path(), "get:HF_TOKEN", "get:IBT_A"},
+                      {{"HF_TOKEN", secret}, {"IBT_A", "visible"}}, {"HF_TOKEN", "IBT_A"}, tmp);
+  ASSERT_EQ(t.exit.code, 0) << t.exit.describe() << t.log;
+  ASSERT_EQ(t.report.reads.count("HF_TOKEN"), 1u);  // the read itself is recorded
+  EXPECT_TRUE(t.report.reads.at("HF_TOKEN")[0].was_set);
+  EXPECT_EQ(boost::json::serialize(t.report.to_json()).find(secret), std::string::npos);
+  EXPECT_EQ(t.report.reads.at("IBT_A")[0].value, "visible");
+  if (auto python = python3()) {
+    TempDir py;
+    auto p = run_traced({*python, "-c", "import os; os.environ['API_KEY']; os.getenv('IBT_A')"},
+                        {{"API_KEY", secret}, {"IBT_A", "visible"}}, {"API_KEY", "IBT_A"}, py);
+    ASSERT_EQ(p.exit.code, 0) << p.log;
+    ASSERT_EQ(p.report.reads.count("API_KEY"), 1u);
+    EXPECT_EQ(p.report.reads.at("API_KEY")[0].value, "");
+  }
+  // Nothing on disk holds it either.
+  for (const auto& e : fs::recursive_directory_iterator(tmp.path() / "trace")) {
+    auto text = read_file(e.path());
+    if (text.ok()) {
+      EXPECT_EQ(text->find(secret), std::string::npos) << e.path();
+    }
+  }
+  EXPECT_TRUE(looks_secret("OPENAI_API_KEY"));
+  EXPECT_TRUE(looks_secret("hf_token"));
+  EXPECT_FALSE(looks_secret("SGLANG_USE_AITER"));
+}
+
 TEST(EnvTraceC, ReadsOfAForkExecGrandchildAreRecorded) {
   TempDir tmp;
   auto t = run_traced({probe_path(), "get:IBT_A", "--", probe_path(), "get:IBT_B", "get:IBT_A"},

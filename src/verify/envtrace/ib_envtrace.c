@@ -293,6 +293,23 @@ static void put_process(Out* o) {
   put_json_string(o, cmdline, cl, kCmdlineOut);
 }
 
+/* Names that look like credentials (API keys, tokens, passwords): their values are never written.
+ * Keep in step with looks_secret() in sitecustomize.py and env_trace.cc. */
+static int looks_secret(const char* name) {
+  static const char* const kWords[] = {"TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY", "CREDENTIAL",
+                                       "AUTH", "COOKIE"};
+  for (size_t w = 0; w < sizeof kWords / sizeof kWords[0]; ++w) {
+    const char* word = kWords[w];
+    size_t wl = strlen(word);
+    for (const char* p = name; *p != '\0'; ++p) {
+      size_t i = 0;
+      while (i < wl && p[i] != '\0' && (p[i] & ~0x20) == word[i]) ++i;
+      if (i == wl) return 1;
+    }
+  }
+  return 0;
+}
+
 /* Appends a record to <dir>/c-<pid>.jsonl. */
 static void record(const char* name, const char* value, const char* function) {
   char line[kRecordBytes];
@@ -303,7 +320,9 @@ static void record(const char* name, const char* value, const char* function) {
   put_json_string(&o, name, strlen(name), kVariableOut);
   put_str(&o, ",\"was_set\":");
   put_str(&o, value != NULL ? "true" : "false");
-  if (value != NULL) {
+  if (value != NULL && looks_secret(name)) {
+    put_str(&o, ",\"value_redacted\":true");
+  } else if (value != NULL) {
     put_str(&o, ",\"value\":");
     if (!put_json_string(&o, value, strlen(value), kValueOut)) {
       put_str(&o, ",\"value_truncated\":true");

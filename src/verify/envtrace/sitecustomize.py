@@ -73,6 +73,11 @@ def _ib_envtrace_install():
         except Exception:  # an unhashable key: the lookup itself raises for the caller
             return False
 
+    def looks_secret(key):
+        upper = str(key).upper()
+        return any(w in upper for w in ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY",
+                                        "CREDENTIAL", "AUTH", "COOKIE"))
+
     def note(key, was_set, value, function):
         if not watched(key) or getattr(local, "busy", False):
             return
@@ -89,7 +94,9 @@ def _ib_envtrace_install():
             record = dict(identity())
             record["variable"] = key
             record["was_set"] = bool(was_set)
-            if was_set:
+            if was_set and looks_secret(key):
+                record["value_redacted"] = True  # credentials never reach a trace file
+            elif was_set:
                 record["value"] = clean(str(value))
             record["function"] = function
             append(os.path.join(directory, "py-%d.jsonl" % pid), record)

@@ -1,0 +1,186 @@
+// `inferbench verify`: did a recipe change take effect? (docs/verify.md)
+//   inferbench verify --base REV [--head REV] [PATHS...]   changed keys between git revisions
+//   inferbench verify BASE.yaml HEAD.yaml                 two recipe files
+//   inferbench verify RUN_A RUN_B                         two stored runs
+#include <unistd.h>
+
+#include <cstdio>
+#include <ctime>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "core/files.h"
+#include "core/interrupt.h"
+#include "govern/changed.h"
+#include "store/store.h"
+#include "sweep/verify_change.h"
+
+namespace ib::cli {
+
+namespace {
+
+struct VerifyCliOptions {
+  std::string base;
+  std::string head;
+  std::vector<std::string> args;
+  std::string runners;
+  std::string repo = ".";
+  std::string db = std::string(store::kDefaultDatabase);
+  std::string work_dir;
+  std::string markdown;
+  std::vector<std::string> server_args;
+  std::vector<std::string> ignore;
+  double startup_timeout_s = 600;
+  bool no_env_trace = false;
+  bool json = false;
+  bool exit_code = false;
+};
+
+bool is_recipe_file(const std::string& a) {
+  std::error_code ec;
+  auto ext = std::filesystem::path(a).extension();
+  return (ext == ".yaml" || ext == ".yml") && std::filesystem::is_regular_file(a, ec);
+}
+
+std::string default_work_dir() {
+  time_t t = time(nullptr);
+  tm tm_utc{};
+  gmtime_r(&t, &tm_utc);
+  char buf[64];
+  strftime(buf, sizeof buf, "runs/verify-%Y%m%d-%H%M%S", &tm_utc);
+  return buf;
+}
+
+int report_and_exit(const VerifyCliOptions& o, const VerifyReport& report) {
+  const std::string md = report.markdown();
+  if (!o.markdown.empty()) {
+    if (auto s = write_file_atomic(o.markdown, md); !s) {
+      fmt::print(stderr, "inferbench verify: {}\n", s.error().message);
+      return kExitUsage;
+    }
+  }
+  std::string text = o.json ? boost::json::serialize(report.to_json()) + "\n" : md;
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  if (interrupt_requested()) return kExitInterrupted;
+  if (o.exit_code) {
+    for (const auto& k : report.keys) {
+      if (k.no_op()) return kExitFailure;
+    }
+  }
+  return kExitOk;
+}
+
+int run(const VerifyCliOptions& o) {
+  install_interrupt_handlers();
+  VerifyOptions vo;
+  vo.work_dir = o.work_dir.empty() ? default_work_dir() : o.work_dir;
+  vo.inferbench_exe = self_executable();
+  vo.extra_server_args = o.server_args;
+  vo.startup_timeout = std::chrono::seconds(static_cast<int64_t>(o.startup_timeout_s));
+  vo.env_trace = !o.no_env_trace;
+  vo.ignore_settings.insert(o.ignore.begin(), o.ignore.end());
+  vo.show_progress = isatty(STDERR_FILENO);
+
+  if (!o.base.empty()) {
+    // Git mode: the keys `changed` reports.
+    auto base = govern::TreeView::open(o.repo, o.base);
+    if (!base) return fmt::print(stderr, "inferbench verify: {}\n", base.error().message), kExitUsage;
+    auto head = govern::TreeView::open(o.repo, o.head);
+    if (!head) return fmt::print(stderr, "inferbench verify: {}\n", head.error().message), kExitUsage;
+    govern::ChangedOptions co;
+    for (const auto& p : o.args.empty() ? default_recipe_paths() : o.args) {
+      auto rel = head->relative(p);
+      if (!rel) return fmt::print(stderr, "inferbench verify: {}\n", rel.error().message), kExitUsage;
+      co.recipe_paths.push_back(*rel);
+    }
+    if (!o.runners.empty()) {
+      auto rel = head->relative(o.runners);
+      if (!rel) return fmt::print(stderr, "inferbench verify: {}\n", rel.error().message), kExitUsage;
+      co.runners_path = *rel;
+    }
+    auto changed = govern::changed_keys(*base, *head, co);
+    if (!changed) return fmt::print(stderr, "inferbench verify: {}\n", changed.error().message), kExitUsage;
+    auto be = govern::load_configs_at(*base, co);
+    auto he = govern::load_configs_at(*head, co);
+    if (!be || !he) {
+      fmt::print(stderr, "inferbench verify: {}\n", (!be ? be.error() : he.error()).message);
+      return kExitUsage;
+    }
+    auto report = verify_changes(*be, *he, *changed, vo);
+    if (!report) return fmt::print(stderr, "inferbench verify: {}\n", report.error().message), kExitFailure;
+    return report_and_exit(o, *report);
+  }
+  if (o.args.size() != 2) {
+    fmt::print(stderr,
+               "inferbench verify: give --base REV [--head REV], two recipe files, or two runs\n");
+    return kExitUsage;
+  }
+  if (is_recipe_file(o.args[0]) && is_recipe_file(o.args[1])) {
+    auto be = recipe::load_master_configs({o.args[0]});
+    if (!be) return fmt::print(stderr, "{}\n", be.error().message), kExitUsage;
+    auto he = recipe::load_master_configs({o.args[1]});
+    if (!he) return fmt::print(stderr, "{}\n", he.error().message), kExitUsage;
+    govern::ChangedReport changed = govern::diff_entries(*be, *he);
+    changed.base = o.args[0];
+    changed.head = o.args[1];
+    // Two files with different key names but one key each: compare them with each other.
+    if (be->size() == 1 && he->size() == 1 && be->front().key != he->front().key) {
+      std::vector<recipe::ConfigEntry> renamed = *he;
+      renamed.front().key = be->front().key;
+      changed = govern::diff_entries(*be, renamed);
+      changed.base = o.args[0];
+      changed.head = o.args[1];
+      auto report = verify_changes(*be, renamed, changed, vo);
+      if (!report) return fmt::print(stderr, "inferbench verify: {}\n", report.error().message), kExitFailure;
+      return report_and_exit(o, *report);
+    }
+    auto report = verify_changes(*be, *he, changed, vo);
+    if (!report) return fmt::print(stderr, "inferbench verify: {}\n", report.error().message), kExitFailure;
+    return report_and_exit(o, *report);
+  }
+  auto db = store::Store::open_existing(o.db);
+  if (!db) return fmt::print(stderr, "inferbench verify: {}\n", db.error().message), kExitUsage;
+  std::vector<store::RunRecord> runs;
+  for (const auto& id : o.args) {
+    auto r = db->find_run(id);
+    if (!r) return fmt::print(stderr, "inferbench verify: {}\n", r.error().message), kExitUsage;
+    if (!*r) {
+      fmt::print(stderr, "inferbench verify: {}: neither a recipe file nor a run in {}\n", id, o.db);
+      return kExitUsage;
+    }
+    runs.push_back(**r);
+  }
+  auto report = verify_runs(*db, runs[0], runs[1], vo.ignore_settings);
+  if (!report) return fmt::print(stderr, "inferbench verify: {}\n", report.error().message), kExitUsage;
+  return report_and_exit(o, *report);
+}
+
+}  // namespace
+
+RunFn register_verify(CLI::App& root) {
+  auto o = std::make_shared<VerifyCliOptions>();
+  CLI::App* app = root.add_subcommand(
+      "verify", "Check that a recipe change takes effect: effective configuration and environment "
+                "reads of the base and head servers, verdict per changed key");
+  app->add_option("--base", o->base, "Base git revision (then PATHS are recipe files or folders)");
+  app->add_option("--head", o->head, "Head git revision (default: the working tree)");
+  app->add_option("args", o->args, "PATHS with --base; or BASE.yaml HEAD.yaml; or RUN_A RUN_B");
+  app->add_option("--runners", o->runners, "Runners file");
+  app->add_option("-C,--repo", o->repo, "Repository directory")->capture_default_str();
+  app->add_option("--db", o->db, "Results database (RUN_A RUN_B)")->capture_default_str();
+  app->add_option("--work-dir", o->work_dir, "Where server logs and traces go (default runs/verify-<time>)");
+  app->add_option("--markdown", o->markdown, "Also write the markdown summary to this file");
+  app->add_option("--server-arg", o->server_args, "Extra argument for every server command")
+      ->allow_extra_args(false);
+  app->add_option("--ignore-setting", o->ignore, "Effective setting to ignore when diffing");
+  app->add_option("--startup-timeout", o->startup_timeout_s, "Seconds to wait for each server")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  app->add_flag("--no-env-trace", o->no_env_trace, "Do not trace environment reads");
+  app->add_flag("--json", o->json, "Print the report as JSON (default: markdown)");
+  app->add_flag("--exit-code", o->exit_code, "Exit 1 when any changed key is a no-op");
+  return [o]() { return run(*o); };
+}
+
+}  // namespace ib::cli

@@ -1,0 +1,263 @@
+#include "sweep/verify_change.h"
+
+#include <unistd.h>
+
+#include <map>
+
+#include <fmt/format.h>
+
+#include "core/files.h"
+#include "launch/local.h"
+#include "recipe/matrix.h"
+#include "sweep/server_spec.h"
+#include "verify/env_trace.h"
+
+namespace ib {
+
+namespace fs = std::filesystem;
+namespace json = boost::json;
+
+bool VerifyReport::all_no_op() const {
+  for (const auto& k : keys) {
+    if (!k.no_op() && k.status != "removed") return false;
+  }
+  return true;
+}
+
+json::object VerifyReport::to_json() const {
+  json::object o;
+  o["base"] = base;
+  o["head"] = head;
+  json::array ks;
+  for (const auto& k : keys) ks.push_back(k.to_json());
+  o["keys"] = std::move(ks);
+  o["all-no-op"] = all_no_op();
+  return o;
+}
+
+std::string VerifyReport::markdown() const {
+  return verify::verdicts_markdown(fmt::format("inferbench verify: {} → {}", base, head), keys);
+}
+
+namespace {
+
+json::object identity_of(const json::object& row, const verify::EffectiveConfig& config) {
+  json::object id;
+  for (const char* f : {"image", "model", "framework", "runner", "precision"}) {
+    if (const auto* v = row.if_contains(f)) id[f] = *v;
+  }
+  if (const auto* v = config.settings.if_contains("engine-version")) id["engine-version"] = *v;
+  id["tool-version"] = INFERBENCH_VERSION;
+  return id;
+}
+
+std::vector<verify::ChangedField> fields_of(const govern::KeyChange& k) {
+  std::vector<verify::ChangedField> out;
+  for (const auto& r : k.reasons) out.push_back({r.path, r.kind, r.detail});
+  return out;
+}
+
+// Whether judging these changes needs the servers at all.
+bool needs_servers(const std::vector<verify::ChangedField>& fields) {
+  for (const auto& f : fields) {
+    if (f.path.rfind("scenarios", 0) != 0 && f.path.rfind("expect", 0) != 0 && f.kind != "runner") {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::vector<std::string> env_names(const recipe::ConfigEntry& e) {
+  std::vector<std::string> out;
+  if (e.serve) {
+    for (const auto& [k, v] : e.serve->env) out.push_back(k);
+  }
+  return out;
+}
+
+}  // namespace
+
+verify::ServerObservation observe_server(const recipe::RecipeRow& row,
+                                         const std::vector<std::string>& watch, const fs::path& dir,
+                                         const VerifyOptions& o) {
+  verify::ServerObservation obs;
+  auto spec = server_spec_for_row(row, o.extra_server_args, o.inferbench_exe);
+  if (!spec) {
+    obs.error = spec.error().message;
+    return obs;
+  }
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  spec->log_path = dir / "server.log";
+  spec->startup_timeout = o.startup_timeout;
+  obs.log_path = spec->log_path.string();
+  const fs::path trace_dir = dir / "envtrace";
+  bool tracing = false;
+  if (o.env_trace && !watch.empty()) {
+    auto assets = verify::find_env_trace_assets();
+    if (assets) {
+      verify::add_env_trace(*assets, trace_dir, watch, &spec->env);
+      tracing = true;
+    } else {
+      obs.error = "environment tracing unavailable: " + assets.error().message;
+    }
+  }
+  auto launcher = launch::make_local_launcher();
+  auto server = launcher->start(*spec);
+  if (!server) {
+    obs.error = server.error().message;
+    return obs;
+  }
+  auto log = read_file(spec->log_path);
+  obs.config = verify::probe_effective_config(log ? *log : std::string());
+  (*server)->stop(std::chrono::milliseconds(10000));
+  if (tracing) {
+    auto report = verify::collect_env_trace(trace_dir, watch);
+    std::map<std::string, bool> read;
+    for (const auto& name : watch) {
+      auto it = report.reads.find(name);
+      read[name] = it != report.reads.end() && !it->second.empty();
+    }
+    obs.env_read = std::move(read);
+    (void)write_file_atomic(dir / "env_reads.json", json::serialize(report.to_json()) + "\n");
+  }
+  (void)write_file_atomic(dir / "effective_config.json", json::serialize(obs.config.to_json()) + "\n");
+  obs.identity = identity_of(row.fields, obs.config);
+  obs.observed = true;
+  return obs;
+}
+
+Expected<VerifyReport> verify_changes(const std::vector<recipe::ConfigEntry>& base,
+                                      const std::vector<recipe::ConfigEntry>& head,
+                                      const govern::ChangedReport& changed,
+                                      const VerifyOptions& o) {
+  VerifyReport report;
+  report.base = changed.base;
+  report.head = changed.head;
+  std::map<std::string, const recipe::ConfigEntry*> base_by_key, head_by_key;
+  for (const auto& e : base) base_by_key[e.key] = &e;
+  for (const auto& e : head) head_by_key[e.key] = &e;
+  size_t index = 0;
+  for (const govern::KeyChange& k : changed.keys) {
+    ++index;
+    auto fields = fields_of(k);
+    if (k.status != "modified" || !needs_servers(fields)) {
+      report.keys.push_back(verify::judge_key(k.key, k.status, fields, nullptr, nullptr,
+                                              o.ignore_settings));
+      continue;
+    }
+    const recipe::ConfigEntry* b = base_by_key.at(k.key);
+    const recipe::ConfigEntry* h = head_by_key.at(k.key);
+    // The first server configuration of each side: environment and serve changes apply to all.
+    auto brows = recipe::expand({*b}, nullptr);
+    auto hrows = recipe::expand({*h}, nullptr);
+    if (brows.empty() || hrows.empty()) {
+      report.keys.push_back(verify::judge_key(k.key, k.status, fields, nullptr, nullptr,
+                                              o.ignore_settings));
+      continue;
+    }
+    // Watch every variable either side sets, on both sides.
+    std::vector<std::string> watch = env_names(*b);
+    for (const auto& n : env_names(*h)) {
+      if (std::find(watch.begin(), watch.end(), n) == watch.end()) watch.push_back(n);
+    }
+    const fs::path dir = o.work_dir / fmt::format("{:02}-{}", index, k.key);
+    if (o.show_progress) fmt::print(stderr, "verify {}: starting the base server...\n", k.key);
+    auto bo = observe_server(brows.front(), watch, dir / "base", o);
+    if (o.show_progress) fmt::print(stderr, "verify {}: starting the head server...\n", k.key);
+    auto ho = observe_server(hrows.front(), watch, dir / "head", o);
+    report.keys.push_back(verify::judge_key(k.key, k.status, fields, &bo, &ho, o.ignore_settings));
+  }
+  return report;
+}
+
+namespace {
+
+verify::ServerObservation observation_from_store(const store::ServerConfigRecord& c,
+                                                 const store::RunRecord& run) {
+  verify::ServerObservation o;
+  o.log_path = c.log_path;
+  if (c.effective_config.empty()) {
+    o.error = fmt::format("run {} stored no effective configuration for {}", run.name, c.config_key);
+    return o;
+  }
+  o.observed = true;
+  if (const auto* e = c.effective_config.if_contains("engine"); e && e->is_string()) {
+    o.config.engine = std::string(e->as_string());
+  }
+  if (const auto* s = c.effective_config.if_contains("settings"); s && s->is_object()) {
+    o.config.settings = s->as_object();
+  }
+  if (const auto* vars = c.env_reads.if_contains("variables"); vars && vars->is_object()) {
+    std::map<std::string, bool> read;
+    for (const auto& kv : vars->as_object()) {
+      const auto* r = kv.value().is_object() ? kv.value().as_object().if_contains("read") : nullptr;
+      read[std::string(kv.key())] = r && r->is_bool() && r->as_bool();
+    }
+    o.env_read = std::move(read);
+  }
+  o.identity = identity_of(c.row, o.config);
+  o.identity["tool-version"] = run.tool_version;
+  o.identity["host"] = run.host;
+  return o;
+}
+
+}  // namespace
+
+Expected<VerifyReport> verify_runs(store::Store& db, const store::RunRecord& a,
+                                   const store::RunRecord& b,
+                                   const std::set<std::string>& ignore_settings) {
+  auto ca = db.server_configs(a.id);
+  if (!ca) return ca.error();
+  auto cb = db.server_configs(b.id);
+  if (!cb) return cb.error();
+  VerifyReport report;
+  report.base = fmt::format("run {} ({})", a.id, a.name);
+  report.head = fmt::format("run {} ({})", b.id, b.name);
+  std::vector<std::pair<const store::ServerConfigRecord*, const store::ServerConfigRecord*>> pairs;
+  if (ca->size() == 1 && cb->size() == 1) {
+    pairs.emplace_back(&ca->front(), &cb->front());
+  } else {
+    std::map<std::string, const store::ServerConfigRecord*> by_key;
+    for (const auto& c : *cb) by_key.emplace(c.config_key, &c);
+    for (const auto& c : *ca) {
+      if (auto it = by_key.find(c.config_key); it != by_key.end()) pairs.emplace_back(&c, it->second);
+    }
+  }
+  if (pairs.empty()) {
+    return Error{fmt::format("runs {} and {} share no config key to compare", a.name, b.name)};
+  }
+  for (const auto& [x, y] : pairs) {
+    auto strip = [](json::object row) {
+      for (const char* k : {"recipe-fingerprint", "exp-name", "conc", "run-eval"}) row.erase(k);
+      return json::value(std::move(row));
+    };
+    std::vector<verify::ChangedField> fields;
+    for (const auto& f : govern::diff_fields(strip(x->row), strip(y->row))) {
+      fields.push_back({f.path, f.kind, f.detail});
+    }
+    auto bo = observation_from_store(*x, a);
+    auto ho = observation_from_store(*y, b);
+    std::string name = x->config_key == y->config_key ? x->config_key
+                                                      : x->config_key + " vs " + y->config_key;
+    verify::KeyVerdict v;
+    if (fields.empty()) {
+      v = verify::judge_key(name, "modified", {{"", "", "no recipe field differs"}}, &bo, &ho,
+                            ignore_settings);
+      v.fields.front().change = "the recipe rows are identical";
+      if (v.effective_diff.empty()) {
+        v.fields.front().verdict = "no effect";
+        v.verdict = "no-op: skip the sweep";
+      }
+    } else {
+      v = verify::judge_key(name, "modified", fields, &bo, &ho, ignore_settings);
+    }
+    // Stored runs: every identity difference is a confounder, even one the recipes made (a run
+    // on another image or checkpoint cannot credit the change under test).
+    v.confounders = verify::find_confounders(bo.identity, ho.identity, {});
+    report.keys.push_back(std::move(v));
+  }
+  return report;
+}
+
+}  // namespace ib

@@ -1,0 +1,213 @@
+#include "verify/verdict.h"
+
+#include <fmt/format.h>
+
+namespace ib::verify {
+
+namespace json = boost::json;
+
+namespace {
+
+bool starts_with(const std::string& s, std::string_view p) { return s.rfind(p, 0) == 0; }
+
+std::string describe_diff(const json::object& diff) {
+  std::string out;
+  size_t shown = 0;
+  for (const auto& kv : diff) {
+    if (shown++ == 4) {
+      out += fmt::format(", ... ({} settings)", diff.size());
+      break;
+    }
+    if (!out.empty()) out += ", ";
+    const auto& o = kv.value().as_object();
+    out += fmt::format("{}: {} -> {}", std::string(kv.key()), setting_text(o.at("base")),
+                       setting_text(o.at("head")));
+  }
+  return out;
+}
+
+}  // namespace
+
+const std::set<std::string>& volatile_settings() {
+  static const std::set<std::string> kVolatile = {
+      "port", "host", "pid", "random_seed", "nccl_port", "dist_init_addr", "dist_init_port",
+      "master_port", "metrics_port", "rpc_port", "log_file", "truth_log", "port_file", "listen",
+      "url", "address"};
+  return kVolatile;
+}
+
+json::object stable_diff(const EffectiveConfig& a, const EffectiveConfig& b,
+                         const std::set<std::string>& ignore) {
+  json::object diff = diff_effective(a, b);
+  json::object out;
+  for (const auto& kv : diff) {
+    std::string k(kv.key());
+    std::string leaf = k.substr(k.rfind('.') == std::string::npos ? 0 : k.rfind('.') + 1);
+    bool is_port = leaf.size() > 5 && leaf.compare(leaf.size() - 5, 5, "_port") == 0;
+    if (volatile_settings().count(leaf) || is_port || ignore.count(k)) continue;
+    out[k] = kv.value();
+  }
+  return out;
+}
+
+std::vector<std::string> find_confounders(const json::object& base, const json::object& head,
+                                          const std::set<std::string>& changed_paths) {
+  std::vector<std::string> out;
+  for (const char* f : {"image", "model", "framework", "runner", "precision", "engine-version",
+                        "tool-version", "host"}) {
+    if (changed_paths.count(f)) continue;
+    const json::value* a = base.if_contains(f);
+    const json::value* b = head.if_contains(f);
+    json::value av = a ? *a : json::value(nullptr);
+    json::value bv = b ? *b : json::value(nullptr);
+    if (av.is_null() && bv.is_null()) continue;
+    if (!same_setting(av, bv)) {
+      out.push_back(fmt::format("{}: {} vs {}", f, setting_text(av), setting_text(bv)));
+    }
+  }
+  return out;
+}
+
+KeyVerdict judge_key(const std::string& key, const std::string& status,
+                     const std::vector<ChangedField>& fields, const ServerObservation* base,
+                     const ServerObservation* head, const std::set<std::string>& ignore) {
+  KeyVerdict kv;
+  kv.key = key;
+  kv.status = status;
+  if (status == "removed") {
+    kv.verdict = "removed: nothing to sweep";
+    return kv;
+  }
+  if (status == "added") {
+    kv.fields.push_back({"", "new config key", "effective", "a new key has no earlier results"});
+    kv.verdict = "effective: sweep";
+    return kv;
+  }
+  const bool observed = base && head && base->observed && head->observed;
+  if (observed) kv.effective_diff = stable_diff(base->config, head->config, ignore);
+  if (base && !base->observed) kv.notes.push_back("base server not observed: " + base->error);
+  if (head && !head->observed) kv.notes.push_back("head server not observed: " + head->error);
+  const std::string diff_text = describe_diff(kv.effective_diff);
+
+  for (const ChangedField& f : fields) {
+    FieldVerdict v{f.path, f.detail, "", ""};
+    if (starts_with(f.path, "scenarios")) {
+      v.verdict = "workload";
+      v.evidence = "the benchmark matrix changed: these points have no results yet";
+    } else if (starts_with(f.path, "expect")) {
+      v.verdict = "no effect";
+      v.evidence = "assertions only; the server is not affected";
+    } else if (f.kind == "runner") {
+      v.verdict = "unverified";
+      v.evidence = "runner hardware cannot be observed from here";
+    } else if (!observed) {
+      v.verdict = "unverified";
+      v.evidence = "the servers could not be observed";
+    } else if (starts_with(f.path, "serve.env.")) {
+      const std::string var = f.path.substr(10);
+      auto read_by = [&](const ServerObservation* o) -> std::optional<bool> {
+        if (!o->env_read) return std::nullopt;
+        auto it = o->env_read->find(var);
+        if (it == o->env_read->end()) return std::nullopt;
+        return it->second;
+      };
+      auto rb = read_by(base);
+      auto rh = read_by(head);
+      const bool traced = rb.has_value() || rh.has_value();
+      const bool read = rb.value_or(false) || rh.value_or(false);
+      if (traced && !read) {
+        // Whatever else differs, this variable cannot be the cause.
+        v.verdict = "never read";
+        v.evidence = "no process of the base or head server read it";
+      } else if (!kv.effective_diff.empty()) {
+        v.verdict = "effective";
+        v.evidence = "effective configuration differs: " + diff_text;
+      } else if (read) {
+        v.verdict = "read";
+        v.evidence = fmt::format(
+            "read by the {} server, but the effective configuration is identical; its effect "
+            "cannot be ruled out",
+            rh.value_or(false) ? "head" : "base");
+      } else {
+        v.verdict = "unverified";
+        v.evidence = "environment reads were not traced and the effective configuration is identical";
+      }
+    } else if (!kv.effective_diff.empty()) {
+      v.verdict = "effective";
+      v.evidence = "effective configuration differs: " + diff_text;
+    } else {
+      v.verdict = "no effect";
+      v.evidence = "the effective configuration is identical";
+    }
+    kv.fields.push_back(std::move(v));
+  }
+  bool no_op = !kv.fields.empty();
+  bool unverified = false;
+  for (const auto& f : kv.fields) {
+    if (f.verdict != "no effect" && f.verdict != "never read") no_op = false;
+    if (f.verdict == "unverified") unverified = true;
+  }
+  if (no_op) {
+    kv.verdict = "no-op: skip the sweep";
+  } else if (unverified) {
+    kv.verdict = "effective: sweep (not every change could be verified)";
+  } else {
+    kv.verdict = "effective: sweep";
+  }
+  if (observed) kv.confounders = find_confounders(base->identity, head->identity, {});
+  return kv;
+}
+
+json::object KeyVerdict::to_json() const {
+  json::object o;
+  o["config-key"] = key;
+  o["status"] = status;
+  o["verdict"] = verdict;
+  o["no-op"] = no_op();
+  json::array fs;
+  for (const auto& f : fields) {
+    fs.push_back(json::object{{"field", f.field}, {"change", f.change}, {"verdict", f.verdict},
+                              {"evidence", f.evidence}});
+  }
+  o["fields"] = std::move(fs);
+  o["effective-diff"] = effective_diff;
+  json::array cs, ns;
+  for (const auto& c : confounders) cs.emplace_back(c);
+  for (const auto& n : notes) ns.emplace_back(n);
+  o["confounders"] = std::move(cs);
+  o["notes"] = std::move(ns);
+  return o;
+}
+
+std::string verdicts_markdown(const std::string& title, const std::vector<KeyVerdict>& verdicts) {
+  std::string md = fmt::format("### {}\n\n", title);
+  if (verdicts.empty()) return md + "No config key is affected: nothing to sweep.\n";
+  size_t noop = 0;
+  for (const auto& v : verdicts) noop += v.no_op() ? 1 : 0;
+  md += fmt::format("{} config key{} checked: **{} no-op**, {} to sweep.\n\n", verdicts.size(),
+                    verdicts.size() == 1 ? "" : "s", noop, verdicts.size() - noop);
+  auto cell = [](std::string s) {
+    for (size_t p = s.find('|'); p != std::string::npos; p = s.find('|', p + 2)) s.replace(p, 1, "\\|");
+    for (char& c : s) {
+      if (c == '\n') c = ' ';
+    }
+    return s;
+  };
+  for (const auto& v : verdicts) {
+    md += fmt::format("#### `{}`: {}\n\n", v.key, v.no_op() ? "**no-op: skip the sweep**" : v.verdict);
+    if (!v.fields.empty()) {
+      md += "| field | change | verdict | evidence |\n|---|---|---|---|\n";
+      for (const auto& f : v.fields) {
+        md += fmt::format("| `{}` | {} | {} | {} |\n", cell(f.field.empty() ? "(key)" : f.field),
+                          cell(f.change), cell(f.verdict), cell(f.evidence));
+      }
+      md += "\n";
+    }
+    for (const auto& c : v.confounders) md += fmt::format("- confounder: {}\n", c);
+    for (const auto& n : v.notes) md += fmt::format("- note: {}\n", n);
+    if (!v.confounders.empty() || !v.notes.empty()) md += "\n";
+  }
+  return md;
+}
+
+}  // namespace ib::verify

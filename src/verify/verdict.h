@@ -1,0 +1,85 @@
+// Did a recipe change take effect? Per changed field, from what the base and head servers showed:
+// their effective configurations and which environment variables they read (issue 7).
+#pragma once
+
+#include <boost/json.hpp>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "verify/effective_config.h"
+
+namespace ib::verify {
+
+/// One changed recipe field (govern::FieldChange, without the dependency).
+struct ChangedField {
+  std::string path;  // "serve.env.X", "image", "scenarios.fixed-seq-len[0]...", ""
+  std::string kind;  // added | removed | changed | shared-file | runner
+  std::string detail;
+};
+
+/// What one server showed while it ran.
+struct ServerObservation {
+  bool observed = false;  // false: it could not be started or read; `error` says why
+  std::string error;
+  EffectiveConfig config;
+  /// Watched variable -> read by some process; nullopt when reads were not traced.
+  std::optional<std::map<std::string, bool>> env_read;
+  /// image, model, framework, runner, precision, engine-version, tool-version, host.
+  boost::json::object identity;
+  std::string log_path;
+};
+
+/// Field verdicts:
+///   effective   the effective configuration differs between base and head
+///   no effect   it is identical (and, for a variable, the variable was not read either)
+///   never read  an environment variable no process read, on either side
+///   read        a variable was read, but the printed configuration shows no difference: its
+///               effect cannot be ruled out, so it counts as effective
+///   workload    the matrix or workload changed (concurrency, sequence lengths): new points
+///   unverified  the servers could not be observed (start failure, runner hardware)
+struct FieldVerdict {
+  std::string field;
+  std::string change;  // the change, in words
+  std::string verdict;
+  std::string evidence;
+};
+
+struct KeyVerdict {
+  std::string key;
+  std::string status;  // added | removed | modified
+  std::vector<FieldVerdict> fields;
+  boost::json::object effective_diff;  // setting -> {base, head}
+  std::vector<std::string> confounders;  // identity fields that differ besides the change
+  std::vector<std::string> notes;
+  /// "no-op: skip the sweep" | "effective: sweep" | "removed: nothing to sweep"
+  std::string verdict;
+  bool no_op() const { return verdict.rfind("no-op", 0) == 0; }
+  boost::json::object to_json() const;
+};
+
+/// Settings that differ on every start and say nothing about a change (ports, seeds chosen at
+/// random, pids): ignored when diffing effective configurations.
+const std::set<std::string>& volatile_settings();
+
+/// The effective-configuration diff without volatile settings and `ignore`.
+boost::json::object stable_diff(const EffectiveConfig& a, const EffectiveConfig& b,
+                                const std::set<std::string>& ignore = {});
+
+/// Judges one key. `base`/`head` may be null when no server was needed or possible.
+KeyVerdict judge_key(const std::string& key, const std::string& status,
+                     const std::vector<ChangedField>& fields, const ServerObservation* base,
+                     const ServerObservation* head, const std::set<std::string>& ignore = {});
+
+/// Identity fields (image, model, framework, runner, precision, engine-version, tool-version)
+/// that differ and are not among `changed_paths`: a comparison that must name them.
+std::vector<std::string> find_confounders(const boost::json::object& base,
+                                          const boost::json::object& head,
+                                          const std::set<std::string>& changed_paths);
+
+/// A markdown summary for a pull-request comment.
+std::string verdicts_markdown(const std::string& title, const std::vector<KeyVerdict>& verdicts);
+
+}  // namespace ib::verify

@@ -1,0 +1,133 @@
+#include "verify/verdict.h"
+
+#include <gtest/gtest.h>
+
+namespace ib::verify {
+namespace {
+
+namespace json = boost::json;
+
+ServerObservation observed(json::object settings, std::map<std::string, bool> reads,
+                           json::object identity = {}) {
+  ServerObservation o;
+  o.observed = true;
+  o.config.engine = "sglang";
+  o.config.settings = std::move(settings);
+  o.env_read = std::move(reads);
+  o.identity = std::move(identity);
+  return o;
+}
+
+struct Case {
+  const char* name;
+  std::vector<ChangedField> fields;
+  json::object base_settings, head_settings;
+  std::map<std::string, bool> base_reads, head_reads;
+  std::vector<std::string> field_verdicts;
+  std::string key_verdict;
+};
+
+TEST(JudgeKey, FieldAndKeyVerdicts) {
+  const json::object tp4{{"tp_size", 4}, {"port", 30000}};
+  const json::object tp4_other_port{{"tp_size", 4}, {"port", 30001}, {"random_seed", 77}};
+  const json::object tp8{{"tp_size", 8}, {"port", 30000}};
+  const Case cases[] = {
+      {"variable nobody reads", {{"serve.env.X", "added", ""}}, tp4, tp4_other_port,
+       {{"X", false}}, {{"X", false}}, {"never read"}, "no-op: skip the sweep"},
+      {"variable read and the config moves", {{"serve.env.X", "added", ""}}, tp4, tp8,
+       {{"X", false}}, {{"X", true}}, {"effective"}, "effective: sweep"},
+      {"variable read, nothing visible", {{"serve.env.X", "added", ""}}, tp4, tp4,
+       {{"X", false}}, {{"X", true}}, {"read"}, "effective: sweep"},
+      {"unread variable next to an effective argument",
+       {{"serve.env.X", "added", ""}, {"serve.extra-args", "changed", ""}}, tp4, tp8,
+       {{"X", false}}, {{"X", false}}, {"never read", "effective"}, "effective: sweep"},
+      {"argument with no visible effect", {{"serve.extra-args", "changed", ""}}, tp4, tp4, {}, {},
+       {"no effect"}, "no-op: skip the sweep"},
+      {"workload only", {{"scenarios.fixed-seq-len[0].search-space[0].conc-list", "changed", ""}},
+       tp4, tp4, {}, {}, {"workload"}, "effective: sweep"},
+      {"assertions only", {{"expect.settings.tp_size", "changed", ""}}, tp4, tp4, {}, {},
+       {"no effect"}, "no-op: skip the sweep"},
+      {"runner hardware", {{"runner", "runner", ""}}, tp4, tp4, {}, {}, {"unverified"},
+       "effective: sweep (not every change could be verified)"},
+      {"untraced variable, config identical", {{"serve.env.Y", "added", ""}}, tp4, tp4, {}, {},
+       {"unverified"}, "effective: sweep (not every change could be verified)"},
+  };
+  for (const Case& c : cases) {
+    auto b = observed(c.base_settings, c.base_reads);
+    auto h = observed(c.head_settings, c.head_reads);
+    if (c.base_reads.empty()) b.env_read.reset();
+    if (c.head_reads.empty()) h.env_read.reset();
+    KeyVerdict v = judge_key("k", "modified", c.fields, &b, &h);
+    ASSERT_EQ(v.fields.size(), c.field_verdicts.size()) << c.name;
+    for (size_t i = 0; i < v.fields.size(); ++i) {
+      EXPECT_EQ(v.fields[i].verdict, c.field_verdicts[i]) << c.name << ": " << v.fields[i].evidence;
+    }
+    EXPECT_EQ(v.verdict, c.key_verdict) << c.name;
+    EXPECT_EQ(v.no_op(), c.key_verdict.rfind("no-op", 0) == 0) << c.name;
+  }
+}
+
+TEST(JudgeKey, PortsAndRandomSeedsAreNotDifferences) {
+  EffectiveConfig a, b;
+  a.settings = {{"port", 1}, {"random_seed", 5}, {"nccl_port", 9}, {"listen", "http://x:1"},
+                {"tp_size", 4}};
+  b.settings = {{"port", 2}, {"random_seed", 6}, {"nccl_port", 8}, {"listen", "http://x:2"},
+                {"tp_size", 4}};
+  EXPECT_TRUE(stable_diff(a, b).empty());
+  b.settings["tp_size"] = 8;
+  auto d = stable_diff(a, b);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_TRUE(d.contains("tp_size"));
+  EXPECT_TRUE(stable_diff(a, b, {"tp_size"}).empty());
+}
+
+TEST(JudgeKey, ServersThatCouldNotStartLeaveEveryServerFieldUnverified) {
+  ServerObservation b = observed({}, {});
+  ServerObservation h;
+  h.error = "server exited during startup (exit code 1)";
+  auto v = judge_key("k", "modified", {{"serve.env.X", "added", ""}, {"scenarios.x", "changed", ""}},
+                     &b, &h);
+  ASSERT_EQ(v.fields.size(), 2u);
+  EXPECT_EQ(v.fields[0].verdict, "unverified");
+  EXPECT_EQ(v.fields[1].verdict, "workload");
+  EXPECT_FALSE(v.no_op());
+  ASSERT_EQ(v.notes.size(), 1u);
+  EXPECT_NE(v.notes[0].find("exit code 1"), std::string::npos);
+}
+
+TEST(JudgeKey, AddedAndRemovedKeys) {
+  EXPECT_EQ(judge_key("k", "added", {}, nullptr, nullptr).verdict, "effective: sweep");
+  EXPECT_EQ(judge_key("k", "removed", {}, nullptr, nullptr).verdict, "removed: nothing to sweep");
+}
+
+TEST(Confounders, IdentityFieldsThatDifferBesidesTheChange) {
+  json::object a{{"image", "sglang:0.5.12"}, {"model", "org/m"}, {"engine-version", "0.5.12"},
+                 {"tool-version", "0.1.0"}, {"runner", "mi355x"}};
+  json::object b{{"image", "sglang:0.5.22"}, {"model", "org/m-0528"}, {"engine-version", "0.5.22"},
+                 {"tool-version", "0.1.0"}, {"runner", "mi355x"}};
+  auto c = find_confounders(a, b, {});
+  EXPECT_EQ(c, (std::vector<std::string>{"image: sglang:0.5.12 vs sglang:0.5.22",
+                                         "model: org/m vs org/m-0528",
+                                         "engine-version: 0.5.12 vs 0.5.22"}));
+  EXPECT_EQ(find_confounders(a, b, {"image", "model", "engine-version"}).size(), 0u);
+}
+
+TEST(VerdictsMarkdown, SummaryTableAndEscaping) {
+  KeyVerdict v;
+  v.key = "k";
+  v.status = "modified";
+  v.fields.push_back({"serve.env.X", "set to \"a|b\"", "never read", "no process read it"});
+  v.verdict = "no-op: skip the sweep";
+  v.confounders.push_back("image: a vs b");
+  std::string md = verdicts_markdown("title", {v});
+  EXPECT_NE(md.find("1 config key checked: **1 no-op**, 0 to sweep."), std::string::npos) << md;
+  EXPECT_NE(md.find("#### `k`: **no-op: skip the sweep**"), std::string::npos) << md;
+  EXPECT_NE(md.find("| `serve.env.X` | set to \"a\\|b\" | never read | no process read it |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("- confounder: image: a vs b"), std::string::npos) << md;
+  EXPECT_NE(verdicts_markdown("t", {}).find("No config key is affected"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ib::verify
