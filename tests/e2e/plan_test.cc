@@ -1,5 +1,6 @@
 // `inferbench plan`: the command line over the recipe library, on real InferenceX configs and on
 // bad input.
+#include <fstream>
 #include <map>
 
 #include "e2e_util.h"
@@ -69,6 +70,82 @@ TEST(Plan, NoFilesIsAUsageError) {
   TempDir dir;
   auto r = run_inferbench({"plan"}, dir.path() / "none.log");
   EXPECT_EQ(r.exit.code, 2) << r.output;
+}
+
+TEST(Plan, LabelsPrintTheSweepPlan) {
+  TempDir dir;
+  const std::string data = INFERBENCH_SOURCE_DIR "/../shared/data/inferencex";
+  auto r = run_inferbench({"plan", data + "/amd-master.yaml", data + "/nvidia-master.yaml",
+                           "--labels", "full-sweep-fail-fast,all-evals", "--json"},
+                          dir.path() / "plan.log");
+  ASSERT_EQ(r.exit.code, 0) << r.output.substr(0, 2000);
+  auto plan = boost::json::parse(r.output).as_object();
+  EXPECT_EQ(plan.at("labels"), (boost::json::array{"full-sweep-fail-fast", "all-evals"}));
+  ASSERT_TRUE(plan.at("canary").is_object());
+  EXPECT_EQ(plan.at("canary").at("isl").as_int64(), 8192);  // the snapshot has no 1k1k single-node row
+  EXPECT_EQ(num(plan, "throughput-rows"), 1820);
+  EXPECT_GT(num(plan, "eval-rows"), 0);
+  for (const auto& g : plan.at("groups").as_array()) EXPECT_TRUE(g.at("fail-fast").as_bool());
+
+  auto trimmed = run_inferbench({"plan", data + "/amd-master.yaml", "--labels", "sweep-enabled"},
+                                dir.path() / "trim.log");
+  ASSERT_EQ(trimmed.exit.code, 0);
+  EXPECT_NE(trimmed.output.find("concurrency trimmed to the lowest point per configuration"),
+            std::string::npos);
+
+  auto bad = run_inferbench({"plan", data + "/amd-master.yaml", "--labels", "sweep-enabled,full-sweep-enabled"},
+                            dir.path() / "bad.log");
+  EXPECT_EQ(bad.exit.code, 2);
+  EXPECT_NE(bad.output.find("exactly one primary label is allowed"), std::string::npos) << bad.output;
+}
+
+TEST(Changed, ListsAffectedKeysWithReasonsAsTextAndJson) {
+  TempDir dir;
+  const fs::path repo = dir.path() / "repo";
+  fs::create_directories(repo / "recipes");
+  fs::copy_file(INFERBENCH_SOURCE_DIR "/examples/recipes/sglang-h200-dsr1.yaml",
+                repo / "recipes" / "dsr1.yaml");
+  auto git = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"git", "-C", repo.string(), "-c", "user.name=t", "-c", "user.email=t@t"});
+    SpawnOptions so;
+    so.argv = args;
+    so.log_path = dir.path() / "git.log";
+    auto child = ChildProcess::spawn(so);
+    ASSERT_TRUE(child.ok());
+    while (!child->poll()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    ASSERT_EQ(child->poll()->code, 0) << file_tail(so.log_path);
+  };
+  git({"init", "-q", "-b", "main"});
+  git({"add", "-A"});
+  git({"commit", "-qm", "base"});
+  auto text = read_file(repo / "recipes" / "dsr1.yaml");
+  ASSERT_TRUE(text.ok());
+  std::string head = *text;
+  auto pos = head.find("image: ");
+  ASSERT_NE(pos, std::string::npos);
+  head.replace(pos, head.find('\n', pos) - pos, "image: lmsysorg/sglang:v9.9.9");
+  std::ofstream(repo / "recipes" / "dsr1.yaml") << head;
+
+  auto r = run_inferbench({"changed", "--base", "HEAD", "-C", repo.string(), (repo / "recipes").string()},
+                          dir.path() / "changed.log");
+  ASSERT_EQ(r.exit.code, 0) << r.output;
+  EXPECT_NE(r.output.find("1 config key affected:"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("image changed from"), std::string::npos) << r.output;
+  auto j = run_inferbench({"changed", "--base", "HEAD", "-C", repo.string(), (repo / "recipes").string(),
+                           "--json", "--exit-code"},
+                          dir.path() / "changed-json.log");
+  EXPECT_EQ(j.exit.code, 1);  // --exit-code: keys are affected
+  auto report = boost::json::parse(j.output).as_object();
+  EXPECT_EQ(report.at("affected").as_int64(), 1);
+  const auto& key = report.at("keys").as_array()[0].as_object();
+  EXPECT_EQ(key.at("config-key").as_string(), "dsr1-fp8-h200-sglang");
+  EXPECT_EQ(key.at("reasons").as_array()[0].at("field").as_string(), "image");
+  EXPECT_EQ(key.at("reasons").as_array()[0].at("head").as_string(), "lmsysorg/sglang:v9.9.9");
+
+  auto bad = run_inferbench({"changed", "--base", "no-such-rev", "-C", repo.string()},
+                            dir.path() / "bad.log");
+  EXPECT_EQ(bad.exit.code, 2);
+  EXPECT_NE(bad.output.find("unknown git revision 'no-such-rev'"), std::string::npos) << bad.output;
 }
 
 }  // namespace

@@ -368,6 +368,64 @@ TEST(Sweep, InvalidExpectBlockIsRejectedBeforeAnythingStarts) {
   EXPECT_FALSE(fs::exists(dir.path() / "runs"));
 }
 
+std::string one_k_key(const std::string& name, const std::string& decode_ms, const std::string& concs) {
+  return name + ":\n"
+         "  image: inferbench/serve-sim\n"
+         "  model: sim-model\n"
+         "  model-prefix: sim\n"
+         "  precision: bf16\n"
+         "  framework: serve-sim\n"
+         "  runner: local\n"
+         "  multinode: false\n"
+         "  serve:\n"
+         "    command: [inferbench, serve-sim, --timing-model, simple, --decode-base-ms, \"" + decode_ms + "\",\n"
+         "              --prefill-tok-s, \"10000000\", --model, \"{served-model}\", --host, \"{host}\", --port, \"{port}\"]\n"
+         "  scenarios:\n"
+         "    fixed-seq-len:\n"
+         "    - isl: 1024\n"
+         "      osl: 1024\n"
+         "      search-space:\n"
+         "      - { tp: 1, conc-list: [" + concs + "] }\n";
+}
+
+TEST(Sweep, CanaryRunsFirstAndItsFailureStopsEverything) {
+  TempDir dir;
+  // The failing key comes first, so its conc-1 row is the canary.
+  fs::path recipe = write_recipe(dir, one_k_key("broken", "-1", "1, 2") + one_k_key("fine", "0.01", "1, 2"));
+  auto r = run_inferbench(sweep_args(dir, recipe, {"--labels", "full-sweep-fail-fast"}),
+                          dir.path() / "sweep.log");
+  EXPECT_EQ(r.exit.code, 1) << r.output;
+  EXPECT_NE(r.output.find("canary: broken at conc 1 runs first"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("skipped: the canary failed"), std::string::npos) << r.output;
+  // Only the canary's server was ever started.
+  store::Store db = open_db(dir.path() / "runs" / "inferbench.db");
+  auto run = db.list_runs()->front();
+  EXPECT_EQ(run.run.labels, (std::vector<std::string>{"full-sweep-fail-fast"}));
+  auto configs = db.server_configs(run.run.id);
+  ASSERT_TRUE(configs.ok());
+  ASSERT_EQ(configs->size(), 1u);
+  EXPECT_EQ((*configs)[0].config_key, "broken");
+}
+
+TEST(Sweep, SweepEnabledLabelMeasuresOnlyTheLowestConcurrency) {
+  TempDir dir;
+  fs::path recipe = write_recipe(dir, one_k_key("fine", "0.01", "1, 2, 4"));
+  auto r = run_inferbench(sweep_args(dir, recipe, {"--labels", "sweep-enabled"}), dir.path() / "sweep.log");
+  ASSERT_EQ(r.exit.code, 0) << r.output;
+  store::Store db = open_db(dir.path() / "runs" / "inferbench.db");
+  auto run = db.list_runs()->front();
+  auto stored = db.points(run.run.id);
+  ASSERT_TRUE(stored.ok());
+  ASSERT_EQ(stored->size(), 1u);
+  EXPECT_EQ((*stored)[0].concurrency, 1);
+  EXPECT_EQ((*stored)[0].status, "ok");
+  // The row's 1k/1k workload (lengths drawn in [0.8, 1] x OSL, as InferenceX's random ratio).
+  const double mean_out = static_cast<double>((*stored)[0].result.at("total_output_tokens").as_int64()) /
+                          static_cast<double>((*stored)[0].completed);
+  EXPECT_GE(mean_out, 0.8 * 1024);
+  EXPECT_LE(mean_out, 1024);
+}
+
 TEST(Sweep, BundledRecipeRunsByDefault) {
   TempDir dir;
   auto r = run_inferbench({"sweep", "--runs-dir", (dir.path() / "runs").string(), "--concurrency", "2",
