@@ -1,7 +1,6 @@
 // `inferbench plan`: validate recipe files and print the benchmark rows they expand into
 // (docs/recipes.md).
 #include <fmt/format.h>
-#include <fnmatch.h>
 
 #include <boost/json.hpp>
 #include <cstdio>
@@ -139,28 +138,12 @@ int run(PlanOptions o) {
     return kExitUsage;
   }
   // --keys: fnmatch globs as InferenceX's test-config; a glob that matches nothing is an error.
-  if (!o.keys.empty()) {
-    std::vector<recipe::ConfigEntry> selected;
-    std::set<std::string> matched;
-    for (const auto& e : *entries) {
-      for (const auto& glob : o.keys) {
-        if (fnmatch(glob.c_str(), e.key.c_str(), 0) == 0) {
-          matched.insert(glob);
-          selected.push_back(e);
-          break;
-        }
-      }
-    }
-    bool bad = false;
-    for (const auto& glob : o.keys) {
-      if (!matched.count(glob)) {
-        fmt::print(stderr, "inferbench plan: --keys {}: matches no config key\n", glob);
-        bad = true;
-      }
-    }
-    if (bad) return kExitUsage;
-    *entries = std::move(selected);
+  auto selected = recipe::select_keys(*entries, o.keys);
+  if (!selected) {
+    fmt::print(stderr, "inferbench plan: {}\n", selected.error().message);
+    return kExitUsage;
   }
+  *entries = std::move(*selected);
   auto rows = recipe::expand(*entries, runners ? &*runners : nullptr);
   std::string text;
   if (labels) {

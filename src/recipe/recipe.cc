@@ -1,5 +1,7 @@
 #include "recipe/recipe.h"
 
+#include <fnmatch.h>
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -504,6 +506,28 @@ void parse_master_config(const std::string& text, const std::string& file,
                    diagnostics->end(), [](const Diagnostic& a, const Diagnostic& b) {
                      return std::tie(a.line, a.column) < std::tie(b.line, b.column);
                    });
+}
+
+Expected<std::vector<ConfigEntry>> select_keys(const std::vector<ConfigEntry>& entries,
+                                               const std::vector<std::string>& globs) {
+  if (globs.empty()) return entries;
+  std::vector<ConfigEntry> selected;
+  std::set<std::string> matched;
+  for (const auto& e : entries) {
+    for (const auto& glob : globs) {
+      if (fnmatch(glob.c_str(), e.key.c_str(), 0) == 0) {
+        matched.insert(glob);
+        selected.push_back(e);
+        break;
+      }
+    }
+  }
+  std::string problems;
+  for (const auto& glob : globs) {
+    if (!matched.count(glob)) problems += fmt::format("{}--keys {}: matches no config key", problems.empty() ? "" : "\n", glob);
+  }
+  if (!problems.empty()) return Error{problems};
+  return selected;
 }
 
 Expected<std::vector<ConfigEntry>> load_master_texts(

@@ -126,6 +126,11 @@ void parse_master_config(const std::string& text, const std::string& file,
 Expected<std::vector<ConfigEntry>> load_master_configs(
     const std::vector<std::filesystem::path>& files);
 
+/// The entries whose key matches one of `globs` (fnmatch, as InferenceX's test-config), in file
+/// order; empty globs: all. A glob that matches nothing is an error naming it.
+Expected<std::vector<ConfigEntry>> select_keys(const std::vector<ConfigEntry>& entries,
+                                               const std::vector<std::string>& globs);
+
 /// The same for texts already read: (name used in diagnostics, bytes) pairs.
 Expected<std::vector<ConfigEntry>> load_master_texts(
     const std::vector<std::pair<std::string, std::string>>& files);

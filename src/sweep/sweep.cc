@@ -1,6 +1,5 @@
 #include "sweep/sweep.h"
 
-#include <fnmatch.h>
 #include <unistd.h>
 
 #include <map>
@@ -712,23 +711,9 @@ Expected<SweepOutcome> run_sweep(const SweepOptions& o, std::FILE* table_out) {
     if (!r) return r.error();
     runners = std::move(*r);
   }
-  if (!o.keys.empty()) {
-    std::vector<recipe::ConfigEntry> selected;
-    std::set<std::string> matched;
-    for (const auto& e : *entries) {
-      for (const auto& glob : o.keys) {
-        if (fnmatch(glob.c_str(), e.key.c_str(), 0) == 0) {
-          matched.insert(glob);
-          selected.push_back(e);
-          break;
-        }
-      }
-    }
-    for (const auto& glob : o.keys) {
-      if (!matched.count(glob)) return Error{fmt::format("--keys {}: matches no config key", glob)};
-    }
-    *entries = std::move(selected);
-  }
+  auto selected = recipe::select_keys(*entries, o.keys);
+  if (!selected) return selected.error();
+  *entries = std::move(*selected);
   {
     // `expect` blocks are checked now, not after a server started.
     std::string problems;

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -17,12 +18,16 @@ namespace {
 
 // Two simulator configurations (different decode speeds) × three concurrencies, on the simple
 // timing model so a point takes a fraction of a second. `extra` is spliced into the first key.
+// A model name only this test process uses, so that looking for its servers among all processes
+// (tests run in parallel) finds only this test's.
+std::string own_model() { return "sim-model-" + std::to_string(::getpid()) + "-e2e"; }
+
 std::string two_config_recipe(const std::string& first_args = "\"2\"",
                               const std::string& extra = "") {
   auto key = [&](const std::string& name, const std::string& decode_ms, const std::string& more) {
     return name + ":\n"
            "  image: inferbench/serve-sim\n"
-           "  model: sim-model\n"
+           "  model: " + own_model() + "\n"
            "  model-prefix: sim\n"
            "  precision: bf16\n"
            "  framework: serve-sim\n"
@@ -90,6 +95,37 @@ bool wait_for(const std::function<bool()>& cond, std::chrono::seconds limit = st
   return false;
 }
 
+// A sweep running in the background, for tests that interrupt or kill it mid-way.
+struct BackgroundSweep {
+  fs::path log;
+  std::optional<ChildProcess> child;
+  BackgroundSweep(const TempDir& dir, const fs::path& recipe, std::vector<std::string> more) {
+    log = dir.path() / "sweep.log";
+    SpawnOptions so;
+    so.argv = {INFERBENCH_BIN};
+    auto args = sweep_args(dir, recipe, std::move(more));
+    so.argv.insert(so.argv.end(), args.begin(), args.end());
+    so.log_path = log;
+    auto c = ChildProcess::spawn(so);
+    EXPECT_TRUE(c.ok());
+    if (c.ok()) child.emplace(std::move(*c));
+  }
+  // Waits until some point's result file `name` (e.g. conc_1.json) exists under `runs`.
+  bool wait_for_result(const fs::path& runs, const std::string& name) {
+    return wait_for([&] {
+      if (!fs::exists(runs)) return false;
+      for (const auto& e : fs::recursive_directory_iterator(runs)) {
+        if (e.path().filename() == name) return true;
+      }
+      return false;
+    });
+  }
+  bool wait_exit(std::chrono::seconds limit) {
+    return child && wait_for([&] { return child->poll().has_value(); }, limit);
+  }
+  int exit_code() { return child && child->poll() ? child->poll()->code : -1; }
+};
+
 TEST(Sweep, TwoConfigurationsTimesThreeConcurrenciesAreStored) {
   TempDir dir;
   fs::path recipe = write_recipe(dir, two_config_recipe());
@@ -147,7 +183,7 @@ TEST(Sweep, TwoConfigurationsTimesThreeConcurrenciesAreStored) {
   // --json: the outcome on stdout.
   EXPECT_NE(r.output.find("\"status\":\"ok\""), std::string::npos);
   // No server is left behind.
-  EXPECT_TRUE(pids_with("sim-model").empty());
+  EXPECT_TRUE(pids_with(own_model()).empty());
 }
 
 TEST(Sweep, SecondSweepWithReuseRunsNothing) {
@@ -186,27 +222,15 @@ TEST(Sweep, ServerKilledMidRunFailsItsPointsWithTheReasonAndOthersGoOn) {
   // Long points for the first key so the kill lands while it is being measured.
   std::string text = two_config_recipe("\"20\"");
   fs::path recipe = write_recipe(dir, text);
-  SpawnOptions so;
-  so.argv = {INFERBENCH_BIN};
-  auto args = sweep_args(dir, recipe, {"--min-prompts", "40"});
-  so.argv.insert(so.argv.end(), args.begin(), args.end());
-  so.log_path = dir.path() / "sweep.log";
-  auto sweep = ChildProcess::spawn(so);
-  ASSERT_TRUE(sweep.ok());
+  BackgroundSweep sweep(dir, recipe, {"--min-prompts", "40"});
   // The fast key's server: kill it once its first point is stored.
   fs::path runs = dir.path() / "runs";
-  ASSERT_TRUE(wait_for([&] {
-    if (!fs::exists(runs)) return false;
-    for (const auto& e : fs::recursive_directory_iterator(runs)) {
-      if (e.path().filename() == "conc_1.json") return true;
-    }
-    return false;
-  })) << file_tail(so.log_path);
+  ASSERT_TRUE(sweep.wait_for_result(runs, "conc_1.json")) << file_tail(sweep.log);
   auto servers = pids_with("--decode-base-ms 20");
   ASSERT_EQ(servers.size(), 1u);
   ::kill(servers[0], SIGKILL);
-  ASSERT_TRUE(wait_for([&] { return sweep->poll().has_value(); }, std::chrono::seconds(120)));
-  EXPECT_EQ(sweep->poll()->code, 1) << file_tail(so.log_path);
+  ASSERT_TRUE(sweep.wait_exit(std::chrono::seconds(120)));
+  EXPECT_EQ(sweep.exit_code(), 1) << file_tail(sweep.log);
 
   store::Store db = open_db(runs / "inferbench.db");
   auto run = db.list_runs()->front();
@@ -239,24 +263,12 @@ TEST(Sweep, SigkilledSweepResumesWithEveryPointExactlyOnce) {
   TempDir dir;
   fs::path recipe = write_recipe(dir, two_config_recipe());
   fs::path runs = dir.path() / "runs";
-  SpawnOptions so;
-  so.argv = {INFERBENCH_BIN};
-  auto args = sweep_args(dir, recipe, {"--min-prompts", "24"});
-  so.argv.insert(so.argv.end(), args.begin(), args.end());
-  so.log_path = dir.path() / "sweep.log";
-  auto sweep = ChildProcess::spawn(so);
-  ASSERT_TRUE(sweep.ok());
-  ASSERT_TRUE(wait_for([&] {
-    if (!fs::exists(runs)) return false;
-    for (const auto& e : fs::recursive_directory_iterator(runs)) {
-      if (e.path().filename() == "conc_2.json") return true;
-    }
-    return false;
-  })) << file_tail(so.log_path);
-  ::kill(sweep->pid(), SIGKILL);
-  ASSERT_TRUE(wait_for([&] { return sweep->poll().has_value(); }));
+  BackgroundSweep sweep(dir, recipe, {"--min-prompts", "24"});
+  ASSERT_TRUE(sweep.wait_for_result(runs, "conc_2.json")) << file_tail(sweep.log);
+  ::kill(sweep.child->pid(), SIGKILL);
+  ASSERT_TRUE(sweep.wait_exit(std::chrono::seconds(60)));
   // Its server dies with it (PR_SET_PDEATHSIG): nothing is orphaned.
-  EXPECT_TRUE(wait_for([&] { return pids_with("sim-model").empty(); }, std::chrono::seconds(10)));
+  EXPECT_TRUE(wait_for([&] { return pids_with(own_model()).empty(); }, std::chrono::seconds(10)));
 
   std::string name;
   int64_t before = 0;
@@ -297,29 +309,17 @@ TEST(Sweep, InterruptKeepsFinishedPointsAndMarksTheRunInterrupted) {
   TempDir dir;
   fs::path recipe = write_recipe(dir, two_config_recipe("\"10\""));
   fs::path runs = dir.path() / "runs";
-  SpawnOptions so;
-  so.argv = {INFERBENCH_BIN};
-  auto args = sweep_args(dir, recipe, {"--min-prompts", "40"});
-  so.argv.insert(so.argv.end(), args.begin(), args.end());
-  so.log_path = dir.path() / "sweep.log";
-  auto sweep = ChildProcess::spawn(so);
-  ASSERT_TRUE(sweep.ok());
-  ASSERT_TRUE(wait_for([&] {
-    if (!fs::exists(runs)) return false;
-    for (const auto& e : fs::recursive_directory_iterator(runs)) {
-      if (e.path().filename() == "conc_1.json") return true;
-    }
-    return false;
-  })) << file_tail(so.log_path);
-  ::kill(sweep->pid(), SIGINT);
-  ASSERT_TRUE(wait_for([&] { return sweep->poll().has_value(); }, std::chrono::seconds(30)));
-  EXPECT_EQ(sweep->poll()->code, 130) << file_tail(so.log_path);
-  EXPECT_TRUE(pids_with("sim-model").empty());
+  BackgroundSweep sweep(dir, recipe, {"--min-prompts", "40"});
+  ASSERT_TRUE(sweep.wait_for_result(runs, "conc_1.json")) << file_tail(sweep.log);
+  ::kill(sweep.child->pid(), SIGINT);
+  ASSERT_TRUE(sweep.wait_exit(std::chrono::seconds(30)));
+  EXPECT_EQ(sweep.exit_code(), 130) << file_tail(sweep.log);
+  EXPECT_TRUE(pids_with(own_model()).empty());
   store::Store db = open_db(runs / "inferbench.db");
   auto run = db.list_runs()->front();
   EXPECT_EQ(run.run.status, "interrupted");
   EXPECT_GE(run.points.ok, 1);
-  EXPECT_NE(read_file(so.log_path)->find("--resume"), std::string::npos);
+  EXPECT_NE(read_file(sweep.log)->find("--resume"), std::string::npos);
 }
 
 TEST(Sweep, ServerThatCannotStartIsReportedWithItsLogAndFailFastSkipsTheRest) {
