@@ -195,6 +195,40 @@ std::string show_text(const RunDetails& d) {
   }
   out += table_text(rows);
 
+  // What each server showed: its engine, how many effective settings were captured, and which of
+  // the recipe's environment variables its processes read (docs/env-trace.md).
+  rows.clear();
+  rows.push_back({"KEY", "ENGINE", "SETTINGS", "VARIABLE", "READ BY"});
+  for (const auto& c : d.configs) {
+    const auto* engine = c.effective_config.if_contains("engine");
+    const auto* settings = c.effective_config.if_contains("settings");
+    std::string engine_text = engine && engine->is_string() ? std::string(engine->as_string()) : "-";
+    std::string count = settings && settings->is_object() ? std::to_string(settings->as_object().size()) : "-";
+    const auto* vars = c.env_reads.if_contains("variables");
+    if (!vars || !vars->is_object() || vars->as_object().empty()) {
+      rows.push_back({c.config_key, engine_text, count, "-", "-"});
+      continue;
+    }
+    for (const auto& kv : vars->as_object()) {
+      std::string who = "never read";
+      if (const auto* readers = kv.value().as_object().if_contains("readers");
+          readers && readers->is_array() && !readers->as_array().empty()) {
+        std::vector<std::string> names;
+        for (const auto& reader : readers->as_array()) {
+          std::string exe(reader.at("exe").as_string());
+          names.push_back(fmt::format("{} ({})", exe.substr(exe.rfind('/') + 1),
+                                      std::string(reader.at("function").as_string())));
+        }
+        who = fmt::format("{}", fmt::join(names, ", "));
+      }
+      rows.push_back({c.config_key, engine_text, count, std::string(kv.key()), one_line(who)});
+    }
+  }
+  if (rows.size() > 1) {
+    out += "\nEFFECTIVE CONFIGURATION AND ENVIRONMENT READS\n";
+    out += table_text(rows);
+  }
+
   out += "\nPOINTS\n";
   rows.clear();
   rows.push_back({"KEY", "FINGERPRINT", "WORKLOAD", "CONC", "STATUS", "REQ/S", "OUT TOK/S",

@@ -743,14 +743,29 @@ Expected<SweepOutcome> run_sweep(const SweepOptions& o, std::FILE* table_out) {
   std::vector<GroupPlan> groups;
   SweepOutcome outcome;
   outcome.notes = plan.notes;
-  if (plan.canary) groups.push_back({"canary", true, group_configs({*plan.canary}, o)});
+  if (plan.canary) {
+    // One point: the row's concurrency, or the lowest of --concurrency.
+    auto canary = group_configs({*plan.canary}, o);
+    for (auto& c : canary) c.concs.resize(std::min<size_t>(c.concs.size(), 1));
+    groups.push_back({"canary", true, std::move(canary)});
+  }
   for (const auto& g : plan.groups) {
     if (g.eval) {
       outcome.notes.push_back(fmt::format(
           "{} eval rows planned; accuracy evals are not run by the sweep yet", g.rows.size()));
       continue;
     }
-    groups.push_back({g.name, g.fail_fast || o.fail_fast, group_configs(g.rows, o)});
+    GroupPlan gp{g.name, g.fail_fast || o.fail_fast, group_configs(g.rows, o)};
+    // The canary's point is measured once, by the canary.
+    if (plan.canary) {
+      for (auto& c : gp.configs) {
+        if (c.fingerprint != groups.front().configs.front().fingerprint) continue;
+        const int64_t done = groups.front().configs.front().concs.front();
+        std::erase(c.concs, done);
+      }
+      std::erase_if(gp.configs, [](const ConfigPlan& c) { return c.concs.empty(); });
+    }
+    if (!gp.configs.empty()) groups.push_back(std::move(gp));
   }
 
   // 2. Database and run.

@@ -65,7 +65,10 @@ store::Store open_db(const fs::path& file) {
 std::vector<std::string> sweep_args(const TempDir& dir, const fs::path& recipe,
                                     std::vector<std::string> more = {}) {
   std::vector<std::string> a = {"sweep", recipe.string(), "--runs-dir", (dir.path() / "runs").string(),
-                                "--startup-timeout", "30", "--point-timeout", "60"};
+                                "--startup-timeout", "30"};
+  if (std::find(more.begin(), more.end(), "--point-timeout") == more.end()) {
+    a.insert(a.end(), {"--point-timeout", "60"});
+  }
   a.insert(a.end(), more.begin(), more.end());
   return a;
 }
@@ -405,6 +408,40 @@ TEST(Sweep, CanaryRunsFirstAndItsFailureStopsEverything) {
   ASSERT_TRUE(configs.ok());
   ASSERT_EQ(configs->size(), 1u);
   EXPECT_EQ((*configs)[0].config_key, "broken");
+}
+
+TEST(Sweep, CanaryPointIsMeasuredOnceEvenWithAConcurrencyOverride) {
+  TempDir dir;
+  fs::path recipe = write_recipe(dir, one_k_key("fine", "0.01", "1, 2, 4"));
+  auto r = run_inferbench(sweep_args(dir, recipe, {"--labels", "full-sweep-enabled", "--concurrency", "2,4"}),
+                          dir.path() / "sweep.log");
+  ASSERT_EQ(r.exit.code, 0) << r.output;
+  store::Store db = open_db(dir.path() / "runs" / "inferbench.db");
+  auto run = db.list_runs()->front();
+  auto stored = db.points(run.run.id);
+  ASSERT_TRUE(stored.ok());
+  std::vector<int64_t> concs;
+  for (const auto& p : *stored) concs.push_back(p.concurrency);
+  EXPECT_EQ(concs, (std::vector<int64_t>{2, 4}));  // canary at 2, then the family's 4
+}
+
+TEST(Sweep, PointTimeoutCutsAPointAndKeepsWhatItMeasured) {
+  TempDir dir;
+  // 50 ms per token × 1,024 tokens: each request takes about a minute.
+  fs::path recipe = write_recipe(dir, one_k_key("slow", "50", "1"));
+  auto r = run_inferbench(sweep_args(dir, recipe, {"--point-timeout", "1", "--min-prompts", "1",
+                                                   "--warmups-per-conc", "0"}),
+                          dir.path() / "sweep.log");
+  EXPECT_EQ(r.exit.code, 1) << r.output;
+  EXPECT_NE(r.output.find("point timeout after 1 s (partial result kept)"), std::string::npos) << r.output;
+  store::Store db = open_db(dir.path() / "runs" / "inferbench.db");
+  auto run = db.list_runs()->front();
+  auto stored = db.points(run.run.id);
+  ASSERT_TRUE(stored.ok());
+  ASSERT_EQ(stored->size(), 1u);
+  EXPECT_EQ((*stored)[0].status, "failed");
+  EXPECT_TRUE((*stored)[0].result.at("timed_out").as_bool());
+  EXPECT_TRUE((*stored)[0].result.at("partial").as_bool());
 }
 
 TEST(Sweep, SweepEnabledLabelMeasuresOnlyTheLowestConcurrency) {
