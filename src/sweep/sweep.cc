@@ -591,6 +591,10 @@ class SweepRun {
       if (auto gone = server.check_alive()) {
         p.error += "; " + *gone;
         server_died = true;
+        std::string tail = file_tail(server.log_path(), 2048);
+        outcome_->errors.push_back(fmt::format(
+            "{} (conc {}): {}{}", row.config_key, conc, *gone,
+            tail.empty() ? "" : "\n--- server.log (tail) ---\n" + tail));
       }
     }
     auto point_id = db_->add_point(p);
