@@ -258,9 +258,6 @@ class SweepRun {
     const int gpus = row_gpus(row.fields);
     const fs::path dir = outcome_->run_dir / fmt::format("{:02}-{}-{}", index, safe_name(row.config_key),
                                                          cfg.fingerprint.substr(0, 8));
-    std::error_code ec;
-    fs::create_directories(dir, ec);
-
     store::ServerConfigRecord rec;
     rec.run_id = outcome_->run_id;
     rec.config_key = row.config_key;
@@ -275,7 +272,6 @@ class SweepRun {
         }
       }
     }
-    rec.log_path = (dir / "server.log").string();
     std::string launcher_name = launcher_for(row);
     rec.launcher = launcher_name;
     auto id = db_->add_server_config(rec);
@@ -322,6 +318,8 @@ class SweepRun {
       return true;
     }
     if (interrupt_requested()) return skip_all(cfg, pending, "interrupted");
+    std::error_code ec;
+    fs::create_directories(dir, ec);
 
     auto spec = server_spec_for_row(row, o_.extra_server_args, o_.inferbench_exe);
     if (!spec && launcher_name != "endpoint") return fail_config(cfg, pending, rec, "server-start", spec.error().message);
@@ -342,6 +340,7 @@ class SweepRun {
         note(fmt::format("environment tracing off: {}", assets.error().message));
       }
     }
+    if (launcher_name != "endpoint") rec.log_path = server_spec.log_path.string();
     auto launcher = make_launcher(launcher_name);
     if (!launcher) return fail_config(cfg, pending, rec, "server-start", launcher.error().message);
     if (o_.show_progress && isatty(STDERR_FILENO)) {
