@@ -74,9 +74,8 @@ Expected<launch::ServerSpec> server_spec_for_row(const recipe::RecipeRow& row,
                                                  const std::filesystem::path& self) {
   const auto* serve = row.fields.if_contains("serve");
   if (serve == nullptr || !serve->is_object()) {
-    return Error{fmt::format("{}: the recipe has no `serve` block, so there is no server to "
-                             "start (use --launcher endpoint --endpoint URL for a running one)",
-                             row.config_key)};
+    return Error{"the recipe has no `serve` block, so there is no server to start (use "
+                 "--launcher endpoint --endpoint URL for a running one)"};
   }
   const auto& s = serve->as_object();
   const auto values = row_placeholders(row.fields);
@@ -88,7 +87,7 @@ Expected<launch::ServerSpec> server_spec_for_row(const recipe::RecipeRow& row,
     }
   }
   for (const auto& a : extra_args) spec.argv.push_back(substitute(a, values));
-  if (spec.argv.empty()) return Error{fmt::format("{}: serve.command is empty", row.config_key)};
+  if (spec.argv.empty()) return Error{"serve.command is empty"};
   if (spec.argv[0] == "inferbench") spec.argv[0] = self.string();
   if (const auto* env = s.if_contains("env"); env && env->is_object()) {
     for (const auto& kv : env->as_object()) spec.env[std::string(kv.key())] = text_of(kv.value());

@@ -318,6 +318,18 @@ class SweepRun {
       return true;
     }
     if (interrupt_requested()) return skip_all(cfg, pending, "interrupted");
+    // What this version cannot run is said before any server is started.
+    if (row.scenario != "fixed-seq-len") {
+      return fail_config(cfg, pending, rec, "unsupported",
+                         fmt::format("{} rows are not run by the sweep yet (no trace replay)",
+                                     row.scenario));
+    }
+    if (row.multinode && launcher_name != "endpoint") {
+      return fail_config(cfg, pending, rec, "unsupported",
+                         "multi-node rows need a multi-node launch (prefill and decode workers), "
+                         "which the sweep does not do yet; use --launcher endpoint with a running "
+                         "deployment");
+    }
     std::error_code ec;
     fs::create_directories(dir, ec);
 
@@ -522,13 +534,6 @@ class SweepRun {
     store::PointRecord p = base_point(cfg, rec.id, conc);
     p.artifacts_dir = dir.string();
     auto [prompts, warmups] = prompt_counts(conc);
-    if (row.scenario != "fixed-seq-len") {
-      p.status = "failed";
-      p.error = fmt::format("{} workloads are not supported by the sweep yet", row.scenario);
-      (void)db_->add_point(p);
-      emit(outcome_of(row, cfg, p));
-      return false;
-    }
     BenchSpec bs;
     bs.endpoint_url = server.url();
     bs.model = std::string(row.fields.at("model").as_string());

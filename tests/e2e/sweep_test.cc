@@ -463,6 +463,33 @@ TEST(Sweep, SweepEnabledLabelMeasuresOnlyTheLowestConcurrency) {
   EXPECT_LE(mean_out, 1024);
 }
 
+TEST(Sweep, RowsTheSweepCannotRunYetFailBeforeAnyServerStarts) {
+  TempDir dir;
+  std::string text = two_config_recipe();
+  // The second key becomes an agentic one.
+  auto pos = text.find("sim-slow:");
+  std::string slow = text.substr(pos);
+  slow.replace(slow.find("    fixed-seq-len:"), std::string::npos,
+               "    agentic-coding:\n"
+               "    - dram-utilization: 0.5\n"
+               "      search-space:\n"
+               "      - { tp: 1, kv-offloading: none, conc-list: [1, 2] }\n");
+  slow.replace(slow.find("runner: local"), 13, "runner: cluster:local");  // agentic runners are clusters
+  fs::path recipe = write_recipe(dir, text.substr(0, pos) + slow);
+  auto r = run_inferbench(sweep_args(dir, recipe, {"--keys", "sim-slow"}), dir.path() / "sweep.log");
+  EXPECT_EQ(r.exit.code, 1) << r.output;
+  EXPECT_NE(r.output.find("agentic-coding rows are not run by the sweep yet"), std::string::npos)
+      << r.output;
+  store::Store db = open_db(dir.path() / "runs" / "inferbench.db");
+  auto run = db.list_runs()->front();
+  EXPECT_EQ(run.points.failed, 2);
+  auto configs = db.server_configs(run.run.id);
+  ASSERT_TRUE(configs.ok());
+  ASSERT_EQ(configs->size(), 1u);
+  EXPECT_EQ((*configs)[0].status, "failed");
+  EXPECT_TRUE((*configs)[0].log_path.empty());  // never launched
+}
+
 TEST(Sweep, BundledRecipeRunsByDefault) {
   TempDir dir;
   auto r = run_inferbench({"sweep", "--runs-dir", (dir.path() / "runs").string(), "--concurrency", "2",
