@@ -2,10 +2,10 @@
 // InferenceX configs, diffing them (what `changed` does per revision pair), checking the real
 // 772-entry perf changelog, and storing points (one SQLite transaction each).
 #include <benchmark/benchmark.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <string>
-#include <unistd.h>
 
 #include "core/files.h"
 #include "govern/changed.h"
@@ -21,7 +21,8 @@ const std::string kData = INFERBENCH_BENCH_SHARED "/data/inferencex";
 void BM_LoadAndExpandRealConfigs(benchmark::State& state) {
   size_t rows = 0;
   for (auto _ : state) {
-    auto entries = ib::recipe::load_master_configs({kData + "/amd-master.yaml", kData + "/nvidia-master.yaml"});
+    auto entries = ib::recipe::load_master_configs(
+        {kData + "/amd-master.yaml", kData + "/nvidia-master.yaml"});
     if (!entries) state.SkipWithError(entries.error().message.c_str());
     rows = ib::recipe::expand(*entries, nullptr).size();
   }
@@ -30,7 +31,8 @@ void BM_LoadAndExpandRealConfigs(benchmark::State& state) {
 BENCHMARK(BM_LoadAndExpandRealConfigs)->Unit(benchmark::kMillisecond);
 
 void BM_DiffRealConfigs(benchmark::State& state) {
-  auto base = ib::recipe::load_master_configs({kData + "/amd-master.yaml", kData + "/nvidia-master.yaml"});
+  auto base =
+      ib::recipe::load_master_configs({kData + "/amd-master.yaml", kData + "/nvidia-master.yaml"});
   auto head = *base;
   head[10].raw.as_object()["image"] = "changed:1";  // one key changed
   size_t keys = 0;

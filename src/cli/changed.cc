@@ -1,5 +1,7 @@
 // `inferbench changed --base REV [--head REV] [PATHS...]`: the config keys a change affects, with
 // the reason for each (docs/governance.md).
+#include "govern/changed.h"
+
 #include <fmt/format.h>
 
 #include <boost/json.hpp>
@@ -7,7 +9,6 @@
 #include <memory>
 
 #include "cli/commands.h"
-#include "govern/changed.h"
 
 namespace ib::cli {
 
@@ -80,7 +81,9 @@ int run(const ChangedCliOptions& o) {
 
 }  // namespace
 
-std::vector<std::string> default_recipe_paths() { return {"recipes", "examples/recipes"}; }
+std::vector<std::string> default_recipe_paths() {
+  return {"recipes", "examples/recipes"};
+}
 
 RunFn register_changed(CLI::App& root) {
   auto o = std::make_shared<ChangedCliOptions>();

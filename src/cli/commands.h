@@ -2,11 +2,10 @@
 // its own file and registers itself on the root app, returning the function that runs it.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <functional>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 namespace ib::cli {
 

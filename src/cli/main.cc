@@ -1,9 +1,9 @@
 // inferbench: continuous benchmarking of LLM inference serving. See DESIGN.md §2.
+#include <fmt/format.h>
+
 #include <csignal>
 #include <exception>
 #include <map>
-
-#include <fmt/format.h>
 
 #include "cli/commands.h"
 

@@ -2,13 +2,13 @@
 // (docs/recipes.md).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <set>
-#include <algorithm>
-#include <filesystem>
 
 #include "cli/commands.h"
 #include "govern/labels.h"
@@ -34,7 +34,8 @@ std::vector<std::string> default_files() {
     std::error_code ec;
     for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
       auto ext = e.path().extension();
-      if (e.is_regular_file() && (ext == ".yaml" || ext == ".yml")) files.push_back(e.path().string());
+      if (e.is_regular_file() && (ext == ".yaml" || ext == ".yml"))
+        files.push_back(e.path().string());
     }
   }
   std::sort(files.begin(), files.end());
@@ -164,7 +165,8 @@ int run(PlanOptions o) {
 std::string plan_text(const govern::SweepPlan& plan) {
   std::string out = fmt::format("labels: {}\n", fmt::join(plan.labels.all(), ", "));
   for (const auto& n : plan.notes) out += fmt::format("  {}\n", n);
-  out += fmt::format("{} throughput rows, {} eval rows\n", plan.throughput_rows(), plan.eval_rows());
+  out +=
+      fmt::format("{} throughput rows, {} eval rows\n", plan.throughput_rows(), plan.eval_rows());
   if (plan.canary) out += "\ncanary (runs first):\n" + table_text({*plan.canary});
   for (const auto& g : plan.groups) {
     out += fmt::format("\n{}{}{} ({} rows):\n", g.name, g.eval ? " [eval]" : "",

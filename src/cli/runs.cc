@@ -202,8 +202,10 @@ std::string show_text(const RunDetails& d) {
   for (const auto& c : d.configs) {
     const auto* engine = c.effective_config.if_contains("engine");
     const auto* settings = c.effective_config.if_contains("settings");
-    std::string engine_text = engine && engine->is_string() ? std::string(engine->as_string()) : "-";
-    std::string count = settings && settings->is_object() ? std::to_string(settings->as_object().size()) : "-";
+    std::string engine_text =
+        engine && engine->is_string() ? std::string(engine->as_string()) : "-";
+    std::string count =
+        settings && settings->is_object() ? std::to_string(settings->as_object().size()) : "-";
     const auto* vars = c.env_reads.if_contains("variables");
     if (!vars || !vars->is_object() || vars->as_object().empty()) {
       rows.push_back({c.config_key, engine_text, count, "-", "-"});

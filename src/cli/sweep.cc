@@ -1,15 +1,15 @@
 // `inferbench sweep [RECIPE...]`: the main job. With no argument it runs the bundled example
 // recipe (examples/recipes/serve-sim.yaml) on the embedded simulator.
+#include "sweep/sweep.h"
+
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <memory>
 
-#include <fmt/format.h>
-
 #include "cli/commands.h"
 #include "core/files.h"
 #include "core/interrupt.h"
-#include "sweep/sweep.h"
 
 namespace ib::cli {
 
@@ -68,7 +68,8 @@ int run(SweepCliOptions& c) {
   o.concurrencies = c.concurrencies;
   auto api = parse_api(c.api);
   if (!api) {
-    fmt::print(stderr, "inferbench sweep: --api must be 'completions' or 'chat' (got '{}')\n", c.api);
+    fmt::print(stderr, "inferbench sweep: --api must be 'completions' or 'chat' (got '{}')\n",
+               c.api);
     return kExitUsage;
   }
   o.api = *api;
@@ -99,10 +100,14 @@ int run(SweepCliOptions& c) {
   for (const auto& e : outcome->errors) fmt::print(stderr, "inferbench sweep: {}\n", e);
   size_t ok = 0, reused = 0, resumed = 0, failed = 0;
   for (const auto& p : outcome->points) {
-    if (p.status == "ok") ++ok;
-    else if (p.status == "reused") ++reused;
-    else if (p.status == "resumed") ++resumed;
-    else ++failed;
+    if (p.status == "ok")
+      ++ok;
+    else if (p.status == "reused")
+      ++reused;
+    else if (p.status == "resumed")
+      ++resumed;
+    else
+      ++failed;
   }
   fmt::print(table,
              "run {} (id {}): {}; {} measured, {} reused, {} resumed, {} failed or skipped\n"
@@ -114,8 +119,10 @@ int run(SweepCliOptions& c) {
     std::fwrite(text.data(), 1, text.size(), stdout);
   }
   if (outcome->interrupted) {
-    fmt::print(stderr, "inferbench sweep: interrupted; finished points are kept (continue with "
-                       "--resume {})\n", outcome->run_name);
+    fmt::print(stderr,
+               "inferbench sweep: interrupted; finished points are kept (continue with "
+               "--resume {})\n",
+               outcome->run_name);
     return kExitInterrupted;
   }
   return outcome->status() == "ok" ? kExitOk : kExitFailure;
@@ -126,40 +133,57 @@ int run(SweepCliOptions& c) {
 RunFn register_sweep(CLI::App& root) {
   auto c = std::make_shared<SweepCliOptions>();
   CLI::App* app = root.add_subcommand(
-      "sweep", "Run recipes' benchmark matrix and store the results (default: the bundled "
-               "simulator recipe)");
+      "sweep",
+      "Run recipes' benchmark matrix and store the results (default: the bundled "
+      "simulator recipe)");
   SweepOptions& o = c->sweep;
   app->add_option("recipes", c->recipes, "Recipe files (default: examples/recipes/serve-sim.yaml)");
   app->add_option("--runners", c->runners, "Runners file (hardware labels, launcher per label)");
   app->add_option("--keys", o.keys, "Only config keys matching these globs");
   app->add_option("--labels", o.labels, "Sweep labels: canary, fail-fast, trimmed concurrency")
       ->delimiter(',');
-  app->add_option("--runs-dir", c->runs_dir, "Where run folders are created")->capture_default_str();
+  app->add_option("--runs-dir", c->runs_dir, "Where run folders are created")
+      ->capture_default_str();
   app->add_option("--db", c->db, "Results database (default: <runs-dir>/inferbench.db)");
-  app->add_option("--resume", o.resume, "Continue run RUN (id or name): completed points are skipped");
-  app->add_flag("--reuse", o.reuse,
-                "Reuse points measured earlier (same fingerprint, concurrency, workload, tool version)");
-  app->add_option("--launcher", o.launcher, "local | slurm | endpoint (default: the runners file's, else local)");
-  app->add_option("--endpoint", o.endpoint_url, "URL of a running server (implies --launcher endpoint)");
+  app->add_option("--resume", o.resume,
+                  "Continue run RUN (id or name): completed points are skipped");
+  app->add_flag(
+      "--reuse", o.reuse,
+      "Reuse points measured earlier (same fingerprint, concurrency, workload, tool version)");
+  app->add_option("--launcher", o.launcher,
+                  "local | slurm | endpoint (default: the runners file's, else local)");
+  app->add_option("--endpoint", o.endpoint_url,
+                  "URL of a running server (implies --launcher endpoint)");
   app->add_option("--slurm-partition", c->slurm_partition, "Slurm partition");
   app->add_option("--slurm-account", c->slurm_account, "Slurm account");
-  app->add_option("--concurrency", c->concurrencies, "Replace every row's concurrencies")->delimiter(',');
-  app->add_option("--prompts-per-conc", o.prompts_per_conc, "Requests per point = max(--min-prompts, this x conc)")
-      ->capture_default_str()->check(CLI::PositiveNumber);
-  app->add_option("--min-prompts", o.min_prompts, "Least requests per point")->capture_default_str()
+  app->add_option("--concurrency", c->concurrencies, "Replace every row's concurrencies")
+      ->delimiter(',');
+  app->add_option("--prompts-per-conc", o.prompts_per_conc,
+                  "Requests per point = max(--min-prompts, this x conc)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app->add_option("--min-prompts", o.min_prompts, "Least requests per point")
+      ->capture_default_str()
       ->check(CLI::PositiveNumber);
   app->add_option("--warmups-per-conc", o.warmups_per_conc, "Warmup requests = this x conc")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app->add_option("--api", c->api, "completions | chat")->capture_default_str();
   app->add_option("--point-timeout", o.point_timeout_s, "Seconds before a point is cut short")
-      ->capture_default_str()->check(CLI::PositiveNumber);
-  app->add_option("--startup-timeout", o.startup_timeout_s, "Seconds to wait for a server to be healthy")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app->add_option("--startup-timeout", o.startup_timeout_s,
+                  "Seconds to wait for a server to be healthy")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app->add_flag("--fail-fast", o.fail_fast, "A failure stops the rest of its group");
-  app->add_flag("--no-env-trace", c->no_env_trace, "Do not trace which environment variables servers read");
-  app->add_option("--server-arg", o.extra_server_args, "Extra argument for every server command (repeatable)")
+  app->add_flag("--no-env-trace", c->no_env_trace,
+                "Do not trace which environment variables servers read");
+  app->add_option("--server-arg", o.extra_server_args,
+                  "Extra argument for every server command (repeatable)")
       ->allow_extra_args(false);
-  app->add_flag("--json", c->json, "Print the outcome as JSON on stdout (the table goes to stderr)");
+  app->add_flag("--json", c->json,
+                "Print the outcome as JSON on stdout (the table goes to stderr)");
   return [c]() { return run(*c); };
 }
 

@@ -2,13 +2,12 @@
 //   inferbench verify --base REV [--head REV] [PATHS...]   changed keys between git revisions
 //   inferbench verify BASE.yaml HEAD.yaml                 two recipe files
 //   inferbench verify RUN_A RUN_B                         two stored runs
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <ctime>
 #include <memory>
-
-#include <fmt/format.h>
 
 #include "cli/commands.h"
 #include "core/files.h"
@@ -86,22 +85,27 @@ int run(const VerifyCliOptions& o) {
   if (!o.base.empty()) {
     // Git mode: the keys `changed` reports.
     auto base = govern::TreeView::open(o.repo, o.base);
-    if (!base) return fmt::print(stderr, "inferbench verify: {}\n", base.error().message), kExitUsage;
+    if (!base)
+      return fmt::print(stderr, "inferbench verify: {}\n", base.error().message), kExitUsage;
     auto head = govern::TreeView::open(o.repo, o.head);
-    if (!head) return fmt::print(stderr, "inferbench verify: {}\n", head.error().message), kExitUsage;
+    if (!head)
+      return fmt::print(stderr, "inferbench verify: {}\n", head.error().message), kExitUsage;
     govern::ChangedOptions co;
     for (const auto& p : o.args.empty() ? default_recipe_paths() : o.args) {
       auto rel = head->relative(p);
-      if (!rel) return fmt::print(stderr, "inferbench verify: {}\n", rel.error().message), kExitUsage;
+      if (!rel)
+        return fmt::print(stderr, "inferbench verify: {}\n", rel.error().message), kExitUsage;
       co.recipe_paths.push_back(*rel);
     }
     if (!o.runners.empty()) {
       auto rel = head->relative(o.runners);
-      if (!rel) return fmt::print(stderr, "inferbench verify: {}\n", rel.error().message), kExitUsage;
+      if (!rel)
+        return fmt::print(stderr, "inferbench verify: {}\n", rel.error().message), kExitUsage;
       co.runners_path = *rel;
     }
     auto changed = govern::changed_keys(*base, *head, co);
-    if (!changed) return fmt::print(stderr, "inferbench verify: {}\n", changed.error().message), kExitUsage;
+    if (!changed)
+      return fmt::print(stderr, "inferbench verify: {}\n", changed.error().message), kExitUsage;
     auto be = govern::load_configs_at(*base, co);
     auto he = govern::load_configs_at(*head, co);
     if (!be || !he) {
@@ -109,7 +113,8 @@ int run(const VerifyCliOptions& o) {
       return kExitUsage;
     }
     auto report = verify_changes(*be, *he, *changed, vo);
-    if (!report) return fmt::print(stderr, "inferbench verify: {}\n", report.error().message), kExitFailure;
+    if (!report)
+      return fmt::print(stderr, "inferbench verify: {}\n", report.error().message), kExitFailure;
     return report_and_exit(o, *report);
   }
   if (o.args.size() != 2) {
@@ -133,11 +138,13 @@ int run(const VerifyCliOptions& o) {
       changed.base = o.args[0];
       changed.head = o.args[1];
       auto report = verify_changes(*be, renamed, changed, vo);
-      if (!report) return fmt::print(stderr, "inferbench verify: {}\n", report.error().message), kExitFailure;
+      if (!report)
+        return fmt::print(stderr, "inferbench verify: {}\n", report.error().message), kExitFailure;
       return report_and_exit(o, *report);
     }
     auto report = verify_changes(*be, *he, changed, vo);
-    if (!report) return fmt::print(stderr, "inferbench verify: {}\n", report.error().message), kExitFailure;
+    if (!report)
+      return fmt::print(stderr, "inferbench verify: {}\n", report.error().message), kExitFailure;
     return report_and_exit(o, *report);
   }
   auto db = store::Store::open_existing(o.db);
@@ -147,13 +154,15 @@ int run(const VerifyCliOptions& o) {
     auto r = db->find_run(id);
     if (!r) return fmt::print(stderr, "inferbench verify: {}\n", r.error().message), kExitUsage;
     if (!*r) {
-      fmt::print(stderr, "inferbench verify: {}: neither a recipe file nor a run in {}\n", id, o.db);
+      fmt::print(stderr, "inferbench verify: {}: neither a recipe file nor a run in {}\n", id,
+                 o.db);
       return kExitUsage;
     }
     runs.push_back(**r);
   }
   auto report = verify_runs(*db, runs[0], runs[1], vo.ignore_settings);
-  if (!report) return fmt::print(stderr, "inferbench verify: {}\n", report.error().message), kExitUsage;
+  if (!report)
+    return fmt::print(stderr, "inferbench verify: {}\n", report.error().message), kExitUsage;
   return report_and_exit(o, *report);
 }
 
@@ -162,21 +171,24 @@ int run(const VerifyCliOptions& o) {
 RunFn register_verify(CLI::App& root) {
   auto o = std::make_shared<VerifyCliOptions>();
   CLI::App* app = root.add_subcommand(
-      "verify", "Check that a recipe change takes effect: effective configuration and environment "
-                "reads of the base and head servers, verdict per changed key");
+      "verify",
+      "Check that a recipe change takes effect: effective configuration and environment "
+      "reads of the base and head servers, verdict per changed key");
   app->add_option("--base", o->base, "Base git revision (then PATHS are recipe files or folders)");
   app->add_option("--head", o->head, "Head git revision (default: the working tree)");
   app->add_option("args", o->args, "PATHS with --base; or BASE.yaml HEAD.yaml; or RUN_A RUN_B");
   app->add_option("--runners", o->runners, "Runners file");
   app->add_option("-C,--repo", o->repo, "Repository directory")->capture_default_str();
   app->add_option("--db", o->db, "Results database (RUN_A RUN_B)")->capture_default_str();
-  app->add_option("--work-dir", o->work_dir, "Where server logs and traces go (default runs/verify-<time>)");
+  app->add_option("--work-dir", o->work_dir,
+                  "Where server logs and traces go (default runs/verify-<time>)");
   app->add_option("--markdown", o->markdown, "Also write the markdown summary to this file");
   app->add_option("--server-arg", o->server_args, "Extra argument for every server command")
       ->allow_extra_args(false);
   app->add_option("--ignore-setting", o->ignore, "Effective setting to ignore when diffing");
   app->add_option("--startup-timeout", o->startup_timeout_s, "Seconds to wait for each server")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app->add_flag("--no-env-trace", o->no_env_trace, "Do not trace environment reads");
   app->add_flag("--json", o->json, "Print the report as JSON (default: markdown)");
   app->add_flag("--exit-code", o->exit_code, "Exit 1 when any changed key is a no-op");

@@ -1,6 +1,7 @@
 #include "core/command.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -8,8 +9,6 @@
 
 #include <cerrno>
 #include <cstring>
-
-#include <fmt/format.h>
 
 #include "core/clock.h"
 

@@ -14,11 +14,11 @@
 namespace ib {
 
 struct CommandOptions {
-  std::filesystem::path cwd;                    // empty: the current directory
-  std::map<std::string, std::string> env_set;   // added to the inherited environment
-  std::string stdin_data;                       // written to the command's stdin, then closed
-  std::chrono::milliseconds timeout{60'000};    // SIGKILL to the process group when exceeded
-  size_t max_output = 256u << 20;               // per stream; beyond it the command is killed
+  std::filesystem::path cwd;                   // empty: the current directory
+  std::map<std::string, std::string> env_set;  // added to the inherited environment
+  std::string stdin_data;                      // written to the command's stdin, then closed
+  std::chrono::milliseconds timeout{60'000};   // SIGKILL to the process group when exceeded
+  size_t max_output = 256u << 20;              // per stream; beyond it the command is killed
 };
 
 struct CommandResult {

@@ -1,10 +1,10 @@
 #include "govern/changed.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <map>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "recipe/yaml_reader.h"
 
@@ -59,8 +59,10 @@ std::string describe_change(const std::string& path, const std::string& kind,
   if (path.rfind(kEnv, 0) == 0) {
     std::string var = path.substr(kEnv.size());
     if (kind == "added") return fmt::format("environment variable {} set to {}", var, show(head));
-    if (kind == "removed") return fmt::format("environment variable {} removed (was {})", var, show(base));
-    return fmt::format("environment variable {} changed from {} to {}", var, show(base), show(head));
+    if (kind == "removed")
+      return fmt::format("environment variable {} removed (was {})", var, show(base));
+    return fmt::format("environment variable {} changed from {} to {}", var, show(base),
+                       show(head));
   }
   if (kind == "added") return fmt::format("{} added: {}", path, show(head));
   if (kind == "removed") return fmt::format("{} removed (was {})", path, show(base));
@@ -99,15 +101,17 @@ void diff_values(const std::string& path, const json::value& a, const json::valu
   if (a.is_array() && b.is_array()) {
     const auto& aa = a.as_array();
     const auto& ba = b.as_array();
-    bool structured = std::all_of(aa.begin(), aa.end(), [](const json::value& v) { return v.is_object(); }) &&
-                      std::all_of(ba.begin(), ba.end(), [](const json::value& v) { return v.is_object(); });
+    bool structured =
+        std::all_of(aa.begin(), aa.end(), [](const json::value& v) { return v.is_object(); }) &&
+        std::all_of(ba.begin(), ba.end(), [](const json::value& v) { return v.is_object(); });
     if (structured && !aa.empty() && !ba.empty()) {
       for (size_t i = 0; i < std::max(aa.size(), ba.size()); ++i) {
         std::string p = fmt::format("{}[{}]", path, i);
         if (i < aa.size() && i < ba.size()) {
           diff_values(p, aa[i], ba[i], out);
         } else if (i < aa.size()) {
-          out->push_back({p, "removed", describe_change(p, "removed", aa[i], nullptr), aa[i], nullptr});
+          out->push_back(
+              {p, "removed", describe_change(p, "removed", aa[i], nullptr), aa[i], nullptr});
         } else {
           out->push_back({p, "added", describe_change(p, "added", nullptr, ba[i]), nullptr, ba[i]});
         }
@@ -123,7 +127,8 @@ void diff_values(const std::string& path, const json::value& a, const json::valu
 void referenced_paths(const json::value& v, std::set<std::string>* out) {
   if (v.is_string()) {
     std::string s(v.as_string());
-    if (auto eq = s.find('='); eq != std::string::npos && s.rfind("--", 0) == 0) s = s.substr(eq + 1);
+    if (auto eq = s.find('='); eq != std::string::npos && s.rfind("--", 0) == 0)
+      s = s.substr(eq + 1);
     if (s.find('/') != std::string::npos && s.find('{') == std::string::npos &&
         s.find(' ') == std::string::npos && s.front() != '/' && s.rfind("..", 0) != 0 &&
         s.find("://") == std::string::npos) {
@@ -202,8 +207,8 @@ ChangedReport diff_entries(const std::vector<ConfigEntry>& base,
     auto it = base_by_key.find(e.key);
     if (it == base_by_key.end()) {
       kc.status = "added";
-      kc.reasons.push_back({"", "added", fmt::format("config key {} added in {}", e.key, e.file),
-                            nullptr, e.raw});
+      kc.reasons.push_back(
+          {"", "added", fmt::format("config key {} added in {}", e.key, e.file), nullptr, e.raw});
     } else {
       diff_values("", it->second->raw, e.raw, &kc.reasons);
     }
@@ -211,9 +216,12 @@ ChangedReport diff_entries(const std::vector<ConfigEntry>& base,
   }
   for (const auto& e : base) {
     if (head_keys.count(e.key)) continue;
-    report.keys.push_back({e.key, "removed", e.file,
-                           {{"", "removed", fmt::format("config key {} removed from {}", e.key, e.file),
-                             e.raw, nullptr}}});
+    report.keys.push_back(
+        {e.key,
+         "removed",
+         e.file,
+         {{"", "removed", fmt::format("config key {} removed from {}", e.key, e.file), e.raw,
+           nullptr}}});
   }
   report.files.assign(files.begin(), files.end());
   return report;
@@ -230,8 +238,9 @@ Expected<std::vector<ConfigEntry>> load_configs_at(const TreeView& tree,
     if (*text) texts.emplace_back(f, std::move(**text));
   }
   auto entries = recipe::load_master_texts(texts);
-  if (!entries) return Error{fmt::format("recipes at {} are invalid:\n{}", tree.describe(),
-                                         entries.error().message)};
+  if (!entries)
+    return Error{
+        fmt::format("recipes at {} are invalid:\n{}", tree.describe(), entries.error().message)};
   return entries;
 }
 
@@ -322,8 +331,8 @@ Expected<ChangedReport> changed_keys(const TreeView& base, const TreeView& head,
     auto it = base_by_key.find(e.key);
     if (it == base_by_key.end()) {
       kc.status = "added";
-      kc.reasons.push_back({"", "added", fmt::format("config key {} added in {}", e.key, e.file),
-                            nullptr, e.raw});
+      kc.reasons.push_back(
+          {"", "added", fmt::format("config key {} added in {}", e.key, e.file), nullptr, e.raw});
       report.keys.push_back(std::move(kc));
       continue;
     }
@@ -334,11 +343,10 @@ Expected<ChangedReport> changed_keys(const TreeView& base, const TreeView& head,
       if (!changed) return changed.error();
       if (!*changed) continue;
       const auto& u = users[f];
-      kc.reasons.push_back(
-          {f, "shared-file",
-           fmt::format("file {} changed (used by {} config key{})", f, u.size(),
-                       u.size() == 1 ? "" : "s"),
-           nullptr, nullptr});
+      kc.reasons.push_back({f, "shared-file",
+                            fmt::format("file {} changed (used by {} config key{})", f, u.size(),
+                                        u.size() == 1 ? "" : "s"),
+                            nullptr, nullptr});
     }
     json::value rb = runner_json(*base_runners, it->second->runner);
     json::value rh = runner_json(*head_runners, e.runner);
@@ -355,8 +363,9 @@ Expected<ChangedReport> changed_keys(const TreeView& base, const TreeView& head,
     kc.key = e.key;
     kc.status = "removed";
     kc.file = e.file;
-    kc.reasons.push_back({"", "removed", fmt::format("config key {} removed from {}", e.key, e.file),
-                          e.raw, nullptr});
+    kc.reasons.push_back({"", "removed",
+                          fmt::format("config key {} removed from {}", e.key, e.file), e.raw,
+                          nullptr});
     report.keys.push_back(std::move(kc));
   }
   return report;

@@ -14,9 +14,9 @@ namespace ib::govern {
 
 /// One reason a key is affected.
 struct FieldChange {
-  std::string path;    // field path inside the key, e.g. "serve.env.SGLANG_USE_AITER", "image"
-  std::string kind;    // "added" | "removed" | "changed" | "shared-file" | "runner"
-  std::string detail;  // human text: "environment variable SGLANG_USE_AITER set to \"1\""
+  std::string path;         // field path inside the key, e.g. "serve.env.SGLANG_USE_AITER", "image"
+  std::string kind;         // "added" | "removed" | "changed" | "shared-file" | "runner"
+  std::string detail;       // human text: "environment variable SGLANG_USE_AITER set to \"1\""
   boost::json::value base;  // null when absent
   boost::json::value head;  // null when absent
 };
@@ -52,7 +52,8 @@ Expected<std::vector<recipe::ConfigEntry>> load_configs_at(const TreeView& tree,
 
 /// Field-level differences between two JSON values (objects by field, lists of mappings by
 /// index, anything else as a whole); paths as in FieldChange.
-std::vector<FieldChange> diff_fields(const boost::json::value& base, const boost::json::value& head);
+std::vector<FieldChange> diff_fields(const boost::json::value& base,
+                                     const boost::json::value& head);
 
 /// Keys added, removed or modified between two sets of loaded entries, by their raw fields only
 /// (no shared files, no runners): what `verify` uses for two recipe files.

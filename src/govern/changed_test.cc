@@ -149,8 +149,8 @@ TEST_F(ChangedTest, ImageChangeInTheTemplateAffectsBothKeys) {
 }
 
 TEST_F(ChangedTest, SearchSpaceEntryChangeNamesTheEntry) {
-  repo.write("recipes/sglang.yaml", replace(kRecipe, "{ tp: 4, conc-list: [4, 8] }",
-                                            "{ tp: 4, conc-list: [4, 8, 16] }"));
+  repo.write("recipes/sglang.yaml",
+             replace(kRecipe, "{ tp: 4, conc-list: [4, 8] }", "{ tp: 4, conc-list: [4, 8, 16] }"));
   auto r = changed(repo);
   ASSERT_EQ(r.key_names(), std::vector<std::string>{"b-key"});
   EXPECT_EQ(r.keys[0].reasons.at(0).path, "scenarios.fixed-seq-len[0].search-space[0].conc-list");
@@ -162,7 +162,8 @@ TEST_F(ChangedTest, SharedFileChangeAffectsItsUsers) {
   auto r = changed(repo);
   ASSERT_EQ(r.key_names(), std::vector<std::string>{"a-key"});
   EXPECT_EQ(r.keys[0].reasons.at(0).kind, "shared-file");
-  EXPECT_EQ(r.keys[0].reasons.at(0).detail, "file scripts/tune.json changed (used by 1 config key)");
+  EXPECT_EQ(r.keys[0].reasons.at(0).detail,
+            "file scripts/tune.json changed (used by 1 config key)");
 }
 
 TEST_F(ChangedTest, RunnerChangeAffectsKeysOnThatRunner) {
@@ -178,7 +179,8 @@ TEST_F(ChangedTest, AddedAndRemovedKeysAndNewFiles) {
   repo.write("recipes/more/extra.yml",
              "d-key:\n  image: i\n  model: m\n  model-prefix: d\n  precision: fp8\n"
              "  framework: vllm\n  runner: h200\n  multinode: false\n  scenarios:\n"
-             "    fixed-seq-len:\n    - { isl: 1024, osl: 1024, search-space: [{ tp: 1, conc-list: [1] }] }\n");
+             "    fixed-seq-len:\n    - { isl: 1024, osl: 1024, search-space: [{ tp: 1, conc-list: "
+             "[1] }] }\n");
   auto r = changed(repo);
   // Files in path order (recipes/more/ before recipes/sglang.yaml), removed keys last.
   ASSERT_EQ(r.key_names(), (std::vector<std::string>{"d-key", "c-key", "b-key"}));
@@ -197,7 +199,8 @@ TEST_F(ChangedTest, InvalidHeadRecipeIsAnErrorNamingFileLineAndRevision) {
   auto r = changed_keys(*base, *head, {{"recipes"}, ""});
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("recipes at working tree are invalid"), std::string::npos);
-  EXPECT_NE(r.error().message.find("recipes/sglang.yaml:5:"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("recipes/sglang.yaml:5:"), std::string::npos)
+      << r.error().message;
 }
 
 TEST_F(ChangedTest, UnknownRevisionIsAnError) {

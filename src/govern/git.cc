@@ -1,8 +1,8 @@
 #include "govern/git.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "core/command.h"
 #include "core/files.h"
@@ -35,8 +35,8 @@ Expected<std::string> git(const fs::path& repo, const std::vector<std::string>& 
   if (!r->ok()) {
     std::vector<std::string> shown = {"git"};
     shown.insert(shown.end(), args.begin(), args.end());
-    return Error{fmt::format("{} failed ({}): {}", describe_argv(shown), r->exit.describe(),
-                             trim(r->err))};
+    return Error{
+        fmt::format("{} failed ({}): {}", describe_argv(shown), r->exit.describe(), trim(r->err))};
   }
   return std::move(r->out);
 }
@@ -50,7 +50,8 @@ Expected<TreeView> TreeView::open(const fs::path& dir, const std::string& rev) {
   if (!rev.empty()) {
     auto r = run_git(v.root_, {"rev-parse", "--verify", "--quiet", rev + "^{commit}"});
     if (!r) return r.error();
-    if (!r->ok()) return Error{fmt::format("unknown git revision '{}' in {}", rev, v.root_.string())};
+    if (!r->ok())
+      return Error{fmt::format("unknown git revision '{}' in {}", rev, v.root_.string())};
     v.commit_ = trim(r->out);
   }
   return v;

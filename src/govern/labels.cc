@@ -1,10 +1,10 @@
 #include "govern/labels.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <map>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "recipe/fingerprint.h"
 
@@ -68,9 +68,10 @@ Expected<Labels> parse_labels(const std::vector<std::string>& items) {
       } else if (kPolicy.count(l)) {
         labels.policy.push_back(l);
       } else {
-        problems.push_back(fmt::format("unknown label '{}' (primary labels: {}; modifiers: "
-                                       "all-evals, evals-only, agentx-fast, skip_queue)",
-                                       l, fmt::join(primary_labels(), ", ")));
+        problems.push_back(
+            fmt::format("unknown label '{}' (primary labels: {}; modifiers: "
+                        "all-evals, evals-only, agentx-fast, skip_queue)",
+                        l, fmt::join(primary_labels(), ", ")));
       }
     }
   }
@@ -78,13 +79,14 @@ Expected<Labels> parse_labels(const std::vector<std::string>& items) {
     problems.push_back(fmt::format("exactly one primary label is needed, one of: {}",
                                    fmt::join(primary_labels(), ", ")));
   } else if (primaries.size() > 1) {
-    problems.push_back(fmt::format("exactly one primary label is allowed, got {}",
-                                   fmt::join(primaries, ", ")));
+    problems.push_back(
+        fmt::format("exactly one primary label is allowed, got {}", fmt::join(primaries, ", ")));
   } else {
     labels.primary = primaries.front();
   }
   if (labels.evals_only && labels.agentx_fast) {
-    problems.push_back("evals-only (no throughput) contradicts agentx-fast (AgentX throughput only)");
+    problems.push_back(
+        "evals-only (no throughput) contradicts agentx-fast (AgentX throughput only)");
   }
   if (!problems.empty()) return Error{fmt::format("labels: {}", fmt::join(problems, "; "))};
   return labels;
@@ -167,9 +169,9 @@ SweepPlan make_sweep_plan(const std::vector<RecipeRow>& rows, const Labels& labe
   std::vector<RecipeRow> throughput;
   std::vector<RecipeRow> evals;
   for (const RecipeRow& row : rows) {
-    if (labels.all_evals ? (row.scenario == "fixed-seq-len" && (is_eval(row) ||
-                                                               seq_bucket(row) == "8k1k"))
-                         : is_eval(row)) {
+    if (labels.all_evals
+            ? (row.scenario == "fixed-seq-len" && (is_eval(row) || seq_bucket(row) == "8k1k"))
+            : is_eval(row)) {
       RecipeRow e = row;
       e.fields["run-eval"] = true;
       if (labels.all_evals) e.fields["eval-all-concs"] = true;
@@ -209,9 +211,10 @@ SweepPlan make_sweep_plan(const std::vector<RecipeRow>& rows, const Labels& labe
     if (best) {
       plan.canary = throughput[*best];
       throughput.erase(throughput.begin() + static_cast<std::ptrdiff_t>(*best));
-      plan.notes.push_back(fmt::format("canary: {} at conc {} runs first; everything else waits "
-                                       "for it to pass",
-                                       plan.canary->config_key, min_conc(*plan.canary)));
+      plan.notes.push_back(
+          fmt::format("canary: {} at conc {} runs first; everything else waits "
+                      "for it to pass",
+                      plan.canary->config_key, min_conc(*plan.canary)));
     } else {
       plan.notes.push_back("canary: no single-node 1k1k or 8k1k row to run as canary; skipped");
     }

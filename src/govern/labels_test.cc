@@ -11,7 +11,8 @@ namespace {
 const std::string kData = INFERBENCH_SOURCE_DIR "/../shared/data/inferencex";
 
 std::vector<recipe::RecipeRow> real_rows() {
-  auto entries = recipe::load_master_configs({kData + "/amd-master.yaml", kData + "/nvidia-master.yaml"});
+  auto entries =
+      recipe::load_master_configs({kData + "/amd-master.yaml", kData + "/nvidia-master.yaml"});
   EXPECT_TRUE(entries.ok());
   auto runners = recipe::load_runners(kData + "/runners.yaml");
   return recipe::expand(*entries, runners.ok() ? &*runners : nullptr);

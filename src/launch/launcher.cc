@@ -1,5 +1,6 @@
 #include "launch/launcher.h"
 
+#include <fmt/format.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -7,8 +8,6 @@
 #include <cerrno>
 #include <cstring>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "core/clock.h"
 #include "core/interrupt.h"

@@ -20,13 +20,13 @@ namespace ib::launch {
 /// substitutes them with the address it chose (every other recipe placeholder is substituted
 /// before, by the sweep). Nothing here ever goes through a shell.
 struct ServerSpec {
-  std::string name;                         // short label for logs and job names
-  std::vector<std::string> argv;            // argv[0] is the program
-  std::map<std::string, std::string> env;   // set in the server's environment
+  std::string name;                        // short label for logs and job names
+  std::vector<std::string> argv;           // argv[0] is the program
+  std::map<std::string, std::string> env;  // set in the server's environment
   std::string health_path = "/health";
-  std::filesystem::path log_path;           // server stdout+stderr (the launcher creates it)
+  std::filesystem::path log_path;  // server stdout+stderr (the launcher creates it)
   std::chrono::seconds startup_timeout{600};
-  int gpus = 0;                             // GPUs the server needs (Slurm --gpus), 0: none
+  int gpus = 0;  // GPUs the server needs (Slurm --gpus), 0: none
 };
 
 /// A started server. Destruction stops it (as stop()).

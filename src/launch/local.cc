@@ -10,7 +10,8 @@ namespace {
 
 std::string with_log_tail(std::string message, const std::filesystem::path& log) {
   std::string tail = file_tail(log, 2048);
-  if (!tail.empty()) message += fmt::format("\n--- {} (tail) ---\n{}", log.filename().string(), tail);
+  if (!tail.empty())
+    message += fmt::format("\n--- {} (tail) ---\n{}", log.filename().string(), tail);
   return message;
 }
 

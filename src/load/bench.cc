@@ -1,10 +1,9 @@
 #include "load/bench.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cstdio>
-
-#include <fmt/format.h>
 
 #include "core/clock.h"
 
@@ -244,7 +243,8 @@ std::string format_summary(const BenchReport& report, const BenchSpec& spec) {
     s += fmt::format("{:<36}{:>14}\n", k, v);
   };
   auto f2 = [](double v) { return fmt::format("{:.2f}", v); };
-  s += fmt::format("{:=^50}\n", report.partial ? " Serving Benchmark (PARTIAL) " : " Serving Benchmark Result ");
+  s += fmt::format("{:=^50}\n",
+                   report.partial ? " Serving Benchmark (PARTIAL) " : " Serving Benchmark Result ");
   line("Successful requests:", std::to_string(m.completed));
   line("Failed requests:", std::to_string(m.failed));
   if (spec.shape.mode == LoadMode::kOpenLoop) {

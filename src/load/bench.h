@@ -2,10 +2,9 @@
 // JSON. Shared by `inferbench bench` and `inferbench sweep`.
 #pragma once
 
+#include <boost/json.hpp>
 #include <string>
 #include <vector>
-
-#include <boost/json.hpp>
 
 #include "core/expected.h"
 #include "http/client.h"
@@ -26,8 +25,8 @@ struct BenchSpec {
   MetricsOptions metrics;
   ClientTimeouts timeouts;
   int max_retries = 1;
-  int threads = 0;           // 0: automatic
-  int source_addresses = 0;  // 0: automatic
+  int threads = 0;                // 0: automatic
+  int source_addresses = 0;       // 0: automatic
   bool continuous_usage = false;  // also request stream_options.continuous_usage_stats
   bool send_request_ids = true;   // X-Request-Id: <run>-<index>, for matching server logs
   bool show_progress = false;     // progress line on stderr (only when it is a TTY)
@@ -39,7 +38,7 @@ struct BenchReport {
   RunnerResult run;
   BenchMetrics metrics;
   boost::json::object json;
-  bool partial = false;  // interrupted: the result covers only what was measured
+  bool partial = false;    // interrupted: the result covers only what was measured
   bool timed_out = false;  // cut by BenchSpec::timeout_s (then also partial)
 };
 

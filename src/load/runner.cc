@@ -1,17 +1,11 @@
 #include "load/runner.h"
 
+#include <fmt/format.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include <cstdio>
-
 #include <algorithm>
 #include <atomic>
-#include <cmath>
-#include <deque>
-#include <memory>
-#include <thread>
-
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
@@ -19,7 +13,11 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/http/verb.hpp>
-#include <fmt/format.h>
+#include <cmath>
+#include <cstdio>
+#include <deque>
+#include <memory>
+#include <thread>
 
 #include "core/clock.h"
 #include "core/interrupt.h"
@@ -54,8 +52,8 @@ Status validate(const RunnerConfig& config) {
     if (auto st = validate(s.arrivals); !st) return st;
   }
   if (s.duration_s < 0 || !std::isfinite(s.duration_s)) {
-    return Error{fmt::format("--duration must be a positive number of seconds (got {})",
-                             s.duration_s)};
+    return Error{
+        fmt::format("--duration must be a positive number of seconds (got {})", s.duration_s)};
   }
   if (config.threads < 0) return Error{"--threads must not be negative"};
   if (config.max_retries < 0) return Error{"--max-retries must not be negative"};
@@ -524,7 +522,8 @@ Expected<RunnerResult> run_load(const RunnerConfig& config,
                      lane->schedule_lag_ms().end());
   }
   h.event_loop_lag_p99_ms = p99(loop_lag);
-  h.event_loop_lag_max_ms = loop_lag.empty() ? 0 : *std::max_element(loop_lag.begin(), loop_lag.end());
+  h.event_loop_lag_max_ms =
+      loop_lag.empty() ? 0 : *std::max_element(loop_lag.begin(), loop_lag.end());
   h.schedule_lag_p99_ms = p99(sched_lag);
   h.schedule_lag_max_ms =
       sched_lag.empty() ? 0 : *std::max_element(sched_lag.begin(), sched_lag.end());

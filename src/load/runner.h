@@ -40,9 +40,9 @@ struct RunnerConfig {
   std::string path = "/v1/completions";
   LoadShape shape;
   ClientTimeouts timeouts;
-  int max_retries = 1;       // re-sends of a request that failed before any response byte
-  int threads = 0;           // event-loop threads; 0: one per 2,000 connections, at most nproc
-  int source_addresses = 0;  // loopback targets: spread over 127.0.0.1..N; 0: automatic
+  int max_retries = 1;            // re-sends of a request that failed before any response byte
+  int threads = 0;                // event-loop threads; 0: one per 2,000 connections, at most nproc
+  int source_addresses = 0;       // loopback targets: spread over 127.0.0.1..N; 0: automatic
   std::string request_id_prefix;  // X-Request-Id = prefix + index; empty: not sent
   /// > 0: the monotonic time (mono_ns) at which the run is cut short like an interrupt and
   /// marked `deadline_hit` (a sweep's per-point timeout).
@@ -55,21 +55,21 @@ struct RunnerConfig {
 /// How the client itself behaved: if it was overloaded, the measurement may be distorted.
 struct ClientHealth {
   int threads = 1;
-  double cpu_seconds = 0;      // user+system CPU of this process during the run
+  double cpu_seconds = 0;  // user+system CPU of this process during the run
   double wall_seconds = 0;
-  double cpu_utilization = 0;  // cpu_seconds / (wall_seconds · threads)
+  double cpu_utilization = 0;        // cpu_seconds / (wall_seconds · threads)
   double event_loop_lag_p99_ms = 0;  // lateness of a 10 ms ticker on each event loop
   double event_loop_lag_max_ms = 0;
-  double schedule_lag_p99_ms = 0;    // open loop: dispatch time − scheduled time
+  double schedule_lag_p99_ms = 0;  // open loop: dispatch time − scheduled time
   double schedule_lag_max_ms = 0;
   int64_t peak_in_flight = 0;
   int64_t connections_opened = 0;
   int source_addresses = 1;
   int64_t open_file_limit = 0;
   double kernel_timestamp_fraction = 0;  // reads timed by the kernel (SO_TIMESTAMPNS)
-  int64_t rss_before_kib = 0;  // resident memory when the measured phase started
-  int64_t peak_rss_kib = 0;    // peak resident memory of the process (getrusage)
-  std::vector<std::string> warnings;  // when any of the above could have distorted results
+  int64_t rss_before_kib = 0;            // resident memory when the measured phase started
+  int64_t peak_rss_kib = 0;              // peak resident memory of the process (getrusage)
+  std::vector<std::string> warnings;     // when any of the above could have distorted results
 };
 
 struct RunnerResult {
@@ -78,7 +78,7 @@ struct RunnerResult {
   int64_t cancelled = 0;                // cut by an interrupt (excluded from statistics)
   bool interrupted = false;
   bool deadline_hit = false;  // cut by RunnerConfig::deadline_ns (then also `interrupted`)
-  int64_t origin_ns = 0;  // monotonic time of the measured phase's start
+  int64_t origin_ns = 0;      // monotonic time of the measured phase's start
   double start_unix = 0;
   double end_unix = 0;
   ClientHealth health;

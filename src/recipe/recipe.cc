@@ -1,8 +1,7 @@
 #include "recipe/recipe.h"
 
-#include <fnmatch.h>
-
 #include <fmt/format.h>
+#include <fnmatch.h>
 
 #include <algorithm>
 #include <regex>
@@ -490,7 +489,8 @@ void parse_master_document(const std::string& text, const std::string& file,
     const YAML::Node value = it->second;
     if (!key_node.IsScalar()) continue;
     const std::string& key = key_node.Scalar();
-    if (key.rfind('.', 0) == 0) continue;  // a template for merge keys (".defaults: &d"), not a config key
+    if (key.rfind('.', 0) == 0)
+      continue;  // a template for merge keys (".defaults: &d"), not a config key
     if (top->key_marks.at(key).pos != key_node.Mark().pos) continue;  // a duplicate, reported
     if (auto e = parser.entry(key, key_node.Mark(), value)) entries->push_back(std::move(*e));
   }
@@ -524,7 +524,9 @@ Expected<std::vector<ConfigEntry>> select_keys(const std::vector<ConfigEntry>& e
   }
   std::string problems;
   for (const auto& glob : globs) {
-    if (!matched.count(glob)) problems += fmt::format("{}--keys {}: matches no config key", problems.empty() ? "" : "\n", glob);
+    if (!matched.count(glob))
+      problems +=
+          fmt::format("{}--keys {}: matches no config key", problems.empty() ? "" : "\n", glob);
   }
   if (!problems.empty()) return Error{problems};
   return selected;

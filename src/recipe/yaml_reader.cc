@@ -173,13 +173,12 @@ class MergeResolver {
         const std::string p = field_path(path, "<<");
         if (v.IsMap()) {
           sources.push_back(v);
-        } else if (v.IsSequence() && std::all_of(v.begin(), v.end(), [](const YAML::Node& n) {
-                     return n.IsMap();
-                   })) {
+        } else if (v.IsSequence() &&
+                   std::all_of(v.begin(), v.end(), [](const YAML::Node& n) { return n.IsMap(); })) {
           for (const auto& n : v) sources.push_back(n);
         } else {
-          reader_->error(v, p, "a merge key takes a mapping or a list of mappings, got " +
-                                    describe(v));
+          reader_->error(v, p,
+                         "a merge key takes a mapping or a list of mappings, got " + describe(v));
         }
       } else {
         resolve(it->second, it->first.IsScalar() ? field_path(path, it->first.Scalar()) : path);

@@ -1,13 +1,12 @@
 #include "store/db.h"
 
-#include <chrono>
-#include <thread>
-
 #include <fmt/format.h>
 #include <sqlite3.h>
 
+#include <chrono>
 #include <cmath>
 #include <system_error>
+#include <thread>
 #include <utility>
 
 namespace ib::store {
@@ -72,9 +71,11 @@ Expected<Database> Database::open(const fs::path& file, const DatabaseOptions& o
   // another connection is creating the same file: retry until the busy timeout.
   const auto deadline = std::chrono::steady_clock::now() + options.busy_timeout;
   while (true) {
-    auto st = db.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;");
+    auto st =
+        db.exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;");
     if (st) break;
-    if ((sqlite3_errcode(raw) & 0xff) != SQLITE_BUSY || std::chrono::steady_clock::now() >= deadline) {
+    if ((sqlite3_errcode(raw) & 0xff) != SQLITE_BUSY ||
+        std::chrono::steady_clock::now() >= deadline) {
       return st.error();
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));

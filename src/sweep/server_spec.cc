@@ -22,9 +22,9 @@ std::string text_of(const json::value& v) {
 
 std::map<std::string, std::string> row_placeholders(const json::object& f) {
   std::map<std::string, std::string> v;
-  for (const char* name : {"model", "image", "precision", "framework", "tp", "pp", "ep", "dp-attn",
-                           "dcp-size", "pcp-size", "spec-decoding", "isl", "osl",
-                           "max-model-len"}) {
+  for (const char* name :
+       {"model", "image", "precision", "framework", "tp", "pp", "ep", "dp-attn", "dcp-size",
+        "pcp-size", "spec-decoding", "isl", "osl", "max-model-len"}) {
     if (const auto* x = f.if_contains(name)) v[name] = text_of(*x);
   }
   v["served-model"] = v.count("model") ? v["model"] : "";
@@ -66,7 +66,8 @@ int row_gpus(const json::object& f) {
     }
     return static_cast<int>(std::max<int64_t>(1, total));
   }
-  return static_cast<int>(std::max<int64_t>(1, num(f, "tp", 1) * num(f, "pp", 1) * num(f, "pcp-size", 1)));
+  return static_cast<int>(
+      std::max<int64_t>(1, num(f, "tp", 1) * num(f, "pp", 1) * num(f, "pcp-size", 1)));
 }
 
 Expected<launch::ServerSpec> server_spec_for_row(const recipe::RecipeRow& row,
@@ -74,8 +75,9 @@ Expected<launch::ServerSpec> server_spec_for_row(const recipe::RecipeRow& row,
                                                  const std::filesystem::path& self) {
   const auto* serve = row.fields.if_contains("serve");
   if (serve == nullptr || !serve->is_object()) {
-    return Error{"the recipe has no `serve` block, so there is no server to start (use "
-                 "--launcher endpoint --endpoint URL for a running one)"};
+    return Error{
+        "the recipe has no `serve` block, so there is no server to start (use "
+        "--launcher endpoint --endpoint URL for a running one)"};
   }
   const auto& s = serve->as_object();
   const auto values = row_placeholders(row.fields);

@@ -2,12 +2,11 @@
 // substituted (docs/recipes.md), the environment, the health path and the GPU count.
 #pragma once
 
+#include <boost/json.hpp>
 #include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
-
-#include <boost/json.hpp>
 
 #include "core/expected.h"
 #include "launch/launcher.h"

@@ -1,13 +1,12 @@
 #include "sweep/sweep.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <map>
 #include <memory>
 #include <optional>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "core/command.h"
 #include "core/files.h"
@@ -68,9 +67,9 @@ json::object SweepOutcome::to_json() const {
 }
 
 std::string sweep_table_header() {
-  return fmt::format("{:<28} {:>5} {:>9} {:>11} {:>11} {:>11} {:>10} {:>8}  {}\n", "config",
-                     "conc", "req/s", "out tok/s", "p50 TTFT ms", "p50 TPOT ms", "tok/s/user",
-                     "tput/gpu", "status");
+  return fmt::format("{:<28} {:>5} {:>9} {:>11} {:>11} {:>11} {:>10} {:>8}  {}\n", "config", "conc",
+                     "req/s", "out tok/s", "p50 TTFT ms", "p50 TPOT ms", "tok/s/user", "tput/gpu",
+                     "status");
 }
 
 namespace {
@@ -107,11 +106,20 @@ std::string sweep_table_row(const SweepPointOutcome& p) {
 
 namespace {
 
-constexpr const char* kHeadlineKeys[] = {
-    "request_throughput", "output_throughput", "total_token_throughput", "median_ttft_ms",
-    "p99_ttft_ms",        "median_tpot_ms",    "p99_tpot_ms",            "median_itl_ms",
-    "median_e2el_ms",     "median_intvty",     "tput_per_gpu",           "output_tput_per_gpu",
-    "completed",          "failed"};
+constexpr const char* kHeadlineKeys[] = {"request_throughput",
+                                         "output_throughput",
+                                         "total_token_throughput",
+                                         "median_ttft_ms",
+                                         "p99_ttft_ms",
+                                         "median_tpot_ms",
+                                         "p99_tpot_ms",
+                                         "median_itl_ms",
+                                         "median_e2el_ms",
+                                         "median_intvty",
+                                         "tput_per_gpu",
+                                         "output_tput_per_gpu",
+                                         "completed",
+                                         "failed"};
 
 json::object headline_of(const json::object& result) {
   json::object h;
@@ -138,7 +146,9 @@ std::string host_name() {
 
 std::string safe_name(const std::string& s) {
   std::string out;
-  for (char c : s) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.') ? c : '_';
+  for (char c : s)
+    out +=
+        (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.') ? c : '_';
   return out.substr(0, 80);
 }
 
@@ -218,8 +228,9 @@ std::vector<ConfigPlan> group_configs(const std::vector<RecipeRow>& rows, const 
   std::map<std::string, size_t> index;
   for (const RecipeRow& row : rows) {
     // A command that uses {conc} is a different server at each concurrency.
-    bool per_conc = json::serialize(row.fields.contains("serve") ? row.fields.at("serve") : json::value())
-                        .find("{conc}") != std::string::npos;
+    bool per_conc =
+        json::serialize(row.fields.contains("serve") ? row.fields.at("serve") : json::value())
+            .find("{conc}") != std::string::npos;
     std::string fp = config_fingerprint(row, o.extra_server_args);
     std::string key = per_conc ? fp + json::serialize(row.fields.at("conc")) : fp;
     auto it = index.find(key);
@@ -249,15 +260,20 @@ class SweepRun {
   SweepRun(const SweepOptions& o, std::FILE* out, store::Store* db, SweepOutcome* outcome,
            std::map<std::string, recipe::ConfigEntry> entries,
            std::optional<recipe::RunnersFile> runners)
-      : o_(o), out_(out), db_(db), outcome_(outcome), entries_(std::move(entries)),
+      : o_(o),
+        out_(out),
+        db_(db),
+        outcome_(outcome),
+        entries_(std::move(entries)),
         runners_(std::move(runners)) {}
 
   // Runs one configuration; returns false when anything in it failed.
   bool run_config(const ConfigPlan& cfg, size_t index) {
     const RecipeRow& row = cfg.row;
     const int gpus = row_gpus(row.fields);
-    const fs::path dir = outcome_->run_dir / fmt::format("{:02}-{}-{}", index, safe_name(row.config_key),
-                                                         cfg.fingerprint.substr(0, 8));
+    const fs::path dir =
+        outcome_->run_dir /
+        fmt::format("{:02}-{}-{}", index, safe_name(row.config_key), cfg.fingerprint.substr(0, 8));
     store::ServerConfigRecord rec;
     rec.run_id = outcome_->run_id;
     rec.config_key = row.config_key;
@@ -320,9 +336,9 @@ class SweepRun {
     if (interrupt_requested()) return skip_all(cfg, pending, "interrupted");
     // What this version cannot run is said before any server is started.
     if (row.scenario != "fixed-seq-len") {
-      return fail_config(cfg, pending, rec, "unsupported",
-                         fmt::format("{} rows are not run by the sweep yet (no trace replay)",
-                                     row.scenario));
+      return fail_config(
+          cfg, pending, rec, "unsupported",
+          fmt::format("{} rows are not run by the sweep yet (no trace replay)", row.scenario));
     }
     if (row.multinode && launcher_name != "endpoint") {
       return fail_config(cfg, pending, rec, "unsupported",
@@ -334,7 +350,8 @@ class SweepRun {
     fs::create_directories(dir, ec);
 
     auto spec = server_spec_for_row(row, o_.extra_server_args, o_.inferbench_exe);
-    if (!spec && launcher_name != "endpoint") return fail_config(cfg, pending, rec, "server-start", spec.error().message);
+    if (!spec && launcher_name != "endpoint")
+      return fail_config(cfg, pending, rec, "server-start", spec.error().message);
     launch::ServerSpec server_spec = spec ? *spec : launch::ServerSpec{};
     server_spec.log_path = dir / "server.log";
     server_spec.startup_timeout = std::chrono::seconds(static_cast<int64_t>(o_.startup_timeout_s));
@@ -398,14 +415,17 @@ class SweepRun {
         }
       }
       rec.effective_config["expect"] = std::move(arr);
-      (void)write_file_atomic(dir / "expect.json", json::serialize(rec.effective_config["expect"]) + "\n");
+      (void)write_file_atomic(dir / "expect.json",
+                              json::serialize(rec.effective_config["expect"]) + "\n");
     }
-    (void)write_file_atomic(dir / "effective_config.json", json::serialize(effective.to_json()) + "\n");
+    (void)write_file_atomic(dir / "effective_config.json",
+                            json::serialize(effective.to_json()) + "\n");
     (void)db_->update_server_config(rec);
 
     bool all_ok = true;
     if (!invalid.empty()) {
-      store::FailureRecord f{0, outcome_->run_id, rec.id, std::nullopt, "assertion", invalid, "", 0};
+      store::FailureRecord f{0,           outcome_->run_id, rec.id, std::nullopt,
+                             "assertion", invalid,          "",     0};
       (void)db_->add_failure(f);
       for (int64_t conc : pending) {
         store::PointRecord p = base_point(cfg, rec.id, conc);
@@ -419,19 +439,22 @@ class SweepRun {
       for (size_t i = 0; i < pending.size(); ++i) {
         if (interrupt_requested()) {
           outcome_->interrupted = true;
-          skip_all(cfg, {pending.begin() + static_cast<std::ptrdiff_t>(i), pending.end()}, "interrupted");
+          skip_all(cfg, {pending.begin() + static_cast<std::ptrdiff_t>(i), pending.end()},
+                   "interrupted");
           break;
         }
         if (auto gone = (*server)->check_alive()) {
           std::string why = *gone + "\n" + file_tail(server_spec.log_path, 2048);
-          std::vector<int64_t> rest(pending.begin() + static_cast<std::ptrdiff_t>(i), pending.end());
+          std::vector<int64_t> rest(pending.begin() + static_cast<std::ptrdiff_t>(i),
+                                    pending.end());
           record_server_exit(cfg, rec, rest, why);
           all_ok = false;
           break;
         }
         if (!run_point(cfg, rec, dir, pending[i], **server, gpus)) all_ok = false;
         if (outcome_->interrupted) {
-          skip_all(cfg, {pending.begin() + static_cast<std::ptrdiff_t>(i) + 1, pending.end()}, "interrupted");
+          skip_all(cfg, {pending.begin() + static_cast<std::ptrdiff_t>(i) + 1, pending.end()},
+                   "interrupted");
           break;
         }
       }
@@ -596,18 +619,22 @@ class SweepRun {
         p.error += "; " + *gone;
         server_died = true;
         std::string tail = file_tail(server.log_path(), 2048);
-        outcome_->errors.push_back(fmt::format(
-            "{} (conc {}): {}{}", row.config_key, conc, *gone,
-            tail.empty() ? "" : "\n--- server.log (tail) ---\n" + tail));
+        outcome_->errors.push_back(
+            fmt::format("{} (conc {}): {}{}", row.config_key, conc, *gone,
+                        tail.empty() ? "" : "\n--- server.log (tail) ---\n" + tail));
       }
     }
     auto point_id = db_->add_point(p);
     if (!point_id) outcome_->errors.push_back("database: " + point_id.error().message);
     if (p.status != "ok") {
-      store::FailureRecord f{0, outcome_->run_id, rec.id,
+      store::FailureRecord f{0,
+                             outcome_->run_id,
+                             rec.id,
                              point_id ? std::optional<int64_t>(*point_id) : std::nullopt,
-                             server_died ? "server-exit" : "point", p.error,
-                             server_died ? file_tail(server.log_path(), 2048) : "", 0};
+                             server_died ? "server-exit" : "point",
+                             p.error,
+                             server_died ? file_tail(server.log_path(), 2048) : "",
+                             0};
       (void)db_->add_failure(f);
     }
     emit(outcome_of(row, cfg, p));
@@ -616,8 +643,14 @@ class SweepRun {
 
   void record_server_exit(const ConfigPlan& cfg, const store::ServerConfigRecord& rec,
                           const std::vector<int64_t>& concs, const std::string& why) {
-    store::FailureRecord f{0, outcome_->run_id, rec.id, std::nullopt, "server-exit",
-                           why.substr(0, why.find('\n')), why, 0};
+    store::FailureRecord f{0,
+                           outcome_->run_id,
+                           rec.id,
+                           std::nullopt,
+                           "server-exit",
+                           why.substr(0, why.find('\n')),
+                           why,
+                           0};
     (void)db_->add_failure(f);
     for (int64_t conc : concs) {
       store::PointRecord p = base_point(cfg, rec.id, conc);
@@ -630,7 +663,8 @@ class SweepRun {
   }
 
   bool fail_config(const ConfigPlan& cfg, const std::vector<int64_t>& concs,
-                   store::ServerConfigRecord& rec, const std::string& kind, const std::string& why) {
+                   store::ServerConfigRecord& rec, const std::string& kind,
+                   const std::string& why) {
     rec.status = "failed";
     rec.error = why;
     (void)db_->update_server_config(rec);
@@ -784,7 +818,8 @@ Expected<SweepOutcome> run_sweep(const SweepOptions& o, std::FILE* table_out) {
   if (!o.resume.empty()) {
     auto run = db->find_run(o.resume);
     if (!run) return run.error();
-    if (!*run) return Error{fmt::format("--resume {}: no such run in {}", o.resume, db_path.string())};
+    if (!*run)
+      return Error{fmt::format("--resume {}: no such run in {}", o.resume, db_path.string())};
     outcome.run_id = (*run)->id;
     outcome.run_name = (*run)->name;
     outcome.run_dir = o.runs_dir / outcome.run_name;

@@ -4,12 +4,11 @@
 // database and the run's artifacts folder. Resumable (--resume), reusable (--reuse), interruptible.
 #pragma once
 
+#include <boost/json.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <string>
 #include <vector>
-
-#include <boost/json.hpp>
 
 #include "core/expected.h"
 #include "launch/slurm.h"
@@ -23,8 +22,8 @@ struct SweepOptions {
   std::vector<std::string> keys;               // fnmatch globs; empty: all keys
   std::vector<std::string> labels;             // sweep labels (govern/labels.h); empty: full sweep
   std::filesystem::path runs_dir = "runs";
-  std::filesystem::path db;                    // empty: <runs_dir>/inferbench.db
-  std::string resume;                          // run id or name to continue
+  std::filesystem::path db;  // empty: <runs_dir>/inferbench.db
+  std::string resume;        // run id or name to continue
   bool reuse = false;
   std::string launcher;      // local | slurm | endpoint; empty: the runners file's, else local
   std::string endpoint_url;  // for the endpoint launcher
@@ -32,7 +31,7 @@ struct SweepOptions {
   std::vector<int64_t> concurrencies;  // replaces every row's concurrency list when given
   int prompts_per_conc = 4;            // requests per point = max(min_prompts, this × conc)
   int min_prompts = 8;
-  int warmups_per_conc = 1;            // warmup requests = this × conc
+  int warmups_per_conc = 1;  // warmup requests = this × conc
   Api api = Api::kCompletions;
   double point_timeout_s = 1800;
   double startup_timeout_s = 900;

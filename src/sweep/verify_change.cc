@@ -1,10 +1,9 @@
 #include "sweep/verify_change.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <map>
-
-#include <fmt/format.h>
 
 #include "core/files.h"
 #include "launch/local.h"
@@ -121,7 +120,8 @@ verify::ServerObservation observe_server(const recipe::RecipeRow& row,
     obs.env_read = std::move(read);
     (void)write_file_atomic(dir / "env_reads.json", json::serialize(report.to_json()) + "\n");
   }
-  (void)write_file_atomic(dir / "effective_config.json", json::serialize(obs.config.to_json()) + "\n");
+  (void)write_file_atomic(dir / "effective_config.json",
+                          json::serialize(obs.config.to_json()) + "\n");
   obs.identity = identity_of(row.fields, obs.config);
   obs.observed = true;
   return obs;
@@ -142,8 +142,8 @@ Expected<VerifyReport> verify_changes(const std::vector<recipe::ConfigEntry>& ba
     ++index;
     auto fields = fields_of(k);
     if (k.status != "modified" || !needs_servers(fields)) {
-      report.keys.push_back(verify::judge_key(k.key, k.status, fields, nullptr, nullptr,
-                                              o.ignore_settings));
+      report.keys.push_back(
+          verify::judge_key(k.key, k.status, fields, nullptr, nullptr, o.ignore_settings));
       continue;
     }
     const recipe::ConfigEntry* b = base_by_key.at(k.key);
@@ -152,8 +152,8 @@ Expected<VerifyReport> verify_changes(const std::vector<recipe::ConfigEntry>& ba
     auto brows = recipe::expand({*b}, nullptr);
     auto hrows = recipe::expand({*h}, nullptr);
     if (brows.empty() || hrows.empty()) {
-      report.keys.push_back(verify::judge_key(k.key, k.status, fields, nullptr, nullptr,
-                                              o.ignore_settings));
+      report.keys.push_back(
+          verify::judge_key(k.key, k.status, fields, nullptr, nullptr, o.ignore_settings));
       continue;
     }
     // Watch every variable either side sets, on both sides.
@@ -178,7 +178,8 @@ verify::ServerObservation observation_from_store(const store::ServerConfigRecord
   verify::ServerObservation o;
   o.log_path = c.log_path;
   if (c.effective_config.empty()) {
-    o.error = fmt::format("run {} stored no effective configuration for {}", run.name, c.config_key);
+    o.error =
+        fmt::format("run {} stored no effective configuration for {}", run.name, c.config_key);
     return o;
   }
   o.observed = true;
@@ -221,7 +222,8 @@ Expected<VerifyReport> verify_runs(store::Store& db, const store::RunRecord& a,
     std::map<std::string, const store::ServerConfigRecord*> by_key;
     for (const auto& c : *cb) by_key.emplace(c.config_key, &c);
     for (const auto& c : *ca) {
-      if (auto it = by_key.find(c.config_key); it != by_key.end()) pairs.emplace_back(&c, it->second);
+      if (auto it = by_key.find(c.config_key); it != by_key.end())
+        pairs.emplace_back(&c, it->second);
     }
   }
   if (pairs.empty()) {
@@ -238,8 +240,8 @@ Expected<VerifyReport> verify_runs(store::Store& db, const store::RunRecord& a,
     }
     auto bo = observation_from_store(*x, a);
     auto ho = observation_from_store(*y, b);
-    std::string name = x->config_key == y->config_key ? x->config_key
-                                                      : x->config_key + " vs " + y->config_key;
+    std::string name =
+        x->config_key == y->config_key ? x->config_key : x->config_key + " vs " + y->config_key;
     verify::KeyVerdict v;
     if (fields.empty()) {
       v = verify::judge_key(name, "modified", {{"", "", "no recipe field differs"}}, &bo, &ho,

@@ -243,7 +243,8 @@ EnvTraceReport collect_env_trace(const fs::path& trace_dir, const std::vector<st
 bool looks_secret(std::string_view name) {
   std::string upper(name);
   for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  for (const char* w : {"TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY", "CREDENTIAL", "AUTH", "COOKIE"}) {
+  for (const char* w :
+       {"TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY", "CREDENTIAL", "AUTH", "COOKIE"}) {
     if (upper.find(w) != std::string::npos) return true;
   }
   return false;

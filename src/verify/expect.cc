@@ -1,11 +1,11 @@
 #include "verify/expect.h"
 
-#include "verify/env_trace.h"
-
 #include <fmt/format.h>
 
 #include <boost/regex.hpp>
 #include <set>
+
+#include "verify/env_trace.h"
 
 namespace ib::verify {
 
@@ -101,7 +101,8 @@ class ExpectParser {
       static const boost::regex kName("[A-Za-z_][A-Za-z0-9_]*");
       if (!x.is_string()) return error(at, "expected a variable name, got " + describe(x));
       std::string n(x.get_string());
-      if (!boost::regex_match(n, kName)) return error(at, fmt::format("'{}' is not a variable name", n));
+      if (!boost::regex_match(n, kName))
+        return error(at, fmt::format("'{}' is not a variable name", n));
       out.push_back(std::move(n));
     };
     if (v.is_array()) {
@@ -323,7 +324,8 @@ std::vector<AssertionResult> check_env_expect(const ExpectSpec& spec, const EnvT
     }
     return who;
   };
-  for (const auto& [names, must] : {std::pair{&spec.env_read, true}, std::pair{&spec.env_not_read, false}}) {
+  for (const auto& [names, must] :
+       {std::pair{&spec.env_read, true}, std::pair{&spec.env_not_read, false}}) {
     for (const std::string& name : *names) {
       AssertionResult r;
       r.assertion = fmt::format("{} {}", must ? "env-read" : "env-not-read", name);

@@ -64,8 +64,7 @@ std::vector<AssertionResult> check_expect(const ExpectSpec& spec, std::string_vi
 
 /// Checks env-read / env-not-read against a trace of the server's environment reads. Without a
 /// trace (tracing off or impossible) each such assertion fails with evidence saying so.
-std::vector<AssertionResult> check_env_expect(const ExpectSpec& spec,
-                                              const EnvTraceReport* trace);
+std::vector<AssertionResult> check_env_expect(const ExpectSpec& spec, const EnvTraceReport* trace);
 
 /// True when every result passed (and vacuously for none).
 bool all_passed(const std::vector<AssertionResult>& results);

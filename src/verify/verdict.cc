@@ -8,7 +8,9 @@ namespace json = boost::json;
 
 namespace {
 
-bool starts_with(const std::string& s, std::string_view p) { return s.rfind(p, 0) == 0; }
+bool starts_with(const std::string& s, std::string_view p) {
+  return s.rfind(p, 0) == 0;
+}
 
 std::string describe_diff(const json::object& diff) {
   std::string out;
@@ -30,9 +32,9 @@ std::string describe_diff(const json::object& diff) {
 
 const std::set<std::string>& volatile_settings() {
   static const std::set<std::string> kVolatile = {
-      "port", "host", "pid", "random_seed", "nccl_port", "dist_init_addr", "dist_init_port",
-      "master_port", "metrics_port", "rpc_port", "log_file", "truth_log", "port_file", "listen",
-      "url", "address"};
+      "port",           "host",        "pid",          "random_seed", "nccl_port", "dist_init_addr",
+      "dist_init_port", "master_port", "metrics_port", "rpc_port",    "log_file",  "truth_log",
+      "port_file",      "listen",      "url",          "address"};
   return kVolatile;
 }
 
@@ -130,7 +132,8 @@ KeyVerdict judge_key(const std::string& key, const std::string& status,
             rh.value_or(false) ? "head" : "base");
       } else {
         v.verdict = "unverified";
-        v.evidence = "environment reads were not traced and the effective configuration is identical";
+        v.evidence =
+            "environment reads were not traced and the effective configuration is identical";
       }
     } else if (!kv.effective_diff.empty()) {
       v.verdict = "effective";
@@ -166,7 +169,9 @@ json::object KeyVerdict::to_json() const {
   o["no-op"] = no_op();
   json::array fs;
   for (const auto& f : fields) {
-    fs.push_back(json::object{{"field", f.field}, {"change", f.change}, {"verdict", f.verdict},
+    fs.push_back(json::object{{"field", f.field},
+                              {"change", f.change},
+                              {"verdict", f.verdict},
                               {"evidence", f.evidence}});
   }
   o["fields"] = std::move(fs);
@@ -187,14 +192,16 @@ std::string verdicts_markdown(const std::string& title, const std::vector<KeyVer
   md += fmt::format("{} config key{} checked: **{} no-op**, {} to sweep.\n\n", verdicts.size(),
                     verdicts.size() == 1 ? "" : "s", noop, verdicts.size() - noop);
   auto cell = [](std::string s) {
-    for (size_t p = s.find('|'); p != std::string::npos; p = s.find('|', p + 2)) s.replace(p, 1, "\\|");
+    for (size_t p = s.find('|'); p != std::string::npos; p = s.find('|', p + 2))
+      s.replace(p, 1, "\\|");
     for (char& c : s) {
       if (c == '\n') c = ' ';
     }
     return s;
   };
   for (const auto& v : verdicts) {
-    md += fmt::format("#### `{}`: {}\n\n", v.key, v.no_op() ? "**no-op: skip the sweep**" : v.verdict);
+    md += fmt::format("#### `{}`: {}\n\n", v.key,
+                      v.no_op() ? "**no-op: skip the sweep**" : v.verdict);
     if (!v.fields.empty()) {
       md += "| field | change | verdict | evidence |\n|---|---|---|---|\n";
       for (const auto& f : v.fields) {

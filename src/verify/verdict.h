@@ -51,7 +51,7 @@ struct KeyVerdict {
   std::string key;
   std::string status;  // added | removed | modified
   std::vector<FieldVerdict> fields;
-  boost::json::object effective_diff;  // setting -> {base, head}
+  boost::json::object effective_diff;    // setting -> {base, head}
   std::vector<std::string> confounders;  // identity fields that differ besides the change
   std::vector<std::string> notes;
   /// "no-op: skip the sweep" | "effective: sweep" | "removed: nothing to sweep"

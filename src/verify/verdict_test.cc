@@ -32,25 +32,78 @@ TEST(JudgeKey, FieldAndKeyVerdicts) {
   const json::object tp4_other_port{{"tp_size", 4}, {"port", 30001}, {"random_seed", 77}};
   const json::object tp8{{"tp_size", 8}, {"port", 30000}};
   const Case cases[] = {
-      {"variable nobody reads", {{"serve.env.X", "added", ""}}, tp4, tp4_other_port,
-       {{"X", false}}, {{"X", false}}, {"never read"}, "no-op: skip the sweep"},
-      {"variable read and the config moves", {{"serve.env.X", "added", ""}}, tp4, tp8,
-       {{"X", false}}, {{"X", true}}, {"effective"}, "effective: sweep"},
-      {"variable read, nothing visible", {{"serve.env.X", "added", ""}}, tp4, tp4,
-       {{"X", false}}, {{"X", true}}, {"read"}, "effective: sweep"},
+      {"variable nobody reads",
+       {{"serve.env.X", "added", ""}},
+       tp4,
+       tp4_other_port,
+       {{"X", false}},
+       {{"X", false}},
+       {"never read"},
+       "no-op: skip the sweep"},
+      {"variable read and the config moves",
+       {{"serve.env.X", "added", ""}},
+       tp4,
+       tp8,
+       {{"X", false}},
+       {{"X", true}},
+       {"effective"},
+       "effective: sweep"},
+      {"variable read, nothing visible",
+       {{"serve.env.X", "added", ""}},
+       tp4,
+       tp4,
+       {{"X", false}},
+       {{"X", true}},
+       {"read"},
+       "effective: sweep"},
       {"unread variable next to an effective argument",
-       {{"serve.env.X", "added", ""}, {"serve.extra-args", "changed", ""}}, tp4, tp8,
-       {{"X", false}}, {{"X", false}}, {"never read", "effective"}, "effective: sweep"},
-      {"argument with no visible effect", {{"serve.extra-args", "changed", ""}}, tp4, tp4, {}, {},
-       {"no effect"}, "no-op: skip the sweep"},
-      {"workload only", {{"scenarios.fixed-seq-len[0].search-space[0].conc-list", "changed", ""}},
-       tp4, tp4, {}, {}, {"workload"}, "effective: sweep"},
-      {"assertions only", {{"expect.settings.tp_size", "changed", ""}}, tp4, tp4, {}, {},
-       {"no effect"}, "no-op: skip the sweep"},
-      {"runner hardware", {{"runner", "runner", ""}}, tp4, tp4, {}, {}, {"unverified"},
+       {{"serve.env.X", "added", ""}, {"serve.extra-args", "changed", ""}},
+       tp4,
+       tp8,
+       {{"X", false}},
+       {{"X", false}},
+       {"never read", "effective"},
+       "effective: sweep"},
+      {"argument with no visible effect",
+       {{"serve.extra-args", "changed", ""}},
+       tp4,
+       tp4,
+       {},
+       {},
+       {"no effect"},
+       "no-op: skip the sweep"},
+      {"workload only",
+       {{"scenarios.fixed-seq-len[0].search-space[0].conc-list", "changed", ""}},
+       tp4,
+       tp4,
+       {},
+       {},
+       {"workload"},
+       "effective: sweep"},
+      {"assertions only",
+       {{"expect.settings.tp_size", "changed", ""}},
+       tp4,
+       tp4,
+       {},
+       {},
+       {"no effect"},
+       "no-op: skip the sweep"},
+      {"runner hardware",
+       {{"runner", "runner", ""}},
+       tp4,
+       tp4,
+       {},
+       {},
+       {"unverified"},
        "effective: sweep (not every change could be verified)"},
-      {"untraced variable, config identical", {{"serve.env.Y", "added", ""}}, tp4, tp4, {}, {},
-       {"unverified"}, "effective: sweep (not every change could be verified)"},
+      {"untraced variable, config identical",
+       {{"serve.env.Y", "added", ""}},
+       tp4,
+       tp4,
+       {},
+       {},
+       {"unverified"},
+       "effective: sweep (not every change could be verified)"},
   };
   for (const Case& c : cases) {
     auto b = observed(c.base_settings, c.base_reads);
@@ -69,10 +122,10 @@ TEST(JudgeKey, FieldAndKeyVerdicts) {
 
 TEST(JudgeKey, PortsAndRandomSeedsAreNotDifferences) {
   EffectiveConfig a, b;
-  a.settings = {{"port", 1}, {"random_seed", 5}, {"nccl_port", 9}, {"listen", "http://x:1"},
-                {"tp_size", 4}};
-  b.settings = {{"port", 2}, {"random_seed", 6}, {"nccl_port", 8}, {"listen", "http://x:2"},
-                {"tp_size", 4}};
+  a.settings = {
+      {"port", 1}, {"random_seed", 5}, {"nccl_port", 9}, {"listen", "http://x:1"}, {"tp_size", 4}};
+  b.settings = {
+      {"port", 2}, {"random_seed", 6}, {"nccl_port", 8}, {"listen", "http://x:2"}, {"tp_size", 4}};
   EXPECT_TRUE(stable_diff(a, b).empty());
   b.settings["tp_size"] = 8;
   auto d = stable_diff(a, b);
@@ -85,8 +138,8 @@ TEST(JudgeKey, ServersThatCouldNotStartLeaveEveryServerFieldUnverified) {
   ServerObservation b = observed({}, {});
   ServerObservation h;
   h.error = "server exited during startup (exit code 1)";
-  auto v = judge_key("k", "modified", {{"serve.env.X", "added", ""}, {"scenarios.x", "changed", ""}},
-                     &b, &h);
+  auto v = judge_key("k", "modified",
+                     {{"serve.env.X", "added", ""}, {"scenarios.x", "changed", ""}}, &b, &h);
   ASSERT_EQ(v.fields.size(), 2u);
   EXPECT_EQ(v.fields[0].verdict, "unverified");
   EXPECT_EQ(v.fields[1].verdict, "workload");
@@ -101,10 +154,16 @@ TEST(JudgeKey, AddedAndRemovedKeys) {
 }
 
 TEST(Confounders, IdentityFieldsThatDifferBesidesTheChange) {
-  json::object a{{"image", "sglang:0.5.12"}, {"model", "org/m"}, {"engine-version", "0.5.12"},
-                 {"tool-version", "0.1.0"}, {"runner", "mi355x"}};
-  json::object b{{"image", "sglang:0.5.22"}, {"model", "org/m-0528"}, {"engine-version", "0.5.22"},
-                 {"tool-version", "0.1.0"}, {"runner", "mi355x"}};
+  json::object a{{"image", "sglang:0.5.12"},
+                 {"model", "org/m"},
+                 {"engine-version", "0.5.12"},
+                 {"tool-version", "0.1.0"},
+                 {"runner", "mi355x"}};
+  json::object b{{"image", "sglang:0.5.22"},
+                 {"model", "org/m-0528"},
+                 {"engine-version", "0.5.22"},
+                 {"tool-version", "0.1.0"},
+                 {"runner", "mi355x"}};
   auto c = find_confounders(a, b, {});
   EXPECT_EQ(c, (std::vector<std::string>{"image: sglang:0.5.12 vs sglang:0.5.22",
                                          "model: org/m vs org/m-0528",

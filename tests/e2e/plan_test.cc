@@ -14,10 +14,10 @@ const std::string kFixtures = std::string(INFERBENCH_SOURCE_DIR) + "/tests/fixtu
 TEST(Plan, RealConfigsAsJsonWithKeyGlob) {
   TempDir dir;
   const fs::path log = dir.path() / "plan.log";
-  auto r = run_inferbench({"plan", kData + "/amd-master.yaml", kData + "/nvidia-master.yaml",
-                           "--runners", kData + "/runners.yaml", "--keys", "dsr1-fp4-mi355x-*",
-                           "--json"},
-                          log);
+  auto r = run_inferbench(
+      {"plan", kData + "/amd-master.yaml", kData + "/nvidia-master.yaml", "--runners",
+       kData + "/runners.yaml", "--keys", "dsr1-fp4-mi355x-*", "--json"},
+      log);
   ASSERT_EQ(r.exit.code, 0) << r.output.substr(0, 2000);
   boost::system::error_code ec;
   auto v = boost::json::parse(r.output, ec);
@@ -47,10 +47,10 @@ TEST(Plan, BadRecipeExitsTwoNamingFileLineAndField) {
 TEST(Plan, BundledExampleRecipesAreValidAndExpandAsDocumented) {
   TempDir dir;
   const std::string ex = std::string(INFERBENCH_SOURCE_DIR) + "/examples/recipes/";
-  auto r = run_inferbench({"plan", ex + "serve-sim.yaml", ex + "vllm-h200-llama70b.yaml",
-                           ex + "sglang-h200-dsr1.yaml", ex + "sglang-mi355x-minimax-tp4.yaml",
-                           "--json"},
-                          dir.path() / "plan.log");
+  auto r = run_inferbench(
+      {"plan", ex + "serve-sim.yaml", ex + "vllm-h200-llama70b.yaml", ex + "sglang-h200-dsr1.yaml",
+       ex + "sglang-mi355x-minimax-tp4.yaml", "--json"},
+      dir.path() / "plan.log");
   ASSERT_EQ(r.exit.code, 0) << r.output.substr(0, 2000);
   auto v = boost::json::parse(r.output);
   const boost::json::array& rows =
@@ -82,7 +82,8 @@ TEST(Plan, LabelsPrintTheSweepPlan) {
   auto plan = boost::json::parse(r.output).as_object();
   EXPECT_EQ(plan.at("labels"), (boost::json::array{"full-sweep-fail-fast", "all-evals"}));
   ASSERT_TRUE(plan.at("canary").is_object());
-  EXPECT_EQ(plan.at("canary").at("isl").as_int64(), 8192);  // the snapshot has no 1k1k single-node row
+  EXPECT_EQ(plan.at("canary").at("isl").as_int64(),
+            8192);  // the snapshot has no 1k1k single-node row
   EXPECT_EQ(num(plan, "throughput-rows"), 1820);
   EXPECT_GT(num(plan, "eval-rows"), 0);
   for (const auto& g : plan.at("groups").as_array()) EXPECT_TRUE(g.at("fail-fast").as_bool());
@@ -93,10 +94,12 @@ TEST(Plan, LabelsPrintTheSweepPlan) {
   EXPECT_NE(trimmed.output.find("concurrency trimmed to the lowest point per configuration"),
             std::string::npos);
 
-  auto bad = run_inferbench({"plan", data + "/amd-master.yaml", "--labels", "sweep-enabled,full-sweep-enabled"},
-                            dir.path() / "bad.log");
+  auto bad = run_inferbench(
+      {"plan", data + "/amd-master.yaml", "--labels", "sweep-enabled,full-sweep-enabled"},
+      dir.path() / "bad.log");
   EXPECT_EQ(bad.exit.code, 2);
-  EXPECT_NE(bad.output.find("exactly one primary label is allowed"), std::string::npos) << bad.output;
+  EXPECT_NE(bad.output.find("exactly one primary label is allowed"), std::string::npos)
+      << bad.output;
 }
 
 TEST(Changed, ListsAffectedKeysWithReasonsAsTextAndJson) {
@@ -106,7 +109,8 @@ TEST(Changed, ListsAffectedKeysWithReasonsAsTextAndJson) {
   fs::copy_file(INFERBENCH_SOURCE_DIR "/examples/recipes/sglang-h200-dsr1.yaml",
                 repo / "recipes" / "dsr1.yaml");
   auto git = [&](std::vector<std::string> args) {
-    args.insert(args.begin(), {"git", "-C", repo.string(), "-c", "user.name=t", "-c", "user.email=t@t"});
+    args.insert(args.begin(),
+                {"git", "-C", repo.string(), "-c", "user.name=t", "-c", "user.email=t@t"});
     SpawnOptions so;
     so.argv = args;
     so.log_path = dir.path() / "git.log";
@@ -126,13 +130,14 @@ TEST(Changed, ListsAffectedKeysWithReasonsAsTextAndJson) {
   head.replace(pos, head.find('\n', pos) - pos, "image: lmsysorg/sglang:v9.9.9");
   std::ofstream(repo / "recipes" / "dsr1.yaml") << head;
 
-  auto r = run_inferbench({"changed", "--base", "HEAD", "-C", repo.string(), (repo / "recipes").string()},
-                          dir.path() / "changed.log");
+  auto r = run_inferbench(
+      {"changed", "--base", "HEAD", "-C", repo.string(), (repo / "recipes").string()},
+      dir.path() / "changed.log");
   ASSERT_EQ(r.exit.code, 0) << r.output;
   EXPECT_NE(r.output.find("1 config key affected:"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("image changed from"), std::string::npos) << r.output;
-  auto j = run_inferbench({"changed", "--base", "HEAD", "-C", repo.string(), (repo / "recipes").string(),
-                           "--json", "--exit-code"},
+  auto j = run_inferbench({"changed", "--base", "HEAD", "-C", repo.string(),
+                           (repo / "recipes").string(), "--json", "--exit-code"},
                           dir.path() / "changed-json.log");
   EXPECT_EQ(j.exit.code, 1);  // --exit-code: keys are affected
   auto report = boost::json::parse(j.output).as_object();

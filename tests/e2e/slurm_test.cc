@@ -193,23 +193,26 @@ TEST_F(SlurmLauncherE2E, SweepRunsTheSimulatorThroughSlurm) {
   REQUIRE_SLURM_OR_SKIP();
   const std::string model = unique_name("slurm-sweep-model");
   const fs::path recipe = dir.path() / "recipe.yaml";
-  std::ofstream(recipe) << "sim-slurm:\n"
-                           "  image: inferbench/serve-sim\n"
-                           "  model: " << model << "\n"
-                           "  model-prefix: sim\n"
-                           "  precision: bf16\n"
-                           "  framework: serve-sim\n"
-                           "  runner: local\n"
-                           "  multinode: false\n"
-                           "  serve:\n"
-                           "    command: [inferbench, serve-sim, --timing-model, simple, --decode-base-ms, \"2\",\n"
-                           "              --model, \"{served-model}\", --host, \"{host}\", --port, \"{port}\"]\n"
-                           "  scenarios:\n"
-                           "    fixed-seq-len:\n"
-                           "    - { isl: 32, osl: 8, search-space: [{ tp: 1, conc-list: [1, 2] }] }\n";
+  std::ofstream(recipe)
+      << "sim-slurm:\n"
+         "  image: inferbench/serve-sim\n"
+         "  model: "
+      << model
+      << "\n"
+         "  model-prefix: sim\n"
+         "  precision: bf16\n"
+         "  framework: serve-sim\n"
+         "  runner: local\n"
+         "  multinode: false\n"
+         "  serve:\n"
+         "    command: [inferbench, serve-sim, --timing-model, simple, --decode-base-ms, \"2\",\n"
+         "              --model, \"{served-model}\", --host, \"{host}\", --port, \"{port}\"]\n"
+         "  scenarios:\n"
+         "    fixed-seq-len:\n"
+         "    - { isl: 32, osl: 8, search-space: [{ tp: 1, conc-list: [1, 2] }] }\n";
   const fs::path runs = dir.path() / "runs";
-  auto r = run_inferbench({"sweep", recipe.string(), "--launcher", "slurm", "--runs-dir", runs.string(),
-                           "--startup-timeout", "60"},
+  auto r = run_inferbench({"sweep", recipe.string(), "--launcher", "slurm", "--runs-dir",
+                           runs.string(), "--startup-timeout", "60"},
                           dir.path() / "sweep.log", std::chrono::seconds(120));
   ASSERT_FALSE(r.timed_out) << r.output;
   ASSERT_EQ(r.exit.code, 0) << r.output;

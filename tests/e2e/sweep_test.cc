@@ -1,16 +1,15 @@
 // `inferbench sweep`: recipes → servers → points → database, end to end with serve-sim children.
-#include <csignal>
-#include <set>
+#include <fmt/format.h>
 
-#include "e2e_util.h"
 #include <algorithm>
+#include <csignal>
 #include <fstream>
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 
-#include <fmt/format.h>
-
+#include "e2e_util.h"
 #include "store/store.h"
 
 namespace ib::e2e {
@@ -20,14 +19,19 @@ namespace {
 // timing model so a point takes a fraction of a second. `extra` is spliced into the first key.
 // A model name only this test process uses, so that looking for its servers among all processes
 // (tests run in parallel) finds only this test's.
-std::string own_model() { return "sim-model-" + std::to_string(::getpid()) + "-e2e"; }
+std::string own_model() {
+  return "sim-model-" + std::to_string(::getpid()) + "-e2e";
+}
 
 std::string two_config_recipe(const std::string& first_args = "\"2\"",
                               const std::string& extra = "") {
   auto key = [&](const std::string& name, const std::string& decode_ms, const std::string& more) {
-    return name + ":\n"
+    return name +
+           ":\n"
            "  image: inferbench/serve-sim\n"
-           "  model: " + own_model() + "\n"
+           "  model: " +
+           own_model() +
+           "\n"
            "  model-prefix: sim\n"
            "  precision: bf16\n"
            "  framework: serve-sim\n"
@@ -64,8 +68,9 @@ store::Store open_db(const fs::path& file) {
 
 std::vector<std::string> sweep_args(const TempDir& dir, const fs::path& recipe,
                                     std::vector<std::string> more = {}) {
-  std::vector<std::string> a = {"sweep", recipe.string(), "--runs-dir", (dir.path() / "runs").string(),
-                                "--startup-timeout", "30"};
+  std::vector<std::string> a = {
+      "sweep", recipe.string(), "--runs-dir", (dir.path() / "runs").string(), "--startup-timeout",
+      "30"};
   if (std::find(more.begin(), more.end(), "--point-timeout") == more.end()) {
     a.insert(a.end(), {"--point-timeout", "60"});
   }
@@ -89,7 +94,8 @@ std::vector<pid_t> pids_with(const std::string& needle) {
   return out;
 }
 
-bool wait_for(const std::function<bool()>& cond, std::chrono::seconds limit = std::chrono::seconds(60)) {
+bool wait_for(const std::function<bool()>& cond,
+              std::chrono::seconds limit = std::chrono::seconds(60)) {
   auto deadline = std::chrono::steady_clock::now() + limit;
   while (std::chrono::steady_clock::now() < deadline) {
     if (cond()) return true;
@@ -174,7 +180,8 @@ TEST(Sweep, TwoConfigurationsTimesThreeConcurrenciesAreStored) {
     EXPECT_GT(num(a, "tput_per_gpu"), 0);
     EXPECT_NEAR(num(a, "median_intvty"), 1000.0 / num(a, "median_tpot_ms"), 1e-6);
     EXPECT_NEAR(num(a, "median_ttft"), num(a, "median_ttft_ms") / 1000.0, 1e-9);
-    EXPECT_TRUE(fs::exists(fs::path(p.artifacts_dir) / fmt::format("records_conc_{}.jsonl", p.concurrency)));
+    EXPECT_TRUE(fs::exists(fs::path(p.artifacts_dir) /
+                           fmt::format("records_conc_{}.jsonl", p.concurrency)));
   }
   // The slower decode shows in the numbers: a real measurement, not a copy.
   double fast = 0, slow = 0;
@@ -213,9 +220,10 @@ TEST(Sweep, SecondSweepWithReuseRunsNothing) {
     EXPECT_EQ(*p.reused_from_run, runs->back().run.id);
   }
   // A changed server argument is a different configuration: nothing to reuse.
-  auto third = run_inferbench(sweep_args(dir, recipe, {"--reuse", "--server-arg=--prefill-tok-s=500000",
-                                                       "--concurrency", "1"}),
-                              dir.path() / "third.log");
+  auto third = run_inferbench(
+      sweep_args(dir, recipe,
+                 {"--reuse", "--server-arg=--prefill-tok-s=500000", "--concurrency", "1"}),
+      dir.path() / "third.log");
   ASSERT_EQ(third.exit.code, 0) << third.output;
   EXPECT_NE(third.output.find("2 measured, 0 reused"), std::string::npos) << third.output;
 }
@@ -286,7 +294,8 @@ TEST(Sweep, SigkilledSweepResumesWithEveryPointExactlyOnce) {
   auto resumed = run_inferbench(sweep_args(dir, recipe, {"--min-prompts", "24", "--resume", name}),
                                 dir.path() / "resume.log");
   ASSERT_EQ(resumed.exit.code, 0) << resumed.output;
-  EXPECT_NE(resumed.output.find(fmt::format("{} resumed", before)), std::string::npos) << resumed.output;
+  EXPECT_NE(resumed.output.find(fmt::format("{} resumed", before)), std::string::npos)
+      << resumed.output;
 
   store::Store db = open_db(runs / "inferbench.db");
   auto all = *db.list_runs();
@@ -351,9 +360,11 @@ TEST(Sweep, FailedExpectationMarksPointsInvalidWithEvidence) {
       "    settings: { model: other-model }\n"
       "    log-absent: ['Uvicorn running']\n";
   fs::path recipe = write_recipe(dir, two_config_recipe("\"2\"", expect));
-  auto r = run_inferbench(sweep_args(dir, recipe, {"--keys", "sim-fast"}), dir.path() / "sweep.log");
+  auto r =
+      run_inferbench(sweep_args(dir, recipe, {"--keys", "sim-fast"}), dir.path() / "sweep.log");
   EXPECT_EQ(r.exit.code, 1) << r.output;
-  EXPECT_NE(r.output.find("expect failed: settings.model == other-model (sim-model"), std::string::npos)
+  EXPECT_NE(r.output.find("expect failed: settings.model == other-model (sim-model"),
+            std::string::npos)
       << r.output;
   store::Store db = open_db(dir.path() / "runs" / "inferbench.db");
   auto run = db.list_runs()->front();
@@ -366,13 +377,16 @@ TEST(Sweep, InvalidExpectBlockIsRejectedBeforeAnythingStarts) {
   fs::path recipe = write_recipe(dir, two_config_recipe("\"2\"", "  expect:\n    setings: {}\n"));
   auto r = run_inferbench(sweep_args(dir, recipe), dir.path() / "sweep.log");
   EXPECT_EQ(r.exit.code, 2) << r.output;
-  EXPECT_NE(r.output.find("recipe.yaml:1: sim-fast.expect.setings: unknown field"), std::string::npos)
+  EXPECT_NE(r.output.find("recipe.yaml:1: sim-fast.expect.setings: unknown field"),
+            std::string::npos)
       << r.output;
   EXPECT_FALSE(fs::exists(dir.path() / "runs"));
 }
 
-std::string one_k_key(const std::string& name, const std::string& decode_ms, const std::string& concs) {
-  return name + ":\n"
+std::string one_k_key(const std::string& name, const std::string& decode_ms,
+                      const std::string& concs) {
+  return name +
+         ":\n"
          "  image: inferbench/serve-sim\n"
          "  model: sim-model\n"
          "  model-prefix: sim\n"
@@ -381,20 +395,25 @@ std::string one_k_key(const std::string& name, const std::string& decode_ms, con
          "  runner: local\n"
          "  multinode: false\n"
          "  serve:\n"
-         "    command: [inferbench, serve-sim, --timing-model, simple, --decode-base-ms, \"" + decode_ms + "\",\n"
-         "              --prefill-tok-s, \"10000000\", --model, \"{served-model}\", --host, \"{host}\", --port, \"{port}\"]\n"
+         "    command: [inferbench, serve-sim, --timing-model, simple, --decode-base-ms, \"" +
+         decode_ms +
+         "\",\n"
+         "              --prefill-tok-s, \"10000000\", --model, \"{served-model}\", --host, "
+         "\"{host}\", --port, \"{port}\"]\n"
          "  scenarios:\n"
          "    fixed-seq-len:\n"
          "    - isl: 1024\n"
          "      osl: 1024\n"
          "      search-space:\n"
-         "      - { tp: 1, conc-list: [" + concs + "] }\n";
+         "      - { tp: 1, conc-list: [" +
+         concs + "] }\n";
 }
 
 TEST(Sweep, CanaryRunsFirstAndItsFailureStopsEverything) {
   TempDir dir;
   // The failing key comes first, so its conc-1 row is the canary.
-  fs::path recipe = write_recipe(dir, one_k_key("broken", "-1", "1, 2") + one_k_key("fine", "0.01", "1, 2"));
+  fs::path recipe =
+      write_recipe(dir, one_k_key("broken", "-1", "1, 2") + one_k_key("fine", "0.01", "1, 2"));
   auto r = run_inferbench(sweep_args(dir, recipe, {"--labels", "full-sweep-fail-fast"}),
                           dir.path() / "sweep.log");
   EXPECT_EQ(r.exit.code, 1) << r.output;
@@ -413,8 +432,9 @@ TEST(Sweep, CanaryRunsFirstAndItsFailureStopsEverything) {
 TEST(Sweep, CanaryPointIsMeasuredOnceEvenWithAConcurrencyOverride) {
   TempDir dir;
   fs::path recipe = write_recipe(dir, one_k_key("fine", "0.01", "1, 2, 4"));
-  auto r = run_inferbench(sweep_args(dir, recipe, {"--labels", "full-sweep-enabled", "--concurrency", "2,4"}),
-                          dir.path() / "sweep.log");
+  auto r = run_inferbench(
+      sweep_args(dir, recipe, {"--labels", "full-sweep-enabled", "--concurrency", "2,4"}),
+      dir.path() / "sweep.log");
   ASSERT_EQ(r.exit.code, 0) << r.output;
   store::Store db = open_db(dir.path() / "runs" / "inferbench.db");
   auto run = db.list_runs()->front();
@@ -429,11 +449,13 @@ TEST(Sweep, PointTimeoutCutsAPointAndKeepsWhatItMeasured) {
   TempDir dir;
   // 50 ms per token × 1,024 tokens: each request takes about a minute.
   fs::path recipe = write_recipe(dir, one_k_key("slow", "50", "1"));
-  auto r = run_inferbench(sweep_args(dir, recipe, {"--point-timeout", "1", "--min-prompts", "1",
-                                                   "--warmups-per-conc", "0"}),
-                          dir.path() / "sweep.log");
+  auto r = run_inferbench(
+      sweep_args(dir, recipe,
+                 {"--point-timeout", "1", "--min-prompts", "1", "--warmups-per-conc", "0"}),
+      dir.path() / "sweep.log");
   EXPECT_EQ(r.exit.code, 1) << r.output;
-  EXPECT_NE(r.output.find("point timeout after 1 s (partial result kept)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("point timeout after 1 s (partial result kept)"), std::string::npos)
+      << r.output;
   store::Store db = open_db(dir.path() / "runs" / "inferbench.db");
   auto run = db.list_runs()->front();
   auto stored = db.points(run.run.id);
@@ -447,7 +469,8 @@ TEST(Sweep, PointTimeoutCutsAPointAndKeepsWhatItMeasured) {
 TEST(Sweep, SweepEnabledLabelMeasuresOnlyTheLowestConcurrency) {
   TempDir dir;
   fs::path recipe = write_recipe(dir, one_k_key("fine", "0.01", "1, 2, 4"));
-  auto r = run_inferbench(sweep_args(dir, recipe, {"--labels", "sweep-enabled"}), dir.path() / "sweep.log");
+  auto r = run_inferbench(sweep_args(dir, recipe, {"--labels", "sweep-enabled"}),
+                          dir.path() / "sweep.log");
   ASSERT_EQ(r.exit.code, 0) << r.output;
   store::Store db = open_db(dir.path() / "runs" / "inferbench.db");
   auto run = db.list_runs()->front();
@@ -457,8 +480,9 @@ TEST(Sweep, SweepEnabledLabelMeasuresOnlyTheLowestConcurrency) {
   EXPECT_EQ((*stored)[0].concurrency, 1);
   EXPECT_EQ((*stored)[0].status, "ok");
   // The row's 1k/1k workload (lengths drawn in [0.8, 1] x OSL, as InferenceX's random ratio).
-  const double mean_out = static_cast<double>((*stored)[0].result.at("total_output_tokens").as_int64()) /
-                          static_cast<double>((*stored)[0].completed);
+  const double mean_out =
+      static_cast<double>((*stored)[0].result.at("total_output_tokens").as_int64()) /
+      static_cast<double>((*stored)[0].completed);
   EXPECT_GE(mean_out, 0.8 * 1024);
   EXPECT_LE(mean_out, 1024);
 }
@@ -474,9 +498,11 @@ TEST(Sweep, RowsTheSweepCannotRunYetFailBeforeAnyServerStarts) {
                "    - dram-utilization: 0.5\n"
                "      search-space:\n"
                "      - { tp: 1, kv-offloading: none, conc-list: [1, 2] }\n");
-  slow.replace(slow.find("runner: local"), 13, "runner: cluster:local");  // agentic runners are clusters
+  slow.replace(slow.find("runner: local"), 13,
+               "runner: cluster:local");  // agentic runners are clusters
   fs::path recipe = write_recipe(dir, text.substr(0, pos) + slow);
-  auto r = run_inferbench(sweep_args(dir, recipe, {"--keys", "sim-slow"}), dir.path() / "sweep.log");
+  auto r =
+      run_inferbench(sweep_args(dir, recipe, {"--keys", "sim-slow"}), dir.path() / "sweep.log");
   EXPECT_EQ(r.exit.code, 1) << r.output;
   EXPECT_NE(r.output.find("agentic-coding rows are not run by the sweep yet"), std::string::npos)
       << r.output;
@@ -492,8 +518,8 @@ TEST(Sweep, RowsTheSweepCannotRunYetFailBeforeAnyServerStarts) {
 
 TEST(Sweep, BundledRecipeRunsByDefault) {
   TempDir dir;
-  auto r = run_inferbench({"sweep", "--runs-dir", (dir.path() / "runs").string(), "--concurrency", "2",
-                           "--min-prompts", "4", "--prompts-per-conc", "1"},
+  auto r = run_inferbench({"sweep", "--runs-dir", (dir.path() / "runs").string(), "--concurrency",
+                           "2", "--min-prompts", "4", "--prompts-per-conc", "1"},
                           dir.path() / "sweep.log");
   ASSERT_EQ(r.exit.code, 0) << r.output;
   EXPECT_NE(r.output.find("llama8b-bf16-h200-servesim"), std::string::npos) << r.output;

@@ -1,9 +1,9 @@
 // `inferbench verify`: base and head servers started for real, their effective configuration and
 // environment reads captured, and a verdict per changed field and key.
+#include <fmt/format.h>
+
 #include <fstream>
 #include <map>
-
-#include <fmt/format.h>
 
 #include "core/command.h"
 #include "e2e_util.h"
@@ -58,11 +58,12 @@ TEST(Verify, EnvironmentVariableOnAPinnedPathIsNeverReadAndTheChangeIsANoOp) {
                             dir, 1);
   const auto& key = only_key(report);
   EXPECT_EQ(key.at("verdict").as_string(), "no-op: skip the sweep");
-  EXPECT_EQ(field_verdicts(key),
-            (std::map<std::string, std::string>{{"serve.env.SIM_MINIMAX_ALLOW_CUSTOM_AR", "never read"}}));
+  EXPECT_EQ(field_verdicts(key), (std::map<std::string, std::string>{
+                                     {"serve.env.SIM_MINIMAX_ALLOW_CUSTOM_AR", "never read"}}));
   EXPECT_TRUE(key.at("effective-diff").as_object().empty());
   // The evidence is kept: the trace of both servers.
-  EXPECT_TRUE(fs::exists(dir.path() / "work" / "01-minimaxm2-fp4-mi355x-servesim" / "head" / "env_reads.json"));
+  EXPECT_TRUE(fs::exists(dir.path() / "work" / "01-minimaxm2-fp4-mi355x-servesim" / "head" /
+                         "env_reads.json"));
 }
 
 TEST(Verify, TheSameVariableOnAnotherPathIsReadAndEffective) {
@@ -89,7 +90,9 @@ std::string python_recipe(const std::string& env) {
          "  runner: local\n"
          "  multinode: false\n"
          "  serve:\n"
-         "    command: [python3, " + kSource + "/tests/support/env_server.py, --host, \"{host}\", --port, \"{port}\"]\n"
+         "    command: [python3, " +
+         kSource +
+         "/tests/support/env_server.py, --host, \"{host}\", --port, \"{port}\"]\n"
          "    health-path: /health\n" +
          (env.empty() ? "" : "    env: { " + env + " }\n") +
          "  scenarios:\n"
@@ -131,7 +134,8 @@ TEST(Verify, GitRevisionsWithAMarkdownSummary) {
   fs::create_directories(repo / "recipes");
   fs::copy_file(kSource + "/examples/noop-change/base.yaml", repo / "recipes" / "minimax.yaml");
   auto git = [&](std::vector<std::string> args) {
-    args.insert(args.begin(), {"git", "-C", repo.string(), "-c", "user.name=t", "-c", "user.email=t@t"});
+    args.insert(args.begin(),
+                {"git", "-C", repo.string(), "-c", "user.name=t", "-c", "user.email=t@t"});
     auto r = run_command(args);
     ASSERT_TRUE(r.ok() && r->ok()) << (r.ok() ? r->err : r.error().message);
   };
@@ -154,13 +158,16 @@ TEST(Verify, GitRevisionsWithAMarkdownSummary) {
   EXPECT_NE(text->find("| `serve.env.SIM_MINIMAX_ALLOW_CUSTOM_AR` |"), std::string::npos) << *text;
   // Nothing changed at all: no key, no server started.
   git({"checkout", "-q", "--", "recipes/minimax.yaml"});
-  auto none = verify_json({"--base", "HEAD", "-C", repo.string(), (repo / "recipes").string()}, dir, 0);
+  auto none =
+      verify_json({"--base", "HEAD", "-C", repo.string(), (repo / "recipes").string()}, dir, 0);
   EXPECT_TRUE(none.at("keys").as_array().empty()) << boost::json::serialize(none);
 }
 
 std::string sim_recipe(const std::string& image, const std::string& env) {
   return "sim-key:\n"
-         "  image: " + image + "\n"
+         "  image: " +
+         image +
+         "\n"
          "  model: sim-model\n"
          "  model-prefix: sim\n"
          "  precision: bf16\n"
