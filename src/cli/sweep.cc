@@ -97,6 +97,14 @@ int run(SweepCliOptions& c) {
     return kExitUsage;
   }
   for (const auto& n : outcome->notes) fmt::print(table, "note: {}\n", n);
+  // The final summary: every point that did not succeed, with its reason.
+  std::string failures;
+  for (const auto& p : outcome->points) {
+    if (p.status == "ok" || p.status == "reused" || p.status == "resumed") continue;
+    failures += fmt::format("  {} conc {}: {}: {}\n", p.config_key, p.concurrency, p.status,
+                            p.error.substr(0, p.error.find('\n')));
+  }
+  if (!failures.empty()) fmt::print(table, "not measured:\n{}", failures);
   for (const auto& e : outcome->errors) fmt::print(stderr, "inferbench sweep: {}\n", e);
   size_t ok = 0, reused = 0, resumed = 0, failed = 0;
   for (const auto& p : outcome->points) {
