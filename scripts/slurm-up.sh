@@ -63,11 +63,14 @@ case "$node_line" in
   *) fail "unexpected output of slurmd -C: $node_line" ;;
 esac
 node_line="NodeName=$host ${node_line#NodeName=* }"
+# The daemons find each other by this address; a fresh container's hostname may not resolve.
+addr=$(getent hosts "$host" 2>/dev/null | awk '{print $1; exit}')
+[ -n "$addr" ] || addr=127.0.0.1
 
 new_conf=$(cat <<EOF
 # Written by inferbench scripts/slurm-up.sh: a single-node test cluster.
 ClusterName=inferbench
-SlurmctldHost=$host
+SlurmctldHost=$host($addr)
 SlurmUser=slurm
 SlurmdUser=root
 AuthType=auth/munge
@@ -93,7 +96,7 @@ ReturnToService=2
 MinJobAge=300
 KillWait=10
 InactiveLimit=0
-$node_line State=UNKNOWN
+$node_line NodeAddr=$addr State=UNKNOWN
 PartitionName=debug Nodes=$host Default=YES MaxTime=INFINITE State=UP
 EOF
 )
