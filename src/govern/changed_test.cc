@@ -6,44 +6,12 @@
 #include <filesystem>
 #include <fstream>
 
-#include "core/command.h"
+#include "govern/test_repo.h"
 
 namespace ib::govern {
 namespace {
 
 namespace fs = std::filesystem;
-
-// A throwaway git repository with helpers to write files and commit.
-class TempRepo {
- public:
-  TempRepo() {
-    char tmpl[] = "/tmp/ib-changed-XXXXXX";
-    root_ = ::mkdtemp(tmpl);
-    run({"init", "-q", "-b", "main"});
-  }
-  ~TempRepo() {
-    std::error_code ec;
-    fs::remove_all(root_, ec);
-  }
-  const fs::path& root() const { return root_; }
-  void write(const std::string& path, const std::string& text) {
-    fs::create_directories((root_ / path).parent_path());
-    std::ofstream(root_ / path, std::ios::binary) << text;
-  }
-  void remove(const std::string& path) { fs::remove(root_ / path); }
-  void commit(const std::string& message) {
-    run({"add", "-A"});
-    run({"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "--allow-empty",
-         "-m", message});
-  }
-  void run(const std::vector<std::string>& args) {
-    auto out = git(root_, args);
-    ASSERT_TRUE(out.ok()) << out.error().message;
-  }
-
- private:
-  fs::path root_;
-};
 
 constexpr const char* kRecipe = R"(# shared defaults
 .sglang: &sg
@@ -86,7 +54,7 @@ std::string replace(std::string s, const std::string& from, const std::string& t
   return s;
 }
 
-ChangedReport changed(TempRepo& repo, const std::string& head_rev = "") {
+ChangedReport changed(TestRepo& repo, const std::string& head_rev = "") {
   auto base = TreeView::open(repo.root(), "HEAD");
   EXPECT_TRUE(base.ok()) << base.error().message;
   auto head = TreeView::open(repo.root(), head_rev);
@@ -108,7 +76,7 @@ class ChangedTest : public ::testing::Test {
     repo.write("README.md", "hello\n");
     repo.commit("base");
   }
-  TempRepo repo;
+  TestRepo repo;
 };
 
 TEST_F(ChangedTest, NothingChangedListsNoKeys) {

@@ -13,6 +13,7 @@
 #include "core/command.h"
 #include "core/files.h"
 #include "govern/git.h"
+#include "govern/test_repo.h"
 #include "recipe/recipe.h"
 
 namespace ib::govern {
@@ -423,42 +424,10 @@ TEST(RealHistory, AppendingTheLastEntryIsAccepted) {
 
 // ---- real git repositories ------------------------------------------------------------------
 
-class TempRepo {
- public:
-  TempRepo() {
-    std::string tmpl = (fs::temp_directory_path() / "ib-changelog-XXXXXX").string();
-    dir_ = ::mkdtemp(tmpl.data());
-    git({"init", "-q", "-b", "main"});
-  }
-  ~TempRepo() {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-  const fs::path& dir() const { return dir_; }
-  void write(const std::string& path, const std::string& text) {
-    fs::create_directories((dir_ / path).parent_path());
-    std::ofstream(dir_ / path, std::ios::binary) << text;
-  }
-  void commit(const std::string& message) {
-    git({"add", "-A"});
-    git({"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", message});
-  }
-  void git(const std::vector<std::string>& args) {
-    std::vector<std::string> argv = {"git", "-C", dir_.string()};
-    argv.insert(argv.end(), args.begin(), args.end());
-    auto r = run_command(argv);
-    ASSERT_TRUE(r) << r.error().message;
-    ASSERT_TRUE(r->ok()) << r->err;
-  }
-
- private:
-  fs::path dir_;
-};
-
-ChangelogReport check_revisions(const TempRepo& repo, const std::string& base_rev,
+ChangelogReport check_revisions(const TestRepo& repo, const std::string& base_rev,
                                 const std::string& head_rev) {
-  auto base = TreeView::open(repo.dir(), base_rev);
-  auto head = TreeView::open(repo.dir(), head_rev);
+  auto base = TreeView::open(repo.root(), base_rev);
+  auto head = TreeView::open(repo.root(), head_rev);
   EXPECT_TRUE(base && head);
   auto base_bytes = base->read("perf-changelog.yaml");
   auto head_bytes = head->read("perf-changelog.yaml");
@@ -468,7 +437,7 @@ ChangelogReport check_revisions(const TempRepo& repo, const std::string& base_re
 }
 
 TEST(ChangelogGit, AppendBetweenCommitsIsAccepted) {
-  TempRepo repo;
+  TestRepo repo;
   const std::string base = file_of({entry("dsr1-fp8-h200-sglang")});
   repo.write("perf-changelog.yaml", base);
   repo.commit("base");
@@ -480,7 +449,7 @@ TEST(ChangelogGit, AppendBetweenCommitsIsAccepted) {
 }
 
 TEST(ChangelogGit, NewFileAndWorkingTreeEdits) {
-  TempRepo repo;
+  TestRepo repo;
   repo.write("README", "x\n");
   repo.commit("no changelog yet");
   const std::string first = entry("dsr1-fp8-h200-sglang", "XXX");

@@ -12,6 +12,7 @@
 
 #include "core/command.h"
 #include "core/files.h"
+#include "core/temp_dir.h"
 
 namespace ib::launch {
 namespace {
@@ -50,22 +51,6 @@ const std::vector<std::string> kHostile = {
     "a\\'b",
     "\r\n",
     "exec rm -rf /",
-};
-
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "inferbench-slurm-XXXXXX").string();
-    path_ = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
 };
 
 std::vector<std::string> split_nul(const std::string& s) {

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/files.h"
+#include "core/temp_dir.h"
 
 namespace ib::store {
 namespace {
@@ -16,15 +17,8 @@ namespace fs = std::filesystem;
 
 class DbTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "ib-db-test-XXXXXX").string();
-    dir_ = ::mkdtemp(tmpl.data());
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-  fs::path dir_;
+  TempDir tmp_{"ib-db-test"};
+  fs::path dir_ = tmp_.path();
 };
 
 std::string text_of(Database& db, const std::string& sql) {

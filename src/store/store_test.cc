@@ -12,6 +12,8 @@
 #include <thread>
 #include <vector>
 
+#include "core/temp_dir.h"
+
 namespace ib::store {
 namespace {
 
@@ -20,13 +22,8 @@ namespace fs = std::filesystem;
 class StoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "ib-store-test-XXXXXX").string();
-    dir_ = ::mkdtemp(tmpl.data());
+    dir_ = tmp_.path();
     file_ = dir_ / "runs" / "inferbench.db";
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
   }
 
   Store open() {
@@ -36,6 +33,7 @@ class StoreTest : public ::testing::Test {
     return std::move(*s);
   }
 
+  TempDir tmp_{"ib-store-test"};
   fs::path dir_, file_;
 };
 

@@ -16,6 +16,7 @@
 
 #include "core/files.h"
 #include "core/process.h"
+#include "core/temp_dir.h"
 
 // Real processes run through the tracer. C reads come from envprobe (testdata/envprobe.c), which
 // calls getenv on the names it is given: deterministic, unlike a shell (which reads `environ`
@@ -23,24 +24,7 @@
 namespace ib::verify {
 namespace {
 namespace fs = std::filesystem;
-
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "ib_envtrace_test.XXXXXX").string();
-    char* made = ::mkdtemp(tmpl.data());
-    EXPECT_NE(made, nullptr);
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
+using ib::TempDir;
 
 EnvTraceAssets built_assets() {
   return {IB_ENVTRACE_LIB, IB_ENVTRACE_HOOK_DIR};

@@ -2,8 +2,12 @@
 // bounded in time, and read what they wrote.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/json.hpp>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -11,13 +15,9 @@
 #include <thread>
 #include <vector>
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/json.hpp>
-#include <gtest/gtest.h>
-
 #include "core/files.h"
 #include "core/process.h"
+#include "core/temp_dir.h"
 #include "http/client.h"
 
 namespace ib::e2e {
@@ -25,20 +25,9 @@ namespace ib::e2e {
 namespace fs = std::filesystem;
 
 /// A fresh temporary folder, removed at destruction.
-class TempDir {
+class TempDir : public ib::TempDir {
  public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "inferbench-e2e-XXXXXX").string();
-    path_ = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
+  TempDir() : ib::TempDir("inferbench-e2e") {}
 };
 
 struct CommandResult {
