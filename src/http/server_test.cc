@@ -2,8 +2,6 @@
 
 #include <gtest/gtest.h>
 
-#include "http/test_client.h"
-
 #include <atomic>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/connect.hpp>
@@ -19,6 +17,9 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "http/test_client.h"
+#include "http/test_server_thread.h"
 
 namespace ib {
 namespace {
@@ -36,41 +37,12 @@ constexpr auto kStepLimit = 10s;
 
 using testing::TestClient;
 
-class ServerThread {
+// The HTTP server on its own thread, listening on a free loopback port.
+class ServerThread : public testing::ServerOnThread<HttpServer> {
  public:
   explicit ServerThread(HttpHandler handler, HttpServerOptions options = {})
-      : server_(io_, std::move(handler), std::move(options)) {
-    auto port = server_.listen("127.0.0.1", 0);
-    if (!port) throw std::runtime_error(port.error().message);
-    port_ = *port;
-    thread_ = std::thread([this] {
-      io_.run();
-      done_.set_value();
-    });
-  }
-  ~ServerThread() { shut_down(); }
-
-  // Stops the server and waits for io_context::run() to return. False when it did not return
-  // within the step limit (it is then forced, so the test can report instead of hanging).
-  bool shut_down() {
-    if (!thread_.joinable()) return true;
-    server_.stop();
-    bool returned = done_future_.wait_for(kStepLimit) == std::future_status::ready;
-    if (!returned) io_.stop();
-    thread_.join();
-    return returned;
-  }
-
-  uint16_t port() const { return port_; }
-  asio::io_context& io() { return io_; }
-
- private:
-  asio::io_context io_;
-  HttpServer server_;
-  uint16_t port_ = 0;
-  std::promise<void> done_;
-  std::future<void> done_future_ = done_.get_future();
-  std::thread thread_;
+      : ServerOnThread([](HttpServer& s) { return s.listen("127.0.0.1", 0); }, std::move(handler),
+                       std::move(options)) {}
 };
 
 // Polls `flag` until it is set or the step limit passes.

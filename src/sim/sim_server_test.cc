@@ -3,8 +3,6 @@
 #include "sim/sim_server.h"
 
 #include <gtest/gtest.h>
-
-#include "http/test_client.h"
 #include <unistd.h>
 
 #include <boost/asio/connect.hpp>
@@ -22,6 +20,8 @@
 #include <vector>
 
 #include "core/clock.h"
+#include "http/test_client.h"
+#include "http/test_server_thread.h"
 #include "sim/config.h"
 #include "sim/tokens.h"
 
@@ -37,7 +37,6 @@ using boost::system::error_code;
 using namespace std::chrono_literals;
 
 // Bound on one client step; reached only when the server is broken.
-constexpr auto kStepLimit = 10s;
 
 using testing::TestClient;
 using Response = testing::TestResponse;
@@ -71,39 +70,10 @@ SimArgs fast_args() {
 }
 
 // Runs a SimServer on its own thread for one test.
-class SimServerThread {
+class SimServerThread : public testing::ServerOnThread<SimServer> {
  public:
-  explicit SimServerThread(SimArgs args) : server_(io_, std::move(args)) {
-    auto port = server_.listen();
-    if (!port) throw std::runtime_error(port.error().message);
-    port_ = *port;
-    thread_ = std::thread([this] {
-      io_.run();
-      done_.set_value();
-    });
-  }
-  ~SimServerThread() { shut_down(); }
-
-  // Stops the server; true when io_context::run() returned on its own.
-  bool shut_down() {
-    if (!thread_.joinable()) return true;
-    server_.stop();
-    bool returned = done_future_.wait_for(kStepLimit) == std::future_status::ready;
-    if (!returned) io_.stop();
-    thread_.join();
-    return returned;
-  }
-
-  uint16_t port() const { return port_; }
-  const SimServer& server() const { return server_; }
-
- private:
-  asio::io_context io_;
-  SimServer server_;
-  uint16_t port_ = 0;
-  std::promise<void> done_;
-  std::future<void> done_future_ = done_.get_future();
-  std::thread thread_;
+  explicit SimServerThread(SimArgs args)
+      : ServerOnThread([](SimServer& s) { return s.listen(); }, std::move(args)) {}
 };
 
 class SimServerTest : public ::testing::Test {
