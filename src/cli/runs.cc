@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "core/clock.h"
 #include "store/store.h"
 
 namespace ib::cli {
@@ -43,12 +44,7 @@ std::string table_text(const std::vector<Row>& rows) {
 // "2026-11-30 10:45:00Z" (UTC); "-" for 0.
 std::string time_text(int64_t unix_s) {
   if (unix_s == 0) return "-";
-  std::time_t t = static_cast<std::time_t>(unix_s);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%SZ", &tm);
-  return buf;
+  return utc_time_text("%Y-%m-%d %H:%M:%SZ", static_cast<std::time_t>(unix_s));
 }
 
 std::string duration_text(int64_t s) {

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "core/clock.h"
 #include "core/files.h"
 #include "core/interrupt.h"
 #include "govern/changed.h"
@@ -44,12 +45,7 @@ bool is_recipe_file(const std::string& a) {
 }
 
 std::string default_work_dir() {
-  time_t t = time(nullptr);
-  tm tm_utc{};
-  gmtime_r(&t, &tm_utc);
-  char buf[64];
-  strftime(buf, sizeof buf, "runs/verify-%Y%m%d-%H%M%S", &tm_utc);
-  return buf;
+  return utc_time_text("runs/verify-%Y%m%d-%H%M%S");
 }
 
 int report_and_exit(const VerifyCliOptions& o, const VerifyReport& report) {

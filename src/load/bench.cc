@@ -87,12 +87,7 @@ std::vector<PreparedRequest> prepare(const std::vector<PromptSpec>& prompts, Api
 }
 
 std::string iso_time(double unix_s) {
-  time_t t = static_cast<time_t>(unix_s);
-  tm tm_utc{};
-  gmtime_r(&t, &tm_utc);
-  char buf[32];
-  strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm_utc);
-  return buf;
+  return utc_time_text("%Y-%m-%dT%H:%M:%SZ", static_cast<std::time_t>(unix_s));
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 
+#include "core/clock.h"
 #include "core/command.h"
 #include "core/files.h"
 #include "core/interrupt.h"
@@ -130,12 +131,7 @@ json::object headline_of(const json::object& result) {
 }
 
 std::string timestamp_name() {
-  time_t t = time(nullptr);
-  tm tm_utc{};
-  gmtime_r(&t, &tm_utc);
-  char buf[32];
-  strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", &tm_utc);
-  return buf;
+  return utc_time_text("%Y%m%d-%H%M%S");
 }
 
 std::string host_name() {
