@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -190,8 +191,16 @@ std::vector<FieldChange> diff_fields(const json::value& base, const json::value&
   return out;
 }
 
-ChangedReport diff_entries(const std::vector<ConfigEntry>& base,
-                           const std::vector<ConfigEntry>& head) {
+namespace {
+
+// More reasons for a key present on both sides (shared files, runners); an error stops the diff.
+using ExtraReasons =
+    std::function<Status(const ConfigEntry& base, const ConfigEntry& head, KeyChange* change)>;
+
+// Keys added, removed or modified, in head file order with removed keys last.
+Expected<ChangedReport> diff_entries_with(const std::vector<ConfigEntry>& base,
+                                          const std::vector<ConfigEntry>& head,
+                                          const ExtraReasons& extra) {
   ChangedReport report;
   std::map<std::string, const ConfigEntry*> base_by_key;
   std::set<std::string> files;
@@ -211,6 +220,9 @@ ChangedReport diff_entries(const std::vector<ConfigEntry>& base,
           {"", "added", fmt::format("config key {} added in {}", e.key, e.file), nullptr, e.raw});
     } else {
       diff_values("", it->second->raw, e.raw, &kc.reasons);
+      if (extra) {
+        if (Status st = extra(*it->second, e, &kc); !st.ok()) return st.error();
+      }
     }
     if (!kc.reasons.empty()) report.keys.push_back(std::move(kc));
   }
@@ -225,6 +237,13 @@ ChangedReport diff_entries(const std::vector<ConfigEntry>& base,
   }
   report.files.assign(files.begin(), files.end());
   return report;
+}
+
+}  // namespace
+
+ChangedReport diff_entries(const std::vector<ConfigEntry>& base,
+                           const std::vector<ConfigEntry>& head) {
+  return *diff_entries_with(base, head, nullptr);  // no extra reasons: cannot fail
 }
 
 Expected<std::vector<ConfigEntry>> load_configs_at(const TreeView& tree,
@@ -292,82 +311,42 @@ Expected<ChangedReport> changed_keys(const TreeView& base, const TreeView& head,
   auto head_runners = load_runners_at(head, options.runners_path);
   if (!head_runners) return head_runners.error();
 
-  ChangedReport report;
-  report.base = base.describe();
-  report.head = head.describe();
-  {
-    std::set<std::string> files;
-    for (const auto* side : {&*base_entries, &*head_entries}) {
-      for (const auto& e : *side) files.insert(e.file);
-    }
-    report.files.assign(files.begin(), files.end());
-  }
-  std::map<std::string, const ConfigEntry*> base_by_key;
-  for (const auto& e : *base_entries) base_by_key[e.key] = &e;
-
   // Which keys reference each shared file (for "used by N keys").
   std::map<std::string, std::vector<std::string>> users;
   for (const auto& e : *head_entries) {
     for (const auto& f : serve_files(e)) users[f].push_back(e.key);
   }
-  std::map<std::string, bool> file_changed;  // memo
-  auto changed_file = [&](const std::string& f) -> Expected<bool> {
-    if (auto it = file_changed.find(f); it != file_changed.end()) return it->second;
-    auto a = base.read(f);
-    if (!a) return a.error();
-    auto b = head.read(f);
-    if (!b) return b.error();
-    bool changed = *a != *b;
-    file_changed[f] = changed;
-    return changed;
-  };
-
-  std::set<std::string> head_keys;
-  for (const auto& e : *head_entries) {
-    head_keys.insert(e.key);
-    KeyChange kc;
-    kc.key = e.key;
-    kc.file = e.file;
-    auto it = base_by_key.find(e.key);
-    if (it == base_by_key.end()) {
-      kc.status = "added";
-      kc.reasons.push_back(
-          {"", "added", fmt::format("config key {} added in {}", e.key, e.file), nullptr, e.raw});
-      report.keys.push_back(std::move(kc));
-      continue;
-    }
-    kc.status = "modified";
-    diff_values("", it->second->raw, e.raw, &kc.reasons);
-    for (const auto& f : serve_files(e)) {
-      auto changed = changed_file(f);
-      if (!changed) return changed.error();
-      if (!*changed) continue;
+  std::map<std::string, bool> file_changed;  // memo: a file shared by many keys is read once
+  auto extra = [&](const ConfigEntry& b, const ConfigEntry& h, KeyChange* kc) -> Status {
+    for (const auto& f : serve_files(h)) {
+      auto memo = file_changed.find(f);
+      if (memo == file_changed.end()) {
+        auto a = base.read(f);
+        if (!a) return a.error();
+        auto c = head.read(f);
+        if (!c) return c.error();
+        memo = file_changed.emplace(f, *a != *c).first;
+      }
+      if (!memo->second) continue;
       const auto& u = users[f];
-      kc.reasons.push_back({f, "shared-file",
-                            fmt::format("file {} changed (used by {} config key{})", f, u.size(),
-                                        u.size() == 1 ? "" : "s"),
-                            nullptr, nullptr});
+      kc->reasons.push_back({f, "shared-file",
+                             fmt::format("file {} changed (used by {} config key{})", f, u.size(),
+                                         u.size() == 1 ? "" : "s"),
+                             nullptr, nullptr});
     }
-    json::value rb = runner_json(*base_runners, it->second->runner);
-    json::value rh = runner_json(*head_runners, e.runner);
-    if (it->second->runner == e.runner && rb != rh) {
-      kc.reasons.push_back({"runner", "runner",
-                            fmt::format("runner {} changed in {}", e.runner, options.runners_path),
-                            rb, rh});
+    json::value rb = runner_json(*base_runners, b.runner);
+    json::value rh = runner_json(*head_runners, h.runner);
+    if (b.runner == h.runner && rb != rh) {
+      kc->reasons.push_back({"runner", "runner",
+                             fmt::format("runner {} changed in {}", h.runner, options.runners_path),
+                             rb, rh});
     }
-    if (!kc.reasons.empty()) report.keys.push_back(std::move(kc));
-  }
-  for (const auto& e : *base_entries) {
-    if (head_keys.count(e.key)) continue;
-    KeyChange kc;
-    kc.key = e.key;
-    kc.status = "removed";
-    kc.file = e.file;
-    kc.reasons.push_back({"", "removed",
-                          fmt::format("config key {} removed from {}", e.key, e.file), e.raw,
-                          nullptr});
-    report.keys.push_back(std::move(kc));
-  }
+    return Status::Ok();
+  };
+  auto report = diff_entries_with(*base_entries, *head_entries, extra);
+  if (!report) return report.error();
+  report->base = base.describe();
+  report->head = head.describe();
   return report;
 }
 

@@ -287,7 +287,7 @@ class SweepRun {
     std::string launcher_name = launcher_for(row);
     rec.launcher = launcher_name;
     auto id = db_->add_server_config(rec);
-    if (!id) return fail_all(cfg, {}, "database: " + id.error().message);
+    if (!id) return fail_all(cfg, "database: " + id.error().message);
     rec.id = *id;
 
     // Points already done: resumed from this run, or reused from an earlier one.
@@ -679,7 +679,7 @@ class SweepRun {
     return false;
   }
 
-  bool fail_all(const ConfigPlan& cfg, const std::vector<int64_t>&, const std::string& why) {
+  bool fail_all(const ConfigPlan& cfg, const std::string& why) {
     outcome_->errors.push_back(fmt::format("{}: {}", cfg.row.config_key, why));
     return skip_all(cfg, cfg.concs, why);
   }
