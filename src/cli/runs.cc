@@ -14,7 +14,11 @@
 
 #include "cli/commands.h"
 #include "core/clock.h"
+#include "metrics/keys.h"
+#include "report/table.h"
 #include "store/store.h"
+#include "sweep/recorder.h"
+#include "sweep/sweep.h"
 
 namespace ib::cli {
 
@@ -24,21 +28,14 @@ namespace fs = std::filesystem;
 
 using Row = std::vector<std::string>;
 
-// Left-aligned columns separated by two spaces; the last column is not padded.
+// rows[0] is the header; left-aligned columns (report/table.h).
 std::string table_text(const std::vector<Row>& rows) {
-  std::vector<size_t> width;
-  for (const auto& r : rows) {
-    if (width.size() < r.size()) width.resize(r.size(), 0);
-    for (size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
-  }
-  std::string out;
-  for (const auto& r : rows) {
-    for (size_t i = 0; i < r.size(); ++i) {
-      out += i + 1 == r.size() ? r[i] : fmt::format("{:<{}}  ", r[i], width[i]);
-    }
-    out += '\n';
-  }
-  return out;
+  if (rows.empty()) return "";
+  std::vector<report::Column> cols;
+  for (const auto& title : rows.front()) cols.push_back({title, report::Align::kLeft, 0, 0});
+  report::Table t(std::move(cols));
+  for (size_t i = 1; i < rows.size(); ++i) t.add_row(rows[i]);
+  return t.render();
 }
 
 // "2026-11-30 10:45:00Z" (UTC); "-" for 0.
@@ -51,11 +48,6 @@ std::string duration_text(int64_t s) {
   if (s >= 3600) return fmt::format("{}h{:02}m{:02}s", s / 3600, (s / 60) % 60, s % 60);
   if (s >= 60) return fmt::format("{}m{:02}s", s / 60, s % 60);
   return fmt::format("{}s", s);
-}
-
-std::string number_text(double v, int decimals) {
-  if (std::isnan(v)) return "-";
-  return fmt::format("{:.{}f}", v, decimals);
 }
 
 // First line of `s`, at most `max` characters.
@@ -72,6 +64,12 @@ std::string labels_text(const std::vector<std::string>& labels) {
     out += l;
   }
   return out.empty() ? "-" : out;
+}
+
+std::string upper(std::string_view s) {
+  std::string out(s);
+  for (char& ch : out) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  return out;
 }
 
 std::string or_dash(const std::string& s) {
@@ -229,19 +227,32 @@ std::string show_text(const RunDetails& d) {
 
   out += "\nPOINTS\n";
   rows.clear();
-  rows.push_back({"KEY", "FINGERPRINT", "WORKLOAD", "CONC", "STATUS", "REQ/S", "OUT TOK/S",
-                  "P50 TTFT MS", "P50 TPOT MS", "INTVTY TOK/S/USER", "TPUT/GPU", "NOTE"});
+  Row header = {"KEY", "FINGERPRINT", "WORKLOAD", "CONC", "STATUS"};
+  for (const auto& k : kHeadlineMetrics) {
+    if (k.table) header.push_back(upper(k.title));
+  }
+  header.push_back("NOTE");
+  rows.push_back(header);
+  std::vector<PointResult> results;
   for (const auto& p : d.points) {
+    PointResult pr = from_record(p, key_of(p.server_config_id));
     std::string note = p.reused_from_run ? fmt::format("reused from run {}", *p.reused_from_run)
-                                         : one_line(p.error, 80);
-    rows.push_back({key_of(p.server_config_id), p.fingerprint.substr(0, 12),
-                    or_dash(p.workload_key), std::to_string(p.concurrency), p.status,
-                    number_text(p.request_throughput, 2), number_text(p.output_throughput, 1),
-                    number_text(p.median_ttft_ms, 1), number_text(p.median_tpot_ms, 2),
-                    number_text(p.median_intvty, 1), number_text(p.tput_per_gpu, 1),
-                    or_dash(note)});
+                                         : one_line(pr.status == PointStatus::kInvalid ? p.validity.text() : p.error, 80);
+    Row row = {pr.id.config_key, p.fingerprint.substr(0, 12),
+               or_dash(pr.id.workload_label.empty() ? p.workload_key : pr.id.workload_label),
+               std::to_string(p.concurrency), std::string(status_name(p.status))};
+    for (size_t i = 0; i < kHeadlineMetrics.size(); ++i) {
+      if (kHeadlineMetrics[i].table) row.push_back(p.headline.cell(i));
+    }
+    row.push_back(or_dash(note));
+    rows.push_back(std::move(row));
+    results.push_back(std::move(pr));
   }
   out += table_text(rows);
+  // Why each point that is not a success failed, in full (the first error of each cause).
+  if (const std::string why = not_measured_text(results); !why.empty()) {
+    out += "\nNOT MEASURED OR INVALID\n" + why;
+  }
 
   out += "\nFAILURES\n";
   if (d.failures.empty()) {

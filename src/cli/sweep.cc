@@ -26,6 +26,10 @@ struct SweepCliOptions {
   std::string slurm_partition;
   std::string slurm_account;
   bool no_env_trace = false;
+  bool no_expect = false;
+  int prompts_per_conc = 0, min_prompts = 0, warmups_per_conc = -1;
+  double range_ratio = 0;
+  int64_t seed = -1;
   bool json = false;
 };
 
@@ -74,6 +78,13 @@ int run(SweepCliOptions& c) {
   }
   o.api = *api;
   o.env_trace = !c.no_env_trace;
+  o.check_expect = !c.no_expect;
+  // Unset (0 / -1) means: the recipe's `workload:` value, else the default.
+  if (c.prompts_per_conc > 0) o.workload.prompts_per_conc = c.prompts_per_conc;
+  if (c.min_prompts > 0) o.workload.min_prompts = c.min_prompts;
+  if (c.warmups_per_conc >= 0) o.workload.warmups_per_conc = c.warmups_per_conc;
+  if (c.range_ratio > 0) o.workload.range_ratio = c.range_ratio;
+  if (c.seed >= 0) o.workload.seed = static_cast<uint64_t>(c.seed);
   o.slurm.partition = c.slurm_partition;
   o.slurm.account = c.slurm_account;
   o.inferbench_exe = self_executable();
@@ -98,27 +109,23 @@ int run(SweepCliOptions& c) {
   }
   for (const auto& n : outcome->notes) fmt::print(table, "note: {}\n", n);
   // The final summary: every point that did not succeed, with its reason.
-  std::string failures;
-  for (const auto& p : outcome->points) {
-    if (p.status == "ok" || p.status == "reused" || p.status == "resumed") continue;
-    failures += fmt::format("  {} conc {}: {}: {}\n", p.config_key, p.concurrency, p.status,
-                            p.error.substr(0, p.error.find('\n')));
-  }
+  const std::string failures = not_measured_text(outcome->points);
   if (!failures.empty()) fmt::print(table, "not measured:\n{}", failures);
   for (const auto& e : outcome->errors) fmt::print(stderr, "inferbench sweep: {}\n", e);
   size_t ok = 0, reused = 0, resumed = 0, failed = 0;
   for (const auto& p : outcome->points) {
-    if (p.status == "ok")
+    if (p.status == PointStatus::kOk)
       ++ok;
-    else if (p.status == "reused")
+    else if (p.status == PointStatus::kReused)
       ++reused;
-    else if (p.status == "resumed")
+    else if (p.status == PointStatus::kResumed)
       ++resumed;
     else
       ++failed;
   }
   fmt::print(table,
-             "run {} (id {}): {}; {} measured, {} reused, {} resumed, {} failed or skipped\n"
+             "run {} (id {}): {}; {} measured, {} reused, {} resumed, {} failed, invalid or "
+             "skipped\n"
              "results: {} (database {})\n",
              outcome->run_name, outcome->run_id, outcome->status(), ok, reused, resumed, failed,
              outcome->run_dir.string(), outcome->db.string());
@@ -166,15 +173,21 @@ RunFn register_sweep(CLI::App& root) {
   app->add_option("--slurm-account", c->slurm_account, "Slurm account");
   app->add_option("--concurrency", c->concurrencies, "Replace every row's concurrencies")
       ->delimiter(',');
-  app->add_option("--prompts-per-conc", o.prompts_per_conc,
-                  "Requests per point = max(--min-prompts, this x conc)")
-      ->capture_default_str()
+  app->add_option("--prompts-per-conc", c->prompts_per_conc,
+                  "Requests per point = max(min-prompts, this x conc) (default: the recipe's "
+                  "workload block, else 10)")
       ->check(CLI::PositiveNumber);
-  app->add_option("--min-prompts", o.min_prompts, "Least requests per point")
-      ->capture_default_str()
+  app->add_option("--min-prompts", c->min_prompts,
+                  "Least requests per point (default: the recipe's, else 1)")
       ->check(CLI::PositiveNumber);
-  app->add_option("--warmups-per-conc", o.warmups_per_conc, "Warmup requests = this x conc")
-      ->capture_default_str()
+  app->add_option("--warmups-per-conc", c->warmups_per_conc,
+                  "Warmup requests = this x conc (default: the recipe's, else 2)")
+      ->check(CLI::NonNegativeNumber);
+  app->add_option("--range-ratio", c->range_ratio,
+                  "Prompt and output lengths uniform in [ratio x L, L] (default: the recipe's, "
+                  "else 0.8)")
+      ->check(CLI::Range(1e-9, 1.0));
+  app->add_option("--seed", c->seed, "Prompt seed (default: the recipe's, else 0)")
       ->check(CLI::NonNegativeNumber);
   app->add_option("--api", c->api, "completions | chat")->capture_default_str();
   app->add_option("--point-timeout", o.point_timeout_s, "Seconds before a point is cut short")
@@ -185,6 +198,9 @@ RunFn register_sweep(CLI::App& root) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   app->add_flag("--fail-fast", o.fail_fast, "A failure stops the rest of its group");
+  app->add_flag("--no-expect", c->no_expect,
+                "Do not check the recipes' expect blocks (e.g. against an endpoint, whose log "
+                "cannot be read)");
   app->add_flag("--no-env-trace", c->no_env_trace,
                 "Do not trace which environment variables servers read");
   app->add_option("--server-arg", o.extra_server_args,

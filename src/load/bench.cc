@@ -94,25 +94,26 @@ std::string iso_time(double unix_s) {
 
 Expected<BenchReport> run_bench(const BenchSpec& spec) {
   if (auto s = validate(spec); !s) return s.error();
+  RandomWorkload wl = spec.workload;
+  wl.as_text = spec.api == Api::kChat;
+  return run_bench(spec, random_point_plan(wl, spec.warmups, spec.shape.concurrency));
+}
+
+Expected<BenchReport> run_bench(const BenchSpec& spec, const PointPlan& plan) {
+  if (plan.session_based()) {
+    return Error{"session-based workloads need the session run loop, which this version lacks"};
+  }
   auto endpoint = parse_endpoint(spec.endpoint_url);
   if (!endpoint) return endpoint.error();
+  if (auto s = validate(runner_config(spec, *endpoint)); !s) return s.error();
   std::string model = spec.model;
   if (model.empty()) {
     auto m = discover_model(*endpoint);
     if (!m) return m.error();
     model = *m;
   }
-
-  RandomWorkload wl = spec.workload;
-  wl.as_text = spec.api == Api::kChat;
-  auto prompts = make_random_prompts(wl);
-  std::vector<PromptSpec> warm_prompts;
-  if (spec.warmups > 0) {
-    RandomWorkload w = wl;
-    w.num_prompts = spec.warmups;
-    w.seed = wl.seed ^ 0x9e3779b97f4a7c15ULL;  // distinct prompts: warmups must not prime a cache
-    warm_prompts = make_random_prompts(w);
-  }
+  const auto& prompts = plan.measured;
+  const auto& warm_prompts = plan.warmup;
   RequestKnobs knobs;
   knobs.model = model;
   knobs.continuous_usage = spec.continuous_usage;
@@ -156,7 +157,7 @@ Expected<BenchReport> run_bench(const BenchSpec& spec) {
   j["api"] = api_name(spec.api);
   j["endpoint"] = endpoint->url();
   j["model_id"] = model;
-  j["num_prompts"] = wl.num_prompts;
+  j["num_prompts"] = static_cast<int64_t>(prompts.size());
   const bool open_loop = spec.shape.mode == LoadMode::kOpenLoop;
   if (open_loop) {
     j["request_rate"] = spec.shape.arrivals.rate;
@@ -173,11 +174,8 @@ Expected<BenchReport> run_bench(const BenchSpec& spec) {
   }
   j["load_shape"] = open_loop ? "open_loop" : "closed_loop";
   if (spec.shape.duration_s > 0) j["duration_limit_s"] = spec.shape.duration_s;
-  j["num_warmups"] = spec.warmups;
-  j["random_input_len"] = wl.isl;
-  j["random_output_len"] = wl.osl;
-  j["random_range_ratio"] = wl.range_ratio;
-  j["seed"] = wl.seed;
+  j["num_warmups"] = static_cast<int64_t>(warm_prompts.size());
+  for (const auto& kv : plan.describe) j[kv.key()] = kv.value();
   j["input_length_exact"] = spec.api != Api::kChat;
   if (spec.api == Api::kChat) {
     j["input_length_note"] =

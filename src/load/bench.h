@@ -11,6 +11,7 @@
 #include "load/runner.h"
 #include "metrics/result.h"
 #include "openai/request.h"
+#include "workload/fixed_seq_len.h"
 #include "workload/random_prompts.h"
 
 namespace ib {
@@ -45,9 +46,13 @@ struct BenchReport {
 /// Checks a spec; the error names the offending option.
 Status validate(const BenchSpec& spec);
 
-/// Runs one point. Error only when the run could not start (bad URL, no model found);
-/// failed requests are counted in the report.
+/// Runs one point of spec.workload (random prompts, spec.warmups warmups). Error only when the
+/// run could not start (bad URL, no model found); failed requests are counted in the report.
 Expected<BenchReport> run_bench(const BenchSpec& spec);
+
+/// Runs one point of a workload's plan (workload/workload.h); spec.workload and spec.warmups are
+/// not used, plan.describe goes into the result JSON.
+Expected<BenchReport> run_bench(const BenchSpec& spec, const PointPlan& plan);
 
 /// Asks GET /v1/models for the served model id.
 Expected<std::string> discover_model(const Endpoint& endpoint);

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/clock.h"
+#include "metrics/keys.h"
 
 namespace ib {
 
@@ -29,7 +30,9 @@ BenchMetrics compute_metrics(std::span<const RequestRecord> records,
     m.retries += r.retries;
     if (!r.ok()) {
       ++m.failed;
-      ++m.failures_by_cause[std::string(failure_cause_name(r.failure))];
+      const std::string cause(failure_cause_name(r.failure));
+      ++m.failures_by_cause[cause];
+      m.first_error_by_cause.try_emplace(cause, r.error);
       if (m.error_samples.size() < 5 && !r.error.empty() &&
           std::find(m.error_samples.begin(), m.error_samples.end(), r.error) ==
               m.error_samples.end()) {
@@ -107,6 +110,25 @@ BenchMetrics compute_metrics(std::span<const RequestRecord> records,
   return m;
 }
 
+std::string failure_summary(const BenchMetrics& m) {
+  std::vector<std::pair<std::string, int64_t>> causes(m.failures_by_cause.begin(),
+                                                      m.failures_by_cause.end());
+  std::stable_sort(causes.begin(), causes.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::string out;
+  for (const auto& [cause, n] : causes) {
+    if (!out.empty()) out += "; ";
+    out += fmt::format("{} \u00d7 {}", n, cause);
+    auto it = m.first_error_by_cause.find(cause);
+    if (it != m.first_error_by_cause.end() && !it->second.empty()) {
+      std::string first = it->second.substr(0, it->second.find('\n'));
+      if (first.size() > 160) first = first.substr(0, 157) + "...";
+      out += ": " + first;
+    }
+  }
+  return out;
+}
+
 namespace {
 
 void put_summary(boost::json::object& o, std::string_view name, const Summary& s,
@@ -125,14 +147,19 @@ double inverse(double v, double scale) { return v > 0 ? scale / v : 0.0; }
 
 boost::json::object metrics_to_json(const BenchMetrics& m, const MetricsOptions& options) {
   boost::json::object o;
-  o["completed"] = m.completed;
-  o["failed"] = m.failed;
+  // The headline keys come from the one table (metrics/keys.h); the families below add the rest.
+  for (const MetricKey& k : kHeadlineMetrics) {
+    const double v = k.value(m, options);
+    if (std::isnan(v)) continue;
+    if (k.integer) {
+      o[k.key] = static_cast<int64_t>(v);
+    } else {
+      o[k.key] = v;
+    }
+  }
   o["duration"] = m.duration_s;
   o["total_input_tokens"] = m.total_input_tokens;
   o["total_output_tokens"] = m.total_output_tokens;
-  o["request_throughput"] = m.request_throughput;
-  o["output_throughput"] = m.output_throughput;
-  o["total_token_throughput"] = m.total_token_throughput;
   if (options.goodput.any()) {
     boost::json::object slo;
     if (options.goodput.ttft_ms) slo["ttft_ms"] = *options.goodput.ttft_ms;
@@ -144,8 +171,6 @@ boost::json::object metrics_to_json(const BenchMetrics& m, const MetricsOptions&
   }
   const double gpus = std::max(1, options.num_gpus);
   o["num_gpus"] = options.num_gpus;
-  o["tput_per_gpu"] = m.total_token_throughput / gpus;
-  o["output_tput_per_gpu"] = m.output_throughput / gpus;
   o["input_tput_per_gpu"] = (m.total_token_throughput - m.output_throughput) / gpus;
 
   put_summary(o, "ttft_ms", m.ttft_ms, options);
@@ -155,7 +180,6 @@ boost::json::object metrics_to_json(const BenchMetrics& m, const MetricsOptions&
 
   // Interactivity (tok/s/user) = 1 / TPOT at each TPOT statistic (DESIGN.md §4).
   o["mean_intvty"] = inverse(m.tpot_ms.mean, 1000.0);
-  o["median_intvty"] = inverse(m.tpot_ms.median, 1000.0);
   for (size_t i = 0; i < options.percentiles.size(); ++i) {
     o[fmt::format("{}_intvty", percentile_key(options.percentiles[i]))] =
         inverse(m.tpot_ms.percentiles[i], 1000.0);
@@ -172,9 +196,11 @@ boost::json::object metrics_to_json(const BenchMetrics& m, const MetricsOptions&
   put_summary(o, "sched_e2el_ms", m.sched_e2el_ms, options);
   put_summary(o, "queue_ms", m.queue_ms, options);
 
-  boost::json::object failures;
+  boost::json::object failures, first_errors;
   for (const auto& [cause, n] : m.failures_by_cause) failures[cause] = n;
+  for (const auto& [cause, e] : m.first_error_by_cause) first_errors[cause] = e;
   o["failures"] = std::move(failures);
+  o["first_error_by_cause"] = std::move(first_errors);
   boost::json::array samples;
   for (const auto& e : m.error_samples) samples.emplace_back(e);
   o["error_samples"] = std::move(samples);

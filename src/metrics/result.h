@@ -37,6 +37,7 @@ struct BenchMetrics {
   int64_t failed = 0;
   std::map<std::string, int64_t> failures_by_cause;
   std::vector<std::string> error_samples;  // up to 5 distinct messages
+  std::map<std::string, std::string> first_error_by_cause;  // cause -> its first message
   int64_t retries = 0;
 
   double duration_s = 0;  // first send → last completion
@@ -61,6 +62,10 @@ struct BenchMetrics {
     return num_requests == 0 ? 0.0 : static_cast<double>(failed) / num_requests;
   }
 };
+
+/// Why requests failed, one cause a part, most frequent first: "4 × http_status: HTTP 404: The
+/// model 'sim' does not exist; 1 × idle_timeout: ...". Empty when none failed.
+std::string failure_summary(const BenchMetrics& m);
 
 /// Computes the metrics. Failed requests are excluded from latency statistics and token totals
 /// and counted by cause.

@@ -52,7 +52,7 @@ class MasterParser {
     auto f = r_.mapping(
         node, key,
         {"image", "model", "model-prefix", "precision", "framework", "runner", "multinode",
-         "disagg", "router", "kv-p2p-transfer", "scenarios", "serve", "expect"});
+         "disagg", "router", "kv-p2p-transfer", "scenarios", "serve", "expect", "workload"});
     if (!f) return std::nullopt;
     for (const char* name :
          {"image", "model", "model-prefix", "precision", "framework", "runner"}) {
@@ -87,6 +87,7 @@ class MasterParser {
     }
     if (f->has("serve")) e.serve = serve(f->at("serve"), field_path(key, "serve"));
     if (f->has("expect")) e.expect = to_json(f->at("expect"));
+    if (f->has("workload")) e.workload = workload(f->at("workload"), field_path(key, "workload"));
     if (r_.require(*f, key, "scenarios"))
       scenarios(f->at("scenarios"), field_path(key, "scenarios"), &e);
 
@@ -125,6 +126,30 @@ class MasterParser {
       return std::nullopt;
     }
     return Router{*name, *version};
+  }
+
+  std::optional<WorkloadSpec> workload(const YAML::Node& node, const std::string& path) {
+    auto f = r_.mapping(node, path,
+                        {"prompts-per-conc", "min-prompts", "warmups-per-conc", "seed", "range-ratio"});
+    if (!f) return std::nullopt;
+    WorkloadSpec out;
+    auto count = [&](const char* name, int64_t min, std::optional<int64_t>* to) {
+      if (f->has(name)) *to = r_.integer(f->at(name), field_path(path, name), min);
+    };
+    count("prompts-per-conc", 1, &out.prompts_per_conc);
+    count("min-prompts", 1, &out.min_prompts);
+    count("warmups-per-conc", 0, &out.warmups_per_conc);
+    count("seed", 0, &out.seed);
+    if (f->has("range-ratio")) {
+      auto v = r_.number(f->at("range-ratio"), field_path(path, "range-ratio"));
+      if (v && !(*v > 0 && *v <= 1)) {
+        r_.error(f->at("range-ratio"), field_path(path, "range-ratio"),
+                 fmt::format("expected a number in (0, 1], got {}", *v));
+      } else {
+        out.range_ratio = v;
+      }
+    }
+    return out;
   }
 
   std::optional<ServeSpec> serve(const YAML::Node& node, const std::string& path) {

@@ -76,6 +76,13 @@ struct ServeSpec {
   std::string health_path = "/health";
 };
 
+/// Our extension: how each point's requests are drawn (fixed-seq-len scenarios). Unset fields
+/// take the command line's value, else the workload's default (workload/fixed_seq_len.h).
+struct WorkloadSpec {
+  std::optional<int64_t> prompts_per_conc, min_prompts, warmups_per_conc, seed;
+  std::optional<double> range_ratio;
+};
+
 /// One config key of a master-config file.
 struct ConfigEntry {
   std::string key;
@@ -95,6 +102,7 @@ struct ConfigEntry {
   std::vector<AgenticCoding> agentic_coding;
   std::optional<ServeSpec> serve;
   std::optional<boost::json::value> expect;  // kept as data; checked by `verify` later
+  std::optional<WorkloadSpec> workload;
   /// The entry as written (merge keys resolved), for field-level comparison by `changed`.
   boost::json::value raw;
 };

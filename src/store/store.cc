@@ -91,7 +91,12 @@ CREATE TABLE failures (
 CREATE INDEX failures_by_run ON failures(run_id);
 )sql";
 
-constexpr std::array<std::string_view, 1> kAllMigrations = {kSchemaV1};
+// v2: each point's Validity (metrics/point.h) as a JSON array of reasons.
+constexpr std::string_view kSchemaV2 = R"sql(
+ALTER TABLE points ADD COLUMN validity TEXT NOT NULL DEFAULT '[]';
+)sql";
+
+constexpr std::array<std::string_view, 2> kAllMigrations = {kSchemaV1, kSchemaV2};
 
 }  // namespace
 
@@ -154,7 +159,11 @@ Status check_status(std::string_view what, const std::string& status, Allowed al
 
 constexpr std::array<std::string_view, 4> kRunStatuses = {"running", "ok", "failed", "interrupted"};
 constexpr std::array<std::string_view, 4> kConfigStatuses = {"pending", "ok", "failed", "skipped"};
-constexpr std::array<std::string_view, 4> kPointStatuses = {"ok", "failed", "reused", "invalid"};
+// Statuses a stored point may have (skipped and resumed points are not stored as such).
+bool storable(PointStatus s) {
+  return s == PointStatus::kOk || s == PointStatus::kFailed || s == PointStatus::kReused ||
+         s == PointStatus::kInvalid;
+}
 
 std::string to_text(const boost::json::object& o) {
   return boost::json::serialize(o);
@@ -209,11 +218,6 @@ Expected<std::vector<std::string>> parse_labels(const Where& w, const std::strin
     out.emplace_back(e.as_string());
   }
   return out;
-}
-
-boost::json::value number_or_null(double d) {
-  if (std::isnan(d)) return nullptr;
-  return d;
 }
 
 boost::json::value optional_id(const std::optional<int64_t>& id) {
@@ -274,33 +278,22 @@ Expected<ServerConfigRecord> read_config(const Statement& s, const fs::path& fil
   return c;
 }
 
-constexpr std::string_view kPointColumns =
-    "p.id, p.run_id, p.server_config_id, p.fingerprint, p.workload_key, p.concurrency, p.status, "
-    "p.error, p.reused_from_run, p.request_throughput, p.output_throughput, "
-    "p.total_token_throughput, p.median_ttft_ms, p.p99_ttft_ms, p.median_tpot_ms, p.p99_tpot_ms, "
-    "p.median_itl_ms, p.median_e2el_ms, p.median_intvty, p.tput_per_gpu, p.output_tput_per_gpu, "
-    "p.completed, p.failed, p.result, p.artifacts_dir, p.created_at";
+// The point columns: identity, then the headline metrics in the order of the one metric table
+// (metrics/keys.h; the schema's columns are checked against it by a test), then the rest.
+const std::string& point_columns() {
+  static const std::string cols = [] {
+    std::string s =
+        "p.id, p.run_id, p.server_config_id, p.fingerprint, p.workload_key, p.concurrency, "
+        "p.status, p.error, p.reused_from_run";
+    for (const auto& k : kHeadlineMetrics) s += fmt::format(", p.{}", k.key);
+    s += ", p.result, p.artifacts_dir, p.created_at, p.validity";
+    return s;
+  }();
+  return cols;
+}
 
-// The headline fields in column order (p.request_throughput ... p.output_tput_per_gpu), shared by
-// the decoder, the INSERT and set_headline_from_result.
-struct Headline {
-  std::string_view key;
-  double PointRecord::*field;
-};
-constexpr std::array<Headline, 12> kHeadline = {{
-    {"request_throughput", &PointRecord::request_throughput},
-    {"output_throughput", &PointRecord::output_throughput},
-    {"total_token_throughput", &PointRecord::total_token_throughput},
-    {"median_ttft_ms", &PointRecord::median_ttft_ms},
-    {"p99_ttft_ms", &PointRecord::p99_ttft_ms},
-    {"median_tpot_ms", &PointRecord::median_tpot_ms},
-    {"p99_tpot_ms", &PointRecord::p99_tpot_ms},
-    {"median_itl_ms", &PointRecord::median_itl_ms},
-    {"median_e2el_ms", &PointRecord::median_e2el_ms},
-    {"median_intvty", &PointRecord::median_intvty},
-    {"tput_per_gpu", &PointRecord::tput_per_gpu},
-    {"output_tput_per_gpu", &PointRecord::output_tput_per_gpu},
-}};
+constexpr int kFirstHeadlineColumn = 9;
+constexpr int kAfterHeadline = kFirstHeadlineColumn + static_cast<int>(kHeadlineCount);
 
 Expected<PointRecord> read_point(const Statement& s, const fs::path& file) {
   PointRecord p;
@@ -311,19 +304,27 @@ Expected<PointRecord> read_point(const Statement& s, const fs::path& file) {
   p.fingerprint = s.column_text(3);
   p.workload_key = s.column_text(4);
   p.concurrency = s.column_int(5);
-  p.status = s.column_text(6);
+  const std::string status = s.column_text(6);
+  auto parsed = parse_status(status);
+  if (!parsed) {
+    return Error{fmt::format("{}: points row {}: unknown status '{}'", file.string(), p.id, status)};
+  }
+  p.status = *parsed;
   p.error = s.column_text(7);
   p.reused_from_run = s.column_optional_int(8);
-  for (size_t i = 0; i < kHeadline.size(); ++i) {
-    p.*kHeadline[i].field = s.column_double(9 + static_cast<int>(i));
+  for (size_t i = 0; i < kHeadlineCount; ++i) {
+    const int col = kFirstHeadlineColumn + static_cast<int>(i);
+    p.headline.set_at(i, kHeadlineMetrics[i].integer ? static_cast<double>(s.column_int(col))
+                                                     : s.column_double(col));
   }
-  p.completed = s.column_int(21);
-  p.failed = s.column_int(22);
-  auto result = parse_object(w, "result", s.column_text(23));
+  auto result = parse_object(w, "result", s.column_text(kAfterHeadline));
   if (!result) return result.error();
   p.result = std::move(*result);
-  p.artifacts_dir = s.column_text(24);
-  p.created_at = s.column_int(25);
+  p.artifacts_dir = s.column_text(kAfterHeadline + 1);
+  p.created_at = s.column_int(kAfterHeadline + 2);
+  boost::system::error_code ec;
+  auto validity = boost::json::parse(s.column_text(kAfterHeadline + 3), ec);
+  if (!ec) p.validity = Validity::from_json(validity);
   return p;
 }
 
@@ -375,18 +376,9 @@ bool all_digits(const std::string& s) {
 }  // namespace
 
 void set_headline_from_result(PointRecord& p) {
-  for (const auto& h : kHeadline) {
-    const auto* v = p.result.if_contains(h.key);
-    if (v == nullptr) continue;
-    if (v->is_double()) p.*h.field = v->as_double();
-    if (v->is_int64()) p.*h.field = static_cast<double>(v->as_int64());
-    if (v->is_uint64()) p.*h.field = static_cast<double>(v->as_uint64());
-  }
-  for (auto [key, field] : {std::pair{"completed", &PointRecord::completed},
-                            std::pair{"failed", &PointRecord::failed}}) {
-    const auto* v = p.result.if_contains(key);
-    if (v != nullptr && v->is_int64()) p.*field = v->as_int64();
-    if (v != nullptr && v->is_uint64()) p.*field = static_cast<int64_t>(v->as_uint64());
+  const Headline from = Headline::from_json(p.result);
+  for (size_t i = 0; i < kHeadlineCount; ++i) {
+    if (!std::isnan(from.at(i))) p.headline.set_at(i, from.at(i));
   }
 }
 
@@ -552,38 +544,49 @@ Status Store::update_server_config(const ServerConfigRecord& c) {
 }
 
 Expected<int64_t> Store::add_point(const PointRecord& p) {
-  if (auto st = check_status("point", p.status, kPointStatuses); !st) return st.error();
-  if (p.status == "reused" && !p.reused_from_run) {
+  if (!storable(p.status)) {
+    return Error{fmt::format("store: point status '{}' is not one of ok|failed|reused|invalid",
+                             status_name(p.status))};
+  }
+  if (p.status == PointStatus::kReused && !p.reused_from_run) {
     return Error{"store: a reused point needs reused_from_run"};
   }
   const int64_t created_at = p.created_at != 0 ? p.created_at : now_s();
+  static const std::string sql = [] {
+    std::string cols =
+        "run_id, server_config_id, fingerprint, workload_key, concurrency, status, error, "
+        "reused_from_run";
+    for (const auto& k : kHeadlineMetrics) cols += fmt::format(", {}", k.key);
+    cols += ", result, artifacts_dir, created_at, validity";
+    std::string params;
+    for (int i = 1; i <= kAfterHeadline + 4 - 1; ++i) params += fmt::format("{}?{}", i > 1 ? ", " : "", i);
+    return fmt::format("INSERT INTO points ({}) VALUES ({})", cols, params);
+  }();
   std::lock_guard lock(impl_->mu);
   return impl_->write([&](Database& d) -> Expected<int64_t> {
-    auto stmt = d.prepare(
-        "INSERT INTO points (run_id, server_config_id, fingerprint, workload_key, concurrency, "
-        "status, error, reused_from_run, request_throughput, output_throughput, "
-        "total_token_throughput, median_ttft_ms, p99_ttft_ms, median_tpot_ms, p99_tpot_ms, "
-        "median_itl_ms, median_e2el_ms, median_intvty, tput_per_gpu, output_tput_per_gpu, "
-        "completed, failed, result, artifacts_dir, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
-        "?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, "
-        "?25)");
+    auto stmt = d.prepare(sql);
     if (!stmt) return stmt.error();
     stmt->bind(1, p.run_id)
         .bind(2, p.server_config_id != 0 ? std::optional(p.server_config_id) : std::nullopt)
         .bind(3, p.fingerprint)
         .bind(4, p.workload_key)
         .bind(5, p.concurrency)
-        .bind(6, p.status)
+        .bind(6, std::string(status_name(p.status)))
         .bind(7, p.error)
         .bind(8, p.reused_from_run);
-    for (size_t i = 0; i < kHeadline.size(); ++i) {
-      stmt->bind(9 + static_cast<int>(i), p.*kHeadline[i].field);
+    for (size_t i = 0; i < kHeadlineCount; ++i) {
+      const int param = kFirstHeadlineColumn + static_cast<int>(i);  // 1-based: column + 0
+      const double v = p.headline.at(i);
+      if (kHeadlineMetrics[i].integer) {
+        stmt->bind(param, std::isnan(v) ? int64_t{0} : static_cast<int64_t>(v));
+      } else {
+        stmt->bind(param, v);
+      }
     }
-    stmt->bind(21, p.completed)
-        .bind(22, p.failed)
-        .bind(23, to_text(p.result))
-        .bind(24, p.artifacts_dir)
-        .bind(25, created_at);
+    stmt->bind(kAfterHeadline, to_text(p.result))
+        .bind(kAfterHeadline + 1, p.artifacts_dir)
+        .bind(kAfterHeadline + 2, created_at)
+        .bind(kAfterHeadline + 3, boost::json::serialize(p.validity.to_json()));
     if (auto st = stmt->run(); !st) return st.error();
     return d.last_insert_rowid();
   });
@@ -619,7 +622,7 @@ Expected<std::optional<PointRecord>> Store::completed_point(int64_t run_id,
   auto stmt = d.prepare(fmt::format(
       "SELECT {} FROM points p WHERE p.run_id = ?1 AND p.fingerprint = ?2 AND p.concurrency = ?3 "
       "AND p.workload_key = ?4 AND p.status IN ('ok', 'reused') ORDER BY p.id DESC LIMIT 1",
-      kPointColumns));
+      point_columns()));
   if (!stmt) return stmt.error();
   stmt->bind(1, run_id).bind(2, fingerprint).bind(3, concurrency).bind(4, workload_key);
   return read_one<PointRecord>(*stmt, [&](const Statement& s) { return read_point(s, d.file()); });
@@ -635,7 +638,7 @@ Expected<std::optional<PointRecord>> Store::reusable_point(const std::string& fi
       "SELECT {} FROM points p JOIN runs r ON r.id = p.run_id WHERE p.fingerprint = ?1 AND "
       "p.concurrency = ?2 AND p.workload_key = ?3 AND p.status = 'ok' AND r.status = 'ok' AND "
       "r.tool_version = ?4 ORDER BY r.started_at DESC, p.id DESC LIMIT 1",
-      kPointColumns));
+      point_columns()));
   if (!stmt) return stmt.error();
   stmt->bind(1, fingerprint).bind(2, concurrency).bind(3, workload_key).bind(4, tool_version);
   return read_one<PointRecord>(*stmt, [&](const Statement& s) { return read_point(s, d.file()); });
@@ -723,7 +726,7 @@ Expected<std::vector<PointRecord>> Store::points(int64_t run_id) {
   std::lock_guard lock(impl_->mu);
   auto& d = impl_->db;
   auto stmt = d.prepare(
-      fmt::format("SELECT {} FROM points p WHERE p.run_id = ?1 ORDER BY p.id", kPointColumns));
+      fmt::format("SELECT {} FROM points p WHERE p.run_id = ?1 ORDER BY p.id", point_columns()));
   if (!stmt) return stmt.error();
   stmt->bind(1, run_id);
   return read_all<PointRecord>(*stmt, [&](const Statement& s) { return read_point(s, d.file()); });
@@ -791,12 +794,11 @@ boost::json::object to_json(const PointRecord& p) {
       {"fingerprint", p.fingerprint},
       {"workload_key", p.workload_key},
       {"concurrency", p.concurrency},
-      {"status", p.status},
+      {"status", status_name(p.status)},
       {"error", p.error},
       {"reused_from_run", optional_id(p.reused_from_run)}};
-  for (const auto& h : kHeadline) o[h.key] = number_or_null(p.*h.field);
-  o["completed"] = p.completed;
-  o["failed"] = p.failed;
+  for (const auto& kv : p.headline.to_json()) o[kv.key()] = kv.value();
+  o["validity"] = p.validity.to_json();
   o["result"] = p.result;
   o["artifacts_dir"] = p.artifacts_dir;
   o["created_at"] = p.created_at;

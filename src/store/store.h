@@ -24,6 +24,8 @@
 #include <vector>
 
 #include "core/expected.h"
+#include "metrics/keys.h"
+#include "metrics/point.h"
 #include "store/db.h"
 
 namespace ib::store {
@@ -76,33 +78,28 @@ struct ServerConfigRecord {
 
 /// One benchmark point: a server configuration at one concurrency under one workload.
 struct PointRecord {
-  static constexpr double kUnset = std::numeric_limits<double>::quiet_NaN();
-
   int64_t id = 0;  // assigned by add_point
   int64_t run_id = 0;
   int64_t server_config_id = 0;  // 0: none (stored NULL)
   std::string fingerprint;       // the server configuration's fingerprint
-  std::string workload_key;      // identifies the workload (ISL/OSL, dataset, seed ...)
+  std::string workload_key;      // identifies the workload (workload/workload.h: Workload::key)
   int64_t concurrency = 0;
-  std::string status = "ok";  // ok | failed | reused | invalid
+  /// ok | failed | reused | invalid (skipped and resumed points are not stored)
+  PointStatus status = PointStatus::kOk;
   std::string error;
   std::optional<int64_t> reused_from_run;  // set when status is reused
-  // Headline metrics (DESIGN.md §4 names); NaN when not measured (stored NULL, JSON null).
-  double request_throughput = kUnset, output_throughput = kUnset, total_token_throughput = kUnset;
-  double median_ttft_ms = kUnset, p99_ttft_ms = kUnset;
-  double median_tpot_ms = kUnset, p99_tpot_ms = kUnset;
-  double median_itl_ms = kUnset, median_e2el_ms = kUnset;
-  double median_intvty = kUnset;  // tok/s/user
-  double tput_per_gpu = kUnset, output_tput_per_gpu = kUnset;
-  int64_t completed = 0, failed = 0;  // requests
-  boost::json::object result;         // the full result JSON
+  /// Headline metrics (metrics/keys.h: one column each); NaN when not measured (stored NULL,
+  /// JSON null; the counts completed and failed are stored 0).
+  Headline headline;
+  Validity validity;                   // why the numbers may not be used (invalid points)
+  boost::json::object result;          // the full result JSON
   std::string artifacts_dir;
   int64_t created_at = 0;  // unix seconds; add_point sets now when 0
 };
 
-/// Copies the headline metrics (and completed/failed) from `p.result`, under the result JSON's
-/// own key names (request_throughput, median_ttft_ms, tput_per_gpu, ...). Keys absent from the
-/// result, or not numbers, leave the field as it was.
+/// Copies the headline metrics from `p.result`, under the result JSON's own key names
+/// (request_throughput, median_ttft_ms, tput_per_gpu, ...). Keys absent from the result, or not
+/// numbers, leave the field as it was.
 void set_headline_from_result(PointRecord& p);
 
 /// Something that went wrong during a run, kept for the report.

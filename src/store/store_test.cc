@@ -69,7 +69,7 @@ PointRecord make_point(int64_t run_id, const std::string& fp, int64_t conc,
   p.fingerprint = fp;
   p.workload_key = workload;
   p.concurrency = conc;
-  p.status = status;
+  p.status = parse_status(status).value_or(PointStatus::kSkipped);  // unknown: a status never stored
   p.result = {{"concurrency", conc}, {"request_throughput", 1.5 * static_cast<double>(conc)}};
   set_headline_from_result(p);
   return p;
@@ -319,7 +319,7 @@ TEST_F(StoreTest, PointRoundTripsEveryColumnAndTheFullResult) {
   p.fingerprint = "fp";
   p.workload_key = "isl=1024,osl=1024,seed=0";
   p.concurrency = 64;
-  p.status = "reused";
+  p.status = PointStatus::kReused;
   p.reused_from_run = src;
   p.result = {{"request_throughput", 12.345678901234567},
               {"output_throughput", 9876.5},
@@ -353,22 +353,22 @@ TEST_F(StoreTest, PointRoundTripsEveryColumnAndTheFullResult) {
   EXPECT_EQ(g.fingerprint, "fp");
   EXPECT_EQ(g.workload_key, p.workload_key);
   EXPECT_EQ(g.concurrency, 64);
-  EXPECT_EQ(g.status, "reused");
+  EXPECT_EQ(g.status, PointStatus::kReused);
   EXPECT_EQ(g.reused_from_run, src);
-  EXPECT_EQ(g.request_throughput, 12.345678901234567);
-  EXPECT_EQ(g.output_throughput, 9876.5);
-  EXPECT_EQ(g.total_token_throughput, 20000.25);
-  EXPECT_EQ(g.median_ttft_ms, 123.4);
-  EXPECT_EQ(g.p99_ttft_ms, 456.7);
-  EXPECT_EQ(g.median_tpot_ms, 20.0);
-  EXPECT_EQ(g.p99_tpot_ms, 33.3);
-  EXPECT_EQ(g.median_itl_ms, 19.5);
-  EXPECT_EQ(g.median_e2el_ms, 20000.0);  // an integer in the result JSON
-  EXPECT_EQ(g.median_intvty, 50.0);
-  EXPECT_EQ(g.tput_per_gpu, 2500.03125);
-  EXPECT_EQ(g.output_tput_per_gpu, 1234.5);
-  EXPECT_EQ(g.completed, 640);
-  EXPECT_EQ(g.failed, 2);
+  EXPECT_EQ(g.headline.get("request_throughput"), 12.345678901234567);
+  EXPECT_EQ(g.headline.get("output_throughput"), 9876.5);
+  EXPECT_EQ(g.headline.get("total_token_throughput"), 20000.25);
+  EXPECT_EQ(g.headline.get("median_ttft_ms"), 123.4);
+  EXPECT_EQ(g.headline.get("p99_ttft_ms"), 456.7);
+  EXPECT_EQ(g.headline.get("median_tpot_ms"), 20.0);
+  EXPECT_EQ(g.headline.get("p99_tpot_ms"), 33.3);
+  EXPECT_EQ(g.headline.get("median_itl_ms"), 19.5);
+  EXPECT_EQ(g.headline.get("median_e2el_ms"), 20000.0);  // an integer in the result JSON
+  EXPECT_EQ(g.headline.get("median_intvty"), 50.0);
+  EXPECT_EQ(g.headline.get("tput_per_gpu"), 2500.03125);
+  EXPECT_EQ(g.headline.get("output_tput_per_gpu"), 1234.5);
+  EXPECT_EQ(g.headline.get("completed"), 640);
+  EXPECT_EQ(g.headline.get("failed"), 2);
   EXPECT_EQ(g.result, p.result);  // exact, doubles and 64-bit integers included
   EXPECT_EQ(g.artifacts_dir, p.artifacts_dir);
   EXPECT_EQ(g.created_at, 1234);
@@ -379,7 +379,7 @@ TEST_F(StoreTest, PointRoundTripsEveryColumnAndTheFullResult) {
   f.fingerprint = "fp2";
   f.workload_key = "w";
   f.concurrency = 4;
-  f.status = "failed";
+  f.status = PointStatus::kFailed;
   f.error = "server exited during warmup";
   must(store.add_point(f));
   auto both = must(store.points(run));
@@ -387,8 +387,8 @@ TEST_F(StoreTest, PointRoundTripsEveryColumnAndTheFullResult) {
   const PointRecord& gf = both[1];
   EXPECT_EQ(gf.server_config_id, 0);
   EXPECT_EQ(gf.reused_from_run, std::nullopt);
-  EXPECT_TRUE(std::isnan(gf.request_throughput));
-  EXPECT_TRUE(std::isnan(gf.tput_per_gpu));
+  EXPECT_TRUE(std::isnan(gf.headline.get("request_throughput")));
+  EXPECT_TRUE(std::isnan(gf.headline.get("tput_per_gpu")));
   EXPECT_EQ(gf.error, f.error);
   EXPECT_TRUE(gf.result.empty());
   EXPECT_GT(gf.created_at, 1700000000);
@@ -397,13 +397,13 @@ TEST_F(StoreTest, PointRoundTripsEveryColumnAndTheFullResult) {
 TEST_F(StoreTest, PointValidationNamesTheProblem) {
   auto store = open();
   const int64_t run = must(store.begin_run(make_run("r")));
-  auto p = make_point(run, "fp", 1, "great");
+  auto p = make_point(run, "fp", 1, "skipped");
   auto bad = store.add_point(p);
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.error().message.find("point status 'great' is not one of ok|failed|reused|invalid"),
+  EXPECT_NE(bad.error().message.find("point status 'skipped' is not one of ok|failed|reused|invalid"),
             std::string::npos)
       << bad.error().message;
-  p.status = "reused";
+  p.status = PointStatus::kReused;
   bad = store.add_point(p);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message.find("reused_from_run"), std::string::npos);
@@ -524,7 +524,7 @@ TEST_F(StoreTest, CompletedPointMatchesOnlyThisRunsOkOrReusedPoints) {
   auto got = must(store.completed_point(run, "fp", 8, "1k1k"));
   ASSERT_TRUE(got.has_value());
   EXPECT_EQ(got->id, ok);
-  EXPECT_EQ(got->request_throughput, 12.0);
+  EXPECT_EQ(got->headline.get("request_throughput"), 12.0);
   EXPECT_FALSE(must(store.completed_point(run, "fp", 16, "1k1k")).has_value());
   EXPECT_FALSE(must(store.completed_point(run, "fp", 8, "8k1k")).has_value());
   EXPECT_FALSE(must(store.completed_point(run, "fp-other", 8, "1k1k")).has_value());
@@ -589,8 +589,8 @@ TEST_F(StoreTest, JsonFormsUseNullForUnsetMetricsAndIds) {
   PointRecord p;
   p.id = 3;
   p.run_id = 1;
-  p.status = "failed";
-  p.median_ttft_ms = 12.5;
+  p.status = PointStatus::kFailed;
+  p.headline.set("median_ttft_ms", 12.5);
   p.result = {{"k", 1}};
   auto j = to_json(p);
   EXPECT_TRUE(j.at("request_throughput").is_null());
@@ -622,13 +622,13 @@ TEST_F(StoreTest, JsonFormsUseNullForUnsetMetricsAndIds) {
 TEST_F(StoreTest, HeadlineFromResultTakesNumbersAndLeavesTheRest) {
   PointRecord p;
   p.result = {{"request_throughput", 3}, {"median_tpot_ms", "n/a"}, {"completed", 10}};
-  p.median_tpot_ms = 7;
+  p.headline.set("median_tpot_ms", 7);
   set_headline_from_result(p);
-  EXPECT_EQ(p.request_throughput, 3.0);
-  EXPECT_EQ(p.median_tpot_ms, 7.0);  // not a number: unchanged
-  EXPECT_TRUE(std::isnan(p.tput_per_gpu));
-  EXPECT_EQ(p.completed, 10);
-  EXPECT_EQ(p.failed, 0);
+  EXPECT_EQ(p.headline.get("request_throughput"), 3.0);
+  EXPECT_EQ(p.headline.get("median_tpot_ms"), 7.0);  // not a number: unchanged
+  EXPECT_TRUE(std::isnan(p.headline.get("tput_per_gpu")));
+  EXPECT_EQ(p.headline.get("completed"), 10);
+  EXPECT_TRUE(std::isnan(p.headline.get("failed")));  // absent: unchanged (not measured)
 }
 
 TEST_F(StoreTest, CorruptJsonColumnIsReportedWithTableRowAndColumn) {
@@ -679,7 +679,7 @@ void check_crash_point(const PointRecord& p) {
   const int64_t seq = p.concurrency;
   ASSERT_TRUE(p.result.contains("seq")) << "point " << p.id;
   EXPECT_EQ(p.result.at("seq").as_int64(), seq);
-  EXPECT_EQ(p.request_throughput, static_cast<double>(seq));
+  EXPECT_EQ(p.headline.get("request_throughput"), static_cast<double>(seq));
   EXPECT_EQ(p.result, crash_result(static_cast<int>(seq))) << "point " << p.id;
 }
 
@@ -696,7 +696,7 @@ void check_crash_point(const PointRecord& p) {
     p.fingerprint = "fp";
     p.workload_key = "w";
     p.concurrency = seq;
-    p.request_throughput = seq;
+    p.headline.set("request_throughput", seq);
     p.result = crash_result(seq);
     if (!store->add_point(p)) _exit(5);
     if (write(ack_fd, &seq, sizeof seq) != static_cast<ssize_t>(sizeof seq)) _exit(6);

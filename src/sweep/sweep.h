@@ -1,7 +1,8 @@
-// The main job (issue 6): recipes → plan → for each server configuration, launch the server once
-// (local, Slurm or an endpoint), wait until healthy, capture its effective configuration and check
-// the recipe's `expect`, run every concurrency point, stop it; store everything in the results
-// database and the run's artifacts folder. Resumable (--resume), reusable (--reuse), interruptible.
+// The main job (DESIGN.md §1, §6): recipes → plan (planner.h) → for each server configuration a
+// ServerSession (launch/session.h: launch, health, effective configuration, `expect`), then each
+// point's workload through the run loop into a PointResult, recorded by the RunRecorder
+// (recorder.h) into the results database and the run folder. Resumable (--resume), reusable
+// (--reuse), interruptible.
 #pragma once
 
 #include <boost/json.hpp>
@@ -12,7 +13,9 @@
 
 #include "core/expected.h"
 #include "launch/slurm.h"
+#include "metrics/point.h"
 #include "openai/request.h"
+#include "sweep/planner.h"
 
 namespace ib {
 
@@ -29,32 +32,19 @@ struct SweepOptions {
   std::string endpoint_url;  // for the endpoint launcher
   launch::SlurmOptions slurm;
   std::vector<int64_t> concurrencies;  // replaces every row's concurrency list when given
-  int prompts_per_conc = 4;            // requests per point = max(min_prompts, this × conc)
-  int min_prompts = 8;
-  int warmups_per_conc = 1;  // warmup requests = this × conc
+  /// Command-line workload settings over the recipe's `workload:` block and the defaults
+  /// (InferenceX's: 10 × conc prompts, 2 × conc warmups, range ratio 0.8, seed 0).
+  WorkloadOverrides workload;
   Api api = Api::kCompletions;
   double point_timeout_s = 1800;
   double startup_timeout_s = 900;
   bool fail_fast = false;  // every group fail-fast, whatever the labels say
   bool env_trace = true;   // trace which recipe environment variables the server reads
+  bool check_expect = true;  // --no-expect: measure without checking the recipes' `expect`
   std::vector<std::string> extra_server_args;
   std::filesystem::path inferbench_exe;  // what "inferbench" in a serve command means
   std::string command_line;
   bool show_progress = true;
-};
-
-/// One point as the sweep saw it.
-struct SweepPointOutcome {
-  std::string config_key;
-  std::string fingerprint;
-  int64_t concurrency = 0;
-  /// ok | failed | invalid (expect failed) | reused | resumed (done earlier in this run) |
-  /// skipped (fail-fast or interrupt)
-  std::string status;
-  std::string error;
-  int64_t reused_from_run = 0;
-  boost::json::object headline;  // request/output throughput, p50 TTFT/TPOT, interactivity, ...
-  std::string result_file;       // relative to the run folder
 };
 
 struct SweepOutcome {
@@ -62,9 +52,9 @@ struct SweepOutcome {
   std::string run_name;
   std::filesystem::path run_dir;
   std::filesystem::path db;
-  std::vector<SweepPointOutcome> points;
-  std::vector<std::string> notes;   // plan notes, warnings
-  std::vector<std::string> errors;  // server failures with log tails
+  std::vector<PointResult> points;
+  std::vector<std::string> notes;   // plan notes, warnings, said once
+  std::vector<std::string> errors;  // server failures with log tails, write errors
   bool interrupted = false;
   std::string status() const;  // ok | failed | interrupted
   boost::json::object to_json() const;
@@ -74,7 +64,13 @@ struct SweepOutcome {
 /// found before anything ran (invalid recipes or options, unknown --resume run, database).
 Expected<SweepOutcome> run_sweep(const SweepOptions& options, std::FILE* table_out);
 
+/// The point table, streamed: header, then one row per point as it finishes.
 std::string sweep_table_header();
-std::string sweep_table_row(const SweepPointOutcome& p);
+std::string sweep_table_row(const PointResult& p);
+
+/// The final "not measured" list: points that are not a success, those of one configuration and
+/// workload with the same status and reason on one line ("sim-fast isl 32 / osl 8 conc 1,2,4:
+/// invalid: ..."). Empty when every point succeeded.
+std::string not_measured_text(const std::vector<PointResult>& points);
 
 }  // namespace ib

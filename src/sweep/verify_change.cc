@@ -7,6 +7,8 @@
 
 #include "core/files.h"
 #include "launch/local.h"
+#include "launch/session.h"
+#include "verify/expect.h"
 #include "recipe/matrix.h"
 #include "sweep/server_spec.h"
 #include "verify/env_trace.h"
@@ -78,50 +80,40 @@ std::vector<std::string> env_names(const recipe::ConfigEntry& e) {
 
 verify::ServerObservation observe_server(const recipe::RecipeRow& row,
                                          const std::vector<std::string>& watch, const fs::path& dir,
-                                         const VerifyOptions& o) {
+                                         const VerifyOptions& o,
+                                         const recipe::ConfigEntry* entry) {
   verify::ServerObservation obs;
   auto spec = server_spec_for_row(row, o.extra_server_args, o.inferbench_exe);
   if (!spec) {
     obs.error = spec.error().message;
     return obs;
   }
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  spec->log_path = dir / "server.log";
-  spec->startup_timeout = o.startup_timeout;
-  obs.log_path = spec->log_path.string();
-  const fs::path trace_dir = dir / "envtrace";
-  bool tracing = false;
-  if (o.env_trace && !watch.empty()) {
-    auto assets = verify::find_env_trace_assets();
-    if (assets) {
-      verify::add_env_trace(*assets, trace_dir, watch, &spec->env);
-      tracing = true;
-    } else {
-      obs.error = "environment tracing unavailable: " + assets.error().message;
+  launch::SessionOptions so;
+  so.dir = dir;
+  so.watch = watch;
+  so.env_trace = o.env_trace;
+  so.startup_timeout = o.startup_timeout;
+  // The recipe's own probes widen the effective configuration that is compared.
+  if (entry && entry->expect) {
+    if (auto parsed = verify::parse_expect(*entry->expect, row.config_key + ".expect")) {
+      so.probes = parsed->probes;
     }
   }
   auto launcher = launch::make_local_launcher();
-  auto server = launcher->start(*spec);
-  if (!server) {
-    obs.error = server.error().message;
+  auto session = launch::ServerSession::start(*launcher, *spec, so);
+  if (!session) {
+    obs.error = session.error().message;
     return obs;
   }
-  auto log = read_file(spec->log_path);
-  obs.config = verify::probe_effective_config(log ? *log : std::string());
-  (*server)->stop(std::chrono::milliseconds(10000));
-  if (tracing) {
-    auto report = verify::collect_env_trace(trace_dir, watch);
-    std::map<std::string, bool> read;
-    for (const auto& name : watch) {
-      auto it = report.reads.find(name);
-      read[name] = it != report.reads.end() && !it->second.empty();
+  obs.log_path = (*session)->log_path().string();
+  obs.config = (*session)->effective();
+  for (const auto& n : (*session)->notes()) {
+    if (o.env_trace && !watch.empty() && n.rfind("environment tracing off", 0) == 0) {
+      obs.error = n;
     }
-    obs.env_read = std::move(read);
-    (void)write_file_atomic(dir / "env_reads.json", json::serialize(report.to_json()) + "\n");
   }
-  (void)write_file_atomic(dir / "effective_config.json",
-                          json::serialize(obs.config.to_json()) + "\n");
+  (*session)->stop(std::chrono::milliseconds(10000));
+  obs.env_read = (*session)->env_read_flags();
   obs.identity = identity_of(row.fields, obs.config);
   obs.observed = true;
   return obs;
@@ -163,9 +155,9 @@ Expected<VerifyReport> verify_changes(const std::vector<recipe::ConfigEntry>& ba
     }
     const fs::path dir = o.work_dir / fmt::format("{:02}-{}", index, k.key);
     if (o.show_progress) fmt::print(stderr, "verify {}: starting the base server...\n", k.key);
-    auto bo = observe_server(brows.front(), watch, dir / "base", o);
+    auto bo = observe_server(brows.front(), watch, dir / "base", o, b);
     if (o.show_progress) fmt::print(stderr, "verify {}: starting the head server...\n", k.key);
-    auto ho = observe_server(hrows.front(), watch, dir / "head", o);
+    auto ho = observe_server(hrows.front(), watch, dir / "head", o, h);
     report.keys.push_back(verify::judge_key(k.key, k.status, fields, &bo, &ho, o.ignore_settings));
   }
   return report;

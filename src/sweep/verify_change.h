@@ -37,12 +37,14 @@ struct VerifyReport {
   std::string markdown() const;
 };
 
-/// Starts one row's server with the local launcher, waits until healthy, captures the effective
-/// configuration and which of `watch` its processes read, and stops it.
+/// Starts one row's server with the local launcher (a launch::ServerSession, as the sweep does),
+/// waits until healthy, captures the effective configuration (with the recipe's own probes from
+/// `entry`'s expect block) and which of `watch` its processes read, and stops it.
 verify::ServerObservation observe_server(const recipe::RecipeRow& row,
                                          const std::vector<std::string>& watch,
                                          const std::filesystem::path& dir,
-                                         const VerifyOptions& options);
+                                         const VerifyOptions& options,
+                                         const recipe::ConfigEntry* entry = nullptr);
 
 /// Judges every key of `changed` from base and head entries (servers started as needed).
 Expected<VerifyReport> verify_changes(const std::vector<recipe::ConfigEntry>& base,

@@ -169,9 +169,9 @@ TEST(Sweep, TwoConfigurationsTimesThreeConcurrenciesAreStored) {
   ASSERT_EQ(points->size(), 6u);
   std::set<std::pair<std::string, int64_t>> seen;
   for (const auto& p : *points) {
-    EXPECT_EQ(p.status, "ok") << p.error;
+    EXPECT_EQ(p.status, PointStatus::kOk) << p.error;
     EXPECT_TRUE(seen.insert({p.fingerprint, p.concurrency}).second);
-    EXPECT_GT(p.output_throughput, 0);
+    EXPECT_GT(p.headline.get("output_throughput"), 0);
     EXPECT_EQ(p.result.at("max_concurrency").as_int64(), p.concurrency);
     const fs::path agg = fs::path(p.artifacts_dir) / fmt::format("agg_conc_{}.json", p.concurrency);
     auto a = read_json(agg);
@@ -187,7 +187,7 @@ TEST(Sweep, TwoConfigurationsTimesThreeConcurrenciesAreStored) {
   double fast = 0, slow = 0;
   for (const auto& p : *points) {
     if (p.concurrency != 1) continue;
-    (p.fingerprint == (*configs)[0].fingerprint ? fast : slow) = p.median_tpot_ms;
+    (p.fingerprint == (*configs)[0].fingerprint ? fast : slow) = p.headline.get("median_tpot_ms");
   }
   EXPECT_LT(fast, slow);
   // --json: the outcome on stdout.
@@ -253,8 +253,8 @@ TEST(Sweep, ServerKilledMidRunFailsItsPointsWithTheReasonAndOthersGoOn) {
   int failed_with_reason = 0;
   int ok = 0;
   for (const auto& p : points) {
-    if (p.status == "ok") ++ok;
-    if (p.status == "failed" && p.error.find("server exited (signal 9") != std::string::npos) {
+    if (p.status == PointStatus::kOk) ++ok;
+    if (p.status == PointStatus::kFailed && p.error.find("server exited (signal 9") != std::string::npos) {
       ++failed_with_reason;
     }
   }
@@ -305,7 +305,7 @@ TEST(Sweep, SigkilledSweepResumesWithEveryPointExactlyOnce) {
   auto stored = db.points(all[0].run.id);
   ASSERT_TRUE(stored.ok());
   for (const auto& p : *stored) {
-    if (p.status == "ok") ++ok_points[{p.fingerprint, p.concurrency}];
+    if (p.status == PointStatus::kOk) ++ok_points[{p.fingerprint, p.concurrency}];
   }
   EXPECT_EQ(ok_points.size(), 6u);
   for (const auto& [k, n] : ok_points) EXPECT_EQ(n, 1) << k.first << " conc " << k.second;
@@ -461,7 +461,7 @@ TEST(Sweep, PointTimeoutCutsAPointAndKeepsWhatItMeasured) {
   auto stored = db.points(run.run.id);
   ASSERT_TRUE(stored.ok());
   ASSERT_EQ(stored->size(), 1u);
-  EXPECT_EQ((*stored)[0].status, "failed");
+  EXPECT_EQ((*stored)[0].status, PointStatus::kFailed);
   EXPECT_TRUE((*stored)[0].result.at("timed_out").as_bool());
   EXPECT_TRUE((*stored)[0].result.at("partial").as_bool());
 }
@@ -478,11 +478,11 @@ TEST(Sweep, SweepEnabledLabelMeasuresOnlyTheLowestConcurrency) {
   ASSERT_TRUE(stored.ok());
   ASSERT_EQ(stored->size(), 1u);
   EXPECT_EQ((*stored)[0].concurrency, 1);
-  EXPECT_EQ((*stored)[0].status, "ok");
+  EXPECT_EQ((*stored)[0].status, PointStatus::kOk);
   // The row's 1k/1k workload (lengths drawn in [0.8, 1] x OSL, as InferenceX's random ratio).
   const double mean_out =
       static_cast<double>((*stored)[0].result.at("total_output_tokens").as_int64()) /
-      static_cast<double>((*stored)[0].completed);
+      (*stored)[0].headline.get("completed");
   EXPECT_GE(mean_out, 0.8 * 1024);
   EXPECT_LE(mean_out, 1024);
 }

@@ -1,0 +1,141 @@
+#include "launch/session.h"
+
+#include <fmt/format.h>
+
+#include "core/files.h"
+
+namespace ib::launch {
+
+namespace fs = std::filesystem;
+
+boost::json::array ExpectOutcome::to_json() const {
+  boost::json::array a;
+  for (const auto& r : results) a.push_back(r.to_json());
+  for (const auto& u : unobservable) {
+    boost::json::object o;
+    o["assertion"] = u.substr(0, u.find(": "));
+    o["passed"] = nullptr;
+    o["evidence"] = u.find(": ") == std::string::npos ? u : u.substr(u.find(": ") + 2);
+    o["unobservable"] = true;
+    a.push_back(std::move(o));
+  }
+  return a;
+}
+
+Expected<std::unique_ptr<ServerSession>> ServerSession::start(Launcher& launcher, ServerSpec spec,
+                                                              SessionOptions o) {
+  std::unique_ptr<ServerSession> s(new ServerSession());
+  s->launcher_ = launcher.name();
+  s->dir_ = o.dir;
+  s->watch_ = o.watch;
+  std::error_code ec;
+  fs::create_directories(o.dir, ec);
+  if (ec) return Error{fmt::format("{}: cannot create: {}", o.dir.string(), ec.message())};
+  const bool endpoint = s->launcher_ == "endpoint";
+  if (!endpoint) spec.log_path = o.dir / "server.log";
+  spec.startup_timeout = o.startup_timeout;
+  // Environment tracing: which of the recipe's variables the server processes read. Only a
+  // process started on this machine can be traced.
+  s->trace_dir_ = o.dir / "envtrace";
+  if (o.env_trace && !o.watch.empty()) {
+    if (s->launcher_ != "local") {
+      s->notes_.push_back(fmt::format(
+          "environment tracing off: the {} launcher cannot trace a server's reads", s->launcher_));
+    } else if (auto assets = verify::find_env_trace_assets(); assets) {
+      verify::add_env_trace(*assets, s->trace_dir_, o.watch, &spec.env);
+      s->tracing_ = true;
+    } else {
+      s->notes_.push_back(fmt::format("environment tracing off: {}", assets.error().message));
+    }
+  }
+  auto server = launcher.start(spec);
+  if (!server) return server.error();
+  s->server_ = std::move(*server);
+  s->observe(o);
+  return s;
+}
+
+void ServerSession::observe(const SessionOptions& o) {
+  const fs::path log_path = server_->log_path();
+  std::string log;
+  if (!log_path.empty()) {
+    if (auto text = read_file(log_path); text) {
+      log = std::move(*text);
+      log_available_ = true;
+    }
+  }
+  std::vector<verify::RegexProbe> probes = o.probes;
+  if (o.expect) probes.insert(probes.end(), o.expect->probes.begin(), o.expect->probes.end());
+  effective_ = verify::probe_effective_config(log, probes);
+  write_json(dir_ / "effective_config.json", effective_.to_json());
+  if (!o.expect || o.expect->empty()) return;
+
+  const verify::ExpectSpec& e = *o.expect;
+  if (log_available_) {
+    expect_.results = verify::check_expect(e, log, effective_);
+  } else {
+    const std::string why = fmt::format("the {} launcher has no server log to check", launcher_);
+    for (const auto& r : e.log_contains) expect_.unobservable.push_back("log-contains /" + r + "/: " + why);
+    for (const auto& r : e.log_absent) expect_.unobservable.push_back("log-absent /" + r + "/: " + why);
+    for (const auto& [k, v] : e.settings) {
+      expect_.unobservable.push_back(
+          fmt::format("settings.{} == {}: {}", k, boost::json::serialize(v), why));
+    }
+  }
+  if (!e.env_read.empty() || !e.env_not_read.empty()) {
+    if (tracing_) {
+      auto trace = verify::collect_env_trace(trace_dir_, watch_);
+      auto env = verify::check_env_expect(e, &trace);
+      expect_.results.insert(expect_.results.end(), env.begin(), env.end());
+    } else {
+      const std::string why =
+          launcher_ == "local"
+              ? std::string("environment tracing is off")
+              : fmt::format("the {} launcher cannot trace environment reads", launcher_);
+      for (const auto& n : e.env_read) expect_.unobservable.push_back("env-read " + n + ": " + why);
+      for (const auto& n : e.env_not_read) {
+        expect_.unobservable.push_back("env-not-read " + n + ": " + why);
+      }
+    }
+  }
+  for (const auto& r : expect_.results) {
+    if (!r.passed) {
+      expect_.failure = fmt::format("expect failed: {} ({})", r.assertion, r.evidence);
+      break;
+    }
+  }
+  write_json(dir_ / "expect.json", expect_.to_json());
+}
+
+void ServerSession::write_json(const fs::path& file, const boost::json::value& v) {
+  if (auto s = write_file_atomic(file, boost::json::serialize(v) + "\n"); !s) {
+    write_errors_.push_back(s.error().message);
+  }
+}
+
+std::string ServerSession::stop(std::chrono::milliseconds grace) {
+  if (stopped_) return ended_;
+  stopped_ = true;
+  ended_ = server_->stop(grace);
+  if (tracing_) {
+    env_reads_ = verify::collect_env_trace(trace_dir_, watch_);
+    write_json(dir_ / "env_reads.json", env_reads_->to_json());
+  }
+  return ended_;
+}
+
+std::optional<std::map<std::string, bool>> ServerSession::env_read_flags() const {
+  if (!env_reads_) return std::nullopt;
+  std::map<std::string, bool> read;
+  for (const auto& name : watch_) {
+    auto it = env_reads_->reads.find(name);
+    read[name] = it != env_reads_->reads.end() && !it->second.empty();
+  }
+  return read;
+}
+
+ServerSession::~ServerSession() {
+  if (server_ && !stopped_) stop();
+}
+
+}  // namespace ib::launch

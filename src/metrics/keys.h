@@ -1,0 +1,61 @@
+// The one table of headline metric keys (DESIGN.md §6). Each key is declared here once; the
+// result JSON (metrics_to_json), the SQLite headline columns (store/), the point tables of
+// `sweep` and `show`, and the InferenceX aggregate all read it.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <boost/json.hpp>
+
+namespace ib {
+
+struct BenchMetrics;
+struct MetricsOptions;
+
+struct MetricKey {
+  std::string_view key;    // result JSON key and SQL column, vLLM/InferenceX spelling
+  std::string_view title;  // column title in text tables
+  int decimals;            // shown with this many decimals
+  bool integer;            // a count (stored as INTEGER)
+  bool table;              // a column of the point tables (sweep, show)
+  /// The value from a point's metrics (per-GPU keys use options.num_gpus; a percentile not in
+  /// options.percentiles is NaN).
+  double (*value)(const BenchMetrics& m, const MetricsOptions& options);
+};
+
+inline constexpr size_t kHeadlineCount = 14;
+
+/// In SQL column order.
+extern const std::array<MetricKey, kHeadlineCount> kHeadlineMetrics;
+
+/// Index of `key` in kHeadlineMetrics; nullopt when it is not a headline key.
+std::optional<size_t> headline_index(std::string_view key);
+
+/// The headline values of one point; NaN where not measured.
+class Headline {
+ public:
+  Headline();
+  static Headline from_metrics(const BenchMetrics& m, const MetricsOptions& options);
+  /// From a result JSON (keys absent or not numbers stay NaN).
+  static Headline from_json(const boost::json::object& result);
+
+  double at(size_t i) const { return v_[i]; }
+  void set_at(size_t i, double v) { v_[i] = v; }
+  /// REQUIRES: headline_index(key).
+  double get(std::string_view key) const;
+  void set(std::string_view key, double v);
+  bool empty() const;  // nothing measured
+  /// Every key; NaN as null, counts as integers.
+  boost::json::object to_json() const;
+  /// The cell text of key i: fixed decimals, "-" when NaN.
+  std::string cell(size_t i) const;
+
+ private:
+  std::array<double, kHeadlineCount> v_;
+};
+
+}  // namespace ib

@@ -1,0 +1,94 @@
+// One measured (or not measured) benchmark point, typed from end to end (DESIGN.md §6): what it
+// is (identity), what it measured (headline metrics and the full result), whether it ran
+// (PointStatus) and whether its numbers may be used (Validity).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/json.hpp>
+
+#include "metrics/keys.h"
+
+namespace ib {
+
+/// What happened to a point.
+enum class PointStatus {
+  kOk,       // measured, valid
+  kInvalid,  // measured or refused, but its numbers may not be used (see Validity)
+  kFailed,   // could not be measured (server failure, too many failed requests, timeout ...)
+  kSkipped,  // not attempted (fail-fast, canary, interrupt)
+  kReused,   // taken from an earlier run (--reuse)
+  kResumed,  // measured earlier in this run (--resume)
+};
+
+std::string_view status_name(PointStatus s);
+std::optional<PointStatus> parse_status(std::string_view name);
+/// ok, reused and resumed: the point has usable numbers.
+bool is_success(PointStatus s);
+
+/// Why a point's numbers may not be used (LoadGen's VALID/INVALID).
+enum class InvalidKind {
+  kExpectFailed,        // the server does not show what the recipe's `expect` asserts
+  kExpectUnobservable,  // `expect` cannot be checked with this launcher (no log, no trace)
+  kFailureRate,         // more than kMaxFailureRate of the requests failed, or none completed
+  kClientHealth,        // the client itself may have distorted the numbers
+  kInterrupted,         // cut by Ctrl-C (partial result kept)
+  kTimedOut,            // cut by the point timeout (partial result kept)
+  kServerExited,        // the server died during the point
+  kWorkload,            // a workload's own rule
+};
+
+std::string_view invalid_kind_name(InvalidKind k);
+std::optional<InvalidKind> parse_invalid_kind(std::string_view name);
+
+struct InvalidReason {
+  InvalidKind kind;
+  std::string message;  // what was seen
+  std::string advice;   // what to do about it; may be empty
+  boost::json::object to_json() const;
+};
+
+struct Validity {
+  std::vector<InvalidReason> reasons;
+  bool valid() const { return reasons.empty(); }
+  void add(InvalidKind kind, std::string message, std::string advice = "");
+  bool has(InvalidKind kind) const;
+  /// "expect failed: settings.tp == 4 (not set); ..." (empty when valid).
+  std::string text() const;
+  boost::json::array to_json() const;
+  static Validity from_json(const boost::json::value& v);  // tolerant: unknown kinds dropped
+};
+
+/// Which point this is: the keys `--resume` and `--reuse` match on, and how to show it.
+struct PointIdentity {
+  std::string config_key;
+  std::string fingerprint;  // of the server configuration
+  int64_t concurrency = 0;
+  std::string workload_key;    // canonical workload JSON (workload/workload.h)
+  std::string workload_label;  // short, for tables: "isl 512 / osl 64"
+  std::string tool_version;
+};
+
+struct PointResult {
+  PointIdentity id;
+  PointStatus status = PointStatus::kOk;
+  Validity validity;
+  /// Failed or skipped: why, first line first ("4 × http_status: HTTP 404: ..."; "server exited
+  /// (signal 9 (Killed))").
+  std::string error;
+  Headline headline;           // NaN where not measured
+  boost::json::object result;  // the full result JSON (empty when nothing was measured)
+  std::optional<int64_t> reused_from_run;
+  std::string artifacts_dir;  // where conc_N.json and its siblings are
+
+  bool measured() const { return !result.empty(); }
+  /// The status with its reason, for a table cell: "ok", "failed: 4 × http_status: ...",
+  /// "invalid: expect failed: ...", "reused (run 3)".
+  std::string status_text() const;
+};
+
+}  // namespace ib

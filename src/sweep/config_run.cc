@@ -1,0 +1,411 @@
+#include "sweep/config_run.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "core/interrupt.h"
+#include "core/process.h"
+#include "http/client.h"
+#include "launch/local.h"
+#include "launch/session.h"
+#include "load/bench.h"
+#include "metrics/aggregate.h"
+#include "metrics/result.h"
+#include "sweep/server_spec.h"
+#include "verify/env_trace.h"
+
+namespace ib {
+
+namespace fs = std::filesystem;
+namespace json = boost::json;
+
+namespace {
+
+// Models an endpoint serves (GET /v1/models); empty when it does not say.
+std::vector<std::string> served_models(const std::string& url) {
+  std::vector<std::string> out;
+  auto endpoint = parse_endpoint(url);
+  if (!endpoint) return out;
+  auto resp = http_get(*endpoint, "/v1/models", std::chrono::seconds(10));
+  if (!resp || resp->status != 200) return out;
+  boost::system::error_code ec;
+  auto v = json::parse(resp->body, ec);
+  if (ec || !v.is_object()) return out;
+  const auto* data = v.as_object().if_contains("data");
+  if (!data || !data->is_array()) return out;
+  for (const auto& m : data->as_array()) {
+    if (!m.is_object()) continue;
+    if (const auto* id = m.as_object().if_contains("id"); id && id->is_string()) {
+      out.emplace_back(id->as_string());
+    }
+  }
+  return out;
+}
+
+// The client is the bottleneck, or could not open the connections: its numbers do not describe
+// the server. Milder warnings (event-loop lag) stay warnings in the result.
+std::vector<std::string> client_health_problems(const ClientHealth& h, int64_t connections) {
+  std::vector<std::string> out;
+  if (h.cpu_utilization > 0.95) {
+    out.push_back(fmt::format("client CPU at {:.0f}% of its {} thread(s): the client, not the "
+                              "server, may have limited throughput",
+                              h.cpu_utilization * 100, h.threads));
+  }
+  if (h.open_file_limit > 0 && h.open_file_limit < connections + 64) {
+    out.push_back(fmt::format("open-file limit {} is below the {} connections needed",
+                              h.open_file_limit, connections));
+  }
+  return out;
+}
+
+}  // namespace
+
+PointIdentity ConfigRunner::identity(const ConfigPlan& cfg, int64_t conc) const {
+  PointIdentity id;
+  id.config_key = cfg.row.config_key;
+  id.fingerprint = cfg.fingerprint;
+  id.concurrency = conc;
+  id.tool_version = INFERBENCH_VERSION;
+  if (cfg.workload) {
+    id.workload_key = cfg.workload->key(conc);
+    id.workload_label = cfg.workload->label();
+  } else {
+    id.workload_key = cfg.row.scenario;
+    id.workload_label = cfg.row.scenario;
+  }
+  return id;
+}
+
+void ConfigRunner::emit(PointResult p) {
+  const std::string row = sweep_table_row(p);
+  std::fputs(row.c_str(), out_);
+  std::fflush(out_);
+  outcome_->points.push_back(std::move(p));
+}
+
+void ConfigRunner::note(const std::string& n) {
+  if (std::find(outcome_->notes.begin(), outcome_->notes.end(), n) != outcome_->notes.end()) return;
+  outcome_->notes.push_back(n);
+  if (o_.show_progress) fmt::print(stderr, "note: {}\n", n);
+}
+
+void ConfigRunner::skip_all(const ConfigPlan& cfg, const std::vector<int64_t>& concs,
+                            const std::string& why) {
+  for (int64_t conc : concs) {
+    PointResult p;
+    p.id = identity(cfg, conc);
+    p.status = PointStatus::kSkipped;
+    p.error = why;
+    emit(std::move(p));
+  }
+}
+
+bool ConfigRunner::fail_config(const ConfigPlan& cfg, const std::vector<int64_t>& concs,
+                               store::ServerConfigRecord& rec, const std::string& kind,
+                               const std::string& why) {
+  const std::string first = why.substr(0, why.find('\n'));
+  const std::string tail = why.find('\n') == std::string::npos ? "" : why.substr(why.find('\n') + 1);
+  rec.status = "failed";
+  rec.error = why;
+  rec_->update_config(rec);
+  rec_->record_failure(rec.id, kind, first, tail);
+  for (int64_t conc : concs) {
+    PointResult p;
+    p.id = identity(cfg, conc);
+    p.status = PointStatus::kFailed;
+    p.error = first;
+    rec_->record_point(p, rec.id, "");
+    emit(std::move(p));
+  }
+  outcome_->errors.push_back(fmt::format("{}: {}", cfg.row.config_key, why));
+  return false;
+}
+
+Expected<launch::Launcher*> ConfigRunner::launcher(const std::string& name) {
+  if (auto it = launchers_.find(name); it != launchers_.end()) return it->second.get();
+  std::unique_ptr<launch::Launcher> l;
+  if (name == "local") {
+    l = launch::make_local_launcher();
+  } else if (name == "endpoint") {
+    if (o_.endpoint_url.empty()) return Error{"the endpoint launcher needs --endpoint URL"};
+    l = launch::make_endpoint_launcher(o_.endpoint_url);
+  } else if (name == "slurm") {
+    launch::SlurmOptions so = o_.slurm;
+    if (so.work_dir.empty()) so.work_dir = rec_->run_dir() / "slurm";
+    l = launch::make_slurm_launcher(so);
+  } else {
+    return Error{fmt::format("unknown launcher '{}' (local, slurm, endpoint)", name)};
+  }
+  auto* raw = l.get();
+  launchers_[name] = std::move(l);
+  return raw;
+}
+
+PointResult ConfigRunner::measure(const ConfigPlan& cfg, int64_t conc, const fs::path& dir,
+                                  const std::string& url, const Validity& unverified) {
+  PointResult p;
+  p.id = identity(cfg, conc);
+  p.artifacts_dir = dir.string();
+  auto plan = cfg.workload->plan(conc);
+  if (!plan) {
+    p.status = PointStatus::kFailed;
+    p.error = plan.error().message;
+    return p;
+  }
+  BenchSpec bs;
+  bs.endpoint_url = url;
+  bs.model = std::string(cfg.row.fields.at("model").as_string());
+  bs.api = o_.api;
+  bs.shape.concurrency = static_cast<int>(conc);
+  bs.metrics.num_gpus = cfg.gpus;
+  bs.timeout_s = o_.point_timeout_s;
+  bs.show_progress = o_.show_progress;
+  auto report = run_bench(bs, *plan);
+  if (!report) {
+    // No silent retry with other arguments: the first error is the one the user sees.
+    p.status = PointStatus::kFailed;
+    p.error = report.error().message;
+    return p;
+  }
+  json::object& result = report->json;
+  result["config_key"] = cfg.row.config_key;
+  result["recipe_fingerprint"] = cfg.row.fingerprint;
+  result["server_config_fingerprint"] = cfg.fingerprint;
+  result["workload_key"] = p.id.workload_key;
+  result["workload_label"] = p.id.workload_label;
+  const BenchMetrics& m = report->metrics;
+  p.headline = Headline::from_metrics(m, bs.metrics);
+  p.validity = unverified;
+  if (report->timed_out) {
+    p.validity.add(InvalidKind::kTimedOut,
+                   fmt::format("point timeout after {} s (partial result kept)", o_.point_timeout_s),
+                   "raise --point-timeout");
+  } else if (report->partial) {
+    p.validity.add(InvalidKind::kInterrupted, "interrupted (partial result kept)");
+    outcome_->interrupted = true;
+  }
+  if (m.num_requests == 0 || m.completed == 0 || m.failure_rate() > kMaxFailureRate) {
+    const std::string why = failure_summary(m);
+    p.validity.add(InvalidKind::kFailureRate,
+                   fmt::format("{} of {} requests failed{}", m.failed, m.num_requests,
+                               why.empty() ? "" : ": " + why));
+  }
+  for (const auto& problem : client_health_problems(report->run.health, conc)) {
+    p.validity.add(InvalidKind::kClientHealth, problem);
+  }
+  // Status: failed when the numbers are missing or cut short; invalid when they were measured
+  // but may not be used; ok otherwise.
+  if (p.validity.has(InvalidKind::kTimedOut) || p.validity.has(InvalidKind::kInterrupted) ||
+      p.validity.has(InvalidKind::kFailureRate)) {
+    p.status = PointStatus::kFailed;
+    for (const auto& r : p.validity.reasons) {
+      if (r.kind == InvalidKind::kTimedOut || r.kind == InvalidKind::kInterrupted ||
+          r.kind == InvalidKind::kFailureRate) {
+        p.error += (p.error.empty() ? "" : "; ") + r.message;
+      }
+    }
+  } else if (!p.validity.valid()) {
+    p.status = PointStatus::kInvalid;
+  } else {
+    p.status = PointStatus::kOk;
+  }
+  result["status"] = status_name(p.status);
+  result["validity"] = p.validity.to_json();
+  p.result = result;
+  rec_->write_point_files(
+      p, inferencex_aggregate(cfg.row.fields, cfg.row.fingerprint, cfg.row.multinode, conc, result,
+                              cfg.gpus),
+      report->run.measured, report->run.origin_ns);
+  return p;
+}
+
+bool ConfigRunner::run(const ConfigPlan& cfg, size_t index) {
+  const recipe::RecipeRow& row = cfg.row;
+  const fs::path dir = rec_->config_dir(index, row.config_key, cfg.fingerprint);
+  store::ServerConfigRecord rec;
+  rec.config_key = row.config_key;
+  rec.fingerprint = cfg.fingerprint;
+  rec.row = row.to_json();
+  rec.row.erase("conc");
+  // Credentials a recipe passes to its server never reach the database.
+  if (auto* serve = rec.row.if_contains("serve"); serve && serve->is_object()) {
+    if (auto* env = serve->as_object().if_contains("env"); env && env->is_object()) {
+      for (auto& kv : env->as_object()) {
+        if (verify::looks_secret(kv.key())) kv.value() = "(redacted)";
+      }
+    }
+  }
+  rec.launcher = cfg.launcher;
+  if (!rec_->add_config(rec)) {
+    skip_all(cfg, cfg.concs, "not run: the database refused its server configuration");
+    return false;
+  }
+
+  // Points already done: resumed from this run, or reused from an earlier one.
+  std::vector<int64_t> pending;
+  for (int64_t conc : cfg.concs) {
+    const PointIdentity id = identity(cfg, conc);
+    if (!o_.resume.empty()) {
+      if (auto done = rec_->resumed(id)) {
+        emit(std::move(*done));
+        continue;
+      }
+    }
+    if (o_.reuse) {
+      if (auto src = rec_->reusable(id)) {
+        rec_->record_point(*src, rec.id);
+        emit(std::move(*src));
+        continue;
+      }
+    }
+    pending.push_back(conc);
+  }
+  if (pending.empty()) {
+    rec.status = "skipped";
+    rec_->update_config(rec);
+    return true;
+  }
+  if (interrupt_requested()) {
+    skip_all(cfg, pending, "interrupted");
+    return false;
+  }
+  // What this version cannot run is said before any server is started.
+  if (!cfg.unsupported.empty()) return fail_config(cfg, pending, rec, "unsupported", cfg.unsupported);
+
+  auto spec = server_spec_for_row(row, o_.extra_server_args, o_.inferbench_exe);
+  if (!spec && cfg.launcher != "endpoint") {
+    return fail_config(cfg, pending, rec, "server-start", spec.error().message);
+  }
+  launch::SessionOptions so;
+  so.dir = dir;
+  so.env_trace = o_.env_trace;
+  so.startup_timeout = std::chrono::seconds(static_cast<int64_t>(o_.startup_timeout_s));
+  if (spec) {
+    for (const auto& [k, v] : spec->env) so.watch.push_back(k);
+  }
+  if (auto it = entries_.find(row.config_key); o_.check_expect && it != entries_.end() &&
+                                               it->second->expect) {
+    auto parsed = verify::parse_expect(*it->second->expect, row.config_key + ".expect");
+    if (!parsed) return fail_config(cfg, pending, rec, "assertion", parsed.error().message);
+    so.expect = std::move(*parsed);
+  }
+  auto l = launcher(cfg.launcher);
+  if (!l) return fail_config(cfg, pending, rec, "server-start", l.error().message);
+  if (o_.show_progress && isatty(STDERR_FILENO)) {
+    fmt::print(stderr, "starting {} ({}, {} point{})...\n", row.config_key, cfg.launcher,
+               pending.size(), pending.size() == 1 ? "" : "s");
+  }
+  auto started = launch::ServerSession::start(**l, spec ? *spec : launch::ServerSpec{}, so);
+  if (!started) {
+    if (interrupt_requested()) {
+      skip_all(cfg, pending, "interrupted");
+      return false;
+    }
+    return fail_config(cfg, pending, rec, "server-start", started.error().message);
+  }
+  launch::ServerSession& session = **started;
+  for (const auto& n : session.notes()) note(n);
+  if (session.log_available()) rec.log_path = session.log_path().string();
+  rec.effective_config = session.effective().to_json();
+  if (session.expect().checked()) rec.effective_config["expect"] = session.expect().to_json();
+  rec_->update_config(rec);
+
+  bool all_ok = true;
+  auto finish = [&] {
+    const std::string ended = session.stop();
+    if (session.env_reads()) rec.env_reads = session.env_reads()->to_json();
+    for (const auto& e : session.write_errors()) outcome_->errors.push_back(e);
+    rec.status = all_ok ? "ok" : "failed";
+    if (!all_ok && rec.error.empty()) rec.error = fmt::format("server {}", ended);
+    rec_->update_config(rec);
+    return all_ok;
+  };
+
+  // The endpoint must serve the recipe's model: say so instead of measuring 404s.
+  if (cfg.launcher == "endpoint") {
+    const std::string model(row.fields.at("model").as_string());
+    auto models = served_models(session.url());
+    if (!models.empty() && std::find(models.begin(), models.end(), model) == models.end()) {
+      all_ok = false;
+      fail_config(cfg, pending, rec, "server-start",
+                  fmt::format("the endpoint {} serves {}, not the recipe's model '{}' ({}.model)",
+                              session.url(), fmt::join(models, ", "), model, row.config_key));
+      return finish();
+    }
+  }
+
+  // `expect`: a failed assertion invalidates every point (nothing is measured on a server that
+  // is not what the recipe says); assertions this launcher cannot observe mark the points
+  // unverified, said once.
+  if (session.expect().failure) {
+    const std::string why = *session.expect().failure;
+    rec_->record_failure(rec.id, "assertion", why);
+    for (int64_t conc : pending) {
+      PointResult p;
+      p.id = identity(cfg, conc);
+      p.status = PointStatus::kInvalid;
+      p.validity.add(InvalidKind::kExpectFailed, why);
+      p.error = why;
+      rec_->record_point(p, rec.id, "");
+      emit(std::move(p));
+    }
+    all_ok = false;
+    return finish();
+  }
+  Validity unverified;
+  if (!session.expect().unobservable.empty()) {
+    const auto& u = session.expect().unobservable;
+    unverified.add(InvalidKind::kExpectUnobservable,
+                   fmt::format("expect not checked ({} assertion{} cannot be observed with the {} "
+                               "launcher)",
+                               u.size(), u.size() == 1 ? "" : "s", cfg.launcher),
+                   "--no-expect measures without the recipe's expect block");
+    note(fmt::format("{}: expect cannot be checked here: {}; its points are marked invalid "
+                     "(unverified); run with --no-expect to measure without it, or use the local "
+                     "or slurm launcher",
+                     row.config_key, fmt::join(u, "; ")));
+    rec_->record_failure(rec.id, "assertion", unverified.text());
+  }
+
+  for (size_t i = 0; i < pending.size(); ++i) {
+    const std::vector<int64_t> rest(pending.begin() + static_cast<std::ptrdiff_t>(i), pending.end());
+    if (interrupt_requested()) {
+      outcome_->interrupted = true;
+      skip_all(cfg, rest, "interrupted");
+      break;
+    }
+    if (auto gone = session.check_alive()) {
+      const std::string tail = file_tail(session.log_path(), 2048);
+      fail_config(cfg, rest, rec, "server-exit", *gone + (tail.empty() ? "" : "\n" + tail));
+      all_ok = false;
+      break;
+    }
+    PointResult p = measure(cfg, pending[i], dir, session.url(), unverified);
+    std::string failure_kind = unverified.valid() ? "point" : "";
+    std::string tail;
+    if (p.status == PointStatus::kFailed) {
+      if (auto gone = session.check_alive()) {
+        p.error += "; " + *gone;
+        p.validity.add(InvalidKind::kServerExited, *gone);
+        failure_kind = "server-exit";
+        tail = file_tail(session.log_path(), 2048);
+        outcome_->errors.push_back(fmt::format(
+            "{} (conc {}): {}{}", row.config_key, pending[i], *gone,
+            tail.empty() ? "" : "\n--- server.log (tail) ---\n" + tail));
+      }
+    }
+    if (!is_success(p.status)) all_ok = false;
+    rec_->record_point(p, rec.id, failure_kind, tail);
+    emit(std::move(p));
+    if (outcome_->interrupted) {
+      skip_all(cfg, {pending.begin() + static_cast<std::ptrdiff_t>(i) + 1, pending.end()},
+               "interrupted");
+      break;
+    }
+  }
+  return finish();
+}
+
+}  // namespace ib

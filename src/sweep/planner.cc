@@ -1,0 +1,159 @@
+#include "sweep/planner.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "sweep/server_spec.h"
+#include "workload/fixed_seq_len.h"
+
+namespace ib {
+
+namespace json = boost::json;
+using recipe::RecipeRow;
+
+size_t SweepPlanned::points() const {
+  size_t n = 0;
+  for (const auto& g : groups) {
+    for (const auto& c : g.configs) n += c.concs.size();
+  }
+  return n;
+}
+
+Expected<std::shared_ptr<const Workload>> workload_for_row(const RecipeRow& row,
+                                                           const recipe::ConfigEntry* entry,
+                                                           const WorkloadOverrides& ov) {
+  if (row.scenario != "fixed-seq-len") {
+    return Error{fmt::format("{} rows have no workload in this version", row.scenario)};
+  }
+  FixedSeqLenParams p;
+  p.isl = static_cast<int>(row.fields.at("isl").as_int64());
+  p.osl = static_cast<int>(row.fields.at("osl").as_int64());
+  if (entry && entry->workload) {
+    const recipe::WorkloadSpec& w = *entry->workload;
+    if (w.prompts_per_conc) p.prompts_per_conc = static_cast<int>(*w.prompts_per_conc);
+    if (w.min_prompts) p.min_prompts = static_cast<int>(*w.min_prompts);
+    if (w.warmups_per_conc) p.warmups_per_conc = static_cast<int>(*w.warmups_per_conc);
+    if (w.seed) p.seed = static_cast<uint64_t>(*w.seed);
+    if (w.range_ratio) p.range_ratio = *w.range_ratio;
+  }
+  if (ov.prompts_per_conc) p.prompts_per_conc = *ov.prompts_per_conc;
+  if (ov.min_prompts) p.min_prompts = *ov.min_prompts;
+  if (ov.warmups_per_conc) p.warmups_per_conc = *ov.warmups_per_conc;
+  if (ov.seed) p.seed = *ov.seed;
+  if (ov.range_ratio) p.range_ratio = *ov.range_ratio;
+  p.api = ov.api;
+  p.as_text = ov.api == "chat";
+  if (auto s = p.validate(row.config_key + ".workload"); !s) return s.error();
+  return std::shared_ptr<const Workload>(std::make_shared<FixedSeqLenWorkload>(p));
+}
+
+namespace {
+
+std::string launcher_for(const RecipeRow& row, const PlanOptions& o) {
+  if (!o.launcher.empty()) return o.launcher;
+  if (o.runners) {
+    const auto& runner = row.fields.at("runner").as_string();
+    if (auto it = o.runners->hardware.find(std::string(runner)); it != o.runners->hardware.end()) {
+      return it->second.launcher;
+    }
+  }
+  return "local";
+}
+
+}  // namespace
+
+Expected<std::vector<ConfigPlan>> group_configs(
+    const std::vector<RecipeRow>& rows,
+    const std::map<std::string, const recipe::ConfigEntry*>& entries, const PlanOptions& o) {
+  std::vector<ConfigPlan> out;
+  std::map<std::string, size_t> index;
+  for (const RecipeRow& row : rows) {
+    // A command that uses {conc} is a different server at each concurrency.
+    const bool per_conc =
+        json::serialize(row.fields.contains("serve") ? row.fields.at("serve") : json::value())
+            .find("{conc}") != std::string::npos;
+    std::string fp = config_fingerprint(row, o.extra_server_args);
+    // The fingerprint covers ISL/OSL: each sequence-length pair is its own curve and server.
+    std::string key = fp;
+    if (per_conc) key += "/" + json::serialize(row.fields.at("conc"));
+    auto it = index.find(key);
+    if (it == index.end()) {
+      ConfigPlan c;
+      c.row = row;
+      c.fingerprint = fp;
+      c.launcher = launcher_for(row, o);
+      c.gpus = row_gpus(row.fields);
+      if (row.scenario != "fixed-seq-len") {
+        c.unsupported =
+            fmt::format("{} rows are not run by the sweep yet (no trace replay)", row.scenario);
+      } else if (row.multinode && c.launcher != "endpoint") {
+        c.unsupported =
+            "multi-node rows need a multi-node launch (prefill and decode workers), which the "
+            "sweep does not do yet; use --launcher endpoint with a running deployment";
+      } else {
+        auto e = entries.find(row.config_key);
+        auto w = workload_for_row(row, e == entries.end() ? nullptr : e->second, o.workload);
+        if (!w) return w.error();
+        c.workload = std::move(*w);
+      }
+      index[key] = out.size();
+      out.push_back(std::move(c));
+      it = index.find(key);
+    }
+    auto& concs = out[it->second].concs;
+    const json::value& cv = row.fields.at("conc");
+    if (cv.is_int64()) {
+      concs.push_back(cv.as_int64());
+    } else {
+      for (const auto& v : cv.as_array()) concs.push_back(v.as_int64());
+    }
+  }
+  for (auto& c : out) {
+    if (!o.concurrencies.empty()) c.concs = o.concurrencies;
+    std::sort(c.concs.begin(), c.concs.end());
+    c.concs.erase(std::unique(c.concs.begin(), c.concs.end()), c.concs.end());
+  }
+  return out;
+}
+
+Expected<SweepPlanned> plan_sweep(const govern::SweepPlan& plan,
+                                  const std::map<std::string, const recipe::ConfigEntry*>& entries,
+                                  const PlanOptions& o) {
+  SweepPlanned out;
+  out.notes = plan.notes;
+  for (int64_t c : o.concurrencies) {
+    if (c < 1) return Error{fmt::format("--concurrency values must be at least 1 (got {})", c)};
+  }
+  const ConfigPlan* canary = nullptr;
+  if (plan.canary) {
+    // One point: the row's concurrency, or the lowest of --concurrency.
+    auto configs = group_configs({*plan.canary}, entries, o);
+    if (!configs) return configs.error();
+    for (auto& c : *configs) c.concs.resize(std::min<size_t>(c.concs.size(), 1));
+    out.groups.push_back({"canary", true, std::move(*configs)});
+    if (!out.groups.front().configs.empty()) canary = &out.groups.front().configs.front();
+  }
+  for (const auto& g : plan.groups) {
+    if (g.eval) {
+      out.notes.push_back(fmt::format(
+          "{} eval rows planned; accuracy evals are not run by the sweep yet", g.rows.size()));
+      continue;
+    }
+    auto configs = group_configs(g.rows, entries, o);
+    if (!configs) return configs.error();
+    GroupPlan gp{g.name, g.fail_fast || o.fail_fast, std::move(*configs)};
+    // The canary's point is measured once, by the canary.
+    if (canary && !canary->concs.empty()) {
+      for (auto& c : gp.configs) {
+        if (c.fingerprint != canary->fingerprint) continue;
+        std::erase(c.concs, canary->concs.front());
+      }
+      std::erase_if(gp.configs, [](const ConfigPlan& c) { return c.concs.empty(); });
+    }
+    if (!gp.configs.empty()) out.groups.push_back(std::move(gp));
+  }
+  return out;
+}
+
+}  // namespace ib

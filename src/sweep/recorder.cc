@@ -1,0 +1,224 @@
+#include "sweep/recorder.h"
+
+#include <fmt/format.h>
+
+#include "core/clock.h"
+#include "core/files.h"
+#include "metrics/result.h"
+
+namespace ib {
+
+namespace fs = std::filesystem;
+namespace json = boost::json;
+
+namespace {
+
+std::string safe_name(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    out += (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.') ? c
+                                                                                              : '_';
+  }
+  return out.substr(0, 80);
+}
+
+Expected<fs::path> make_run_dir(const fs::path& runs_dir, std::string* name) {
+  std::error_code ec;
+  fs::create_directories(runs_dir, ec);
+  if (ec) return Error{fmt::format("{}: cannot create: {}", runs_dir.string(), ec.message())};
+  const std::string base = utc_time_text("%Y%m%d-%H%M%S");
+  for (int i = 0; i < 1000; ++i) {
+    std::string n = i == 0 ? base : fmt::format("{}-{}", base, i);
+    fs::path p = runs_dir / n;
+    if (fs::create_directory(p, ec)) {
+      *name = n;
+      return p;
+    }
+    if (ec) return Error{fmt::format("{}: cannot create: {}", p.string(), ec.message())};
+  }
+  return Error{fmt::format("{}: too many runs with the same timestamp", runs_dir.string())};
+}
+
+}  // namespace
+
+store::PointRecord to_record(const PointResult& p, int64_t run_id, int64_t config_id) {
+  store::PointRecord r;
+  r.run_id = run_id;
+  r.server_config_id = config_id;
+  r.fingerprint = p.id.fingerprint;
+  r.workload_key = p.id.workload_key;
+  r.concurrency = p.id.concurrency;
+  r.status = p.status;
+  r.error = p.status == PointStatus::kInvalid && p.error.empty() ? p.validity.text() : p.error;
+  r.reused_from_run = p.reused_from_run;
+  r.headline = p.headline;
+  r.validity = p.validity;
+  r.result = p.result;
+  r.artifacts_dir = p.artifacts_dir;
+  return r;
+}
+
+PointResult from_record(const store::PointRecord& r, const std::string& config_key) {
+  PointResult p;
+  p.id.config_key = config_key;
+  p.id.fingerprint = r.fingerprint;
+  p.id.concurrency = r.concurrency;
+  p.id.workload_key = r.workload_key;
+  if (const auto* w = r.result.if_contains("workload_label"); w && w->is_string()) {
+    p.id.workload_label = std::string(w->as_string());
+  }
+  if (const auto* v = r.result.if_contains("tool_version"); v && v->is_string()) {
+    p.id.tool_version = std::string(v->as_string());
+  }
+  p.status = r.status;
+  p.error = r.error;
+  p.validity = r.validity;
+  p.headline = r.headline;
+  p.result = r.result;
+  p.reused_from_run = r.reused_from_run;
+  p.artifacts_dir = r.artifacts_dir;
+  return p;
+}
+
+Expected<RunRecorder> RunRecorder::open(const fs::path& db_path, const fs::path& runs_dir,
+                                        const std::string& resume, store::RunRecord fresh) {
+  auto db = store::Store::open(db_path);
+  if (!db) return db.error();
+  RunRecorder rec(std::move(*db));
+  rec.db_path_ = db_path;
+  if (!resume.empty()) {
+    auto run = rec.store_.find_run(resume);
+    if (!run) return run.error();
+    if (!*run) return Error{fmt::format("--resume {}: no such run in {}", resume, db_path.string())};
+    rec.run_id_ = (*run)->id;
+    rec.run_name_ = (*run)->name;
+    rec.run_dir_ = runs_dir / rec.run_name_;
+    std::error_code ec;
+    fs::create_directories(rec.run_dir_, ec);
+    if (ec) {
+      return Error{fmt::format("{}: cannot create: {}", rec.run_dir_.string(), ec.message())};
+    }
+    if (auto s = rec.store_.set_run_status(rec.run_id_, "running"); !s.ok()) return s.error();
+    return rec;
+  }
+  std::string name;
+  auto dir = make_run_dir(runs_dir, &name);
+  if (!dir) return dir.error();
+  rec.run_dir_ = *dir;
+  rec.run_name_ = name;
+  fresh.name = name;
+  auto id = rec.store_.begin_run(fresh);
+  if (!id) return id.error();
+  rec.run_id_ = *id;
+  return rec;
+}
+
+fs::path RunRecorder::config_dir(size_t index, const std::string& config_key,
+                                 const std::string& fingerprint) const {
+  return run_dir_ /
+         fmt::format("{:02}-{}-{}", index, safe_name(config_key), fingerprint.substr(0, 8));
+}
+
+void RunRecorder::db_error(const std::string& what, const Error& e) {
+  errors_.push_back(fmt::format("database {}: {}: {}", db_path_.string(), what, e.message));
+}
+
+void RunRecorder::write_file(const fs::path& file, const std::string& text) {
+  if (auto s = write_file_atomic(file, text); !s) errors_.push_back(s.error().message);
+}
+
+bool RunRecorder::add_config(store::ServerConfigRecord& c) {
+  c.run_id = run_id_;
+  auto id = store_.add_server_config(c);
+  if (!id) {
+    db_error(fmt::format("server configuration {}", c.config_key), id.error());
+    return false;
+  }
+  c.id = *id;
+  return true;
+}
+
+void RunRecorder::update_config(const store::ServerConfigRecord& c) {
+  if (auto s = store_.update_server_config(c); !s) {
+    db_error(fmt::format("server configuration {}", c.config_key), s.error());
+  }
+}
+
+std::optional<PointResult> RunRecorder::resumed(const PointIdentity& id) {
+  auto done = store_.completed_point(run_id_, id.fingerprint, id.concurrency, id.workload_key);
+  if (!done) {
+    db_error("resume lookup", done.error());
+    return std::nullopt;
+  }
+  if (!*done) return std::nullopt;
+  PointResult p = from_record(**done, id.config_key);
+  p.id = id;
+  p.status = PointStatus::kResumed;
+  return p;
+}
+
+std::optional<PointResult> RunRecorder::reusable(const PointIdentity& id) {
+  auto src = store_.reusable_point(id.fingerprint, id.concurrency, id.workload_key,
+                                   id.tool_version);
+  if (!src) {
+    db_error("reuse lookup", src.error());
+    return std::nullopt;
+  }
+  if (!*src) return std::nullopt;
+  PointResult p = from_record(**src, id.config_key);
+  p.id = id;
+  p.status = PointStatus::kReused;
+  p.reused_from_run = (*src)->run_id;
+  return p;
+}
+
+void RunRecorder::write_point_files(const PointResult& p, const json::object& aggregate,
+                                    const std::vector<RequestRecord>& records, int64_t origin_ns) {
+  const fs::path dir = p.artifacts_dir;
+  const std::string stem = fmt::format("conc_{}", p.id.concurrency);
+  write_file(dir / (stem + ".json"), json::serialize(p.result) + "\n");
+  write_file(dir / ("agg_" + stem + ".json"), json::serialize(aggregate) + "\n");
+  std::string lines;
+  for (const auto& r : records) {
+    lines += json::serialize(record_to_json(r, origin_ns));
+    lines += '\n';
+  }
+  write_file(dir / ("records_" + stem + ".jsonl"), lines);
+}
+
+void RunRecorder::record_point(const PointResult& p, int64_t config_id,
+                               const std::string& failure_kind, const std::string& log_tail) {
+  if (p.status == PointStatus::kSkipped || p.status == PointStatus::kResumed) return;
+  auto id = store_.add_point(to_record(p, run_id_, config_id));
+  if (!id) {
+    db_error(fmt::format("point {} conc {}", p.id.config_key, p.id.concurrency), id.error());
+  }
+  if (is_success(p.status) || failure_kind.empty()) return;
+  store::FailureRecord f;
+  f.run_id = run_id_;
+  f.server_config_id = config_id == 0 ? std::nullopt : std::optional<int64_t>(config_id);
+  if (id) f.point_id = *id;
+  f.kind = p.status == PointStatus::kInvalid ? "assertion" : failure_kind;
+  const std::string why = p.status == PointStatus::kInvalid ? p.validity.text() : p.error;
+  f.message = why.substr(0, why.find('\n'));
+  f.log_tail = log_tail;
+  if (auto added = store_.add_failure(f); !added) db_error("failure", added.error());
+}
+
+void RunRecorder::record_failure(int64_t config_id, const std::string& kind,
+                                 const std::string& message, const std::string& log_tail) {
+  store::FailureRecord f;
+  f.run_id = run_id_;
+  f.server_config_id = config_id == 0 ? std::nullopt : std::optional<int64_t>(config_id);
+  f.kind = kind;
+  f.message = message;
+  f.log_tail = log_tail;
+  if (auto added = store_.add_failure(f); !added) db_error("failure", added.error());
+}
+
+void RunRecorder::finish(const json::object& summary, const std::string& status) {
+  write_file(run_dir_ / "summary.json", json::serialize(summary) + "\n");
+  if (auto s = store_.finish_run(run_id_, status); !s) db_error("finishing the run", s.error());
+}
+
+}  // namespace ib

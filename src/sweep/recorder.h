@@ -1,0 +1,80 @@
+// RunRecorder (DESIGN.md §6): owns one sweep run's folder (runs/<name>/) and its rows in the
+// results database. Every write goes through here, and a write that fails is an error the run
+// reports (errors()), never a dropped status.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/expected.h"
+#include "load/bench.h"
+#include "metrics/point.h"
+#include "store/store.h"
+
+namespace ib {
+
+class RunRecorder {
+ public:
+  /// A new run (folder named by the UTC time) or, with `resume` set, the stored run of that id or
+  /// name, marked running again.
+  static Expected<RunRecorder> open(const std::filesystem::path& db_path,
+                                    const std::filesystem::path& runs_dir,
+                                    const std::string& resume, store::RunRecord fresh);
+
+  int64_t run_id() const { return run_id_; }
+  const std::string& run_name() const { return run_name_; }
+  const std::filesystem::path& run_dir() const { return run_dir_; }
+  const std::filesystem::path& db_path() const { return db_path_; }
+  store::Store& store() { return store_; }
+
+  /// The artifacts folder of the index-th server configuration: NN-<key>-<fingerprint prefix>.
+  std::filesystem::path config_dir(size_t index, const std::string& config_key,
+                                    const std::string& fingerprint) const;
+
+  /// Inserts (sets c.id). False when the database refused it (recorded in errors()).
+  bool add_config(store::ServerConfigRecord& c);
+  void update_config(const store::ServerConfigRecord& c);
+
+  /// The stored point that --resume skips, or --reuse copies; nullopt when it must be measured.
+  std::optional<PointResult> resumed(const PointIdentity& id);
+  std::optional<PointResult> reusable(const PointIdentity& id);
+
+  /// Writes a measured point's files into p.artifacts_dir (conc_N.json, agg_conc_N.json,
+  /// records_conc_N.jsonl); `aggregate` is InferenceX's form of the result.
+  void write_point_files(const PointResult& p, const boost::json::object& aggregate,
+                         const std::vector<RequestRecord>& records, int64_t origin_ns);
+
+  /// Stores the point (skipped and resumed points are not stored); a point that is not a
+  /// success also gets a failure row of `failure_kind` with the log tail (none when the kind is
+  /// empty: the caller recorded the cause once for the whole configuration).
+  void record_point(const PointResult& p, int64_t config_id, const std::string& failure_kind = "point",
+                    const std::string& log_tail = "");
+  void record_failure(int64_t config_id, const std::string& kind, const std::string& message,
+                      const std::string& log_tail = "");
+
+  /// summary.json and the run's final status.
+  void finish(const boost::json::object& summary, const std::string& status);
+
+  const std::vector<std::string>& errors() const { return errors_; }
+
+ private:
+  RunRecorder(store::Store s) : store_(std::move(s)) {}
+  void write_file(const std::filesystem::path& file, const std::string& text);
+  void db_error(const std::string& what, const Error& e);
+
+  store::Store store_;
+  int64_t run_id_ = 0;
+  std::string run_name_;
+  std::filesystem::path run_dir_;
+  std::filesystem::path db_path_;
+  std::vector<std::string> errors_;
+};
+
+/// PointResult ↔ the stored form.
+store::PointRecord to_record(const PointResult& p, int64_t run_id, int64_t config_id);
+PointResult from_record(const store::PointRecord& r, const std::string& config_key);
+
+}  // namespace ib

@@ -1,0 +1,89 @@
+#include "workload/fixed_seq_len.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace ib {
+
+Status FixedSeqLenParams::validate(const std::string& where) const {
+  const std::string at = where.empty() ? "" : where + ".";
+  if (isl < 1) return Error{fmt::format("{}isl must be at least 1 (got {})", at, isl)};
+  if (osl < 1) return Error{fmt::format("{}osl must be at least 1 (got {})", at, osl)};
+  if (!(range_ratio > 0 && range_ratio <= 1)) {
+    return Error{fmt::format("{}range-ratio must be in (0, 1] (got {})", at, range_ratio)};
+  }
+  if (prompts_per_conc < 1) {
+    return Error{fmt::format("{}prompts-per-conc must be at least 1 (got {})", at,
+                             prompts_per_conc)};
+  }
+  if (min_prompts < 1) {
+    return Error{fmt::format("{}min-prompts must be at least 1 (got {})", at, min_prompts)};
+  }
+  if (warmups_per_conc < 0) {
+    return Error{fmt::format("{}warmups-per-conc must not be negative (got {})", at,
+                             warmups_per_conc)};
+  }
+  return Status::Ok();
+}
+
+std::string FixedSeqLenWorkload::label() const {
+  return fmt::format("isl {} / osl {}", p_.isl, p_.osl);
+}
+
+int FixedSeqLenWorkload::prompts_at(int64_t c) const {
+  return static_cast<int>(std::max<int64_t>(p_.min_prompts, p_.prompts_per_conc * c));
+}
+
+int FixedSeqLenWorkload::warmups_at(int64_t c) const {
+  return static_cast<int>(p_.warmups_per_conc * c);
+}
+
+boost::json::object FixedSeqLenWorkload::canonical(int64_t c) const {
+  boost::json::object o;
+  o["isl"] = p_.isl;
+  o["osl"] = p_.osl;
+  o["range_ratio"] = p_.range_ratio;
+  o["seed"] = p_.seed;
+  o["api"] = p_.api;
+  o["prompts"] = prompts_at(c);
+  o["warmups"] = warmups_at(c);
+  return o;
+}
+
+PointPlan random_point_plan(const RandomWorkload& w, int warmups, int concurrency) {
+  PointPlan plan;
+  plan.measured = make_random_prompts(w);
+  if (warmups > 0) {
+    RandomWorkload ww = w;
+    ww.num_prompts = warmups;
+    ww.seed = w.seed ^ 0x9e3779b97f4a7c15ULL;  // distinct prompts: warmups must not prime a cache
+    plan.warmup = make_random_prompts(ww);
+  }
+  plan.shape.concurrency = concurrency;
+  plan.shape.measured_requests = w.num_prompts;
+  plan.shape.warmup_requests = warmups;
+  plan.describe["num_prompts"] = w.num_prompts;
+  plan.describe["random_input_len"] = w.isl;
+  plan.describe["random_output_len"] = w.osl;
+  plan.describe["random_range_ratio"] = w.range_ratio;
+  plan.describe["seed"] = w.seed;
+  return plan;
+}
+
+Expected<PointPlan> FixedSeqLenWorkload::plan(int64_t c) const {
+  if (c < 1) return Error{fmt::format("concurrency must be at least 1 (got {})", c)};
+  if (auto s = p_.validate(); !s) return s.error();
+  RandomWorkload w;
+  w.isl = p_.isl;
+  w.osl = p_.osl;
+  w.range_ratio = p_.range_ratio;
+  w.seed = p_.seed;
+  w.num_prompts = prompts_at(c);
+  w.as_text = p_.as_text;
+  PointPlan plan = random_point_plan(w, warmups_at(c), static_cast<int>(c));
+  plan.describe["workload"] = kind();
+  return plan;
+}
+
+}  // namespace ib
