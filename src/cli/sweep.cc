@@ -112,23 +112,17 @@ int run(SweepCliOptions& c) {
   const std::string failures = not_measured_text(outcome->points);
   if (!failures.empty()) fmt::print(table, "not measured:\n{}", failures);
   for (const auto& e : outcome->errors) fmt::print(stderr, "inferbench sweep: {}\n", e);
-  size_t ok = 0, reused = 0, resumed = 0, failed = 0;
-  for (const auto& p : outcome->points) {
-    if (p.status == PointStatus::kOk)
-      ++ok;
-    else if (p.status == PointStatus::kReused)
-      ++reused;
-    else if (p.status == PointStatus::kResumed)
-      ++resumed;
-    else
-      ++failed;
+  // Points by status, in a fixed order, only the statuses that occurred.
+  std::string counts;
+  for (PointStatus s : {PointStatus::kOk, PointStatus::kInvalid, PointStatus::kFailed,
+                        PointStatus::kSkipped, PointStatus::kReused, PointStatus::kResumed}) {
+    const auto n = std::count_if(outcome->points.begin(), outcome->points.end(),
+                                 [&](const PointResult& p) { return p.status == s; });
+    if (n > 0) counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", n, status_name(s));
   }
-  fmt::print(table,
-             "run {} (id {}): {}; {} measured, {} reused, {} resumed, {} failed, invalid or "
-             "skipped\n"
-             "results: {} (database {})\n",
-             outcome->run_name, outcome->run_id, outcome->status(), ok, reused, resumed, failed,
-             outcome->run_dir.string(), outcome->db.string());
+  fmt::print(table, "run {} (id {}): {}; points: {}\nresults: {} (database {})\n",
+             outcome->run_name, outcome->run_id, outcome->status(),
+             counts.empty() ? "none" : counts, outcome->run_dir.string(), outcome->db.string());
   if (c.json) {
     std::string text = boost::json::serialize(outcome->to_json()) + "\n";
     std::fwrite(text.data(), 1, text.size(), stdout);

@@ -313,12 +313,16 @@ bool ConfigRunner::run(const ConfigPlan& cfg, size_t index) {
   rec_->update_config(rec);
 
   bool all_ok = true;
+  size_t not_ok = 0;
   auto finish = [&] {
     const std::string ended = session.stop();
     if (session.env_reads()) rec.env_reads = session.env_reads()->to_json();
     for (const auto& e : session.write_errors()) outcome_->errors.push_back(e);
     rec.status = all_ok ? "ok" : "failed";
-    if (!all_ok && rec.error.empty()) rec.error = fmt::format("server {}", ended);
+    if (!all_ok && rec.error.empty()) {
+      rec.error = fmt::format("{} of {} points did not succeed (server {})", not_ok,
+                              pending.size(), ended);
+    }
     rec_->update_config(rec);
     return all_ok;
   };
@@ -358,15 +362,14 @@ bool ConfigRunner::run(const ConfigPlan& cfg, size_t index) {
   if (!session.expect().unobservable.empty()) {
     const auto& u = session.expect().unobservable;
     unverified.add(InvalidKind::kExpectUnobservable,
-                   fmt::format("expect not checked ({} assertion{} cannot be observed with the {} "
-                               "launcher)",
-                               u.size(), u.size() == 1 ? "" : "s", cfg.launcher),
+                   fmt::format("expect unverified ({} launcher)", cfg.launcher),
                    "--no-expect measures without the recipe's expect block");
-    note(fmt::format("{}: expect cannot be checked here: {}; its points are marked invalid "
-                     "(unverified); run with --no-expect to measure without it, or use the local "
-                     "or slurm launcher",
-                     row.config_key, fmt::join(u, "; ")));
-    rec_->record_failure(rec.id, "assertion", unverified.text());
+    note(fmt::format("{}: expect cannot be checked here ({} assertion{}: {}); its points are "
+                     "measured but marked invalid (unverified); run with --no-expect to measure "
+                     "without it, or use the local or slurm launcher",
+                     row.config_key, u.size(), u.size() == 1 ? "" : "s", fmt::join(u, "; ")));
+    rec_->record_failure(rec.id, "assertion",
+                         fmt::format("expect cannot be checked: {}", fmt::join(u, "; ")));
   }
 
   for (size_t i = 0; i < pending.size(); ++i) {
@@ -396,7 +399,10 @@ bool ConfigRunner::run(const ConfigPlan& cfg, size_t index) {
             tail.empty() ? "" : "\n--- server.log (tail) ---\n" + tail));
       }
     }
-    if (!is_success(p.status)) all_ok = false;
+    if (!is_success(p.status)) {
+      all_ok = false;
+      ++not_ok;
+    }
     rec_->record_point(p, rec.id, failure_kind, tail);
     emit(std::move(p));
     if (outcome_->interrupted) {

@@ -78,7 +78,10 @@ const report::Table& point_table() {
         {"conc", report::Align::kRight, 5, 0},
     };
     for (const auto& k : kHeadlineMetrics) {
-      if (k.table) cols.push_back({std::string(k.title), report::Align::kRight, 0, 0});
+      if (k.table) {
+        cols.push_back({std::string(k.title), report::Align::kRight,
+                        std::max<size_t>(k.title.size(), 8), 0});
+      }
     }
     cols.push_back({"status", report::Align::kLeft, 0, 0});
     return report::Table(std::move(cols));

@@ -203,7 +203,7 @@ TEST(Sweep, SecondSweepWithReuseRunsNothing) {
   ASSERT_EQ(first.exit.code, 0) << first.output;
   auto second = run_inferbench(sweep_args(dir, recipe, {"--reuse"}), dir.path() / "second.log");
   ASSERT_EQ(second.exit.code, 0) << second.output;
-  EXPECT_NE(second.output.find("0 measured, 6 reused"), std::string::npos) << second.output;
+  EXPECT_NE(second.output.find("points: 6 reused\n"), std::string::npos) << second.output;
 
   store::Store db = open_db(dir.path() / "runs" / "inferbench.db");
   auto runs = db.list_runs();
@@ -225,7 +225,7 @@ TEST(Sweep, SecondSweepWithReuseRunsNothing) {
                  {"--reuse", "--server-arg=--prefill-tok-s=500000", "--concurrency", "1"}),
       dir.path() / "third.log");
   ASSERT_EQ(third.exit.code, 0) << third.output;
-  EXPECT_NE(third.output.find("2 measured, 0 reused"), std::string::npos) << third.output;
+  EXPECT_NE(third.output.find("points: 2 ok\n"), std::string::npos) << third.output;
 }
 
 TEST(Sweep, ServerKilledMidRunFailsItsPointsWithTheReasonAndOthersGoOn) {

@@ -80,7 +80,7 @@ TEST(Verify, TheSameVariableOnAnotherPathIsReadAndEffective) {
   EXPECT_EQ(diff.at("disable_custom_all_reduce").at("head"), false);
 }
 
-std::string python_recipe(const std::string& env) {
+std::string python_recipe(const std::string& env, const std::string& expect = "") {
   return "py-env-server:\n"
          "  image: python:3\n"
          "  model: env-model\n"
@@ -94,10 +94,41 @@ std::string python_recipe(const std::string& env) {
          kSource +
          "/tests/support/env_server.py, --host, \"{host}\", --port, \"{port}\"]\n"
          "    health-path: /health\n" +
-         (env.empty() ? "" : "    env: { " + env + " }\n") +
+         (env.empty() ? "" : "    env: { " + env + " }\n") + expect +
          "  scenarios:\n"
          "    fixed-seq-len:\n"
          "    - { isl: 32, osl: 8, search-space: [{ tp: 1, conc-list: [1] }] }\n";
+}
+
+// The recipe's own regex probes are part of the effective configuration verify compares, as in
+// the sweep: a value only such a probe can see turns "read" into "effective".
+TEST(Verify, RecipeProbesWidenTheEffectiveConfiguration) {
+  TempDir dir;
+  const std::string probe =
+      "  expect:\n"
+      "    probes: [{ key: kernel_backend, regex: \"Using kernel backend: (\\\\w+)\" }]\n";
+  struct Case {
+    std::string expect;
+    std::string field_verdict;
+  } cases[] = {{"", "read"}, {probe, "effective"}};
+  for (const auto& c : cases) {
+    TempDir work;
+    const fs::path base = work.path() / "base.yaml";
+    const fs::path head = work.path() / "head.yaml";
+    std::ofstream(base) << python_recipe("", c.expect);
+    std::ofstream(head) << python_recipe("IB_T_D: \"fast\"", c.expect);
+    auto report = verify_json({base.string(), head.string()}, work, 0);
+    const auto& key = only_key(report);
+    EXPECT_EQ(field_verdicts(key).at("serve.env.IB_T_D"), c.field_verdict) << c.expect;
+    const auto& diff = key.at("effective-diff").as_object();
+    if (c.expect.empty()) {
+      EXPECT_FALSE(diff.contains("kernel_backend")) << boost::json::serialize(diff);
+    } else {
+      ASSERT_TRUE(diff.contains("kernel_backend")) << boost::json::serialize(diff);
+      EXPECT_EQ(diff.at("kernel_backend").at("base"), "default");
+      EXPECT_EQ(diff.at("kernel_backend").at("head"), "fast");
+    }
+  }
 }
 
 TEST(Verify, PythonServerReadsThroughEnvironAndGetenvAreReportedPerVariable) {

@@ -2,8 +2,9 @@
 """A tiny OpenAI-shaped server for the verify tests (tests/e2e/verify_test.cc).
 
 It reads IB_T_A through os.environ[...] and prints it in a ServerArgs(...) line the way SGLang prints
-its effective configuration, reads IB_T_B through os.getenv() without printing it, and never looks at
-IB_T_C. Usage: env_server.py --host HOST --port PORT
+its effective configuration, reads IB_T_B through os.getenv() without printing it, reads IB_T_D
+through os.environ.get() and prints it only in a line no built-in probe knows ("Using kernel
+backend: ..."; a recipe's own regex probe can), and never looks at IB_T_C. Usage: env_server.py --host HOST --port PORT
 """
 import http.server
 import os
@@ -18,6 +19,7 @@ def main():
     print(f"server_args=ServerArgs(model_path='env-model', tp_size=1, a_setting={a!r}, port={port})",
           flush=True)
     del b
+    print(f"Using kernel backend: {os.environ.get('IB_T_D', 'default')}", flush=True)
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self):
