@@ -89,6 +89,43 @@ std::string pragma_text(const fs::path& file, const std::string& sql) {
 
 // --- migrations ---------------------------------------------------------------------------------
 
+// The headline columns of `points` are the one metric table's keys (metrics/keys.h), in order:
+// a key added there without a migration fails here.
+TEST_F(StoreTest, PointColumnsAreTheMetricTable) {
+  auto store = open();
+  auto db = Database::open(file_);
+  ASSERT_TRUE(db.ok()) << db.error().message;
+  auto stmt = db->prepare("SELECT name FROM pragma_table_info('points') ORDER BY cid");
+  ASSERT_TRUE(stmt.ok()) << stmt.error().message;
+  std::vector<std::string> columns;
+  for (auto row = stmt->step(); row.ok() && *row; row = stmt->step()) {
+    columns.push_back(stmt->column_text(0));
+  }
+  const auto first = std::find(columns.begin(), columns.end(), "request_throughput");
+  ASSERT_NE(first, columns.end());
+  ASSERT_GE(static_cast<size_t>(columns.end() - first), kHeadlineCount);
+  for (size_t i = 0; i < kHeadlineCount; ++i) {
+    EXPECT_EQ(*(first + static_cast<std::ptrdiff_t>(i)), kHeadlineMetrics[i].key) << i;
+  }
+  EXPECT_NE(std::find(columns.begin(), columns.end(), "validity"), columns.end());
+}
+
+TEST_F(StoreTest, ValidityIsStoredWithThePoint) {
+  auto store = open();
+  const int64_t run = must(store.begin_run(make_run("r")));
+  auto p = make_point(run, "fp", 1, "invalid");
+  p.validity.add(InvalidKind::kExpectUnobservable, "expect unverified (endpoint launcher)",
+                 "--no-expect");
+  must(store.add_point(p));
+  auto got = must(store.points(run));
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].status, PointStatus::kInvalid);
+  ASSERT_EQ(got[0].validity.reasons.size(), 1u);
+  EXPECT_EQ(got[0].validity.reasons[0].kind, InvalidKind::kExpectUnobservable);
+  EXPECT_EQ(got[0].validity.reasons[0].advice, "--no-expect");
+  EXPECT_EQ(to_json(got[0]).at("validity").as_array().size(), 1u);
+}
+
 TEST_F(StoreTest, FreshDatabaseGetsTheLatestSchemaVersion) {
   auto store = open();
   EXPECT_TRUE(fs::exists(file_));  // parent folder created too

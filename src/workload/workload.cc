@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 namespace ib {
 
 std::string sorted_json(const boost::json::value& v) {
@@ -27,6 +29,12 @@ std::string sorted_json(const boost::json::value& v) {
       out += sorted_json(a[i]);
     }
     return out + "]";
+  }
+  if (v.is_double()) {
+    // Shortest round-trip form, as Python writes floats ("0.8", "2.0"), not Boost's "8E-1".
+    std::string s = fmt::format("{}", v.as_double());
+    if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
+    return s;
   }
   return boost::json::serialize(v);
 }

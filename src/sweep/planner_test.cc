@@ -1,0 +1,189 @@
+// The sweep's planner, pure: rows → server configurations → points, with workloads and the
+// reasons a row cannot run, before anything starts.
+#include "sweep/planner.h"
+
+#include <gtest/gtest.h>
+
+#include "workload/fixed_seq_len.h"
+
+namespace ib {
+namespace {
+
+const char* kRecipe =
+    "a:\n"
+    "  image: i\n"
+    "  model: m\n"
+    "  model-prefix: p\n"
+    "  precision: bf16\n"
+    "  framework: serve-sim\n"
+    "  runner: local\n"
+    "  multinode: false\n"
+    "  serve: { command: [inferbench, serve-sim, --port, \"{port}\"] }\n"
+    "  workload: { prompts-per-conc: 3, warmups-per-conc: 0 }\n"
+    "  scenarios:\n"
+    "    fixed-seq-len:\n"
+    "    - isl: 1024\n"
+    "      osl: 1024\n"
+    "      search-space:\n"
+    "      - { tp: 1, conc-list: [8, 1] }\n"
+    "      - { tp: 1, conc-list: [4, 8] }\n"
+    "      - { tp: 2, conc-list: [1] }\n"
+    "    - { isl: 8192, osl: 1024, search-space: [{ tp: 1, conc-list: [2] }] }\n"
+    "ag:\n"
+    "  image: i\n"
+    "  model: m\n"
+    "  model-prefix: p\n"
+    "  precision: fp8\n"
+    "  framework: sglang\n"
+    "  runner: cluster:h200-dgxc\n"
+    "  multinode: false\n"
+    "  scenarios:\n"
+    "    agentic-coding:\n"
+    "    - dram-utilization: 0.8\n"
+    "      search-space:\n"
+    "      - { tp: 8, kv-offloading: none, conc-list: [1] }\n";
+
+struct Loaded {
+  std::vector<recipe::ConfigEntry> entries;
+  std::vector<recipe::RecipeRow> rows;
+  std::map<std::string, const recipe::ConfigEntry*> by_key;
+};
+
+Loaded load(const std::string& text = kRecipe) {
+  Loaded l;
+  auto e = recipe::load_master_texts({{"r.yaml", text}});
+  EXPECT_TRUE(e.ok()) << (e.ok() ? "" : e.error().message);
+  if (!e.ok()) return l;
+  l.entries = std::move(*e);
+  l.rows = recipe::expand(l.entries, nullptr);
+  for (const auto& x : l.entries) l.by_key[x.key] = &x;
+  return l;
+}
+
+TEST(Planner, RowsEqualButForConcurrencyShareOneServer) {
+  Loaded l = load();
+  std::vector<recipe::RecipeRow> rows;
+  for (const auto& r : l.rows) {
+    if (r.config_key == "a") rows.push_back(r);
+  }
+  auto configs = group_configs(rows, l.by_key, PlanOptions{});
+  ASSERT_TRUE(configs.ok()) << configs.error().message;
+  // tp 1 at 1k1k (concurrencies merged, sorted, unique), tp 2 at 1k1k, tp 1 at 8k1k.
+  ASSERT_EQ(configs->size(), 3u);
+  EXPECT_EQ((*configs)[0].concs, (std::vector<int64_t>{1, 4, 8}));
+  EXPECT_EQ((*configs)[1].concs, (std::vector<int64_t>{1}));
+  EXPECT_EQ((*configs)[2].concs, (std::vector<int64_t>{2}));
+  EXPECT_NE((*configs)[0].fingerprint, (*configs)[1].fingerprint);
+  EXPECT_NE((*configs)[0].fingerprint, (*configs)[2].fingerprint);
+  EXPECT_EQ((*configs)[0].launcher, "local");
+  EXPECT_EQ((*configs)[1].gpus, 2);
+  ASSERT_TRUE((*configs)[2].workload);
+  EXPECT_EQ((*configs)[2].workload->label(), "isl 8192 / osl 1024");
+  // --concurrency replaces every row's list; --server-arg changes the fingerprint.
+  PlanOptions o;
+  o.concurrencies = {16, 2, 16};
+  o.extra_server_args = {"--x"};
+  auto forced = group_configs(rows, l.by_key, o);
+  ASSERT_TRUE(forced.ok());
+  EXPECT_EQ((*forced)[0].concs, (std::vector<int64_t>{2, 16}));
+  EXPECT_NE((*forced)[0].fingerprint, (*configs)[0].fingerprint);
+}
+
+TEST(Planner, WorkloadTakesDefaultsThenTheRecipeThenTheCommandLine) {
+  Loaded l = load();
+  const recipe::RecipeRow& row = l.rows.front();
+  // No entry: InferenceX's defaults.
+  auto w = workload_for_row(row, nullptr, {});
+  ASSERT_TRUE(w.ok());
+  const auto* fixed = dynamic_cast<const FixedSeqLenWorkload*>(w->get());
+  ASSERT_NE(fixed, nullptr);
+  EXPECT_EQ(fixed->prompts_at(4), 40);
+  EXPECT_EQ(fixed->warmups_at(4), 8);
+  // The recipe's workload block.
+  w = workload_for_row(row, l.by_key.at("a"), {});
+  fixed = dynamic_cast<const FixedSeqLenWorkload*>(w->get());
+  EXPECT_EQ(fixed->prompts_at(4), 12);
+  EXPECT_EQ(fixed->warmups_at(4), 0);
+  EXPECT_EQ(fixed->params().range_ratio, 0.8);
+  // The command line over both.
+  WorkloadOverrides ov;
+  ov.prompts_per_conc = 5;
+  ov.seed = 7;
+  ov.api = "chat";
+  w = workload_for_row(row, l.by_key.at("a"), ov);
+  fixed = dynamic_cast<const FixedSeqLenWorkload*>(w->get());
+  EXPECT_EQ(fixed->prompts_at(4), 20);
+  EXPECT_EQ(fixed->params().seed, 7u);
+  EXPECT_TRUE(fixed->params().as_text);
+  EXPECT_NE(w->get()->key(4).find("\"api\":\"chat\""), std::string::npos);
+}
+
+TEST(Planner, WhatCannotRunIsKnownBeforeAnythingStarts) {
+  Loaded l = load();
+  std::vector<recipe::RecipeRow> agentic;
+  for (const auto& r : l.rows) {
+    if (r.config_key == "ag") agentic.push_back(r);
+  }
+  ASSERT_FALSE(agentic.empty());
+  auto configs = group_configs(agentic, l.by_key, PlanOptions{});
+  ASSERT_TRUE(configs.ok());
+  ASSERT_EQ(configs->size(), 1u);
+  EXPECT_NE((*configs)[0].unsupported.find("agentic-coding rows are not run by the sweep yet"),
+            std::string::npos);
+  EXPECT_FALSE((*configs)[0].workload);
+}
+
+TEST(Planner, TheCanaryPointIsMeasuredOnce) {
+  Loaded l = load();
+  govern::Labels labels;
+  labels.primary = "full-sweep-enabled";
+  std::vector<recipe::RecipeRow> rows;
+  for (const auto& r : l.rows) {
+    if (r.config_key == "a") rows.push_back(r);
+  }
+  auto planned = plan_sweep(govern::make_sweep_plan(rows, labels), l.by_key, PlanOptions{});
+  ASSERT_TRUE(planned.ok()) << planned.error().message;
+  ASSERT_FALSE(planned->groups.empty());
+  const GroupPlan& canary = planned->groups.front();
+  ASSERT_EQ(canary.name, "canary");
+  ASSERT_EQ(canary.configs.size(), 1u);
+  ASSERT_EQ(canary.configs[0].concs.size(), 1u);
+  const int64_t conc = canary.configs[0].concs[0];
+  // Every point once across the plan: 1, 4, 8 (tp 1), 1 (tp 2), 2 (8k1k).
+  size_t total = 0;
+  for (const auto& g : planned->groups) {
+    for (const auto& c : g.configs) {
+      total += c.concs.size();
+      if (&g != &canary && c.fingerprint == canary.configs[0].fingerprint) {
+        EXPECT_EQ(std::count(c.concs.begin(), c.concs.end(), conc), 0);
+      }
+    }
+  }
+  EXPECT_EQ(total, 5u);
+  EXPECT_EQ(planned->points(), 5u);
+  // A concurrency below 1 is refused.
+  PlanOptions bad;
+  bad.concurrencies = {0};
+  auto refused = plan_sweep(govern::make_sweep_plan(rows, labels), l.by_key, bad);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().message, "--concurrency values must be at least 1 (got 0)");
+}
+
+TEST(Planner, BadWorkloadBlockNamesFileLineAndField) {
+  std::string text = kRecipe;
+  text.replace(text.find("prompts-per-conc: 3"), 19, "prompts-per-conc: 0");
+  auto e = recipe::load_master_texts({{"r.yaml", text}});
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.error().message.find("r.yaml:10"), std::string::npos) << e.error().message;
+  EXPECT_NE(e.error().message.find("a.workload.prompts-per-conc"), std::string::npos)
+      << e.error().message;
+  text = kRecipe;
+  text.replace(text.find("warmups-per-conc: 0"), 19, "warmup-per-conc: 0");
+  e = recipe::load_master_texts({{"r.yaml", text}});
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.error().message.find("a.workload.warmup-per-conc: unknown field"), std::string::npos)
+      << e.error().message;
+}
+
+}  // namespace
+}  // namespace ib
