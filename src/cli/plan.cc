@@ -14,6 +14,7 @@
 #include "govern/labels.h"
 #include "recipe/matrix.h"
 #include "recipe/recipe.h"
+#include "report/table.h"
 
 namespace ib::cli {
 
@@ -80,30 +81,25 @@ std::string parallelism_text(const recipe::RecipeRow& row) {
 }
 
 std::string table_text(const std::vector<recipe::RecipeRow>& rows) {
-  std::vector<std::array<std::string, 8>> lines;
-  lines.push_back(
-      {"KEY", "RUNNER", "ISL/OSL", "PARALLELISM", "CONC", "EXP-NAME", "EVAL", "FINGERPRINT"});
+  using report::Align;
+  report::Table table({{"KEY", Align::kLeft},
+                       {"RUNNER", Align::kLeft},
+                       {"ISL/OSL", Align::kLeft},
+                       {"PARALLELISM", Align::kLeft},
+                       {"CONC", Align::kLeft},
+                       {"EXP-NAME", Align::kLeft},
+                       {"EVAL", Align::kLeft},
+                       {"FINGERPRINT", Align::kLeft}});
   for (const auto& row : rows) {
     const auto& f = row.fields;
     std::string seq = f.contains("isl")
                           ? fmt::format("{}/{}", f.at("isl").as_int64(), f.at("osl").as_int64())
                           : std::string("agentic");
-    lines.push_back({row.config_key, field_text(f, "runner"), seq, parallelism_text(row),
-                     conc_text(f.at("conc")), field_text(f, "exp-name"),
-                     f.at("run-eval").as_bool() ? "yes" : "", row.fingerprint.substr(0, 12)});
+    table.add_row({row.config_key, field_text(f, "runner"), seq, parallelism_text(row),
+                   conc_text(f.at("conc")), field_text(f, "exp-name"),
+                   f.at("run-eval").as_bool() ? "yes" : "", row.fingerprint.substr(0, 12)});
   }
-  std::array<size_t, 8> width{};
-  for (const auto& l : lines) {
-    for (size_t i = 0; i < l.size(); ++i) width[i] = std::max(width[i], l[i].size());
-  }
-  std::string out;
-  for (const auto& l : lines) {
-    for (size_t i = 0; i < l.size(); ++i) {
-      out += i + 1 == l.size() ? l[i] : fmt::format("{:<{}}  ", l[i], width[i]);
-    }
-    out += '\n';
-  }
-  return out;
+  return table.render();
 }
 
 int run(PlanOptions o) {

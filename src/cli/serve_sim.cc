@@ -16,6 +16,8 @@
 
 #include "cli/commands.h"
 #include "core/files.h"
+#include "core/strings.h"
+#include "report/table.h"
 #include "sim/config.h"
 #include "sim/hardware.h"
 #include "sim/model_spec.h"
@@ -68,27 +70,50 @@ void raise_open_files_limit() {
   }
 }
 
+// The table's lines, each indented by two spaces.
+std::string indented(const report::Table& table) {
+  std::vector<std::string> lines = split(table.render(), '\n');
+  lines.pop_back();  // the empty field after the final '\n'
+  std::string out;
+  for (const std::string& line : lines) out += "  " + line + "\n";
+  return out;
+}
+
 void print_presets() {
-  fmt::print("hardware presets (dense TFLOPS; fabric bandwidth one direction):\n");
-  fmt::print("  {:<8} {:<7} {:>8} {:>8} {:>8} {:>8} {:>8}  {}\n", "name", "arch", "HBM GiB", "TB/s",
-             "bf16", "fp8", "fp4", "scale-up fabric");
+  using report::Align;
+  report::Table hardware({{"name", Align::kLeft},
+                          {"arch", Align::kLeft},
+                          {"HBM GiB"},
+                          {"TB/s"},
+                          {"bf16"},
+                          {"fp8"},
+                          {"fp4"},
+                          {"scale-up fabric", Align::kLeft}});
   for (const sim::HardwareSpec& h : sim::hardware_presets()) {
-    fmt::print("  {:<8} {:<7} {:>8g} {:>8g} {:>8g} {:>8g} {:>8}  {}\n", h.name, h.arch,
-               h.memory_gib, h.hbm_tb_s, h.bf16_tflops, h.fp8_tflops,
-               h.fp4_tflops > 0 ? fmt::format("{:g}", h.fp4_tflops) : std::string("-"),
-               h.fabric == sim::Fabric::kSwitch
-                   ? fmt::format("NVSwitch {:g} GB/s per GPU", h.link_gb_s)
-                   : fmt::format("mesh, {:g} GB/s per link", h.link_gb_s));
+    hardware.add_row({std::string(h.name), std::string(h.arch), fmt::format("{:g}", h.memory_gib),
+                      fmt::format("{:g}", h.hbm_tb_s), fmt::format("{:g}", h.bf16_tflops),
+                      fmt::format("{:g}", h.fp8_tflops),
+                      h.fp4_tflops > 0 ? fmt::format("{:g}", h.fp4_tflops) : std::string("-"),
+                      h.fabric == sim::Fabric::kSwitch
+                          ? fmt::format("NVSwitch {:g} GB/s per GPU", h.link_gb_s)
+                          : fmt::format("mesh, {:g} GB/s per link", h.link_gb_s)});
   }
-  fmt::print("\nmodel presets:\n");
-  fmt::print("  {:<14} {:>8} {:>8} {:>7}  {:<6} {}\n", "name", "total B", "active B", "layers",
-             "dtype", "checkpoint");
+  report::Table models({{"name", Align::kLeft},
+                        {"total B"},
+                        {"active B"},
+                        {"layers"},
+                        {"dtype", Align::kLeft},
+                        {"checkpoint", Align::kLeft}});
   for (const sim::ModelSpec& m : sim::model_presets()) {
     const sim::ParamCounts p = sim::param_counts(m);
-    fmt::print("  {:<14} {:>8.1f} {:>8.1f} {:>7}  {:<6} {}\n", m.name, p.total() / 1e9,
-               p.active(m.experts_per_token, m.moe_layers()) / 1e9, m.layers,
-               sim::to_string(m.checkpoint), m.hf_id);
+    models.add_row({std::string(m.name), report::fixed(p.total() / 1e9, 1),
+                    report::fixed(p.active(m.experts_per_token, m.moe_layers()) / 1e9, 1),
+                    std::to_string(m.layers), std::string(sim::to_string(m.checkpoint)),
+                    std::string(m.hf_id)});
   }
+  fmt::print("hardware presets (dense TFLOPS; fabric bandwidth one direction):\n{}",
+             indented(hardware));
+  fmt::print("\nmodel presets:\n{}", indented(models));
 }
 
 // Chooses the timing model and resolves the roofline configuration into o.args.

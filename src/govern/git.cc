@@ -6,17 +6,13 @@
 
 #include "core/command.h"
 #include "core/files.h"
+#include "core/strings.h"
 
 namespace ib::govern {
 
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
-  return s;
-}
 
 Expected<CommandResult> run_git(const fs::path& repo, const std::vector<std::string>& args) {
   std::vector<std::string> argv = {"git", "-C", repo.string(), "-c", "core.quotePath=false"};
@@ -36,7 +32,7 @@ Expected<std::string> git(const fs::path& repo, const std::vector<std::string>& 
     std::vector<std::string> shown = {"git"};
     shown.insert(shown.end(), args.begin(), args.end());
     return Error{
-        fmt::format("{} failed ({}): {}", describe_argv(shown), r->exit.describe(), trim(r->err))};
+        fmt::format("{} failed ({}): {}", describe_argv(shown), r->exit.describe(), rtrim(r->err))};
   }
   return std::move(r->out);
 }
@@ -45,14 +41,14 @@ Expected<TreeView> TreeView::open(const fs::path& dir, const std::string& rev) {
   auto top = git(dir, {"rev-parse", "--show-toplevel"});
   if (!top) return Error{fmt::format("{}: not inside a git repository", dir.string())};
   TreeView v;
-  v.root_ = trim(*top);
+  v.root_ = rtrim(*top);
   v.rev_ = rev;
   if (!rev.empty()) {
     auto r = run_git(v.root_, {"rev-parse", "--verify", "--quiet", rev + "^{commit}"});
     if (!r) return r.error();
     if (!r->ok())
       return Error{fmt::format("unknown git revision '{}' in {}", rev, v.root_.string())};
-    v.commit_ = trim(r->out);
+    v.commit_ = rtrim(r->out);
   }
   return v;
 }
@@ -90,12 +86,7 @@ Expected<std::vector<std::string>> TreeView::list(const std::string& dir) const 
   auto out = git(root_, args);
   if (!out) return out.error();
   std::vector<std::string> files;
-  size_t start = 0;
-  while (start < out->size()) {
-    size_t end = out->find('\0', start);
-    if (end == std::string::npos) end = out->size();
-    std::string name = out->substr(start, end - start);
-    start = end + 1;
+  for (std::string& name : split(*out, '\0')) {
     if (name.empty()) continue;
     std::error_code ec;
     if (commit_.empty() && !fs::is_regular_file(root_ / name, ec)) continue;  // deleted

@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "core/strings.h"
 #include "recipe/fingerprint.h"
 
 namespace ib::govern {
@@ -45,14 +46,8 @@ Expected<Labels> parse_labels(const std::vector<std::string>& items) {
   std::vector<std::string> primaries;
   std::vector<std::string> problems;
   for (const std::string& item : items) {
-    size_t start = 0;
-    while (start <= item.size()) {
-      size_t comma = item.find(',', start);
-      if (comma == std::string::npos) comma = item.size();
-      std::string l = item.substr(start, comma - start);
-      start = comma + 1;
-      while (!l.empty() && l.front() == ' ') l.erase(l.begin());
-      while (!l.empty() && l.back() == ' ') l.pop_back();
+    for (const std::string& field : split(item, ',')) {
+      const std::string l(trim(field));
       if (l.empty()) continue;
       const auto& p = primary_labels();
       if (std::find(p.begin(), p.end(), l) != p.end()) {

@@ -1,22 +1,15 @@
 #include "openai/stream.h"
 
-#include <boost/json.hpp>
 #include <fmt/format.h>
+
+#include <boost/json.hpp>
+
+#include "core/strings.h"
 
 namespace ib {
 namespace {
 
 namespace od = simdjson::ondemand;
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r' ||
-                        s.front() == '\n'))
-    s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' ||
-                        s.back() == '\n'))
-    s.remove_suffix(1);
-  return s;
-}
 
 // Length of a string value, 0 for null or non-strings.
 size_t string_len(od::value v) {
@@ -74,7 +67,8 @@ void read_choice(od::value choice, StreamChunk& out) {
     } else if (key == "delta" || key == "message") {
       out.content_bytes += message_content_len(v);
     } else if (key == "finish_reason") {
-      if (v.type() == od::json_type::string) out.finish_reason = std::string(v.get_string().value());
+      if (v.type() == od::json_type::string)
+        out.finish_reason = std::string(v.get_string().value());
     }
   }
 }
@@ -111,8 +105,9 @@ std::string read_error_object(od::value v) {
     }
   }
   std::string out = message.empty() ? "error" : message;
-  if (!type.empty() || code != 0) out += fmt::format(" ({}{}{})", type, type.empty() ? "" : " ",
-                                                     code != 0 ? std::to_string(code) : "");
+  if (!type.empty() || code != 0)
+    out += fmt::format(" ({}{}{})", type, type.empty() ? "" : " ",
+                       code != 0 ? std::to_string(code) : "");
   return out;
 }
 

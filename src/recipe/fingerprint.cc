@@ -6,7 +6,7 @@
 #include <cmath>
 #include <vector>
 
-#include "recipe/sha256.h"
+#include "core/sha256.h"
 
 namespace ib::recipe {
 

@@ -3,11 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
 
+#include "core/strings.h"
 #include "sim/env.h"
 
 namespace ib::sim {
@@ -24,12 +24,6 @@ constexpr double kDefaultMemoryUtilization = 0.9;  // vLLM's --gpu-memory-utiliz
 constexpr double kDefaultComputeEfficiency = 0.6;
 constexpr double kDefaultMemoryEfficiency = 0.8;
 constexpr double kDefaultStepOverheadUs = 1000.0;
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 std::optional<int> parse_int(std::string_view text) {
   int value = 0;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 
+#include "core/strings.h"
+
 namespace ib::sim {
 
 namespace {
@@ -20,10 +22,6 @@ constexpr std::array<std::string_view, 64> kWords = {
     " proident", " sunt",     " culpa",     " qui",     " officia",   " deserunt",    " mollit",
     " anim",     " id",       " est",       " laborum", " vitae",     " nunc",        " porta",
     " arcu"};
-
-bool is_space(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
-}
 
 }  // namespace
 
@@ -46,7 +44,7 @@ int count_words(std::string_view text) {
   int words = 0;
   bool in_word = false;
   for (char c : text) {
-    if (is_space(c)) {
+    if (is_ascii_space(c)) {
       in_word = false;
     } else if (!in_word) {
       in_word = true;
@@ -85,9 +83,9 @@ int append_word_keys(std::string_view text, std::vector<uint64_t>& keys) {
   int n = 0;
   size_t i = 0;
   while (i < text.size()) {
-    while (i < text.size() && is_space(text[i])) ++i;
+    while (i < text.size() && is_ascii_space(text[i])) ++i;
     const size_t start = i;
-    while (i < text.size() && !is_space(text[i])) ++i;
+    while (i < text.size() && !is_ascii_space(text[i])) ++i;
     if (i > start) {
       keys.push_back(word_key(text.substr(start, i - start)));
       ++n;

@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "core/sha256.h"
 #include "recipe/fingerprint.h"
-#include "recipe/sha256.h"
 
 namespace ib {
 
@@ -109,7 +109,7 @@ std::string config_fingerprint(const recipe::RecipeRow& row,
   json::array args;
   for (const auto& a : extra_args) args.emplace_back(a);
   json::object o{{"recipe-fingerprint", row.fingerprint}, {"extra-server-args", std::move(args)}};
-  return recipe::sha256_hex(recipe::canonical_json(o));
+  return sha256_hex(recipe::canonical_json(o));
 }
 
 }  // namespace ib

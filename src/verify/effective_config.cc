@@ -10,6 +10,7 @@
 #include <set>
 #include <utility>
 
+#include "core/strings.h"
 #include "verify/py_repr.h"
 
 namespace ib::verify {
@@ -52,13 +53,6 @@ constexpr int kRecipeRank = 10;
 
 constexpr size_t kExcerptWhole = 300;  // lines up to this long are kept whole as evidence
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
-    s.remove_suffix(1);
-  return s;
-}
-
 bool starts_with_upper(std::string_view s) {
   return !s.empty() && s[0] >= 'A' && s[0] <= 'Z';
 }
@@ -98,14 +92,6 @@ std::optional<double> as_number(const json::value& v) {
   auto r = std::from_chars(s.data(), s.data() + s.size(), d);
   if (r.ec != std::errc() || r.ptr != s.data() + s.size()) return std::nullopt;
   return d;
-}
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return out;
 }
 
 std::optional<bool> as_bool(const json::value& v) {
@@ -559,12 +545,8 @@ class Scanner {
     static const boost::regex threads(
         R"(n_threads = (\d+)(?: \(n_threads_batch = (\d+)\))? / (\d+))");
     std::string backend;
-    size_t start = 0;
-    while (start < rest.size()) {
-      size_t end = rest.find('|', start);
-      if (end == std::string_view::npos) end = rest.size();
-      const std::string_view seg = trim(rest.substr(start, end - start));
-      start = end + 1;
+    for (const std::string& part : split(rest, '|')) {
+      const std::string_view seg = trim(part);
       if (seg.empty()) continue;
       boost::cmatch m;
       if (boost::regex_search(seg.data(), seg.data() + seg.size(), m, threads)) {

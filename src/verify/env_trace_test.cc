@@ -16,6 +16,7 @@
 
 #include "core/files.h"
 #include "core/process.h"
+#include "core/strings.h"
 #include "core/temp_dir.h"
 
 // Real processes run through the tracer. C reads come from envprobe (testdata/envprobe.c), which
@@ -70,14 +71,9 @@ std::string probe_path() {
 // python3 on PATH (what a server would run), or nullopt when there is none.
 std::optional<std::string> python3() {
   const char* path = std::getenv("PATH");
-  std::string dirs = path != nullptr ? path : "/usr/bin:/bin";
-  size_t start = 0;
-  while (start <= dirs.size()) {
-    size_t end = dirs.find(':', start);
-    if (end == std::string::npos) end = dirs.size();
-    fs::path candidate = fs::path(dirs.substr(start, end - start)) / "python3";
+  for (const std::string& dir : split(path != nullptr ? path : "/usr/bin:/bin", ':')) {
+    const fs::path candidate = fs::path(dir) / "python3";
     if (::access(candidate.c_str(), X_OK) == 0) return candidate.string();
-    start = end + 1;
   }
   return std::nullopt;
 }

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string>
 
+#include "core/strings.h"
+
 namespace ib::verify {
 
 namespace json = boost::json;
@@ -16,9 +18,6 @@ namespace {
 // exhausting the stack.
 constexpr int kMaxDepth = 200;
 
-bool is_space(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
-}
 bool is_digit(char c) {
   return c >= '0' && c <= '9';
 }
@@ -119,7 +118,7 @@ class ReprParser {
   }
 
   void skip_ws() {
-    while (pos_ < s_.size() && is_space(s_[pos_])) ++pos_;
+    while (pos_ < s_.size() && is_ascii_space(s_[pos_])) ++pos_;
   }
   size_t pos() const { return pos_; }
   bool at_end() const { return pos_ >= s_.size(); }
@@ -473,12 +472,6 @@ size_t keyword_at(std::string_view s, size_t i) {
   return std::string_view::npos;
 }
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
-  return s;
-}
-
 // From `i`, the end of a raw (non-repr) value: the next `, name=` (or, in space-separated lists,
 // ` name=`) outside brackets and quotes, else the end of the text. When brackets never close,
 // the first `, name=` at any depth ends the value, so one broken value does not swallow the rest.
@@ -499,7 +492,7 @@ size_t raw_value_end(std::string_view s, size_t i, bool space_separated) {
       ++depth;
     } else if (c == ')' || c == ']' || c == '}') {
       if (depth > 0) --depth;
-    } else if (c == ',' || (space_separated && is_space(c))) {
+    } else if (c == ',' || (space_separated && is_ascii_space(c))) {
       size_t j = i + 1;
       while (j < s.size() && s[j] == ' ') ++j;
       if (keyword_at(s, j) != std::string_view::npos) {
@@ -541,7 +534,7 @@ Expected<json::object> parse_py_kwargs(std::string_view text, size_t* error_offs
   bool space_separated = false;
   bool first = true;
   while (true) {
-    while (i < text.size() && (is_space(text[i]) || text[i] == ',')) ++i;
+    while (i < text.size() && (is_ascii_space(text[i]) || text[i] == ',')) ++i;
     if (i >= text.size()) break;
     const size_t value_start = keyword_at(text, i);
     if (value_start == std::string_view::npos) {

@@ -1,9 +1,6 @@
 #include "support/transcript_server.h"
 
-#include <cctype>
-#include <mutex>
-#include <optional>
-#include <thread>
+#include <fmt/format.h>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -17,9 +14,12 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
-#include <fmt/format.h>
+#include <mutex>
+#include <optional>
+#include <thread>
 
 #include "core/clock.h"
+#include "core/strings.h"
 
 namespace ib::test {
 
@@ -40,7 +40,9 @@ Script& Script::chunk(std::string_view payload, Ms delay) {
   return write(http_chunk(payload), delay);
 }
 
-Script& Script::end_chunks(Ms delay) { return write("0\r\n\r\n", delay); }
+Script& Script::end_chunks(Ms delay) {
+  return write("0\r\n\r\n", delay);
+}
 
 Script& Script::write_bytewise(std::string_view bytes, Ms delay) {
   for (size_t i = 0; i < bytes.size(); ++i) write(std::string(1, bytes[i]), i == 0 ? delay : Ms{0});
@@ -92,11 +94,6 @@ std::string full_response(int status, std::string_view reason,
 }
 
 std::string RequestInfo::header(std::string_view name) const {
-  auto lower = [](std::string_view s) {
-    std::string out(s);
-    for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return out;
-  };
   const std::string want = lower(name);
   for (const auto& [k, v] : headers) {
     if (lower(k) == want) return v;
@@ -252,9 +249,13 @@ TranscriptServer::TranscriptServer(Script script)
 
 TranscriptServer::~TranscriptServer() = default;
 
-uint16_t TranscriptServer::port() const { return impl_->port; }
+uint16_t TranscriptServer::port() const {
+  return impl_->port;
+}
 
-std::string TranscriptServer::url() const { return fmt::format("http://127.0.0.1:{}", port()); }
+std::string TranscriptServer::url() const {
+  return fmt::format("http://127.0.0.1:{}", port());
+}
 
 std::vector<Exchange> TranscriptServer::exchanges() const {
   std::lock_guard lock(impl_->mu);

@@ -1,10 +1,10 @@
-#include "recipe/sha256.h"
+#include "core/sha256.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
-namespace ib::recipe {
+namespace ib {
 namespace {
 
 struct Vector {
@@ -39,4 +39,4 @@ TEST(Sha256, BlockBoundaries) {
 }
 
 }  // namespace
-}  // namespace ib::recipe
+}  // namespace ib

@@ -1,0 +1,46 @@
+#include "core/strings.h"
+
+namespace ib {
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && is_ascii_space(s.front())) s.remove_prefix(1);
+  return rtrim(s);
+}
+
+std::string_view rtrim(std::string_view s) {
+  while (!s.empty() && is_ascii_space(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
+}
+
+std::string join(const std::vector<std::string>& items, std::string_view sep) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) out += sep;
+    out += items[i];
+  }
+  return out;
+}
+
+std::vector<std::string> split(std::string_view s, char sep) {
+  std::vector<std::string> fields;
+  size_t start = 0;
+  while (true) {
+    const size_t end = s.find(sep, start);
+    if (end == std::string_view::npos) {
+      fields.emplace_back(s.substr(start));
+      return fields;
+    }
+    fields.emplace_back(s.substr(start, end - start));
+    start = end + 1;
+  }
+}
+
+}  // namespace ib

@@ -1,0 +1,36 @@
+// Small ASCII string helpers shared by every module (one copy instead of one per file). ASCII only
+// and locale-independent: the text they see (logs, configuration values, labels, git output) is
+// compared byte-wise, and a user's locale must not change what a recipe means.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ib {
+
+/// True for the ASCII whitespace characters: ' ', '\t', '\n', '\v', '\f', '\r' (what
+/// std::isspace accepts in the "C" locale).
+constexpr bool is_ascii_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
+}
+
+/// `s` without leading and trailing ASCII whitespace (a view into `s`).
+std::string_view trim(std::string_view s);
+
+/// `s` without trailing ASCII whitespace (a view into `s`), e.g. a command's output without its
+/// final newline.
+std::string_view rtrim(std::string_view s);
+
+/// `s` with ASCII 'A'-'Z' lowered; every other byte (UTF-8 included) unchanged.
+std::string lower(std::string_view s);
+
+/// The items with `sep` between them: {"a", "b"} -> "a, b" for ", "; {} -> "".
+std::string join(const std::vector<std::string>& items, std::string_view sep);
+
+/// The fields of `s` between occurrences of `sep`, empty fields kept: there is always one more
+/// field than separators, so "a,,b" -> {"a", "", "b"}, "a," -> {"a", ""} and "" -> {""}.
+/// Callers that want no empty fields skip them.
+std::vector<std::string> split(std::string_view s, char sep);
+
+}  // namespace ib

@@ -1,0 +1,70 @@
+#include "core/strings.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace ib {
+namespace {
+
+using Fields = std::vector<std::string>;
+
+TEST(Strings, TrimRemovesAsciiWhitespaceAtBothEnds) {
+  EXPECT_EQ(trim("  a b \t\r\n"), "a b");
+  EXPECT_EQ(trim("\v\fx\f\v"), "x");
+  EXPECT_EQ(trim("x"), "x");
+  EXPECT_EQ(trim(" \t\n "), "");
+  EXPECT_EQ(trim(""), "");
+  // Not ASCII whitespace: kept (a no-break space is two UTF-8 bytes, neither a space).
+  EXPECT_EQ(trim("\xc2\xa0x\xc2\xa0"), "\xc2\xa0x\xc2\xa0");
+  EXPECT_EQ(trim(std::string_view("\0x\0", 3)), std::string_view("\0x\0", 3));
+}
+
+TEST(Strings, TrimReturnsAViewIntoItsArgument) {
+  const std::string s = "  abc  ";
+  const std::string_view t = trim(s);
+  EXPECT_EQ(t.data(), s.data() + 2);
+  EXPECT_EQ(t.size(), 3u);
+}
+
+TEST(Strings, RtrimKeepsLeadingWhitespace) {
+  EXPECT_EQ(rtrim("  a b \r\n"), "  a b");
+  EXPECT_EQ(rtrim("/repo\n"), "/repo");
+  EXPECT_EQ(rtrim("\n\n"), "");
+  EXPECT_EQ(rtrim(""), "");
+}
+
+TEST(Strings, LowerIsAsciiOnly) {
+  EXPECT_EQ(lower("FP8 Auto-Dtype_Z"), "fp8 auto-dtype_z");
+  EXPECT_EQ(lower("already lower 123 @[`{"), "already lower 123 @[`{");
+  EXPECT_EQ(lower("\xc3\x84X"), "\xc3\x84x");  // "ÄX": the UTF-8 bytes are left alone
+  EXPECT_EQ(lower(""), "");
+}
+
+TEST(Strings, JoinPutsTheSeparatorBetweenItems) {
+  EXPECT_EQ(join({}, ", "), "");
+  EXPECT_EQ(join({"a"}, ", "), "a");
+  EXPECT_EQ(join({"a", "b", "c"}, ", "), "a, b, c");
+  EXPECT_EQ(join({"", "b", ""}, ","), ",b,");  // empty items still get their separators
+  EXPECT_EQ(join({"a", "b"}, ""), "ab");
+}
+
+TEST(Strings, SplitKeepsEmptyFields) {
+  EXPECT_EQ(split("a,b,c", ','), (Fields{"a", "b", "c"}));
+  EXPECT_EQ(split("a,,b", ','), (Fields{"a", "", "b"}));
+  EXPECT_EQ(split(",a,", ','), (Fields{"", "a", ""}));
+  EXPECT_EQ(split("a", ','), (Fields{"a"}));
+  EXPECT_EQ(split("", ','), (Fields{""}));
+  EXPECT_EQ(split(",", ','), (Fields{"", ""}));
+  EXPECT_EQ(split(std::string_view("x\0y\0", 4), '\0'), (Fields{"x", "y", ""}));
+}
+
+TEST(Strings, SplitThenJoinRoundTrips) {
+  for (const char* s : {"", ",", "a", "a,b", ",a,,b,"}) {
+    EXPECT_EQ(join(split(s, ','), ","), std::string(s)) << s;
+  }
+}
+
+}  // namespace
+}  // namespace ib
