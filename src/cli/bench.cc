@@ -1,23 +1,24 @@
 // `inferbench bench`: one benchmark point against any OpenAI-compatible server.
+#include "load/bench.h"
+
+#include <fmt/format.h>
+
+#include <boost/json.hpp>
 #include <cmath>
 #include <cstdio>
 #include <memory>
 #include <sstream>
 
-#include <boost/json.hpp>
-#include <fmt/format.h>
-
 #include "cli/commands.h"
 #include "core/files.h"
 #include "core/interrupt.h"
-#include "load/bench.h"
 
 namespace ib::cli {
 
 namespace {
 
 struct BenchOptions {
-  BenchSpec spec;
+  load::BenchSpec spec;
   std::string api = "completions";
   std::string output;
   std::string details;
@@ -37,8 +38,8 @@ std::chrono::milliseconds seconds_to_ms(double s) {
 }
 
 // "ttft:500 tpot:50 e2el:10000" (vLLM's --goodput syntax, milliseconds).
-Expected<GoodputSlo> parse_goodput(const std::vector<std::string>& items) {
-  GoodputSlo slo;
+Expected<metrics::GoodputSlo> parse_goodput(const std::vector<std::string>& items) {
+  metrics::GoodputSlo slo;
   for (const auto& item : items) {
     auto colon = item.find(':');
     if (colon == std::string::npos) {
@@ -85,7 +86,7 @@ Expected<std::vector<double>> parse_percentiles(const std::string& text) {
 }
 
 int run(BenchOptions& o) {
-  auto api = parse_api(o.api);
+  auto api = openai::parse_api(o.api);
   if (!api) {
     fmt::print(stderr, "inferbench bench: --api must be 'completions' or 'chat' (got '{}')\n",
                o.api);
@@ -108,14 +109,14 @@ int run(BenchOptions& o) {
     o.spec.shape.concurrency = 1;  // closed loop defaults to one request at a time
   }
   if (o.request_rate > 0) {
-    auto arrival = parse_arrival(o.arrival);
+    auto arrival = load::parse_arrival(o.arrival);
     if (!arrival) {
       fmt::print(stderr,
                  "inferbench bench: --arrival must be constant, poisson or gamma (got '{}')\n",
                  o.arrival);
       return kExitUsage;
     }
-    o.spec.shape.mode = LoadMode::kOpenLoop;
+    o.spec.shape.mode = load::LoadMode::kOpenLoop;
     o.spec.shape.arrivals.rate = o.request_rate;
     o.spec.shape.arrivals.process = *arrival;
     o.spec.shape.arrivals.seed = o.spec.workload.seed;
@@ -124,8 +125,8 @@ int run(BenchOptions& o) {
                o.request_rate);
     return kExitUsage;
   }
-  for (double t : {o.connect_timeout_s, o.first_byte_timeout_s, o.idle_timeout_s,
-                   o.request_timeout_s}) {
+  for (double t :
+       {o.connect_timeout_s, o.first_byte_timeout_s, o.idle_timeout_s, o.request_timeout_s}) {
     if (t < 0 || !std::isfinite(t)) {
       fmt::print(stderr, "inferbench bench: timeouts must be non-negative seconds (got {})\n", t);
       return kExitUsage;
@@ -142,12 +143,12 @@ int run(BenchOptions& o) {
   }
   o.spec.show_progress = true;
   install_interrupt_handlers();
-  auto report = run_bench(o.spec);
+  auto report = load::run_bench(o.spec);
   if (!report) {
     fmt::print(stderr, "inferbench bench: {}\n", report.error().message);
     return kExitUsage;
   }
-  fmt::print("{}", format_summary(*report, o.spec));
+  fmt::print("{}", load::format_summary(*report, o.spec));
   if (!o.output.empty()) {
     if (auto s = write_file_atomic(o.output, boost::json::serialize(report->json) + "\n"); !s) {
       fmt::print(stderr, "inferbench bench: {}\n", s.error().message);
@@ -157,7 +158,7 @@ int run(BenchOptions& o) {
   if (!o.details.empty()) {
     std::string lines;
     for (const auto& r : report->run.measured) {
-      lines += boost::json::serialize(record_to_json(r, report->run.origin_ns));
+      lines += boost::json::serialize(metrics::record_to_json(r, report->run.origin_ns));
       lines += '\n';
     }
     if (auto s = write_file_atomic(o.details, lines); !s) {
@@ -174,9 +175,9 @@ int run(BenchOptions& o) {
     fmt::print(stderr, "inferbench bench: no request was measured\n");
     return kExitFailure;
   }
-  if (m.failure_rate() > kMaxFailureRate) {
+  if (m.failure_rate() > load::kMaxFailureRate) {
     fmt::print(stderr, "inferbench bench: {} of {} requests failed (limit {:.0f}%)\n", m.failed,
-               m.num_requests, kMaxFailureRate * 100);
+               m.num_requests, load::kMaxFailureRate * 100);
     return kExitFailure;
   }
   return kExitOk;
@@ -188,15 +189,14 @@ RunFn register_bench(CLI::App& root) {
   auto o = std::make_shared<BenchOptions>();
   o->spec.shape.concurrency = 0;  // unset: 1 in closed loop, no cap in open loop
   o->spec.workload.num_prompts = 100;
-  CLI::App* app = root.add_subcommand("bench", "Run one benchmark point against an OpenAI-compatible server");
-  app->add_option("--endpoint", o->spec.endpoint_url, "Server base URL")
-      ->capture_default_str();
+  CLI::App* app =
+      root.add_subcommand("bench", "Run one benchmark point against an OpenAI-compatible server");
+  app->add_option("--endpoint", o->spec.endpoint_url, "Server base URL")->capture_default_str();
   app->add_option("--model", o->spec.model, "Model name (default: first from /v1/models)");
   app->add_option("--api", o->api, "completions | chat")->capture_default_str();
   app->add_option("--isl", o->spec.workload.isl, "Input length in tokens")->capture_default_str();
   app->add_option("--osl", o->spec.workload.osl, "Output length in tokens")->capture_default_str();
-  app->add_option("--range-ratio", o->spec.workload.range_ratio,
-                  "Lengths uniform in [ratio*L, L]")
+  app->add_option("--range-ratio", o->spec.workload.range_ratio, "Lengths uniform in [ratio*L, L]")
       ->capture_default_str();
   app->add_option("--num-prompts", o->spec.workload.num_prompts, "Measured requests")
       ->capture_default_str();
@@ -215,8 +215,7 @@ RunFn register_bench(CLI::App& root) {
   app->add_option("--warmups", o->spec.warmups, "Warmup requests (not measured)")
       ->capture_default_str();
   app->add_option("--seed", o->spec.workload.seed, "Random seed")->capture_default_str();
-  app->add_option("--vocab-size", o->spec.workload.vocab_size,
-                  "Token ids are drawn below this")
+  app->add_option("--vocab-size", o->spec.workload.vocab_size, "Token ids are drawn below this")
       ->capture_default_str();
   app->add_option("--percentiles", o->percentiles, "Percentiles to report besides the median")
       ->capture_default_str();

@@ -228,21 +228,24 @@ std::string show_text(const RunDetails& d) {
   out += "\nPOINTS\n";
   rows.clear();
   Row header = {"KEY", "FINGERPRINT", "WORKLOAD", "CONC", "STATUS"};
-  for (const auto& k : kHeadlineMetrics) {
+  for (const auto& k : metrics::kHeadlineMetrics) {
     if (k.table) header.push_back(upper(k.title));
   }
   header.push_back("NOTE");
   rows.push_back(header);
-  std::vector<PointResult> results;
+  std::vector<metrics::PointResult> results;
   for (const auto& p : d.points) {
-    PointResult pr = from_record(p, key_of(p.server_config_id));
-    std::string note = p.reused_from_run ? fmt::format("reused from run {}", *p.reused_from_run)
-                                         : one_line(pr.status == PointStatus::kInvalid ? p.validity.text() : p.error, 80);
+    metrics::PointResult pr = sweep::from_record(p, key_of(p.server_config_id));
+    std::string note =
+        p.reused_from_run
+            ? fmt::format("reused from run {}", *p.reused_from_run)
+            : one_line(pr.status == metrics::PointStatus::kInvalid ? p.validity.text() : p.error,
+                       80);
     Row row = {pr.id.config_key, p.fingerprint.substr(0, 12),
                or_dash(pr.id.workload_label.empty() ? p.workload_key : pr.id.workload_label),
-               std::to_string(p.concurrency), std::string(status_name(p.status))};
-    for (size_t i = 0; i < kHeadlineMetrics.size(); ++i) {
-      if (kHeadlineMetrics[i].table) row.push_back(p.headline.cell(i));
+               std::to_string(p.concurrency), std::string(metrics::status_name(p.status))};
+    for (size_t i = 0; i < metrics::kHeadlineMetrics.size(); ++i) {
+      if (metrics::kHeadlineMetrics[i].table) row.push_back(p.headline.cell(i));
     }
     row.push_back(or_dash(note));
     rows.push_back(std::move(row));
@@ -250,7 +253,7 @@ std::string show_text(const RunDetails& d) {
   }
   out += table_text(rows);
   // Why each point that is not a success failed, in full (the first error of each cause).
-  if (const std::string why = not_measured_text(results); !why.empty()) {
+  if (const std::string why = sweep::not_measured_text(results); !why.empty()) {
     out += "\nNOT MEASURED OR INVALID\n" + why;
   }
 

@@ -16,7 +16,7 @@ namespace ib::cli {
 namespace {
 
 struct SweepCliOptions {
-  SweepOptions sweep;
+  sweep::SweepOptions sweep;
   std::vector<std::string> recipes;
   std::string runners;
   std::string runs_dir = "runs";
@@ -63,14 +63,14 @@ std::vector<std::string> own_argv() {
 
 int run(SweepCliOptions& c) {
   const std::vector<std::string> argv = own_argv();
-  SweepOptions& o = c.sweep;
+  sweep::SweepOptions& o = c.sweep;
   if (c.recipes.empty()) c.recipes.push_back(bundled_recipe());
   for (const auto& r : c.recipes) o.recipes.emplace_back(r);
   o.runners = c.runners;
   o.runs_dir = c.runs_dir;
   o.db = c.db;
   o.concurrencies = c.concurrencies;
-  auto api = parse_api(c.api);
+  auto api = openai::parse_api(c.api);
   if (!api) {
     fmt::print(stderr, "inferbench sweep: --api must be 'completions' or 'chat' (got '{}')\n",
                c.api);
@@ -102,23 +102,25 @@ int run(SweepCliOptions& c) {
   std::FILE* table = c.json ? stderr : stdout;
   fmt::print(table, "sweep: {}\n", fmt::join(c.recipes, " "));
   std::fflush(table);
-  auto outcome = run_sweep(o, table);
+  auto outcome = sweep::run_sweep(o, table);
   if (!outcome) {
     fmt::print(stderr, "inferbench sweep: {}\n", outcome.error().message);
     return kExitUsage;
   }
   for (const auto& n : outcome->notes) fmt::print(table, "note: {}\n", n);
   // The final summary: every point that did not succeed, with its reason.
-  const std::string failures = not_measured_text(outcome->points);
+  const std::string failures = sweep::not_measured_text(outcome->points);
   if (!failures.empty()) fmt::print(table, "not measured:\n{}", failures);
   for (const auto& e : outcome->errors) fmt::print(stderr, "inferbench sweep: {}\n", e);
   // Points by status, in a fixed order, only the statuses that occurred.
   std::string counts;
-  for (PointStatus s : {PointStatus::kOk, PointStatus::kInvalid, PointStatus::kFailed,
-                        PointStatus::kSkipped, PointStatus::kReused, PointStatus::kResumed}) {
+  for (metrics::PointStatus s : {metrics::PointStatus::kOk, metrics::PointStatus::kInvalid,
+                                 metrics::PointStatus::kFailed, metrics::PointStatus::kSkipped,
+                                 metrics::PointStatus::kReused, metrics::PointStatus::kResumed}) {
     const auto n = std::count_if(outcome->points.begin(), outcome->points.end(),
-                                 [&](const PointResult& p) { return p.status == s; });
-    if (n > 0) counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", n, status_name(s));
+                                 [&](const metrics::PointResult& p) { return p.status == s; });
+    if (n > 0)
+      counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", n, metrics::status_name(s));
   }
   fmt::print(table, "run {} (id {}): {}; points: {}\nresults: {} (database {})\n",
              outcome->run_name, outcome->run_id, outcome->status(),
@@ -145,7 +147,7 @@ RunFn register_sweep(CLI::App& root) {
       "sweep",
       "Run recipes' benchmark matrix and store the results (default: the bundled "
       "simulator recipe)");
-  SweepOptions& o = c->sweep;
+  sweep::SweepOptions& o = c->sweep;
   app->add_option("recipes", c->recipes, "Recipe files (default: examples/recipes/serve-sim.yaml)");
   app->add_option("--runners", c->runners, "Runners file (hardware labels, launcher per label)");
   app->add_option("--keys", o.keys, "Only config keys matching these globs");

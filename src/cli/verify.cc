@@ -48,7 +48,7 @@ std::string default_work_dir() {
   return utc_time_text("runs/verify-%Y%m%d-%H%M%S");
 }
 
-int report_and_exit(const VerifyCliOptions& o, const VerifyReport& report) {
+int report_and_exit(const VerifyCliOptions& o, const sweep::VerifyReport& report) {
   const std::string md = report.markdown();
   if (!o.markdown.empty()) {
     if (auto s = write_file_atomic(o.markdown, md); !s) {
@@ -69,7 +69,7 @@ int report_and_exit(const VerifyCliOptions& o, const VerifyReport& report) {
 
 int run(const VerifyCliOptions& o) {
   install_interrupt_handlers();
-  VerifyOptions vo;
+  sweep::VerifyOptions vo;
   vo.work_dir = o.work_dir.empty() ? default_work_dir() : o.work_dir;
   vo.inferbench_exe = self_executable();
   vo.extra_server_args = o.server_args;
@@ -108,7 +108,7 @@ int run(const VerifyCliOptions& o) {
       fmt::print(stderr, "inferbench verify: {}\n", (!be ? be.error() : he.error()).message);
       return kExitUsage;
     }
-    auto report = verify_changes(*be, *he, *changed, vo);
+    auto report = sweep::verify_changes(*be, *he, *changed, vo);
     if (!report)
       return fmt::print(stderr, "inferbench verify: {}\n", report.error().message), kExitFailure;
     return report_and_exit(o, *report);
@@ -128,7 +128,7 @@ int run(const VerifyCliOptions& o) {
     govern::ChangedReport changed = govern::diff_entries(*be, *he);
     changed.base = o.args[0];
     changed.head = o.args[1];
-    auto report = verify_changes(*be, *he, changed, vo);
+    auto report = sweep::verify_changes(*be, *he, changed, vo);
     if (!report)
       return fmt::print(stderr, "inferbench verify: {}\n", report.error().message), kExitFailure;
     return report_and_exit(o, *report);
@@ -146,7 +146,7 @@ int run(const VerifyCliOptions& o) {
     }
     runs.push_back(**r);
   }
-  auto report = verify_runs(*db, runs[0], runs[1], vo.ignore_settings);
+  auto report = sweep::verify_runs(*db, runs[0], runs[1], vo.ignore_settings);
   if (!report)
     return fmt::print(stderr, "inferbench verify: {}\n", report.error().message), kExitUsage;
   return report_and_exit(o, *report);

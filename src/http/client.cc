@@ -1,10 +1,8 @@
 #include "http/client.h"
 
+#include <fmt/format.h>
 #include <sys/socket.h>
 #include <time.h>
-
-#include <cerrno>
-#include <cstring>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -14,13 +12,13 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/url/parse.hpp>
-#include <fmt/format.h>
-
+#include <cerrno>
+#include <cstring>
 #include <tuple>
 
 #include "core/clock.h"
 
-namespace ib {
+namespace ib::http {
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
@@ -28,7 +26,9 @@ namespace http = beast::http;
 using tcp = asio::ip::tcp;
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
-std::string Endpoint::url() const { return fmt::format("http://{}:{}{}", host, port, base_path); }
+std::string Endpoint::url() const {
+  return fmt::format("http://{}:{}{}", host, port, base_path);
+}
 
 Expected<Endpoint> parse_endpoint(std::string_view url) {
   auto parsed = boost::urls::parse_uri(url);
@@ -183,7 +183,7 @@ asio::awaitable<HttpOutcome> HttpConnection::request(http::verb verb, std::strin
   auto fail = [&](boost::system::error_code ec, bool timed_out) {
     out.ec = ec;
     if (timed_out) {
-      out.timeout = mono_ns() >= total_ns   ? TimeoutKind::kTotal
+      out.timeout = mono_ns() >= total_ns  ? TimeoutKind::kTotal
                     : out.response_started ? TimeoutKind::kIdle
                                            : TimeoutKind::kFirstByte;
       out.timeout_limit = out.timeout == TimeoutKind::kTotal       ? timeouts_.total
@@ -231,9 +231,9 @@ asio::awaitable<HttpOutcome> HttpConnection::request(http::verb verb, std::strin
       if (used > 0 || got > 0) continue;  // parse the rest of what is buffered
     }
     // More bytes needed: wait for them until the current deadline.
-    deadline_ns_ = std::min(total_ns, out.response_started
-                                          ? (idle_ns > 0 ? mono_ns() + idle_ns : INT64_MAX)
-                                          : first_byte_ns);
+    deadline_ns_ =
+        std::min(total_ns, out.response_started ? (idle_ns > 0 ? mono_ns() + idle_ns : INT64_MAX)
+                                                : first_byte_ns);
     boost::system::error_code ec = co_await wait_readable();
     if (timed_out_) {
       fail(beast::error::timeout, true);
@@ -255,8 +255,7 @@ asio::awaitable<HttpOutcome> HttpConnection::request(http::verb verb, std::strin
         parser.put_eof(ec);
         if (!ec && parser.is_done()) break;
       }
-      fail(out.response_started ? http::error::partial_message : http::error::end_of_stream,
-           false);
+      fail(out.response_started ? http::error::partial_message : http::error::end_of_stream, false);
       co_return out;
     }
   }
@@ -385,4 +384,4 @@ Expected<SimpleResponse> http_get(const Endpoint& endpoint, std::string_view pat
   return SimpleResponse{sink.status_, std::move(sink.body_)};
 }
 
-}  // namespace ib
+}  // namespace ib::http

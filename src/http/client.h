@@ -3,13 +3,6 @@
 // checks.
 #pragma once
 
-#include <chrono>
-#include <cstdint>
-#include <memory>
-#include <optional>
-#include <string>
-#include <string_view>
-
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -17,10 +10,16 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/verb.hpp>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
 
 #include "core/expected.h"
 
-namespace ib {
+namespace ib::http {
 
 /// Where a server listens: parsed from a URL such as http://127.0.0.1:8000 or
 /// http://host:8000/prefix (the prefix is prepended to request paths).
@@ -65,10 +64,10 @@ struct HttpOutcome {
   bool connect_failed = false;   // ec came from connecting
   TimeoutKind timeout = TimeoutKind::kNone;
   std::chrono::milliseconds timeout_limit{0};  // the limit that fired
-  bool response_started = false; // at least the status line arrived
-  bool complete = false;         // the whole message was read
+  bool response_started = false;               // at least the status line arrived
+  bool complete = false;                       // the whole message was read
   int status = 0;
-  int64_t send_ns = 0;           // when the request's first byte was handed to the socket
+  int64_t send_ns = 0;  // when the request's first byte was handed to the socket
   bool timed_out() const { return timeout != TimeoutKind::kNone; }
   /// The peer reset the connection, or closed it before sending a complete response.
   bool reset() const;
@@ -145,4 +144,4 @@ struct SimpleResponse {
 Expected<SimpleResponse> http_get(const Endpoint& endpoint, std::string_view path,
                                   std::chrono::milliseconds timeout);
 
-}  // namespace ib
+}  // namespace ib::http

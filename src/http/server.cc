@@ -23,7 +23,7 @@
 
 #include "core/clock.h"
 
-namespace ib {
+namespace ib::http {
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
@@ -509,4 +509,4 @@ asio::awaitable<void> HttpRouter::dispatch(const HttpRequest& request,
   co_await writer.send(std::move(response));
 }
 
-}  // namespace ib
+}  // namespace ib::http

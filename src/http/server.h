@@ -22,7 +22,7 @@
 
 #include "core/expected.h"
 
-namespace ib {
+namespace ib::http {
 
 namespace detail {
 struct HttpServerState;
@@ -184,4 +184,4 @@ class HttpRouter {
 /// Reason phrase of a status code ("Not Found"); "Unknown" for codes not in the table.
 std::string_view http_reason(int status);
 
-}  // namespace ib
+}  // namespace ib::http

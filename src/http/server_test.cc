@@ -21,7 +21,7 @@
 #include "http/test_client.h"
 #include "http/test_server_thread.h"
 
-namespace ib {
+namespace ib::http {
 namespace {
 
 namespace asio = boost::asio;
@@ -340,4 +340,4 @@ TEST(HttpReason, KnownAndUnknownCodes) {
 }
 
 }  // namespace
-}  // namespace ib
+}  // namespace ib::http

@@ -1,6 +1,6 @@
 #include "http/sse.h"
 
-namespace ib {
+namespace ib::http {
 
 bool SseParser::process_line(std::string_view line) {
   if (line.empty()) {
@@ -44,4 +44,4 @@ void SseParser::reset_event() {
   has_fields_ = false;
 }
 
-}  // namespace ib
+}  // namespace ib::http

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-namespace ib {
+namespace ib::http {
 
 /// One dispatched event. Views are valid only during the callback.
 struct SseEvent {
@@ -100,4 +100,4 @@ class SseParser {
   bool skip_lf_ = false;  // last byte was '\r'; a following '\n' belongs to the same line end
 };
 
-}  // namespace ib
+}  // namespace ib::http

@@ -1,11 +1,11 @@
 #include "http/sse.h"
 
+#include <gtest/gtest.h>
+
 #include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
-
-namespace ib {
+namespace ib::http {
 namespace {
 
 struct Collected {
@@ -134,4 +134,4 @@ TEST(SseParser, ResetForgetsPartialInput) {
 }
 
 }  // namespace
-}  // namespace ib
+}  // namespace ib::http

@@ -57,7 +57,7 @@ Expected<int> pick_free_port() {
 Status wait_healthy(const std::string& url, const std::string& health_path,
                     std::chrono::seconds timeout,
                     const std::function<std::optional<std::string>()>& alive) {
-  auto endpoint = parse_endpoint(url);
+  auto endpoint = http::parse_endpoint(url);
   if (!endpoint) return endpoint.error();
   const int64_t deadline = mono_ns() + std::chrono::nanoseconds(timeout).count();
   std::string last = "no answer yet";
@@ -75,7 +75,7 @@ Status wait_healthy(const std::string& url, const std::string& health_path,
         return Error{why};
       }
     }
-    auto r = http_get(*endpoint, health_path, std::chrono::seconds(2));
+    auto r = http::http_get(*endpoint, health_path, std::chrono::seconds(2));
     if (r && r->status == 200) return Status::Ok();
     last = r ? fmt::format("HTTP {}", r->status) : r.error().message;
     if (mono_ns() >= deadline) break;

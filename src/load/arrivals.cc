@@ -1,11 +1,11 @@
 #include "load/arrivals.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <random>
 
-#include <fmt/format.h>
-
-namespace ib {
+namespace ib::load {
 
 std::optional<ArrivalProcess> parse_arrival(std::string_view name) {
   if (name == "constant") return ArrivalProcess::kConstant;
@@ -16,9 +16,12 @@ std::optional<ArrivalProcess> parse_arrival(std::string_view name) {
 
 std::string_view arrival_name(ArrivalProcess a) {
   switch (a) {
-    case ArrivalProcess::kConstant: return "constant";
-    case ArrivalProcess::kPoisson: return "poisson";
-    case ArrivalProcess::kGamma: return "gamma";
+    case ArrivalProcess::kConstant:
+      return "constant";
+    case ArrivalProcess::kPoisson:
+      return "poisson";
+    case ArrivalProcess::kGamma:
+      return "gamma";
   }
   return "unknown";
 }
@@ -92,4 +95,4 @@ std::vector<int64_t> arrival_offsets_ns(const ArrivalSpec& spec, size_t n) {
   return out;
 }
 
-}  // namespace ib
+}  // namespace ib::load

@@ -9,7 +9,7 @@
 
 #include "core/expected.h"
 
-namespace ib {
+namespace ib::load {
 
 enum class ArrivalProcess {
   kConstant,  // evenly spaced at 1/rate
@@ -35,4 +35,4 @@ Status validate(const ArrivalSpec& spec);
 /// machine (own samplers, not the implementation-defined std distributions).
 std::vector<int64_t> arrival_offsets_ns(const ArrivalSpec& spec, size_t n);
 
-}  // namespace ib
+}  // namespace ib::load

@@ -1,11 +1,11 @@
 #include "load/arrivals.h"
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <numeric>
 
-#include <gtest/gtest.h>
-
-namespace ib {
+namespace ib::load {
 namespace {
 
 struct GapStats {
@@ -71,4 +71,4 @@ TEST(Arrivals, ValidationNamesTheOption) {
 }
 
 }  // namespace
-}  // namespace ib
+}  // namespace ib::load

@@ -7,14 +7,14 @@
 
 #include "core/clock.h"
 
-namespace ib {
+namespace ib::load {
 
 namespace {
 
-RunnerConfig runner_config(const BenchSpec& spec, const Endpoint& endpoint) {
+RunnerConfig runner_config(const BenchSpec& spec, const http::Endpoint& endpoint) {
   RunnerConfig rc;
   rc.endpoint = endpoint;
-  rc.path = std::string(api_path(spec.api));
+  rc.path = std::string(openai::api_path(spec.api));
   rc.shape = spec.shape;
   rc.timeouts = spec.timeouts;
   rc.max_retries = spec.max_retries;
@@ -26,9 +26,9 @@ RunnerConfig runner_config(const BenchSpec& spec, const Endpoint& endpoint) {
 }  // namespace
 
 Status validate(const BenchSpec& spec) {
-  auto endpoint = parse_endpoint(spec.endpoint_url);
+  auto endpoint = http::parse_endpoint(spec.endpoint_url);
   if (!endpoint) return endpoint.error();
-  RandomWorkload w = spec.workload;
+  workload::RandomWorkload w = spec.workload;
   if (spec.shape.duration_s > 0 && w.num_prompts < 1) w.num_prompts = 1;
   if (auto s = validate(w); !s) return s;
   if (auto s = validate(runner_config(spec, *endpoint)); !s) return s;
@@ -44,8 +44,8 @@ Status validate(const BenchSpec& spec) {
   return Status::Ok();
 }
 
-Expected<std::string> discover_model(const Endpoint& endpoint) {
-  auto resp = http_get(endpoint, "/v1/models", std::chrono::seconds(10));
+Expected<std::string> discover_model(const http::Endpoint& endpoint) {
+  auto resp = http::http_get(endpoint, "/v1/models", std::chrono::seconds(10));
   if (!resp) return resp.error();
   if (resp->status != 200) {
     return Error{fmt::format("GET {}/v1/models returned HTTP {}; pass --model", endpoint.url(),
@@ -66,20 +66,20 @@ Expected<std::string> discover_model(const Endpoint& endpoint) {
 
 namespace {
 
-std::vector<PreparedRequest> prepare(const std::vector<PromptSpec>& prompts, Api api,
-                                     const RequestKnobs& knobs) {
+std::vector<PreparedRequest> prepare(const std::vector<workload::PromptSpec>& prompts,
+                                     openai::Api api, const openai::RequestKnobs& knobs) {
   std::vector<PreparedRequest> out;
   out.reserve(prompts.size());
   for (const auto& p : prompts) {
     PreparedRequest r;
     r.input_len = p.input_len;
     r.output_len = p.output_len;
-    if (api == Api::kChat) {
-      r.body = chat_body(knobs, p.text, p.output_len);
+    if (api == openai::Api::kChat) {
+      r.body = openai::chat_body(knobs, p.text, p.output_len);
     } else if (!p.token_ids.empty()) {
-      r.body = completions_body(knobs, p.token_ids, p.output_len);
+      r.body = openai::completions_body(knobs, p.token_ids, p.output_len);
     } else {
-      r.body = completions_body(knobs, p.text, p.output_len);
+      r.body = openai::completions_body(knobs, p.text, p.output_len);
     }
     out.push_back(std::move(r));
   }
@@ -94,16 +94,16 @@ std::string iso_time(double unix_s) {
 
 Expected<BenchReport> run_bench(const BenchSpec& spec) {
   if (auto s = validate(spec); !s) return s.error();
-  RandomWorkload wl = spec.workload;
-  wl.as_text = spec.api == Api::kChat;
-  return run_bench(spec, random_point_plan(wl, spec.warmups, spec.shape.concurrency));
+  workload::RandomWorkload wl = spec.workload;
+  wl.as_text = spec.api == openai::Api::kChat;
+  return run_bench(spec, workload::random_point_plan(wl, spec.warmups, spec.shape.concurrency));
 }
 
-Expected<BenchReport> run_bench(const BenchSpec& spec, const PointPlan& plan) {
+Expected<BenchReport> run_bench(const BenchSpec& spec, const workload::PointPlan& plan) {
   if (plan.session_based()) {
     return Error{"session-based workloads need the session run loop, which this version lacks"};
   }
-  auto endpoint = parse_endpoint(spec.endpoint_url);
+  auto endpoint = http::parse_endpoint(spec.endpoint_url);
   if (!endpoint) return endpoint.error();
   if (auto s = validate(runner_config(spec, *endpoint)); !s) return s.error();
   std::string model = spec.model;
@@ -114,7 +114,7 @@ Expected<BenchReport> run_bench(const BenchSpec& spec, const PointPlan& plan) {
   }
   const auto& prompts = plan.measured;
   const auto& warm_prompts = plan.warmup;
-  RequestKnobs knobs;
+  openai::RequestKnobs knobs;
   knobs.model = model;
   knobs.continuous_usage = spec.continuous_usage;
   auto measured = prepare(prompts, spec.api, knobs);
@@ -147,14 +147,14 @@ Expected<BenchReport> run_bench(const BenchSpec& spec, const PointPlan& plan) {
   report.run = std::move(*run);
   report.partial = report.run.interrupted;
   report.timed_out = report.run.deadline_hit;
-  report.metrics = compute_metrics(report.run.measured, spec.metrics);
+  report.metrics = metrics::compute_metrics(report.run.measured, spec.metrics);
 
   boost::json::object j;
   j["date"] = iso_time(report.run.start_unix);
   j["tool"] = "inferbench";
   j["tool_version"] = INFERBENCH_VERSION;
-  j["backend"] = spec.api == Api::kChat ? "openai-chat" : "openai";
-  j["api"] = api_name(spec.api);
+  j["backend"] = spec.api == openai::Api::kChat ? "openai-chat" : "openai";
+  j["api"] = openai::api_name(spec.api);
   j["endpoint"] = endpoint->url();
   j["model_id"] = model;
   j["num_prompts"] = static_cast<int64_t>(prompts.size());
@@ -176,8 +176,8 @@ Expected<BenchReport> run_bench(const BenchSpec& spec, const PointPlan& plan) {
   if (spec.shape.duration_s > 0) j["duration_limit_s"] = spec.shape.duration_s;
   j["num_warmups"] = static_cast<int64_t>(warm_prompts.size());
   for (const auto& kv : plan.describe) j[kv.key()] = kv.value();
-  j["input_length_exact"] = spec.api != Api::kChat;
-  if (spec.api == Api::kChat) {
+  j["input_length_exact"] = spec.api != openai::Api::kChat;
+  if (spec.api == openai::Api::kChat) {
     j["input_length_note"] =
         "chat prompts are text of N words; without a tokenizer their token count is approximate "
         "(total_input_tokens uses the server's prompt_tokens when reported)";
@@ -192,7 +192,7 @@ Expected<BenchReport> run_bench(const BenchSpec& spec, const PointPlan& plan) {
   j["partial"] = report.partial;
   j["timed_out"] = report.timed_out;
   j["cancelled"] = report.run.cancelled;
-  boost::json::object metrics = metrics_to_json(report.metrics, spec.metrics);
+  boost::json::object metrics = metrics::metrics_to_json(report.metrics, spec.metrics);
   for (auto& kv : metrics) j[kv.key()] = std::move(kv.value());
   boost::json::array input_lens, output_lens;
   for (const auto& r : report.run.measured) {
@@ -230,7 +230,7 @@ Expected<BenchReport> run_bench(const BenchSpec& spec, const PointPlan& plan) {
 }
 
 std::string format_summary(const BenchReport& report, const BenchSpec& spec) {
-  const BenchMetrics& m = report.metrics;
+  const metrics::BenchMetrics& m = report.metrics;
   std::string s;
   auto line = [&](std::string_view k, const std::string& v) {
     s += fmt::format("{:<36}{:>14}\n", k, v);
@@ -252,12 +252,13 @@ std::string format_summary(const BenchReport& report, const BenchSpec& spec) {
   line("Output token throughput (tok/s):", f2(m.output_throughput));
   line("Total token throughput (tok/s):", f2(m.total_token_throughput));
   if (spec.metrics.goodput.any()) line("Request goodput (req/s):", f2(m.request_goodput));
-  auto block = [&](std::string_view title, std::string_view name, const Summary& sum) {
+  auto block = [&](std::string_view title, std::string_view name, const metrics::Summary& sum) {
     s += fmt::format("{:-^50}\n", fmt::format(" {} ", title));
     line(fmt::format("Mean {} (ms):", name), f2(sum.mean));
     line(fmt::format("Median {} (ms):", name), f2(sum.median));
     for (size_t i = 0; i < spec.metrics.percentiles.size(); ++i) {
-      line(fmt::format("P{} {} (ms):", percentile_key(spec.metrics.percentiles[i]).substr(1), name),
+      line(fmt::format("P{} {} (ms):",
+                       metrics::percentile_key(spec.metrics.percentiles[i]).substr(1), name),
            f2(sum.percentiles[i]));
     }
   };
@@ -277,4 +278,4 @@ std::string format_summary(const BenchReport& report, const BenchSpec& spec) {
   return s;
 }
 
-}  // namespace ib
+}  // namespace ib::load

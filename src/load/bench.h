@@ -14,17 +14,17 @@
 #include "workload/fixed_seq_len.h"
 #include "workload/random_prompts.h"
 
-namespace ib {
+namespace ib::load {
 
 struct BenchSpec {
   std::string endpoint_url = "http://127.0.0.1:8000";
   std::string model;  // empty: ask the server's /v1/models for the first model
-  Api api = Api::kCompletions;
-  RandomWorkload workload;
+  openai::Api api = openai::Api::kCompletions;
+  workload::RandomWorkload workload;
   LoadShape shape;  // closed loop at concurrency 1 by default
   int warmups = 0;
-  MetricsOptions metrics;
-  ClientTimeouts timeouts;
+  metrics::MetricsOptions metrics;
+  http::ClientTimeouts timeouts;
   int max_retries = 1;
   int threads = 0;                // 0: automatic
   int source_addresses = 0;       // 0: automatic
@@ -37,7 +37,7 @@ struct BenchSpec {
 /// A finished point: records, metrics and the result JSON.
 struct BenchReport {
   RunnerResult run;
-  BenchMetrics metrics;
+  metrics::BenchMetrics metrics;
   boost::json::object json;
   bool partial = false;    // interrupted: the result covers only what was measured
   bool timed_out = false;  // cut by BenchSpec::timeout_s (then also partial)
@@ -52,10 +52,10 @@ Expected<BenchReport> run_bench(const BenchSpec& spec);
 
 /// Runs one point of a workload's plan (workload/workload.h); spec.workload and spec.warmups are
 /// not used, plan.describe goes into the result JSON.
-Expected<BenchReport> run_bench(const BenchSpec& spec, const PointPlan& plan);
+Expected<BenchReport> run_bench(const BenchSpec& spec, const workload::PointPlan& plan);
 
 /// Asks GET /v1/models for the served model id.
-Expected<std::string> discover_model(const Endpoint& endpoint);
+Expected<std::string> discover_model(const http::Endpoint& endpoint);
 
 /// Fraction of failed requests above which a point fails (vLLM benchmark_serving's rule).
 inline constexpr double kMaxFailureRate = 0.05;
@@ -63,4 +63,4 @@ inline constexpr double kMaxFailureRate = 0.05;
 /// Human-readable one-point summary (the table `inferbench bench` prints).
 std::string format_summary(const BenchReport& report, const BenchSpec& spec);
 
-}  // namespace ib
+}  // namespace ib::load

@@ -24,7 +24,7 @@
 #include "load/stream_request.h"
 #include "metrics/stats.h"
 
-namespace ib {
+namespace ib::load {
 
 namespace asio = boost::asio;
 using steady_time = std::chrono::steady_clock::time_point;
@@ -168,7 +168,9 @@ class Lane {
     io_.run();
   }
 
-  std::deque<RequestRecord>& records(bool measured) { return measured ? measured_ : warmup_; }
+  std::deque<metrics::RequestRecord>& records(bool measured) {
+    return measured ? measured_ : warmup_;
+  }
   std::pair<uint64_t, uint64_t> read_counts() const {
     uint64_t reads = 0, stamped = 0;
     for (const auto& c : conns_) {
@@ -187,7 +189,7 @@ class Lane {
         : http(lane.io_.get_executor(), lane.shared_.config->endpoint, lane.shared_.addresses,
                lane.shared_.config->timeouts, std::move(source)),
           response(lane.decoder_) {}
-    HttpConnection http;
+    http::HttpConnection http;
     StreamingResponse response;
   };
 
@@ -313,7 +315,7 @@ class Lane {
   asio::awaitable<void> one_request(Conn& conn, int64_t index, int64_t sched_ns) {
     const auto& list = *phase_->requests;
     const PreparedRequest& req = list[static_cast<size_t>(index) % list.size()];
-    RequestRecord& rec = records(phase_->measured).emplace_back();
+    metrics::RequestRecord& rec = records(phase_->measured).emplace_back();
     rec.index = index;
     rec.input_len = req.input_len;
     rec.output_len = req.output_len;
@@ -329,8 +331,8 @@ class Lane {
     for (;;) {
       const bool reused = conn.http.reused();
       conn.response.reset(&rec);
-      HttpOutcome outcome = co_await conn.http.request(boost::beast::http::verb::post, cfg.path,
-                                                       req.body, conn.response, request_id);
+      http::HttpOutcome outcome = co_await conn.http.request(
+          boost::beast::http::verb::post, cfg.path, req.body, conn.response, request_id);
       rec.send_ns = outcome.send_ns;
       const bool interrupted = shared_.interrupted.load(std::memory_order_relaxed);
       // A request that failed before any response byte arrived never reached the server's
@@ -345,7 +347,7 @@ class Lane {
       }
       rec.done_ns = mono_ns();
       if (interrupted && outcome.ec) {
-        rec.failure = FailureCause::kCancelled;
+        rec.failure = metrics::FailureCause::kCancelled;
         rec.error = "run interrupted";
       } else {
         conn.response.finish(outcome);
@@ -391,7 +393,7 @@ class Lane {
   const int lanes_;
   asio::io_context io_{1};
   asio::steady_timer ticker_{io_};
-  StreamDecoder decoder_;  // shared by this lane's connections: decoding is synchronous
+  openai::StreamDecoder decoder_;  // shared by this lane's connections: decoding is synchronous
   std::vector<std::unique_ptr<Conn>> conns_;
   std::vector<Conn*> idle_;          // open loop pool
   std::vector<Conn*> worker_conns_;  // closed loop: one per worker
@@ -400,7 +402,7 @@ class Lane {
   AsyncSlots* slots_ = nullptr;
   bool finished_ = false;
   bool closing_ = false;
-  std::deque<RequestRecord> warmup_, measured_;
+  std::deque<metrics::RequestRecord> warmup_, measured_;
   std::vector<double> loop_lag_ms_, schedule_lag_ms_;
 };
 
@@ -420,7 +422,7 @@ int expected_connections(const LoadShape& s, size_t measured) {
 double p99(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
-  return percentile_sorted(v, 99);
+  return metrics::percentile_sorted(v, 99);
 }
 
 }  // namespace
@@ -429,7 +431,7 @@ Expected<RunnerResult> run_load(const RunnerConfig& config,
                                 const std::vector<PreparedRequest>& warmup,
                                 const std::vector<PreparedRequest>& measured) {
   if (auto s = validate(config); !s) return s.error();
-  auto addresses = resolve(config.endpoint);
+  auto addresses = http::resolve(config.endpoint);
   if (!addresses) return addresses.error();
 
   RunnerResult result;
@@ -564,11 +566,11 @@ Expected<RunnerResult> run_load(const RunnerConfig& config,
   }
 
   // Merge lanes by index; drop requests cut by the interrupt: they measure nothing.
-  auto merge = [&](bool which, std::vector<RequestRecord>& out) {
+  auto merge = [&](bool which, std::vector<metrics::RequestRecord>& out) {
     int64_t dropped = 0;
     for (auto& lane : lanes) {
       for (auto& r : lane->records(which)) {
-        if (r.failure == FailureCause::kCancelled) {
+        if (r.failure == metrics::FailureCause::kCancelled) {
           ++dropped;
           continue;
         }
@@ -577,7 +579,9 @@ Expected<RunnerResult> run_load(const RunnerConfig& config,
       lane->records(which).clear();
     }
     std::sort(out.begin(), out.end(),
-              [](const RequestRecord& a, const RequestRecord& b) { return a.index < b.index; });
+              [](const metrics::RequestRecord& a, const metrics::RequestRecord& b) {
+                return a.index < b.index;
+              });
     return dropped;
   };
   merge(false, result.warmup);
@@ -585,4 +589,4 @@ Expected<RunnerResult> run_load(const RunnerConfig& config,
   return result;
 }
 
-}  // namespace ib
+}  // namespace ib::load

@@ -15,7 +15,7 @@
 #include "load/arrivals.h"
 #include "metrics/record.h"
 
-namespace ib {
+namespace ib::load {
 
 /// A request ready to send: the body is built before the run, off the hot path.
 struct PreparedRequest {
@@ -36,10 +36,10 @@ struct LoadShape {
 };
 
 struct RunnerConfig {
-  Endpoint endpoint;
+  http::Endpoint endpoint;
   std::string path = "/v1/completions";
   LoadShape shape;
-  ClientTimeouts timeouts;
+  http::ClientTimeouts timeouts;
   int max_retries = 1;            // re-sends of a request that failed before any response byte
   int threads = 0;                // event-loop threads; 0: one per 2,000 connections, at most nproc
   int source_addresses = 0;       // loopback targets: spread over 127.0.0.1..N; 0: automatic
@@ -73,9 +73,10 @@ struct ClientHealth {
 };
 
 struct RunnerResult {
-  std::vector<RequestRecord> warmup;    // warmup requests, excluded from statistics
-  std::vector<RequestRecord> measured;  // measured requests that ran, by index (cancelled removed)
-  int64_t cancelled = 0;                // cut by an interrupt (excluded from statistics)
+  std::vector<metrics::RequestRecord> warmup;  // warmup requests, excluded from statistics
+  std::vector<metrics::RequestRecord>
+      measured;           // measured requests that ran, by index (cancelled removed)
+  int64_t cancelled = 0;  // cut by an interrupt (excluded from statistics)
   bool interrupted = false;
   bool deadline_hit = false;  // cut by RunnerConfig::deadline_ns (then also `interrupted`)
   int64_t origin_ns = 0;      // monotonic time of the measured phase's start
@@ -97,4 +98,4 @@ Expected<RunnerResult> run_load(const RunnerConfig& config,
 /// Raises the soft open-file limit to the hard limit; returns the new soft limit.
 int64_t raise_open_file_limit();
 
-}  // namespace ib
+}  // namespace ib::load

@@ -2,9 +2,9 @@
 
 #include <fmt/format.h>
 
-namespace ib {
+namespace ib::load {
 
-void StreamingResponse::reset(RequestRecord* record) {
+void StreamingResponse::reset(metrics::RequestRecord* record) {
   record_ = record;
   sse_.reset();
   error_body_.clear();
@@ -13,7 +13,7 @@ void StreamingResponse::reset(RequestRecord* record) {
   failed_ = false;
 }
 
-void StreamingResponse::fail(FailureCause cause, std::string message) {
+void StreamingResponse::fail(metrics::FailureCause cause, std::string message) {
   if (failed_) return;  // the first cause is the one that matters
   failed_ = true;
   record_->failure = cause;
@@ -31,33 +31,34 @@ void StreamingResponse::on_body(std::string_view bytes, int64_t t_ns) {
     if (error_body_.size() < 64 * 1024) error_body_.append(bytes);
     return;
   }
-  sse_.feed(bytes, [&](const SseEvent& ev) { on_event(ev, t_ns); });
+  sse_.feed(bytes, [&](const http::SseEvent& ev) { on_event(ev, t_ns); });
 }
 
-void StreamingResponse::on_event(const SseEvent& event, int64_t t_ns) {
+void StreamingResponse::on_event(const http::SseEvent& event, int64_t t_ns) {
   if (!event.unknown_field.empty() && event.data.empty()) {
     // e.g. `error: {...}` lines of older llama.cpp builds.
     if (event.unknown_field == "error") {
-      fail(FailureCause::kStreamError, error_message_from_body(event.unknown_value));
+      fail(metrics::FailureCause::kStreamError,
+           openai::error_message_from_body(event.unknown_value));
     }
     return;
   }
   if (done_) return;  // nothing after [DONE] counts
-  StreamChunk chunk = decoder_->decode(event.data);
+  openai::StreamChunk chunk = decoder_->decode(event.data);
   switch (chunk.kind) {
-    case StreamChunk::Kind::kDone:
+    case openai::StreamChunk::Kind::kDone:
       done_ = true;
       return;
-    case StreamChunk::Kind::kError:
-      fail(FailureCause::kStreamError, chunk.error_message);
+    case openai::StreamChunk::Kind::kError:
+      fail(metrics::FailureCause::kStreamError, chunk.error_message);
       return;
-    case StreamChunk::Kind::kMalformed:
-      fail(FailureCause::kMalformed, chunk.error_message);
+    case openai::StreamChunk::Kind::kMalformed:
+      fail(metrics::FailureCause::kMalformed, chunk.error_message);
       return;
-    case StreamChunk::Kind::kContent:
+    case openai::StreamChunk::Kind::kContent:
       record_->content_ns.push_back(t_ns);
       break;
-    case StreamChunk::Kind::kNoContent:
+    case openai::StreamChunk::Kind::kNoContent:
       break;
   }
   if (chunk.usage) {
@@ -72,83 +73,91 @@ void StreamingResponse::on_event(const SseEvent& event, int64_t t_ns) {
 
 namespace {
 
-FailureCause timeout_cause(TimeoutKind kind) {
+metrics::FailureCause timeout_cause(http::TimeoutKind kind) {
   switch (kind) {
-    case TimeoutKind::kConnect: return FailureCause::kConnectTimeout;
-    case TimeoutKind::kFirstByte: return FailureCause::kFirstByteTimeout;
-    case TimeoutKind::kIdle: return FailureCause::kIdleTimeout;
-    case TimeoutKind::kTotal: return FailureCause::kTotalTimeout;
-    case TimeoutKind::kNone: break;
+    case http::TimeoutKind::kConnect:
+      return metrics::FailureCause::kConnectTimeout;
+    case http::TimeoutKind::kFirstByte:
+      return metrics::FailureCause::kFirstByteTimeout;
+    case http::TimeoutKind::kIdle:
+      return metrics::FailureCause::kIdleTimeout;
+    case http::TimeoutKind::kTotal:
+      return metrics::FailureCause::kTotalTimeout;
+    case http::TimeoutKind::kNone:
+      break;
   }
-  return FailureCause::kTransport;
+  return metrics::FailureCause::kTransport;
 }
 
 }  // namespace
 
-void StreamingResponse::finish(const HttpOutcome& outcome) {
+void StreamingResponse::finish(const http::HttpOutcome& outcome) {
   if (outcome.timed_out()) {
     // A timeout is the cause even when a partial stream already arrived.
     const double limit_s = static_cast<double>(outcome.timeout_limit.count()) / 1000.0;
     std::string what;
     switch (outcome.timeout) {
-      case TimeoutKind::kConnect: what = fmt::format("not connected within {} s", limit_s); break;
-      case TimeoutKind::kFirstByte:
+      case http::TimeoutKind::kConnect:
+        what = fmt::format("not connected within {} s", limit_s);
+        break;
+      case http::TimeoutKind::kFirstByte:
         what = fmt::format("no response byte within {} s of sending", limit_s);
         break;
-      case TimeoutKind::kIdle:
+      case http::TimeoutKind::kIdle:
         what = fmt::format("no data for {} s after {} content events", limit_s,
                            record_->content_ns.size());
         break;
-      case TimeoutKind::kTotal:
-        what = fmt::format("request not complete within {} s ({} content events received)",
-                           limit_s, record_->content_ns.size());
+      case http::TimeoutKind::kTotal:
+        what = fmt::format("request not complete within {} s ({} content events received)", limit_s,
+                           record_->content_ns.size());
         break;
-      case TimeoutKind::kNone: break;
+      case http::TimeoutKind::kNone:
+        break;
     }
     fail(timeout_cause(outcome.timeout), std::move(what));
     return;
   }
   if (outcome.connect_failed) {
-    fail(FailureCause::kConnect, fmt::format("connect: {}", outcome.ec.message()));
+    fail(metrics::FailureCause::kConnect, fmt::format("connect: {}", outcome.ec.message()));
     return;
   }
   if (!outcome.response_started) {
     if (outcome.reset()) {
-      fail(FailureCause::kConnectionReset,
+      fail(metrics::FailureCause::kConnectionReset,
            outcome.ec == boost::asio::error::connection_reset
                ? std::string("connection reset before any response byte")
                : std::string("connection closed by the server before any response byte"));
     } else {
-      fail(FailureCause::kTransport, fmt::format("no response: {}", outcome.ec.message()));
+      fail(metrics::FailureCause::kTransport, fmt::format("no response: {}", outcome.ec.message()));
     }
     return;
   }
   if (outcome.status != 200) {
-    fail(FailureCause::kHttpStatus,
-         fmt::format("HTTP {}: {}", outcome.status, error_message_from_body(error_body_)));
+    fail(metrics::FailureCause::kHttpStatus,
+         fmt::format("HTTP {}: {}", outcome.status, openai::error_message_from_body(error_body_)));
     return;
   }
   if (outcome.complete && !done_) {
-    sse_.finish([&](const SseEvent& ev) { on_event(ev, record_->done_ns); });
+    sse_.finish([&](const http::SseEvent& ev) { on_event(ev, record_->done_ns); });
   }
   if (failed_) return;
   if (outcome.ec) {
     if (outcome.ec == boost::asio::error::connection_reset) {
-      fail(FailureCause::kConnectionReset,
+      fail(metrics::FailureCause::kConnectionReset,
            fmt::format("connection reset mid-stream{}", done_ ? " after [DONE]" : ""));
     } else if (!done_) {
-      fail(FailureCause::kNoDone,
+      fail(metrics::FailureCause::kNoDone,
            fmt::format("stream cut without [DONE]: {}", outcome.ec.message()));
     }
     if (failed_) return;
   }
   if (!done_) {
-    fail(FailureCause::kNoDone, "stream ended without [DONE]");
+    fail(metrics::FailureCause::kNoDone, "stream ended without [DONE]");
     return;
   }
   if (record_->content_ns.empty()) {
-    fail(FailureCause::kNoContent, "stream completed without any content event");
+    fail(metrics::FailureCause::kNoContent, "stream completed without any content event");
   }
 }
 
-}  // namespace ib
+}  // namespace ib::load

@@ -2,20 +2,30 @@
 
 #include <gtest/gtest.h>
 
-namespace ib {
+namespace ib::load {
 namespace {
 
 // The vLLM chat transcript of shared/context/wire-formats-and-deps.md §A.6 (shape), ids shortened.
 const std::string kVllmChat =
-    "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n"
-    "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hello\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n"
-    "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\" world!\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n"
-    "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"\"},\"logprobs\":null,\"finish_reason\":\"stop\",\"stop_reason\":null}]}\n\n"
-    "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[],\"usage\":{\"prompt_tokens\":12,\"total_tokens\":15,\"completion_tokens\":3}}\n\n"
+    "data: "
+    "{\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{"
+    "\"role\":\"assistant\",\"content\":\"\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n"
+    "data: "
+    "{\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{"
+    "\"content\":\"Hello\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n"
+    "data: "
+    "{\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{"
+    "\"content\":\" world!\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n"
+    "data: "
+    "{\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{"
+    "\"content\":\"\"},\"logprobs\":null,\"finish_reason\":\"stop\",\"stop_reason\":null}]}\n\n"
+    "data: "
+    "{\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[],\"usage\":{\"prompt_"
+    "tokens\":12,\"total_tokens\":15,\"completion_tokens\":3}}\n\n"
     "data: [DONE]\n\n";
 
-HttpOutcome complete_200() {
-  HttpOutcome o;
+http::HttpOutcome complete_200() {
+  http::HttpOutcome o;
   o.response_started = true;
   o.complete = true;
   o.status = 200;
@@ -23,8 +33,9 @@ HttpOutcome complete_200() {
 }
 
 // Feeds `body` in two reads split at `cut`, at times 10 (first part) and 20 (second part).
-RequestRecord run(const std::string& body, size_t cut, HttpOutcome outcome, int status = 200) {
-  RequestRecord rec;
+metrics::RequestRecord run(const std::string& body, size_t cut, http::HttpOutcome outcome,
+                           int status = 200) {
+  metrics::RequestRecord rec;
   StreamingResponse resp;
   resp.reset(&rec);
   resp.on_headers(status, 5);
@@ -39,7 +50,7 @@ RequestRecord run(const std::string& body, size_t cut, HttpOutcome outcome, int 
 TEST(StreamingResponse, RoleChunkIsNotTheFirstToken) {
   // Split right after the role chunk: the first content event arrives at t=20, not 10.
   size_t role_end = kVllmChat.find("\n\n") + 2;
-  RequestRecord rec = run(kVllmChat, role_end, complete_200());
+  metrics::RequestRecord rec = run(kVllmChat, role_end, complete_200());
   ASSERT_TRUE(rec.ok()) << rec.error;
   ASSERT_EQ(rec.content_ns.size(), 2u);
   EXPECT_EQ(rec.content_ns[0], 20);
@@ -51,7 +62,7 @@ TEST(StreamingResponse, RoleChunkIsNotTheFirstToken) {
 
 TEST(StreamingResponse, SameResultAtEverySplit) {
   for (size_t cut = 0; cut <= kVllmChat.size(); ++cut) {
-    RequestRecord rec = run(kVllmChat, cut, complete_200());
+    metrics::RequestRecord rec = run(kVllmChat, cut, complete_200());
     ASSERT_TRUE(rec.ok()) << "cut " << cut << ": " << rec.error;
     EXPECT_EQ(rec.content_ns.size(), 2u) << "cut " << cut;
     EXPECT_EQ(rec.completion_tokens, 3) << "cut " << cut;
@@ -60,46 +71,49 @@ TEST(StreamingResponse, SameResultAtEverySplit) {
 
 TEST(StreamingResponse, StreamWithoutDoneFails) {
   std::string cut_stream = kVllmChat.substr(0, kVllmChat.find("data: [DONE]"));
-  RequestRecord rec = run(cut_stream, 10, complete_200());
-  EXPECT_EQ(rec.failure, FailureCause::kNoDone);
+  metrics::RequestRecord rec = run(cut_stream, 10, complete_200());
+  EXPECT_EQ(rec.failure, metrics::FailureCause::kNoDone);
 }
 
 TEST(StreamingResponse, ConnectionResetMidStreamFails) {
-  HttpOutcome o = complete_200();
+  http::HttpOutcome o = complete_200();
   o.complete = false;
   o.ec = boost::asio::error::connection_reset;
-  RequestRecord rec = run(kVllmChat.substr(0, 200), 100, o);
-  EXPECT_EQ(rec.failure, FailureCause::kConnectionReset);
+  metrics::RequestRecord rec = run(kVllmChat.substr(0, 200), 100, o);
+  EXPECT_EQ(rec.failure, metrics::FailureCause::kConnectionReset);
   o.ec = boost::asio::error::eof;  // the server closed without finishing
   rec = run(kVllmChat.substr(0, 200), 100, o);
-  EXPECT_EQ(rec.failure, FailureCause::kNoDone);
+  EXPECT_EQ(rec.failure, metrics::FailureCause::kNoDone);
   EXPECT_NE(rec.error.find("without [DONE]"), std::string::npos);
 }
 
 TEST(StreamingResponse, ErrorEventThenDone) {
   const std::string s =
       "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n"
-      "data: {\"error\": {\"message\": \"Internal server error\", \"type\": \"InternalServerError\", \"param\": null, \"code\": 500}}\n\n"
+      "data: {\"error\": {\"message\": \"Internal server error\", \"type\": "
+      "\"InternalServerError\", \"param\": null, \"code\": 500}}\n\n"
       "data: [DONE]\n\n";
-  RequestRecord rec = run(s, 7, complete_200());
-  EXPECT_EQ(rec.failure, FailureCause::kStreamError);
+  metrics::RequestRecord rec = run(s, 7, complete_200());
+  EXPECT_EQ(rec.failure, metrics::FailureCause::kStreamError);
   EXPECT_NE(rec.error.find("Internal server error"), std::string::npos);
 }
 
 TEST(StreamingResponse, LegacyLlamaCppErrorLine) {
-  const std::string s = "data: {\"choices\":[{\"text\":\"a\"}]}\n\nerror: {\"code\":500,\"message\":\"slot failed\"}\n\n";
-  HttpOutcome o = complete_200();
-  RequestRecord rec = run(s, 3, o);
-  EXPECT_EQ(rec.failure, FailureCause::kStreamError);
+  const std::string s =
+      "data: {\"choices\":[{\"text\":\"a\"}]}\n\nerror: {\"code\":500,\"message\":\"slot "
+      "failed\"}\n\n";
+  http::HttpOutcome o = complete_200();
+  metrics::RequestRecord rec = run(s, 3, o);
+  EXPECT_EQ(rec.failure, metrics::FailureCause::kStreamError);
   EXPECT_NE(rec.error.find("slot failed"), std::string::npos);
 }
 
 TEST(StreamingResponse, HttpErrorStatusKeepsTheServerMessage) {
   const std::string body =
       R"({"object":"error","message":"This model's maximum context length is 2048 tokens","type":"BadRequestError","param":null,"code":400})";
-  HttpOutcome o = complete_200();
-  RequestRecord rec = run(body, 5, o, 400);
-  EXPECT_EQ(rec.failure, FailureCause::kHttpStatus);
+  http::HttpOutcome o = complete_200();
+  metrics::RequestRecord rec = run(body, 5, o, 400);
+  EXPECT_EQ(rec.failure, metrics::FailureCause::kHttpStatus);
   EXPECT_EQ(rec.http_status, 400);
   EXPECT_NE(rec.error.find("maximum context length"), std::string::npos);
   EXPECT_NE(rec.error.find("HTTP 400"), std::string::npos);
@@ -109,41 +123,42 @@ TEST(StreamingResponse, NoContentAtAllFails) {
   const std::string s =
       "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n"
       "data: [DONE]\n\n";
-  RequestRecord rec = run(s, 0, complete_200());
-  EXPECT_EQ(rec.failure, FailureCause::kNoContent);
+  metrics::RequestRecord rec = run(s, 0, complete_200());
+  EXPECT_EQ(rec.failure, metrics::FailureCause::kNoContent);
 }
 
 TEST(StreamingResponse, ConnectFailureAndTimeout) {
-  HttpOutcome o;
+  http::HttpOutcome o;
   o.connect_failed = true;
   o.ec = boost::asio::error::connection_refused;
-  RequestRecord rec;
+  metrics::RequestRecord rec;
   StreamingResponse resp;
   resp.reset(&rec);
   resp.finish(o);
-  EXPECT_EQ(rec.failure, FailureCause::kConnect);
+  EXPECT_EQ(rec.failure, metrics::FailureCause::kConnect);
 
-  HttpOutcome t;
+  http::HttpOutcome t;
   t.response_started = true;
   t.status = 200;
-  t.timeout = TimeoutKind::kIdle;
+  t.timeout = http::TimeoutKind::kIdle;
   t.ec = boost::beast::error::timeout;
-  RequestRecord rec2;
+  metrics::RequestRecord rec2;
   resp.reset(&rec2);
   resp.on_headers(200, 1);
   resp.on_body("data: {\"choices\":[{\"text\":\"a\"}]}\n\n", 2);
   resp.finish(t);
-  EXPECT_EQ(rec2.failure, FailureCause::kIdleTimeout);
+  EXPECT_EQ(rec2.failure, metrics::FailureCause::kIdleTimeout);
 }
 
 TEST(StreamingResponse, MissingUsageLeavesCountsUnset) {
   const std::string s =
-      "data: {\"choices\":[{\"text\":\"a\"}]}\n\ndata: {\"choices\":[{\"text\":\"b\"}]}\n\ndata: [DONE]\n\n";
-  RequestRecord rec = run(s, 0, complete_200());
+      "data: {\"choices\":[{\"text\":\"a\"}]}\n\ndata: {\"choices\":[{\"text\":\"b\"}]}\n\ndata: "
+      "[DONE]\n\n";
+  metrics::RequestRecord rec = run(s, 0, complete_200());
   ASSERT_TRUE(rec.ok());
   EXPECT_EQ(rec.completion_tokens, -1);
   EXPECT_EQ(rec.output_tokens(), 2);
 }
 
 }  // namespace
-}  // namespace ib
+}  // namespace ib::load

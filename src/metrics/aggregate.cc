@@ -1,6 +1,6 @@
 #include "metrics/aggregate.h"
 
-namespace ib {
+namespace ib::metrics {
 
 boost::json::object inferencex_aggregate(const boost::json::object& f,
                                          const std::string& recipe_fingerprint, bool multinode,
@@ -50,4 +50,4 @@ boost::json::object inferencex_aggregate(const boost::json::object& f,
   return a;
 }
 
-}  // namespace ib
+}  // namespace ib::metrics

@@ -3,12 +3,11 @@
 // as interactivity (1 / TPOT), so its dashboards and scripts read our points unchanged.
 #pragma once
 
+#include <boost/json.hpp>
 #include <cstdint>
 #include <string>
 
-#include <boost/json.hpp>
-
-namespace ib {
+namespace ib::metrics {
 
 /// `row` is the recipe row's fields (runner, image, model, tp, ep, isl, osl, ...), `result` the
 /// point's result JSON; `gpus` the GPUs the server uses.
@@ -17,4 +16,4 @@ boost::json::object inferencex_aggregate(const boost::json::object& row,
                                          int64_t concurrency, const boost::json::object& result,
                                          int gpus);
 
-}  // namespace ib
+}  // namespace ib::metrics

@@ -1,14 +1,14 @@
 #include "metrics/keys.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <limits>
 #include <stdexcept>
 
-#include <fmt/format.h>
-
 #include "metrics/result.h"
 
-namespace ib {
+namespace ib::metrics {
 
 namespace {
 
@@ -50,9 +50,13 @@ const std::array<MetricKey, kHeadlineCount> kHeadlineMetrics = {{
        return m.tpot_ms.median > 0 ? 1000.0 / m.tpot_ms.median : 0.0;
      }},
     {"tput_per_gpu", "tput/gpu", 1, false, true,
-     [](const BenchMetrics& m, const MetricsOptions& o) { return per_gpu(m.total_token_throughput, o); }},
+     [](const BenchMetrics& m, const MetricsOptions& o) {
+       return per_gpu(m.total_token_throughput, o);
+     }},
     {"output_tput_per_gpu", "out tput/gpu", 1, false, false,
-     [](const BenchMetrics& m, const MetricsOptions& o) { return per_gpu(m.output_throughput, o); }},
+     [](const BenchMetrics& m, const MetricsOptions& o) {
+       return per_gpu(m.output_throughput, o);
+     }},
     {"completed", "completed", 0, true, false,
      [](const BenchMetrics& m, const MetricsOptions&) { return static_cast<double>(m.completed); }},
     {"failed", "failed", 0, true, false,
@@ -72,7 +76,8 @@ Headline::Headline() {
 
 Headline Headline::from_metrics(const BenchMetrics& m, const MetricsOptions& options) {
   Headline h;
-  for (size_t i = 0; i < kHeadlineMetrics.size(); ++i) h.v_[i] = kHeadlineMetrics[i].value(m, options);
+  for (size_t i = 0; i < kHeadlineMetrics.size(); ++i)
+    h.v_[i] = kHeadlineMetrics[i].value(m, options);
   return h;
 }
 
@@ -124,4 +129,4 @@ std::string Headline::cell(size_t i) const {
   return fmt::format("{:.{}f}", v_[i], kHeadlineMetrics[i].decimals);
 }
 
-}  // namespace ib
+}  // namespace ib::metrics

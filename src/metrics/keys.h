@@ -4,14 +4,13 @@
 #pragma once
 
 #include <array>
+#include <boost/json.hpp>
 #include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
 
-#include <boost/json.hpp>
-
-namespace ib {
+namespace ib::metrics {
 
 struct BenchMetrics;
 struct MetricsOptions;
@@ -58,4 +57,4 @@ class Headline {
   std::array<double, kHeadlineCount> v_;
 };
 
-}  // namespace ib
+}  // namespace ib::metrics

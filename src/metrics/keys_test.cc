@@ -8,7 +8,7 @@
 #include "metrics/point.h"
 #include "metrics/result.h"
 
-namespace ib {
+namespace ib::metrics {
 namespace {
 
 BenchMetrics sample_metrics() {
@@ -135,4 +135,4 @@ TEST(FailureSummary, FirstErrorOfEachCauseWithItsCountMostFrequentFirst) {
 }
 
 }  // namespace
-}  // namespace ib
+}  // namespace ib::metrics

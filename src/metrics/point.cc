@@ -1,11 +1,11 @@
 #include "metrics/point.h"
 
+#include <fmt/format.h>
+
 #include <array>
 #include <utility>
 
-#include <fmt/format.h>
-
-namespace ib {
+namespace ib::metrics {
 
 namespace {
 
@@ -130,4 +130,4 @@ std::string PointResult::status_text() const {
   return why.empty() ? s : s + ": " + why;
 }
 
-}  // namespace ib
+}  // namespace ib::metrics

@@ -3,17 +3,16 @@
 // (PointStatus) and whether its numbers may be used (Validity).
 #pragma once
 
+#include <boost/json.hpp>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include <boost/json.hpp>
-
 #include "metrics/keys.h"
 
-namespace ib {
+namespace ib::metrics {
 
 /// What happened to a point.
 enum class PointStatus {
@@ -91,4 +90,4 @@ struct PointResult {
   std::string status_text() const;
 };
 
-}  // namespace ib
+}  // namespace ib::metrics

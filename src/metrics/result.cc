@@ -1,15 +1,15 @@
 #include "metrics/result.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
-#include <fmt/format.h>
-
 #include "core/clock.h"
 #include "metrics/keys.h"
 
-namespace ib {
+namespace ib::metrics {
 
 std::string percentile_key(double q) {
   if (q == std::floor(q)) return fmt::format("p{}", static_cast<int64_t>(q));
@@ -46,8 +46,7 @@ BenchMetrics compute_metrics(std::span<const RequestRecord> records,
     m.total_output_tokens += out;
     if (r.completion_tokens < 0) ++m.requests_without_usage;
     if (r.completion_tokens >= 0 && r.output_len > 0 &&
-        std::abs(static_cast<double>(r.completion_tokens - r.output_len)) >
-            0.05 * r.output_len) {
+        std::abs(static_cast<double>(r.completion_tokens - r.output_len)) > 0.05 * r.output_len) {
       ++m.usage_length_mismatches;
     }
     // A successful request has at least one content event (see load/ classification).
@@ -141,7 +140,9 @@ void put_summary(boost::json::object& o, std::string_view name, const Summary& s
   }
 }
 
-double inverse(double v, double scale) { return v > 0 ? scale / v : 0.0; }
+double inverse(double v, double scale) {
+  return v > 0 ? scale / v : 0.0;
+}
 
 }  // namespace
 
@@ -241,4 +242,4 @@ boost::json::object record_to_json(const RequestRecord& r, int64_t origin_ns) {
   return o;
 }
 
-}  // namespace ib
+}  // namespace ib::metrics

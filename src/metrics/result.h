@@ -3,6 +3,7 @@
 // and adds interactivity and schedule-based latency under clear names.
 #pragma once
 
+#include <boost/json.hpp>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -10,12 +11,10 @@
 #include <string>
 #include <vector>
 
-#include <boost/json.hpp>
-
 #include "metrics/record.h"
 #include "metrics/stats.h"
 
-namespace ib {
+namespace ib::metrics {
 
 /// Service-level objectives for goodput (vLLM's --goodput): a request is "good" when it meets
 /// every objective given. Unset objectives are not checked.
@@ -36,11 +35,11 @@ struct BenchMetrics {
   int64_t completed = 0;
   int64_t failed = 0;
   std::map<std::string, int64_t> failures_by_cause;
-  std::vector<std::string> error_samples;  // up to 5 distinct messages
+  std::vector<std::string> error_samples;                   // up to 5 distinct messages
   std::map<std::string, std::string> first_error_by_cause;  // cause -> its first message
   int64_t retries = 0;
 
-  double duration_s = 0;  // first send → last completion
+  double duration_s = 0;            // first send → last completion
   int64_t total_input_tokens = 0;   // successful requests
   int64_t total_output_tokens = 0;  // successful requests
   double request_throughput = 0;
@@ -54,7 +53,7 @@ struct BenchMetrics {
   Summary queue_ms;                           // send − sched
   Summary e2e_norm_s_per_tok;                 // rᵢ = E2ELᵢ / outᵢ, for E2E-normalized intvty
 
-  int64_t requests_without_usage = 0;  // output tokens estimated from content events
+  int64_t requests_without_usage = 0;   // output tokens estimated from content events
   int64_t usage_length_mismatches = 0;  // |completion_tokens − requested| > 5% of requested
   std::vector<std::string> warnings;
 
@@ -69,8 +68,7 @@ std::string failure_summary(const BenchMetrics& m);
 
 /// Computes the metrics. Failed requests are excluded from latency statistics and token totals
 /// and counted by cause.
-BenchMetrics compute_metrics(std::span<const RequestRecord> records,
-                             const MetricsOptions& options);
+BenchMetrics compute_metrics(std::span<const RequestRecord> records, const MetricsOptions& options);
 
 /// The metric keys of a result JSON: vLLM names (`mean_ttft_ms`, `p99.9_itl_ms`, ...),
 /// interactivity (`median_intvty` = 1000 / median_tpot_ms, ...), E2E-normalized interactivity,
@@ -84,4 +82,4 @@ std::string percentile_key(double q);
 /// Per-request details as one JSON object (for --details JSONL), times in ms from `origin_ns`.
 boost::json::object record_to_json(const RequestRecord& r, int64_t origin_ns);
 
-}  // namespace ib
+}  // namespace ib::metrics

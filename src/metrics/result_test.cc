@@ -1,10 +1,10 @@
 #include "metrics/result.h"
 
-#include <vector>
-
 #include <gtest/gtest.h>
 
-namespace ib {
+#include <vector>
+
+namespace ib::metrics {
 namespace {
 
 constexpr int64_t kMs = 1'000'000;  // ns per ms
@@ -166,4 +166,4 @@ TEST(ComputeMetrics, EmptyInput) {
 }
 
 }  // namespace
-}  // namespace ib
+}  // namespace ib::metrics

@@ -4,7 +4,7 @@
 #include <cassert>
 #include <cmath>
 
-namespace ib {
+namespace ib::metrics {
 
 double percentile_sorted(std::span<const double> sorted, double q) {
   assert(!sorted.empty());
@@ -39,4 +39,4 @@ Summary summarize(std::vector<double>& values, std::span<const double> percentil
   return s;
 }
 
-}  // namespace ib
+}  // namespace ib::metrics

@@ -5,7 +5,7 @@
 #include <span>
 #include <vector>
 
-namespace ib {
+namespace ib::metrics {
 
 /// The q-th percentile (0 ≤ q ≤ 100) of ascending `sorted` values, numpy `linear` method:
 /// position h = (n−1)·q/100, result = x[⌊h⌋] + (h−⌊h⌋)·(x[⌊h⌋+1] − x[⌊h⌋]).
@@ -22,4 +22,4 @@ struct Summary {
 /// tools report 0 for a metric with no samples.
 Summary summarize(std::vector<double>& values, std::span<const double> percentile_points);
 
-}  // namespace ib
+}  // namespace ib::metrics

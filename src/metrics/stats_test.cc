@@ -1,10 +1,10 @@
 #include "metrics/stats.h"
 
-#include <vector>
-
 #include <gtest/gtest.h>
 
-namespace ib {
+#include <vector>
+
+namespace ib::metrics {
 namespace {
 
 // Expected values computed with numpy 1.26: np.percentile(x, q) (method="linear"), np.std(x).
@@ -58,4 +58,4 @@ TEST(Summarize, EmptyGivesZeros) {
 }
 
 }  // namespace
-}  // namespace ib
+}  // namespace ib::metrics

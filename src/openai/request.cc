@@ -1,11 +1,14 @@
 #include "openai/request.h"
 
-#include <boost/json.hpp>
 #include <fmt/format.h>
 
-namespace ib {
+#include <boost/json.hpp>
 
-std::string_view api_name(Api api) { return api == Api::kChat ? "chat" : "completions"; }
+namespace ib::openai {
+
+std::string_view api_name(Api api) {
+  return api == Api::kChat ? "chat" : "completions";
+}
 
 std::optional<Api> parse_api(std::string_view name) {
   if (name == "completions") return Api::kCompletions;
@@ -19,8 +22,7 @@ std::string_view api_path(Api api) {
 
 namespace {
 
-void add_common(boost::json::object& o, const RequestKnobs& knobs, int max_tokens,
-                bool chat) {
+void add_common(boost::json::object& o, const RequestKnobs& knobs, int max_tokens, bool chat) {
   o["model"] = knobs.model;
   o[chat ? "max_completion_tokens" : "max_tokens"] = max_tokens;
   if (chat) o["max_tokens"] = max_tokens;  // older servers only know the deprecated name
@@ -62,4 +64,4 @@ std::string chat_body(const RequestKnobs& knobs, std::string_view text, int max_
   return boost::json::serialize(o);
 }
 
-}  // namespace ib
+}  // namespace ib::openai

@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-namespace ib {
+namespace ib::openai {
 
 enum class Api { kCompletions, kChat };
 
@@ -38,4 +38,4 @@ std::string completions_body(const RequestKnobs& knobs, std::string_view text, i
 /// A /v1/chat/completions body with one user message.
 std::string chat_body(const RequestKnobs& knobs, std::string_view text, int max_tokens);
 
-}  // namespace ib
+}  // namespace ib::openai

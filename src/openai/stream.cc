@@ -6,7 +6,7 @@
 
 #include "core/strings.h"
 
-namespace ib {
+namespace ib::openai {
 namespace {
 
 namespace od = simdjson::ondemand;
@@ -196,4 +196,4 @@ std::string error_message_from_body(std::string_view body) {
   return std::string(t);
 }
 
-}  // namespace ib
+}  // namespace ib::openai

@@ -4,14 +4,14 @@
 // first chunks, usage chunks with empty `choices`, reasoning and tool-call deltas, error events.
 #pragma once
 
+#include <simdjson.h>
+
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 
-#include <simdjson.h>
-
-namespace ib {
+namespace ib::openai {
 
 /// Token counts reported by the server in a `usage` object.
 struct Usage {
@@ -29,10 +29,10 @@ struct StreamChunk {
     kMalformed,  // not JSON, or JSON of an unexpected shape
   };
   Kind kind = Kind::kMalformed;
-  size_t content_bytes = 0;          // bytes of generated text/reasoning/tool arguments
-  std::optional<Usage> usage;        // present when the chunk carried a non-null usage object
-  std::string finish_reason;         // non-empty on the chunk that carried one
-  std::string error_message;         // for kError and kMalformed
+  size_t content_bytes = 0;    // bytes of generated text/reasoning/tool arguments
+  std::optional<Usage> usage;  // present when the chunk carried a non-null usage object
+  std::string finish_reason;   // non-empty on the chunk that carried one
+  std::string error_message;   // for kError and kMalformed
 };
 
 /// Reusable decoder: holds a simdjson parser and a padded buffer, so decoding allocates nothing
@@ -56,4 +56,4 @@ class StreamDecoder {
 /// body itself (truncated) when it is not one of them.
 std::string error_message_from_body(std::string_view body);
 
-}  // namespace ib
+}  // namespace ib::openai

@@ -4,7 +4,7 @@
 
 #include "openai/request.h"
 
-namespace ib {
+namespace ib::openai {
 namespace {
 
 using Kind = StreamChunk::Kind;
@@ -61,7 +61,8 @@ TEST(StreamDecoder, KeyOrderDoesNotMatter) {
 
 TEST(StreamDecoder, ReasoningContentCounts) {
   StreamDecoder d;
-  auto c = d.decode(R"({"choices":[{"index":0,"delta":{"reasoning_content":"hmm","content":null}}]})");
+  auto c =
+      d.decode(R"({"choices":[{"index":0,"delta":{"reasoning_content":"hmm","content":null}}]})");
   EXPECT_EQ(c.kind, Kind::kContent);
   auto c2 = d.decode(R"({"choices":[{"index":0,"delta":{"reasoning":"hmm"}}]})");
   EXPECT_EQ(c2.kind, Kind::kContent);
@@ -129,7 +130,8 @@ TEST(StreamDecoder, ContinuousUsageOnEveryChunk) {
 }
 
 TEST(ErrorMessageFromBody, KnownShapesAndPlainText) {
-  EXPECT_EQ(error_message_from_body(R"({"error":{"code":400,"message":"too long","type":"invalid_request_error"}})"),
+  EXPECT_EQ(error_message_from_body(
+                R"({"error":{"code":400,"message":"too long","type":"invalid_request_error"}})"),
             "too long (invalid_request_error 400)");
   EXPECT_EQ(error_message_from_body("Internal Server Error"), "Internal Server Error");
 }
@@ -161,4 +163,4 @@ TEST(ApiNames, RoundTrip) {
 }
 
 }  // namespace
-}  // namespace ib
+}  // namespace ib::openai

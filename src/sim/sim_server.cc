@@ -143,8 +143,8 @@ std::string format_sim_args(const SimArgs& args) {
 
 namespace {
 
-HttpServerOptions http_options(const SimArgs& args) {
-  HttpServerOptions options;
+http::HttpServerOptions http_options(const SimArgs& args) {
+  http::HttpServerOptions options;
   options.keep_alive_timeout = std::chrono::milliseconds(
       static_cast<int64_t>(std::llround(args.keep_alive_timeout_s * 1000.0)));
   options.server_header = "inferbench-sim";
@@ -168,7 +168,7 @@ std::unique_ptr<Engine> default_engine(asio::io_context& io, const SimArgs& args
 // also runs when the handler is cancelled because the client went away).
 class RequestTrace {
  public:
-  RequestTrace(ServerMetrics& metrics, TruthLog* log, const HttpRequest& request, Api api,
+  RequestTrace(ServerMetrics& metrics, TruthLog* log, const http::HttpRequest& request, Api api,
                std::string_view id, bool stream, int prompt_tokens, FinishReason finish,
                const Generation& generation)
       : metrics_(metrics),
@@ -227,7 +227,7 @@ class RequestTrace {
  private:
   ServerMetrics& metrics_;
   TruthLog* log_;
-  const HttpRequest& request_;
+  const http::HttpRequest& request_;
   Api api_;
   std::string_view id_;
   bool stream_;
@@ -252,18 +252,23 @@ SimServer::SimServer(asio::io_context& io, SimArgs args, std::unique_ptr<Engine>
       started_unix_s_(static_cast<int64_t>(std::time(nullptr))),
       engine_(std::move(engine)),
       http_(io, router_.handler(), http_options(args_)) {
-  router_.add("GET", "/health",
-              [this](const HttpRequest& r, ResponseWriter& w) { return handle_health(r, w); });
-  router_.add("GET", "/v1/models",
-              [this](const HttpRequest& r, ResponseWriter& w) { return handle_models(r, w); });
-  router_.add("GET", "/metrics",
-              [this](const HttpRequest& r, ResponseWriter& w) { return handle_metrics(r, w); });
-  router_.add("POST", "/v1/completions", [this](const HttpRequest& r, ResponseWriter& w) {
-    return handle_generate(Api::kCompletions, r, w);
+  router_.add("GET", "/health", [this](const http::HttpRequest& r, http::ResponseWriter& w) {
+    return handle_health(r, w);
   });
-  router_.add("POST", "/v1/chat/completions", [this](const HttpRequest& r, ResponseWriter& w) {
-    return handle_generate(Api::kChat, r, w);
+  router_.add("GET", "/v1/models", [this](const http::HttpRequest& r, http::ResponseWriter& w) {
+    return handle_models(r, w);
   });
+  router_.add("GET", "/metrics", [this](const http::HttpRequest& r, http::ResponseWriter& w) {
+    return handle_metrics(r, w);
+  });
+  router_.add("POST", "/v1/completions",
+              [this](const http::HttpRequest& r, http::ResponseWriter& w) {
+                return handle_generate(Api::kCompletions, r, w);
+              });
+  router_.add("POST", "/v1/chat/completions",
+              [this](const http::HttpRequest& r, http::ResponseWriter& w) {
+                return handle_generate(Api::kChat, r, w);
+              });
 }
 
 SimServer::~SimServer() = default;
@@ -295,12 +300,14 @@ std::string SimServer::next_request_id(Api api) {
                      mix64(args_.seed ^ 0x5eedULL), mix64(n));
 }
 
-asio::awaitable<void> SimServer::handle_health(const HttpRequest&, ResponseWriter& writer) {
+asio::awaitable<void> SimServer::handle_health(const http::HttpRequest&,
+                                               http::ResponseWriter& writer) {
   // vLLM answers 200 with an empty body.
   co_await writer.send(200, "", "");
 }
 
-asio::awaitable<void> SimServer::handle_models(const HttpRequest&, ResponseWriter& writer) {
+asio::awaitable<void> SimServer::handle_models(const http::HttpRequest&,
+                                               http::ResponseWriter& writer) {
   json::object card;
   card["id"] = args_.model;
   card["object"] = "model";
@@ -315,7 +322,8 @@ asio::awaitable<void> SimServer::handle_models(const HttpRequest&, ResponseWrite
   co_await writer.send(200, kJson, json::serialize(list));
 }
 
-asio::awaitable<void> SimServer::handle_metrics(const HttpRequest&, ResponseWriter& writer) {
+asio::awaitable<void> SimServer::handle_metrics(const http::HttpRequest&,
+                                                http::ResponseWriter& writer) {
   std::optional<CacheConfigInfo> cache;
   if (args_.timing_model == TimingModelKind::kRoofline && args_.engine) {
     const EngineConfig& e = *args_.engine;
@@ -327,8 +335,8 @@ asio::awaitable<void> SimServer::handle_metrics(const HttpRequest&, ResponseWrit
       render_metrics(args_.model, engine_->stats(), metrics_, cache ? &*cache : nullptr));
 }
 
-asio::awaitable<void> SimServer::handle_generate(Api api, const HttpRequest& request,
-                                                 ResponseWriter& writer) {
+asio::awaitable<void> SimServer::handle_generate(Api api, const http::HttpRequest& request,
+                                                 http::ResponseWriter& writer) {
   ParseResult parsed = api == Api::kChat ? parse_chat_request(request.body, served_)
                                          : parse_completion_request(request.body, served_);
   if (const ApiError* error = std::get_if<ApiError>(&parsed)) {

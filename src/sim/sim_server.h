@@ -81,11 +81,14 @@ class SimServer {
   const ServerMetrics& metrics() const { return metrics_; }
 
  private:
-  boost::asio::awaitable<void> handle_health(const HttpRequest& request, ResponseWriter& writer);
-  boost::asio::awaitable<void> handle_models(const HttpRequest& request, ResponseWriter& writer);
-  boost::asio::awaitable<void> handle_metrics(const HttpRequest& request, ResponseWriter& writer);
-  boost::asio::awaitable<void> handle_generate(Api api, const HttpRequest& request,
-                                               ResponseWriter& writer);
+  boost::asio::awaitable<void> handle_health(const http::HttpRequest& request,
+                                             http::ResponseWriter& writer);
+  boost::asio::awaitable<void> handle_models(const http::HttpRequest& request,
+                                             http::ResponseWriter& writer);
+  boost::asio::awaitable<void> handle_metrics(const http::HttpRequest& request,
+                                              http::ResponseWriter& writer);
+  boost::asio::awaitable<void> handle_generate(Api api, const http::HttpRequest& request,
+                                               http::ResponseWriter& writer);
   std::string next_request_id(Api api);
 
   SimArgs args_;
@@ -95,8 +98,8 @@ class SimServer {
   ServerMetrics metrics_;
   std::unique_ptr<TruthLog> truth_log_;
   std::unique_ptr<Engine> engine_;
-  HttpRouter router_;
-  HttpServer http_;
+  http::HttpRouter router_;
+  http::HttpServer http_;
 };
 
 }  // namespace ib::sim

@@ -160,9 +160,9 @@ Status check_status(std::string_view what, const std::string& status, Allowed al
 constexpr std::array<std::string_view, 4> kRunStatuses = {"running", "ok", "failed", "interrupted"};
 constexpr std::array<std::string_view, 4> kConfigStatuses = {"pending", "ok", "failed", "skipped"};
 // Statuses a stored point may have (skipped and resumed points are not stored as such).
-bool storable(PointStatus s) {
-  return s == PointStatus::kOk || s == PointStatus::kFailed || s == PointStatus::kReused ||
-         s == PointStatus::kInvalid;
+bool storable(metrics::PointStatus s) {
+  return s == metrics::PointStatus::kOk || s == metrics::PointStatus::kFailed ||
+         s == metrics::PointStatus::kReused || s == metrics::PointStatus::kInvalid;
 }
 
 std::string to_text(const boost::json::object& o) {
@@ -285,7 +285,7 @@ const std::string& point_columns() {
     std::string s =
         "p.id, p.run_id, p.server_config_id, p.fingerprint, p.workload_key, p.concurrency, "
         "p.status, p.error, p.reused_from_run";
-    for (const auto& k : kHeadlineMetrics) s += fmt::format(", p.{}", k.key);
+    for (const auto& k : metrics::kHeadlineMetrics) s += fmt::format(", p.{}", k.key);
     s += ", p.result, p.artifacts_dir, p.created_at, p.validity";
     return s;
   }();
@@ -293,7 +293,7 @@ const std::string& point_columns() {
 }
 
 constexpr int kFirstHeadlineColumn = 9;
-constexpr int kAfterHeadline = kFirstHeadlineColumn + static_cast<int>(kHeadlineCount);
+constexpr int kAfterHeadline = kFirstHeadlineColumn + static_cast<int>(metrics::kHeadlineCount);
 
 Expected<PointRecord> read_point(const Statement& s, const fs::path& file) {
   PointRecord p;
@@ -305,17 +305,19 @@ Expected<PointRecord> read_point(const Statement& s, const fs::path& file) {
   p.workload_key = s.column_text(4);
   p.concurrency = s.column_int(5);
   const std::string status = s.column_text(6);
-  auto parsed = parse_status(status);
+  auto parsed = metrics::parse_status(status);
   if (!parsed) {
-    return Error{fmt::format("{}: points row {}: unknown status '{}'", file.string(), p.id, status)};
+    return Error{
+        fmt::format("{}: points row {}: unknown status '{}'", file.string(), p.id, status)};
   }
   p.status = *parsed;
   p.error = s.column_text(7);
   p.reused_from_run = s.column_optional_int(8);
-  for (size_t i = 0; i < kHeadlineCount; ++i) {
+  for (size_t i = 0; i < metrics::kHeadlineCount; ++i) {
     const int col = kFirstHeadlineColumn + static_cast<int>(i);
-    p.headline.set_at(i, kHeadlineMetrics[i].integer ? static_cast<double>(s.column_int(col))
-                                                     : s.column_double(col));
+    p.headline.set_at(i, metrics::kHeadlineMetrics[i].integer
+                             ? static_cast<double>(s.column_int(col))
+                             : s.column_double(col));
   }
   auto result = parse_object(w, "result", s.column_text(kAfterHeadline));
   if (!result) return result.error();
@@ -324,7 +326,7 @@ Expected<PointRecord> read_point(const Statement& s, const fs::path& file) {
   p.created_at = s.column_int(kAfterHeadline + 2);
   boost::system::error_code ec;
   auto validity = boost::json::parse(s.column_text(kAfterHeadline + 3), ec);
-  if (!ec) p.validity = Validity::from_json(validity);
+  if (!ec) p.validity = metrics::Validity::from_json(validity);
   return p;
 }
 
@@ -376,8 +378,8 @@ bool all_digits(const std::string& s) {
 }  // namespace
 
 void set_headline_from_result(PointRecord& p) {
-  const Headline from = Headline::from_json(p.result);
-  for (size_t i = 0; i < kHeadlineCount; ++i) {
+  const metrics::Headline from = metrics::Headline::from_json(p.result);
+  for (size_t i = 0; i < metrics::kHeadlineCount; ++i) {
     if (!std::isnan(from.at(i))) p.headline.set_at(i, from.at(i));
   }
 }
@@ -546,9 +548,9 @@ Status Store::update_server_config(const ServerConfigRecord& c) {
 Expected<int64_t> Store::add_point(const PointRecord& p) {
   if (!storable(p.status)) {
     return Error{fmt::format("store: point status '{}' is not one of ok|failed|reused|invalid",
-                             status_name(p.status))};
+                             metrics::status_name(p.status))};
   }
-  if (p.status == PointStatus::kReused && !p.reused_from_run) {
+  if (p.status == metrics::PointStatus::kReused && !p.reused_from_run) {
     return Error{"store: a reused point needs reused_from_run"};
   }
   const int64_t created_at = p.created_at != 0 ? p.created_at : now_s();
@@ -556,10 +558,11 @@ Expected<int64_t> Store::add_point(const PointRecord& p) {
     std::string cols =
         "run_id, server_config_id, fingerprint, workload_key, concurrency, status, error, "
         "reused_from_run";
-    for (const auto& k : kHeadlineMetrics) cols += fmt::format(", {}", k.key);
+    for (const auto& k : metrics::kHeadlineMetrics) cols += fmt::format(", {}", k.key);
     cols += ", result, artifacts_dir, created_at, validity";
     std::string params;
-    for (int i = 1; i <= kAfterHeadline + 4 - 1; ++i) params += fmt::format("{}?{}", i > 1 ? ", " : "", i);
+    for (int i = 1; i <= kAfterHeadline + 4 - 1; ++i)
+      params += fmt::format("{}?{}", i > 1 ? ", " : "", i);
     return fmt::format("INSERT INTO points ({}) VALUES ({})", cols, params);
   }();
   std::lock_guard lock(impl_->mu);
@@ -571,13 +574,13 @@ Expected<int64_t> Store::add_point(const PointRecord& p) {
         .bind(3, p.fingerprint)
         .bind(4, p.workload_key)
         .bind(5, p.concurrency)
-        .bind(6, std::string(status_name(p.status)))
+        .bind(6, std::string(metrics::status_name(p.status)))
         .bind(7, p.error)
         .bind(8, p.reused_from_run);
-    for (size_t i = 0; i < kHeadlineCount; ++i) {
+    for (size_t i = 0; i < metrics::kHeadlineCount; ++i) {
       const int param = kFirstHeadlineColumn + static_cast<int>(i);  // 1-based: column + 0
       const double v = p.headline.at(i);
-      if (kHeadlineMetrics[i].integer) {
+      if (metrics::kHeadlineMetrics[i].integer) {
         stmt->bind(param, std::isnan(v) ? int64_t{0} : static_cast<int64_t>(v));
       } else {
         stmt->bind(param, v);
@@ -794,7 +797,7 @@ boost::json::object to_json(const PointRecord& p) {
       {"fingerprint", p.fingerprint},
       {"workload_key", p.workload_key},
       {"concurrency", p.concurrency},
-      {"status", status_name(p.status)},
+      {"status", metrics::status_name(p.status)},
       {"error", p.error},
       {"reused_from_run", optional_id(p.reused_from_run)}};
   for (const auto& kv : p.headline.to_json()) o[kv.key()] = kv.value();

@@ -85,14 +85,14 @@ struct PointRecord {
   std::string workload_key;      // identifies the workload (workload/workload.h: Workload::key)
   int64_t concurrency = 0;
   /// ok | failed | reused | invalid (skipped and resumed points are not stored)
-  PointStatus status = PointStatus::kOk;
+  metrics::PointStatus status = metrics::PointStatus::kOk;
   std::string error;
   std::optional<int64_t> reused_from_run;  // set when status is reused
   /// Headline metrics (metrics/keys.h: one column each); NaN when not measured (stored NULL,
   /// JSON null; the counts completed and failed are stored 0).
-  Headline headline;
-  Validity validity;                   // why the numbers may not be used (invalid points)
-  boost::json::object result;          // the full result JSON
+  metrics::Headline headline;
+  metrics::Validity validity;  // why the numbers may not be used (invalid points)
+  boost::json::object result;  // the full result JSON
   std::string artifacts_dir;
   int64_t created_at = 0;  // unix seconds; add_point sets now when 0
 };

@@ -69,7 +69,8 @@ PointRecord make_point(int64_t run_id, const std::string& fp, int64_t conc,
   p.fingerprint = fp;
   p.workload_key = workload;
   p.concurrency = conc;
-  p.status = parse_status(status).value_or(PointStatus::kSkipped);  // unknown: a status never stored
+  p.status = metrics::parse_status(status).value_or(
+      metrics::PointStatus::kSkipped);  // unknown: a status never stored
   p.result = {{"concurrency", conc}, {"request_throughput", 1.5 * static_cast<double>(conc)}};
   set_headline_from_result(p);
   return p;
@@ -103,9 +104,9 @@ TEST_F(StoreTest, PointColumnsAreTheMetricTable) {
   }
   const auto first = std::find(columns.begin(), columns.end(), "request_throughput");
   ASSERT_NE(first, columns.end());
-  ASSERT_GE(static_cast<size_t>(columns.end() - first), kHeadlineCount);
-  for (size_t i = 0; i < kHeadlineCount; ++i) {
-    EXPECT_EQ(*(first + static_cast<std::ptrdiff_t>(i)), kHeadlineMetrics[i].key) << i;
+  ASSERT_GE(static_cast<size_t>(columns.end() - first), metrics::kHeadlineCount);
+  for (size_t i = 0; i < metrics::kHeadlineCount; ++i) {
+    EXPECT_EQ(*(first + static_cast<std::ptrdiff_t>(i)), metrics::kHeadlineMetrics[i].key) << i;
   }
   EXPECT_NE(std::find(columns.begin(), columns.end(), "validity"), columns.end());
 }
@@ -114,14 +115,14 @@ TEST_F(StoreTest, ValidityIsStoredWithThePoint) {
   auto store = open();
   const int64_t run = must(store.begin_run(make_run("r")));
   auto p = make_point(run, "fp", 1, "invalid");
-  p.validity.add(InvalidKind::kExpectUnobservable, "expect unverified (endpoint launcher)",
+  p.validity.add(metrics::InvalidKind::kExpectUnobservable, "expect unverified (endpoint launcher)",
                  "--no-expect");
   must(store.add_point(p));
   auto got = must(store.points(run));
   ASSERT_EQ(got.size(), 1u);
-  EXPECT_EQ(got[0].status, PointStatus::kInvalid);
+  EXPECT_EQ(got[0].status, metrics::PointStatus::kInvalid);
   ASSERT_EQ(got[0].validity.reasons.size(), 1u);
-  EXPECT_EQ(got[0].validity.reasons[0].kind, InvalidKind::kExpectUnobservable);
+  EXPECT_EQ(got[0].validity.reasons[0].kind, metrics::InvalidKind::kExpectUnobservable);
   EXPECT_EQ(got[0].validity.reasons[0].advice, "--no-expect");
   EXPECT_EQ(to_json(got[0]).at("validity").as_array().size(), 1u);
 }
@@ -356,7 +357,7 @@ TEST_F(StoreTest, PointRoundTripsEveryColumnAndTheFullResult) {
   p.fingerprint = "fp";
   p.workload_key = "isl=1024,osl=1024,seed=0";
   p.concurrency = 64;
-  p.status = PointStatus::kReused;
+  p.status = metrics::PointStatus::kReused;
   p.reused_from_run = src;
   p.result = {{"request_throughput", 12.345678901234567},
               {"output_throughput", 9876.5},
@@ -390,7 +391,7 @@ TEST_F(StoreTest, PointRoundTripsEveryColumnAndTheFullResult) {
   EXPECT_EQ(g.fingerprint, "fp");
   EXPECT_EQ(g.workload_key, p.workload_key);
   EXPECT_EQ(g.concurrency, 64);
-  EXPECT_EQ(g.status, PointStatus::kReused);
+  EXPECT_EQ(g.status, metrics::PointStatus::kReused);
   EXPECT_EQ(g.reused_from_run, src);
   EXPECT_EQ(g.headline.get("request_throughput"), 12.345678901234567);
   EXPECT_EQ(g.headline.get("output_throughput"), 9876.5);
@@ -416,7 +417,7 @@ TEST_F(StoreTest, PointRoundTripsEveryColumnAndTheFullResult) {
   f.fingerprint = "fp2";
   f.workload_key = "w";
   f.concurrency = 4;
-  f.status = PointStatus::kFailed;
+  f.status = metrics::PointStatus::kFailed;
   f.error = "server exited during warmup";
   must(store.add_point(f));
   auto both = must(store.points(run));
@@ -437,10 +438,11 @@ TEST_F(StoreTest, PointValidationNamesTheProblem) {
   auto p = make_point(run, "fp", 1, "skipped");
   auto bad = store.add_point(p);
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.error().message.find("point status 'skipped' is not one of ok|failed|reused|invalid"),
-            std::string::npos)
+  EXPECT_NE(
+      bad.error().message.find("point status 'skipped' is not one of ok|failed|reused|invalid"),
+      std::string::npos)
       << bad.error().message;
-  p.status = PointStatus::kReused;
+  p.status = metrics::PointStatus::kReused;
   bad = store.add_point(p);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message.find("reused_from_run"), std::string::npos);
@@ -626,7 +628,7 @@ TEST_F(StoreTest, JsonFormsUseNullForUnsetMetricsAndIds) {
   PointRecord p;
   p.id = 3;
   p.run_id = 1;
-  p.status = PointStatus::kFailed;
+  p.status = metrics::PointStatus::kFailed;
   p.headline.set("median_ttft_ms", 12.5);
   p.result = {{"k", 1}};
   auto j = to_json(p);

@@ -13,7 +13,7 @@
 #include "sweep/server_spec.h"
 #include "verify/env_trace.h"
 
-namespace ib {
+namespace ib::sweep {
 
 namespace fs = std::filesystem;
 namespace json = boost::json;
@@ -23,9 +23,9 @@ namespace {
 // Models an endpoint serves (GET /v1/models); empty when it does not say.
 std::vector<std::string> served_models(const std::string& url) {
   std::vector<std::string> out;
-  auto endpoint = parse_endpoint(url);
+  auto endpoint = http::parse_endpoint(url);
   if (!endpoint) return out;
-  auto resp = http_get(*endpoint, "/v1/models", std::chrono::seconds(10));
+  auto resp = http::http_get(*endpoint, "/v1/models", std::chrono::seconds(10));
   if (!resp || resp->status != 200) return out;
   boost::system::error_code ec;
   auto v = json::parse(resp->body, ec);
@@ -43,8 +43,8 @@ std::vector<std::string> served_models(const std::string& url) {
 
 }  // namespace
 
-PointIdentity ConfigRunner::identity(const ConfigPlan& cfg, int64_t conc) const {
-  PointIdentity id;
+metrics::PointIdentity ConfigRunner::identity(const ConfigPlan& cfg, int64_t conc) const {
+  metrics::PointIdentity id;
   id.config_key = cfg.row.config_key;
   id.fingerprint = cfg.fingerprint;
   id.concurrency = conc;
@@ -59,7 +59,7 @@ PointIdentity ConfigRunner::identity(const ConfigPlan& cfg, int64_t conc) const 
   return id;
 }
 
-void ConfigRunner::emit(PointResult p) {
+void ConfigRunner::emit(metrics::PointResult p) {
   const std::string row = sweep_table_row(p);
   std::fputs(row.c_str(), out_);
   std::fflush(out_);
@@ -75,9 +75,9 @@ void ConfigRunner::note(const std::string& n) {
 void ConfigRunner::skip_all(const ConfigPlan& cfg, const std::vector<int64_t>& concs,
                             const std::string& why) {
   for (int64_t conc : concs) {
-    PointResult p;
+    metrics::PointResult p;
     p.id = identity(cfg, conc);
-    p.status = PointStatus::kSkipped;
+    p.status = metrics::PointStatus::kSkipped;
     p.error = why;
     emit(std::move(p));
   }
@@ -87,15 +87,16 @@ bool ConfigRunner::fail_config(const ConfigPlan& cfg, const std::vector<int64_t>
                                store::ServerConfigRecord& rec, const std::string& kind,
                                const std::string& why) {
   const std::string first = why.substr(0, why.find('\n'));
-  const std::string tail = why.find('\n') == std::string::npos ? "" : why.substr(why.find('\n') + 1);
+  const std::string tail =
+      why.find('\n') == std::string::npos ? "" : why.substr(why.find('\n') + 1);
   rec.status = "failed";
   rec.error = why;
   rec_->update_config(rec);
   rec_->record_failure(rec.id, kind, first, tail);
   for (int64_t conc : concs) {
-    PointResult p;
+    metrics::PointResult p;
     p.id = identity(cfg, conc);
-    p.status = PointStatus::kFailed;
+    p.status = metrics::PointStatus::kFailed;
     p.error = first;
     rec_->record_point(p, rec.id, "");
     emit(std::move(p));
@@ -149,7 +150,7 @@ bool ConfigRunner::run(const ConfigPlan& cfg, size_t index) {
   // Points already done: resumed from this run, or reused from an earlier one.
   std::vector<int64_t> pending;
   for (int64_t conc : cfg.concs) {
-    const PointIdentity id = identity(cfg, conc);
+    const metrics::PointIdentity id = identity(cfg, conc);
     if (!o_.resume.empty()) {
       if (auto done = rec_->resumed(id)) {
         emit(std::move(*done));
@@ -175,7 +176,8 @@ bool ConfigRunner::run(const ConfigPlan& cfg, size_t index) {
     return false;
   }
   // What this version cannot run is said before any server is started.
-  if (!cfg.unsupported.empty()) return fail_config(cfg, pending, rec, "unsupported", cfg.unsupported);
+  if (!cfg.unsupported.empty())
+    return fail_config(cfg, pending, rec, "unsupported", cfg.unsupported);
 
   auto spec = server_spec_for_row(row, o_.extra_server_args, o_.inferbench_exe);
   if (!spec && cfg.launcher != "endpoint") {
@@ -188,8 +190,8 @@ bool ConfigRunner::run(const ConfigPlan& cfg, size_t index) {
   if (spec) {
     for (const auto& [k, v] : spec->env) so.watch.push_back(k);
   }
-  if (auto it = entries_.find(row.config_key); o_.check_expect && it != entries_.end() &&
-                                               it->second->expect) {
+  if (auto it = entries_.find(row.config_key);
+      o_.check_expect && it != entries_.end() && it->second->expect) {
     auto parsed = verify::parse_expect(*it->second->expect, row.config_key + ".expect");
     if (!parsed) return fail_config(cfg, pending, rec, "assertion", parsed.error().message);
     so.expect = std::move(*parsed);
@@ -223,8 +225,8 @@ bool ConfigRunner::run(const ConfigPlan& cfg, size_t index) {
     for (const auto& e : session.write_errors()) outcome_->errors.push_back(e);
     rec.status = all_ok ? "ok" : "failed";
     if (!all_ok && rec.error.empty()) {
-      rec.error = fmt::format("{} of {} points did not succeed (server {})", not_ok,
-                              pending.size(), ended);
+      rec.error =
+          fmt::format("{} of {} points did not succeed (server {})", not_ok, pending.size(), ended);
     }
     rec_->update_config(rec);
     return all_ok;
@@ -250,10 +252,10 @@ bool ConfigRunner::run(const ConfigPlan& cfg, size_t index) {
     const std::string why = *session.expect().failure;
     rec_->record_failure(rec.id, "assertion", why);
     for (int64_t conc : pending) {
-      PointResult p;
+      metrics::PointResult p;
       p.id = identity(cfg, conc);
-      p.status = PointStatus::kInvalid;
-      p.validity.add(InvalidKind::kExpectFailed, why);
+      p.status = metrics::PointStatus::kInvalid;
+      p.validity.add(metrics::InvalidKind::kExpectFailed, why);
       p.error = why;
       rec_->record_point(p, rec.id, "");
       emit(std::move(p));
@@ -261,22 +263,24 @@ bool ConfigRunner::run(const ConfigPlan& cfg, size_t index) {
     all_ok = false;
     return finish();
   }
-  Validity unverified;
+  metrics::Validity unverified;
   if (!session.expect().unobservable.empty()) {
     const auto& u = session.expect().unobservable;
-    unverified.add(InvalidKind::kExpectUnobservable,
+    unverified.add(metrics::InvalidKind::kExpectUnobservable,
                    fmt::format("expect unverified ({} launcher)", cfg.launcher),
                    "--no-expect measures without the recipe's expect block");
-    note(fmt::format("{}: expect cannot be checked here ({} assertion{}: {}); its points are "
-                     "measured but marked invalid (unverified); run with --no-expect to measure "
-                     "without it, or use the local or slurm launcher",
-                     row.config_key, u.size(), u.size() == 1 ? "" : "s", fmt::join(u, "; ")));
+    note(
+        fmt::format("{}: expect cannot be checked here ({} assertion{}: {}); its points are "
+                    "measured but marked invalid (unverified); run with --no-expect to measure "
+                    "without it, or use the local or slurm launcher",
+                    row.config_key, u.size(), u.size() == 1 ? "" : "s", fmt::join(u, "; ")));
     rec_->record_failure(rec.id, "assertion",
                          fmt::format("expect cannot be checked: {}", fmt::join(u, "; ")));
   }
 
   for (size_t i = 0; i < pending.size(); ++i) {
-    const std::vector<int64_t> rest(pending.begin() + static_cast<std::ptrdiff_t>(i), pending.end());
+    const std::vector<int64_t> rest(pending.begin() + static_cast<std::ptrdiff_t>(i),
+                                    pending.end());
     if (interrupt_requested()) {
       outcome_->interrupted = true;
       skip_all(cfg, rest, "interrupted");
@@ -288,21 +292,21 @@ bool ConfigRunner::run(const ConfigPlan& cfg, size_t index) {
       all_ok = false;
       break;
     }
-    PointResult p = measure(cfg, pending[i], dir, session.url(), unverified);
+    metrics::PointResult p = measure(cfg, pending[i], dir, session.url(), unverified);
     std::string failure_kind = unverified.valid() ? "point" : "";
     std::string tail;
-    if (p.status == PointStatus::kFailed) {
+    if (p.status == metrics::PointStatus::kFailed) {
       if (auto gone = session.check_alive()) {
         p.error += "; " + *gone;
-        p.validity.add(InvalidKind::kServerExited, *gone);
+        p.validity.add(metrics::InvalidKind::kServerExited, *gone);
         failure_kind = "server-exit";
         tail = file_tail(session.log_path(), 2048);
-        outcome_->errors.push_back(fmt::format(
-            "{} (conc {}): {}{}", row.config_key, pending[i], *gone,
-            tail.empty() ? "" : "\n--- server.log (tail) ---\n" + tail));
+        outcome_->errors.push_back(
+            fmt::format("{} (conc {}): {}{}", row.config_key, pending[i], *gone,
+                        tail.empty() ? "" : "\n--- server.log (tail) ---\n" + tail));
       }
     }
-    if (!is_success(p.status)) {
+    if (!metrics::is_success(p.status)) {
       all_ok = false;
       ++not_ok;
     }
@@ -317,4 +321,4 @@ bool ConfigRunner::run(const ConfigPlan& cfg, size_t index) {
   return finish();
 }
 
-}  // namespace ib
+}  // namespace ib::sweep

@@ -13,7 +13,7 @@
 #include "sweep/recorder.h"
 #include "sweep/sweep.h"
 
-namespace ib {
+namespace ib::sweep {
 
 class ConfigRunner {
  public:
@@ -27,12 +27,13 @@ class ConfigRunner {
   void skip_all(const ConfigPlan& cfg, const std::vector<int64_t>& concs, const std::string& why);
 
  private:
-  PointIdentity identity(const ConfigPlan& cfg, int64_t conc) const;
-  PointResult measure(const ConfigPlan& cfg, int64_t conc, const std::filesystem::path& dir,
-                      const std::string& url, const Validity& unverified);
+  metrics::PointIdentity identity(const ConfigPlan& cfg, int64_t conc) const;
+  metrics::PointResult measure(const ConfigPlan& cfg, int64_t conc,
+                               const std::filesystem::path& dir, const std::string& url,
+                               const metrics::Validity& unverified);
   bool fail_config(const ConfigPlan& cfg, const std::vector<int64_t>& concs,
                    store::ServerConfigRecord& rec, const std::string& kind, const std::string& why);
-  void emit(PointResult p);
+  void emit(metrics::PointResult p);
   void note(const std::string& n);
   Expected<launch::Launcher*> launcher(const std::string& name);
 
@@ -44,4 +45,4 @@ class ConfigRunner {
   std::map<std::string, std::unique_ptr<launch::Launcher>> launchers_;
 };
 
-}  // namespace ib
+}  // namespace ib::sweep

@@ -1,13 +1,13 @@
 #include "sweep/planner.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "sweep/server_spec.h"
 #include "workload/fixed_seq_len.h"
 
-namespace ib {
+namespace ib::sweep {
 
 namespace json = boost::json;
 using recipe::RecipeRow;
@@ -20,13 +20,12 @@ size_t SweepPlanned::points() const {
   return n;
 }
 
-Expected<std::shared_ptr<const Workload>> workload_for_row(const RecipeRow& row,
-                                                           const recipe::ConfigEntry* entry,
-                                                           const WorkloadOverrides& ov) {
+Expected<std::shared_ptr<const workload::Workload>> workload_for_row(
+    const RecipeRow& row, const recipe::ConfigEntry* entry, const WorkloadOverrides& ov) {
   if (row.scenario != "fixed-seq-len") {
     return Error{fmt::format("{} rows have no workload in this version", row.scenario)};
   }
-  FixedSeqLenParams p;
+  workload::FixedSeqLenParams p;
   p.isl = static_cast<int>(row.fields.at("isl").as_int64());
   p.osl = static_cast<int>(row.fields.at("osl").as_int64());
   if (entry && entry->workload) {
@@ -45,7 +44,8 @@ Expected<std::shared_ptr<const Workload>> workload_for_row(const RecipeRow& row,
   p.api = ov.api;
   p.as_text = ov.api == "chat";
   if (auto s = p.validate(row.config_key + ".workload"); !s) return s.error();
-  return std::shared_ptr<const Workload>(std::make_shared<FixedSeqLenWorkload>(p));
+  return std::shared_ptr<const workload::Workload>(
+      std::make_shared<workload::FixedSeqLenWorkload>(p));
 }
 
 namespace {
@@ -93,7 +93,7 @@ Expected<std::vector<ConfigPlan>> group_configs(
             "sweep does not do yet; use --launcher endpoint with a running deployment";
       } else {
         auto e = entries.find(row.config_key);
-        auto w = workload_for_row(row, e == entries.end() ? nullptr : e->second, o.workload);
+        auto w = sweep::workload_for_row(row, e == entries.end() ? nullptr : e->second, o.workload);
         if (!w) return w.error();
         c.workload = std::move(*w);
       }
@@ -156,4 +156,4 @@ Expected<SweepPlanned> plan_sweep(const govern::SweepPlan& plan,
   return out;
 }
 
-}  // namespace ib
+}  // namespace ib::sweep

@@ -16,7 +16,7 @@
 #include "recipe/recipe.h"
 #include "workload/workload.h"
 
-namespace ib {
+namespace ib::sweep {
 
 /// Command-line workload settings; each replaces the recipe's `workload:` value when set.
 struct WorkloadOverrides {
@@ -29,7 +29,7 @@ struct WorkloadOverrides {
 struct PlanOptions {
   std::vector<int64_t> concurrencies;  // replaces every row's concurrency list when given
   std::vector<std::string> extra_server_args;
-  std::string launcher;                 // forced launcher; empty: the runners file's, else local
+  std::string launcher;  // forced launcher; empty: the runners file's, else local
   const recipe::RunnersFile* runners = nullptr;
   bool fail_fast = false;  // every group fail-fast, whatever the labels say
   WorkloadOverrides workload;
@@ -37,12 +37,12 @@ struct PlanOptions {
 
 /// One server configuration and the points to measure on it.
 struct ConfigPlan {
-  recipe::RecipeRow row;    // the first row (its conc is irrelevant)
-  std::string fingerprint;  // config_fingerprint(row, extra server args)
+  recipe::RecipeRow row;       // the first row (its conc is irrelevant)
+  std::string fingerprint;     // config_fingerprint(row, extra server args)
   std::vector<int64_t> concs;  // sorted, unique
   std::string launcher;        // local | slurm | endpoint
   int gpus = 0;
-  std::shared_ptr<const Workload> workload;  // null when `unsupported` is set
+  std::shared_ptr<const workload::Workload> workload;  // null when `unsupported` is set
   /// Why this version cannot run it (agentic rows, multi-node without an endpoint); said before
   /// any server starts.
   std::string unsupported;
@@ -62,9 +62,9 @@ struct SweepPlanned {
 
 /// The workload of a fixed-seq-len row: the row's isl/osl, the entry's `workload:` block, the
 /// overrides on top. Error names the field.
-Expected<std::shared_ptr<const Workload>> workload_for_row(const recipe::RecipeRow& row,
-                                                           const recipe::ConfigEntry* entry,
-                                                           const WorkloadOverrides& overrides);
+Expected<std::shared_ptr<const workload::Workload>> workload_for_row(
+    const recipe::RecipeRow& row, const recipe::ConfigEntry* entry,
+    const WorkloadOverrides& overrides);
 
 /// Rows → server configurations (in first-seen order).
 Expected<std::vector<ConfigPlan>> group_configs(
@@ -77,4 +77,4 @@ Expected<SweepPlanned> plan_sweep(const govern::SweepPlan& plan,
                                   const std::map<std::string, const recipe::ConfigEntry*>& entries,
                                   const PlanOptions& o);
 
-}  // namespace ib
+}  // namespace ib::sweep

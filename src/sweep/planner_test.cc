@@ -6,7 +6,7 @@
 
 #include "workload/fixed_seq_len.h"
 
-namespace ib {
+namespace ib::sweep {
 namespace {
 
 const char* kRecipe =
@@ -93,15 +93,15 @@ TEST(Planner, WorkloadTakesDefaultsThenTheRecipeThenTheCommandLine) {
   Loaded l = load();
   const recipe::RecipeRow& row = l.rows.front();
   // No entry: InferenceX's defaults.
-  auto w = workload_for_row(row, nullptr, {});
+  auto w = sweep::workload_for_row(row, nullptr, {});
   ASSERT_TRUE(w.ok());
-  const auto* fixed = dynamic_cast<const FixedSeqLenWorkload*>(w->get());
+  const auto* fixed = dynamic_cast<const workload::FixedSeqLenWorkload*>(w->get());
   ASSERT_NE(fixed, nullptr);
   EXPECT_EQ(fixed->prompts_at(4), 40);
   EXPECT_EQ(fixed->warmups_at(4), 8);
   // The recipe's workload block.
-  w = workload_for_row(row, l.by_key.at("a"), {});
-  fixed = dynamic_cast<const FixedSeqLenWorkload*>(w->get());
+  w = sweep::workload_for_row(row, l.by_key.at("a"), {});
+  fixed = dynamic_cast<const workload::FixedSeqLenWorkload*>(w->get());
   EXPECT_EQ(fixed->prompts_at(4), 12);
   EXPECT_EQ(fixed->warmups_at(4), 0);
   EXPECT_EQ(fixed->params().range_ratio, 0.8);
@@ -111,7 +111,7 @@ TEST(Planner, WorkloadTakesDefaultsThenTheRecipeThenTheCommandLine) {
   ov.seed = 7;
   ov.api = "chat";
   w = workload_for_row(row, l.by_key.at("a"), ov);
-  fixed = dynamic_cast<const FixedSeqLenWorkload*>(w->get());
+  fixed = dynamic_cast<const workload::FixedSeqLenWorkload*>(w->get());
   EXPECT_EQ(fixed->prompts_at(4), 20);
   EXPECT_EQ(fixed->params().seed, 7u);
   EXPECT_TRUE(fixed->params().as_text);
@@ -186,4 +186,4 @@ TEST(Planner, BadWorkloadBlockNamesFileLineAndField) {
 }
 
 }  // namespace
-}  // namespace ib
+}  // namespace ib::sweep

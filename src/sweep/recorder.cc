@@ -6,7 +6,7 @@
 #include "core/files.h"
 #include "metrics/result.h"
 
-namespace ib {
+namespace ib::sweep {
 
 namespace fs = std::filesystem;
 namespace json = boost::json;
@@ -16,8 +16,8 @@ namespace {
 std::string safe_name(const std::string& s) {
   std::string out;
   for (char c : s) {
-    out += (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.') ? c
-                                                                                              : '_';
+    out +=
+        (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.') ? c : '_';
   }
   return out.substr(0, 80);
 }
@@ -41,7 +41,7 @@ Expected<fs::path> make_run_dir(const fs::path& runs_dir, std::string* name) {
 
 }  // namespace
 
-store::PointRecord to_record(const PointResult& p, int64_t run_id, int64_t config_id) {
+store::PointRecord to_record(const metrics::PointResult& p, int64_t run_id, int64_t config_id) {
   store::PointRecord r;
   r.run_id = run_id;
   r.server_config_id = config_id;
@@ -49,7 +49,8 @@ store::PointRecord to_record(const PointResult& p, int64_t run_id, int64_t confi
   r.workload_key = p.id.workload_key;
   r.concurrency = p.id.concurrency;
   r.status = p.status;
-  r.error = p.status == PointStatus::kInvalid && p.error.empty() ? p.validity.text() : p.error;
+  r.error =
+      p.status == metrics::PointStatus::kInvalid && p.error.empty() ? p.validity.text() : p.error;
   r.reused_from_run = p.reused_from_run;
   r.headline = p.headline;
   r.validity = p.validity;
@@ -58,8 +59,8 @@ store::PointRecord to_record(const PointResult& p, int64_t run_id, int64_t confi
   return r;
 }
 
-PointResult from_record(const store::PointRecord& r, const std::string& config_key) {
-  PointResult p;
+metrics::PointResult from_record(const store::PointRecord& r, const std::string& config_key) {
+  metrics::PointResult p;
   p.id.config_key = config_key;
   p.id.fingerprint = r.fingerprint;
   p.id.concurrency = r.concurrency;
@@ -89,7 +90,8 @@ Expected<RunRecorder> RunRecorder::open(const fs::path& db_path, const fs::path&
   if (!resume.empty()) {
     auto run = rec.store_.find_run(resume);
     if (!run) return run.error();
-    if (!*run) return Error{fmt::format("--resume {}: no such run in {}", resume, db_path.string())};
+    if (!*run)
+      return Error{fmt::format("--resume {}: no such run in {}", resume, db_path.string())};
     rec.run_id_ = (*run)->id;
     rec.run_name_ = (*run)->name;
     rec.run_dir_ = runs_dir / rec.run_name_;
@@ -144,62 +146,64 @@ void RunRecorder::update_config(const store::ServerConfigRecord& c) {
   }
 }
 
-std::optional<PointResult> RunRecorder::resumed(const PointIdentity& id) {
+std::optional<metrics::PointResult> RunRecorder::resumed(const metrics::PointIdentity& id) {
   auto done = store_.completed_point(run_id_, id.fingerprint, id.concurrency, id.workload_key);
   if (!done) {
     db_error("resume lookup", done.error());
     return std::nullopt;
   }
   if (!*done) return std::nullopt;
-  PointResult p = from_record(**done, id.config_key);
+  metrics::PointResult p = from_record(**done, id.config_key);
   p.id = id;
-  p.status = PointStatus::kResumed;
+  p.status = metrics::PointStatus::kResumed;
   return p;
 }
 
-std::optional<PointResult> RunRecorder::reusable(const PointIdentity& id) {
-  auto src = store_.reusable_point(id.fingerprint, id.concurrency, id.workload_key,
-                                   id.tool_version);
+std::optional<metrics::PointResult> RunRecorder::reusable(const metrics::PointIdentity& id) {
+  auto src =
+      store_.reusable_point(id.fingerprint, id.concurrency, id.workload_key, id.tool_version);
   if (!src) {
     db_error("reuse lookup", src.error());
     return std::nullopt;
   }
   if (!*src) return std::nullopt;
-  PointResult p = from_record(**src, id.config_key);
+  metrics::PointResult p = from_record(**src, id.config_key);
   p.id = id;
-  p.status = PointStatus::kReused;
+  p.status = metrics::PointStatus::kReused;
   p.reused_from_run = (*src)->run_id;
   return p;
 }
 
-void RunRecorder::write_point_files(const PointResult& p, const json::object& aggregate,
-                                    const std::vector<RequestRecord>& records, int64_t origin_ns) {
+void RunRecorder::write_point_files(const metrics::PointResult& p, const json::object& aggregate,
+                                    const std::vector<metrics::RequestRecord>& records,
+                                    int64_t origin_ns) {
   const fs::path dir = p.artifacts_dir;
   const std::string stem = fmt::format("conc_{}", p.id.concurrency);
   write_file(dir / (stem + ".json"), json::serialize(p.result) + "\n");
   write_file(dir / ("agg_" + stem + ".json"), json::serialize(aggregate) + "\n");
   std::string lines;
   for (const auto& r : records) {
-    lines += json::serialize(record_to_json(r, origin_ns));
+    lines += json::serialize(metrics::record_to_json(r, origin_ns));
     lines += '\n';
   }
   write_file(dir / ("records_" + stem + ".jsonl"), lines);
 }
 
-void RunRecorder::record_point(const PointResult& p, int64_t config_id,
+void RunRecorder::record_point(const metrics::PointResult& p, int64_t config_id,
                                const std::string& failure_kind, const std::string& log_tail) {
-  if (p.status == PointStatus::kSkipped || p.status == PointStatus::kResumed) return;
+  if (p.status == metrics::PointStatus::kSkipped || p.status == metrics::PointStatus::kResumed)
+    return;
   auto id = store_.add_point(to_record(p, run_id_, config_id));
   if (!id) {
     db_error(fmt::format("point {} conc {}", p.id.config_key, p.id.concurrency), id.error());
   }
-  if (is_success(p.status) || failure_kind.empty()) return;
+  if (metrics::is_success(p.status) || failure_kind.empty()) return;
   store::FailureRecord f;
   f.run_id = run_id_;
   f.server_config_id = config_id == 0 ? std::nullopt : std::optional<int64_t>(config_id);
   if (id) f.point_id = *id;
-  f.kind = p.status == PointStatus::kInvalid ? "assertion" : failure_kind;
-  const std::string why = p.status == PointStatus::kInvalid ? p.validity.text() : p.error;
+  f.kind = p.status == metrics::PointStatus::kInvalid ? "assertion" : failure_kind;
+  const std::string why = p.status == metrics::PointStatus::kInvalid ? p.validity.text() : p.error;
   f.message = why.substr(0, why.find('\n'));
   f.log_tail = log_tail;
   if (auto added = store_.add_failure(f); !added) db_error("failure", added.error());
@@ -221,4 +225,4 @@ void RunRecorder::finish(const json::object& summary, const std::string& status)
   if (auto s = store_.finish_run(run_id_, status); !s) db_error("finishing the run", s.error());
 }
 
-}  // namespace ib
+}  // namespace ib::sweep

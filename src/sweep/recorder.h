@@ -14,7 +14,7 @@
 #include "metrics/point.h"
 #include "store/store.h"
 
-namespace ib {
+namespace ib::sweep {
 
 class RunRecorder {
  public:
@@ -32,26 +32,26 @@ class RunRecorder {
 
   /// The artifacts folder of the index-th server configuration: NN-<key>-<fingerprint prefix>.
   std::filesystem::path config_dir(size_t index, const std::string& config_key,
-                                    const std::string& fingerprint) const;
+                                   const std::string& fingerprint) const;
 
   /// Inserts (sets c.id). False when the database refused it (recorded in errors()).
   bool add_config(store::ServerConfigRecord& c);
   void update_config(const store::ServerConfigRecord& c);
 
   /// The stored point that --resume skips, or --reuse copies; nullopt when it must be measured.
-  std::optional<PointResult> resumed(const PointIdentity& id);
-  std::optional<PointResult> reusable(const PointIdentity& id);
+  std::optional<metrics::PointResult> resumed(const metrics::PointIdentity& id);
+  std::optional<metrics::PointResult> reusable(const metrics::PointIdentity& id);
 
   /// Writes a measured point's files into p.artifacts_dir (conc_N.json, agg_conc_N.json,
   /// records_conc_N.jsonl); `aggregate` is InferenceX's form of the result.
-  void write_point_files(const PointResult& p, const boost::json::object& aggregate,
-                         const std::vector<RequestRecord>& records, int64_t origin_ns);
+  void write_point_files(const metrics::PointResult& p, const boost::json::object& aggregate,
+                         const std::vector<metrics::RequestRecord>& records, int64_t origin_ns);
 
   /// Stores the point (skipped and resumed points are not stored); a point that is not a
   /// success also gets a failure row of `failure_kind` with the log tail (none when the kind is
   /// empty: the caller recorded the cause once for the whole configuration).
-  void record_point(const PointResult& p, int64_t config_id, const std::string& failure_kind = "point",
-                    const std::string& log_tail = "");
+  void record_point(const metrics::PointResult& p, int64_t config_id,
+                    const std::string& failure_kind = "point", const std::string& log_tail = "");
   void record_failure(int64_t config_id, const std::string& kind, const std::string& message,
                       const std::string& log_tail = "");
 
@@ -74,7 +74,7 @@ class RunRecorder {
 };
 
 /// PointResult ↔ the stored form.
-store::PointRecord to_record(const PointResult& p, int64_t run_id, int64_t config_id);
-PointResult from_record(const store::PointRecord& r, const std::string& config_key);
+store::PointRecord to_record(const metrics::PointResult& p, int64_t run_id, int64_t config_id);
+metrics::PointResult from_record(const store::PointRecord& r, const std::string& config_key);
 
-}  // namespace ib
+}  // namespace ib::sweep

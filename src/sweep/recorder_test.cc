@@ -6,7 +6,7 @@
 #include "core/files.h"
 #include "core/temp_dir.h"
 
-namespace ib {
+namespace ib::sweep {
 namespace {
 
 namespace fs = std::filesystem;
@@ -17,10 +17,10 @@ store::RunRecord fresh() {
   return r;
 }
 
-PointResult measured_point(const std::string& dir) {
-  PointResult p;
+metrics::PointResult measured_point(const std::string& dir) {
+  metrics::PointResult p;
   p.id = {"key", "fp0123456789", 4, "fixed-seq-len:{}", "isl 8 / osl 2", "t"};
-  p.status = PointStatus::kOk;
+  p.status = metrics::PointStatus::kOk;
   p.headline.set("output_throughput", 12.5);
   p.result = {{"output_throughput", 12.5}, {"workload_label", "isl 8 / osl 2"}};
   p.artifacts_dir = dir;
@@ -39,7 +39,7 @@ TEST(RunRecorderTest, PointsFilesAndResumeGoThroughOnePlace) {
   c.config_key = "key";
   c.fingerprint = "fp0123456789";
   ASSERT_TRUE(rec->add_config(c));
-  PointResult p = measured_point(dir.string());
+  metrics::PointResult p = measured_point(dir.string());
   rec->write_point_files(p, {{"conc", 4}}, {}, 0);
   rec->record_point(p, c.id);
   EXPECT_TRUE(fs::exists(dir / "conc_4.json"));
@@ -48,10 +48,10 @@ TEST(RunRecorderTest, PointsFilesAndResumeGoThroughOnePlace) {
   EXPECT_TRUE(rec->errors().empty());
   auto again = rec->resumed(p.id);
   ASSERT_TRUE(again.has_value());
-  EXPECT_EQ(again->status, PointStatus::kResumed);
+  EXPECT_EQ(again->status, metrics::PointStatus::kResumed);
   EXPECT_EQ(again->id.workload_label, "isl 8 / osl 2");
   EXPECT_DOUBLE_EQ(again->headline.get("output_throughput"), 12.5);
-  PointIdentity other = p.id;
+  metrics::PointIdentity other = p.id;
   other.concurrency = 8;
   EXPECT_FALSE(rec->resumed(other).has_value());
   rec->finish({{"status", "ok"}}, "ok");
@@ -70,8 +70,8 @@ TEST(RunRecorderTest, AFailedWriteIsAnErrorTheRunReports) {
   ASSERT_EQ(rec->errors().size(), 3u);  // result, aggregate, records
   EXPECT_NE(rec->errors()[0].find("conc_4.json"), std::string::npos) << rec->errors()[0];
   // A point the database refuses (skipped points are never stored; a reused one needs its source).
-  PointResult p = measured_point(tmp.path().string());
-  p.status = PointStatus::kReused;
+  metrics::PointResult p = measured_point(tmp.path().string());
+  p.status = metrics::PointStatus::kReused;
   rec->record_point(p, 0);
   ASSERT_EQ(rec->errors().size(), 4u);
   EXPECT_NE(rec->errors()[3].find("reused_from_run"), std::string::npos) << rec->errors()[3];
@@ -85,4 +85,4 @@ TEST(RunRecorderTest, ResumeNeedsAKnownRun) {
 }
 
 }  // namespace
-}  // namespace ib
+}  // namespace ib::sweep

@@ -5,7 +5,7 @@
 #include "core/sha256.h"
 #include "recipe/fingerprint.h"
 
-namespace ib {
+namespace ib::sweep {
 
 namespace json = boost::json;
 
@@ -112,4 +112,4 @@ std::string config_fingerprint(const recipe::RecipeRow& row,
   return sha256_hex(recipe::canonical_json(o));
 }
 
-}  // namespace ib
+}  // namespace ib::sweep

@@ -12,7 +12,7 @@
 #include "launch/launcher.h"
 #include "recipe/matrix.h"
 
-namespace ib {
+namespace ib::sweep {
 
 /// Every placeholder of a row except {host} and {port} (the launcher's): name -> text.
 std::map<std::string, std::string> row_placeholders(const boost::json::object& fields);
@@ -38,4 +38,4 @@ Expected<launch::ServerSpec> server_spec_for_row(const recipe::RecipeRow& row,
 std::string config_fingerprint(const recipe::RecipeRow& row,
                                const std::vector<std::string>& extra_args);
 
-}  // namespace ib
+}  // namespace ib::sweep

@@ -16,7 +16,7 @@
 #include "sweep/recorder.h"
 #include "verify/expect.h"
 
-namespace ib {
+namespace ib::sweep {
 
 namespace fs = std::filesystem;
 namespace json = boost::json;
@@ -25,7 +25,7 @@ std::string SweepOutcome::status() const {
   if (interrupted) return "interrupted";
   if (points.empty() && !errors.empty()) return "failed";
   for (const auto& p : points) {
-    if (!is_success(p.status)) return "failed";
+    if (!metrics::is_success(p.status)) return "failed";
   }
   return errors.empty() ? "ok" : "failed";
 }
@@ -45,7 +45,7 @@ json::object SweepOutcome::to_json() const {
     po["concurrency"] = p.id.concurrency;
     po["workload"] = p.id.workload_label;
     po["workload_key"] = p.id.workload_key;
-    po["status"] = status_name(p.status);
+    po["status"] = metrics::status_name(p.status);
     po["error"] = p.error;
     po["validity"] = p.validity.to_json();
     if (p.reused_from_run) po["reused_from_run"] = *p.reused_from_run;
@@ -77,10 +77,10 @@ const report::Table& point_table() {
         {"workload", report::Align::kLeft, 17, 17},
         {"conc", report::Align::kRight, 5, 0},
     };
-    for (const auto& k : kHeadlineMetrics) {
+    for (const auto& k : metrics::kHeadlineMetrics) {
       if (k.table) {
-        cols.push_back({std::string(k.title), report::Align::kRight,
-                        std::max<size_t>(k.title.size(), 8), 0});
+        cols.push_back(
+            {std::string(k.title), report::Align::kRight, std::max<size_t>(k.title.size(), 8), 0});
       }
     }
     cols.push_back({"status", report::Align::kLeft, 0, 0});
@@ -117,17 +117,17 @@ std::string sweep_table_header() {
   return point_table().header_line();
 }
 
-std::string sweep_table_row(const PointResult& p) {
+std::string sweep_table_row(const metrics::PointResult& p) {
   std::vector<std::string> cells = {p.id.config_key, p.id.workload_label,
                                     std::to_string(p.id.concurrency)};
-  for (size_t i = 0; i < kHeadlineMetrics.size(); ++i) {
-    if (kHeadlineMetrics[i].table) cells.push_back(p.headline.cell(i));
+  for (size_t i = 0; i < metrics::kHeadlineMetrics.size(); ++i) {
+    if (metrics::kHeadlineMetrics[i].table) cells.push_back(p.headline.cell(i));
   }
   cells.push_back(first_line(p.status_text()));
   return point_table().format_row(cells);
 }
 
-std::string not_measured_text(const std::vector<PointResult>& points) {
+std::string not_measured_text(const std::vector<metrics::PointResult>& points) {
   struct Group {
     std::string head;  // key, workload
     std::string status;
@@ -135,12 +135,11 @@ std::string not_measured_text(const std::vector<PointResult>& points) {
   };
   std::vector<Group> groups;
   for (const auto& p : points) {
-    if (is_success(p.status)) continue;
+    if (metrics::is_success(p.status)) continue;
     std::string head = fmt::format("{} {}", p.id.config_key, p.id.workload_label);
     std::string status = first_line(p.status_text());
-    auto it = std::find_if(groups.begin(), groups.end(), [&](const Group& g) {
-      return g.head == head && g.status == status;
-    });
+    auto it = std::find_if(groups.begin(), groups.end(),
+                           [&](const Group& g) { return g.head == head && g.status == status; });
     if (it == groups.end()) {
       groups.push_back({head, status, {p.id.concurrency}});
     } else {
@@ -198,7 +197,7 @@ Expected<SweepOutcome> run_sweep(const SweepOptions& o, std::FILE* table_out) {
   po.runners = runners ? &*runners : nullptr;
   po.fail_fast = o.fail_fast;
   po.workload = o.workload;
-  po.workload.api = std::string(api_name(o.api));
+  po.workload.api = std::string(openai::api_name(o.api));
   auto planned = plan_sweep(govern::make_sweep_plan(rows, labels), by_key, po);
   if (!planned) return planned.error();
 
@@ -271,4 +270,4 @@ Expected<SweepOutcome> run_sweep(const SweepOptions& o, std::FILE* table_out) {
   return outcome;
 }
 
-}  // namespace ib
+}  // namespace ib::sweep

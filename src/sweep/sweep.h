@@ -17,7 +17,7 @@
 #include "openai/request.h"
 #include "sweep/planner.h"
 
-namespace ib {
+namespace ib::sweep {
 
 struct SweepOptions {
   std::vector<std::filesystem::path> recipes;  // master-config files
@@ -35,11 +35,11 @@ struct SweepOptions {
   /// Command-line workload settings over the recipe's `workload:` block and the defaults
   /// (InferenceX's: 10 × conc prompts, 2 × conc warmups, range ratio 0.8, seed 0).
   WorkloadOverrides workload;
-  Api api = Api::kCompletions;
+  openai::Api api = openai::Api::kCompletions;
   double point_timeout_s = 1800;
   double startup_timeout_s = 900;
-  bool fail_fast = false;  // every group fail-fast, whatever the labels say
-  bool env_trace = true;   // trace which recipe environment variables the server reads
+  bool fail_fast = false;    // every group fail-fast, whatever the labels say
+  bool env_trace = true;     // trace which recipe environment variables the server reads
   bool check_expect = true;  // --no-expect: measure without checking the recipes' `expect`
   std::vector<std::string> extra_server_args;
   std::filesystem::path inferbench_exe;  // what "inferbench" in a serve command means
@@ -52,7 +52,7 @@ struct SweepOutcome {
   std::string run_name;
   std::filesystem::path run_dir;
   std::filesystem::path db;
-  std::vector<PointResult> points;
+  std::vector<metrics::PointResult> points;
   std::vector<std::string> notes;   // plan notes, warnings, said once
   std::vector<std::string> errors;  // server failures with log tails, write errors
   bool interrupted = false;
@@ -66,11 +66,11 @@ Expected<SweepOutcome> run_sweep(const SweepOptions& options, std::FILE* table_o
 
 /// The point table, streamed: header, then one row per point as it finishes.
 std::string sweep_table_header();
-std::string sweep_table_row(const PointResult& p);
+std::string sweep_table_row(const metrics::PointResult& p);
 
 /// The final "not measured" list: points that are not a success, those of one configuration and
 /// workload with the same status and reason on one line ("sim-fast isl 32 / osl 8 conc 1,2,4:
 /// invalid: ..."). Empty when every point succeeded.
-std::string not_measured_text(const std::vector<PointResult>& points);
+std::string not_measured_text(const std::vector<metrics::PointResult>& points);
 
-}  // namespace ib
+}  // namespace ib::sweep

@@ -8,12 +8,12 @@
 #include "core/files.h"
 #include "launch/local.h"
 #include "launch/session.h"
-#include "verify/expect.h"
 #include "recipe/matrix.h"
 #include "sweep/server_spec.h"
 #include "verify/env_trace.h"
+#include "verify/expect.h"
 
-namespace ib {
+namespace ib::sweep {
 
 namespace fs = std::filesystem;
 namespace json = boost::json;
@@ -80,8 +80,7 @@ std::vector<std::string> env_names(const recipe::ConfigEntry& e) {
 
 verify::ServerObservation observe_server(const recipe::RecipeRow& row,
                                          const std::vector<std::string>& watch, const fs::path& dir,
-                                         const VerifyOptions& o,
-                                         const recipe::ConfigEntry* entry) {
+                                         const VerifyOptions& o, const recipe::ConfigEntry* entry) {
   verify::ServerObservation obs;
   auto spec = server_spec_for_row(row, o.extra_server_args, o.inferbench_exe);
   if (!spec) {
@@ -254,4 +253,4 @@ Expected<VerifyReport> verify_runs(store::Store& db, const store::RunRecord& a,
   return report;
 }
 
-}  // namespace ib
+}  // namespace ib::sweep

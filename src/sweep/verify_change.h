@@ -16,7 +16,7 @@
 #include "store/store.h"
 #include "verify/verdict.h"
 
-namespace ib {
+namespace ib::sweep {
 
 struct VerifyOptions {
   std::filesystem::path work_dir;  // server logs and traces go here
@@ -59,4 +59,4 @@ Expected<VerifyReport> verify_runs(store::Store& db, const store::RunRecord& a,
                                    const store::RunRecord& b,
                                    const std::set<std::string>& ignore_settings);
 
-}  // namespace ib
+}  // namespace ib::sweep

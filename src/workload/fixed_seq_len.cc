@@ -1,10 +1,10 @@
 #include "workload/fixed_seq_len.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
 
-namespace ib {
+#include <algorithm>
+
+namespace ib::workload {
 
 Status FixedSeqLenParams::validate(const std::string& where) const {
   const std::string at = where.empty() ? "" : where + ".";
@@ -14,15 +14,15 @@ Status FixedSeqLenParams::validate(const std::string& where) const {
     return Error{fmt::format("{}range-ratio must be in (0, 1] (got {})", at, range_ratio)};
   }
   if (prompts_per_conc < 1) {
-    return Error{fmt::format("{}prompts-per-conc must be at least 1 (got {})", at,
-                             prompts_per_conc)};
+    return Error{
+        fmt::format("{}prompts-per-conc must be at least 1 (got {})", at, prompts_per_conc)};
   }
   if (min_prompts < 1) {
     return Error{fmt::format("{}min-prompts must be at least 1 (got {})", at, min_prompts)};
   }
   if (warmups_per_conc < 0) {
-    return Error{fmt::format("{}warmups-per-conc must not be negative (got {})", at,
-                             warmups_per_conc)};
+    return Error{
+        fmt::format("{}warmups-per-conc must not be negative (got {})", at, warmups_per_conc)};
   }
   return Status::Ok();
 }
@@ -86,4 +86,4 @@ Expected<PointPlan> FixedSeqLenWorkload::plan(int64_t c) const {
   return plan;
 }
 
-}  // namespace ib
+}  // namespace ib::workload

@@ -5,7 +5,7 @@
 
 #include "workload/workload.h"
 
-namespace ib {
+namespace ib::workload {
 
 struct FixedSeqLenParams {
   int isl = 1024;
@@ -17,7 +17,7 @@ struct FixedSeqLenParams {
   int prompts_per_conc = 10;
   int min_prompts = 1;
   int warmups_per_conc = 2;
-  bool as_text = false;  // chat API: text prompts of N words instead of token ids
+  bool as_text = false;             // chat API: text prompts of N words instead of token ids
   std::string api = "completions";  // recorded in the key: the same prompts on another API differ
 
   /// The error names the parameter, prefixed by `where` (e.g. "recipe.yaml: key.workload").
@@ -44,4 +44,4 @@ class FixedSeqLenWorkload : public Workload {
 /// that warmups never prime a prefix cache for the measured prompts. Shared with `bench`.
 PointPlan random_point_plan(const RandomWorkload& w, int warmups, int concurrency);
 
-}  // namespace ib
+}  // namespace ib::workload

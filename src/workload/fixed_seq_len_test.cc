@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-namespace ib {
+namespace ib::workload {
 namespace {
 
 TEST(FixedSeqLen, DefaultsFollowInferenceX) {
@@ -48,7 +48,8 @@ TEST(FixedSeqLen, KeyIsTheCanonicalJsonAndChangesWithWhatIsSent) {
   EXPECT_NE(FixedSeqLenWorkload(q).key(2), w.key(2));
   // Same parameters, same key and the same prompts, on every call.
   EXPECT_EQ(FixedSeqLenWorkload(p).key(2), w.key(2));
-  EXPECT_EQ(w.plan(2)->measured.front().token_ids, FixedSeqLenWorkload(p).plan(2)->measured.front().token_ids);
+  EXPECT_EQ(w.plan(2)->measured.front().token_ids,
+            FixedSeqLenWorkload(p).plan(2)->measured.front().token_ids);
 }
 
 TEST(FixedSeqLen, MinimumPromptsAndBadParametersNamed) {
@@ -73,4 +74,4 @@ TEST(SortedJson, ObjectKeysSortedRecursively) {
 }
 
 }  // namespace
-}  // namespace ib
+}  // namespace ib::workload

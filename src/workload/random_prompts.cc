@@ -1,24 +1,23 @@
 #include "workload/random_prompts.h"
 
+#include <fmt/format.h>
+
 #include <array>
 #include <cmath>
 #include <random>
 #include <string_view>
 
-#include <fmt/format.h>
-
-namespace ib {
+namespace ib::workload {
 namespace {
 
 // Common English words: with most tokenizers each is one token when preceded by a space.
 constexpr std::array<std::string_view, 64> kWords = {
-    "the",   "of",    "and",   "to",    "in",    "is",    "that",  "for",   "it",    "as",
-    "was",   "with",  "be",    "by",    "on",    "not",   "he",    "this",  "are",   "or",
-    "his",   "from",  "at",    "which", "but",   "have",  "an",    "had",   "they",  "you",
-    "were",  "their", "one",   "all",   "we",    "can",   "her",   "has",   "there", "been",
-    "if",    "more",  "when",  "will",  "would", "who",   "so",    "no",    "time",  "up",
-    "out",   "many",  "then",  "them",  "these", "may",   "she",   "some",  "other", "into",
-    "could", "two",   "first", "new"};
+    "the",   "of",    "and",  "to",    "in",   "is",    "that", "for",   "it",   "as",    "was",
+    "with",  "be",    "by",   "on",    "not",  "he",    "this", "are",   "or",   "his",   "from",
+    "at",    "which", "but",  "have",  "an",   "had",   "they", "you",   "were", "their", "one",
+    "all",   "we",    "can",  "her",   "has",  "there", "been", "if",    "more", "when",  "will",
+    "would", "who",   "so",   "no",    "time", "up",    "out",  "many",  "then", "them",  "these",
+    "may",   "she",   "some", "other", "into", "could", "two",  "first", "new"};
 
 // Draws an integer uniformly from [lo, hi] with an explicit algorithm, so the sequence is the
 // same across standard libraries (std::uniform_int_distribution is implementation-defined).
@@ -75,4 +74,4 @@ std::vector<PromptSpec> make_random_prompts(const RandomWorkload& w) {
   return prompts;
 }
 
-}  // namespace ib
+}  // namespace ib::workload

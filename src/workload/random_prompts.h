@@ -8,7 +8,7 @@
 
 #include "core/expected.h"
 
-namespace ib {
+namespace ib::workload {
 
 /// One request to send.
 struct PromptSpec {
@@ -24,8 +24,8 @@ struct RandomWorkload {
   double range_ratio = 1.0;  // lengths uniform in [floor(ratio·L), L], integers, inclusive
   int num_prompts = 100;
   uint64_t seed = 0;
-  int vocab_size = 32000;    // token ids are drawn from [100, vocab_size) to avoid special ids
-  bool as_text = false;      // text of `input_len` words instead of token ids
+  int vocab_size = 32000;  // token ids are drawn from [100, vocab_size) to avoid special ids
+  bool as_text = false;    // text of `input_len` words instead of token ids
 };
 
 /// Checks the parameters; the error names the offending option.
@@ -36,4 +36,4 @@ Status validate(const RandomWorkload& w);
 /// REQUIRES: validate(w).ok().
 std::vector<PromptSpec> make_random_prompts(const RandomWorkload& w);
 
-}  // namespace ib
+}  // namespace ib::workload

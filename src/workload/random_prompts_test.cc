@@ -1,11 +1,11 @@
 #include "workload/random_prompts.h"
 
+#include <gtest/gtest.h>
+
 #include <set>
 #include <sstream>
 
-#include <gtest/gtest.h>
-
-namespace ib {
+namespace ib::workload {
 namespace {
 
 TEST(RandomPrompts, LengthsWithinRangeAndExactTokenCounts) {
@@ -93,4 +93,4 @@ TEST(RandomPrompts, ValidationNamesTheOption) {
 }
 
 }  // namespace
-}  // namespace ib
+}  // namespace ib::workload

@@ -1,10 +1,10 @@
 #include "workload/workload.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
 
-namespace ib {
+#include <algorithm>
+
+namespace ib::workload {
 
 std::string sorted_json(const boost::json::value& v) {
   if (v.is_object()) {
@@ -43,4 +43,4 @@ std::string Workload::key(int64_t concurrency) const {
   return kind() + ":" + sorted_json(canonical(concurrency));
 }
 
-}  // namespace ib
+}  // namespace ib::workload

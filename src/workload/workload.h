@@ -7,17 +7,16 @@
 // its own (agentic: E2E-normalized interactivity, prefix-cache hits; eval: exact match).
 #pragma once
 
+#include <boost/json.hpp>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include <boost/json.hpp>
-
 #include "core/expected.h"
 #include "workload/random_prompts.h"
 
-namespace ib {
+namespace ib::workload {
 
 /// One turn of a session: sent `think_time_s` after the previous turn of the session completed.
 struct SessionTurn {
@@ -33,7 +32,7 @@ struct Session {
 
 /// The run shape of one point.
 struct PointShape {
-  int concurrency = 1;       // closed loop: requests (or sessions) in flight
+  int concurrency = 1;        // closed loop: requests (or sessions) in flight
   int measured_requests = 0;  // for progress and checks; sum of turns for sessions
   int warmup_requests = 0;
 };
@@ -70,4 +69,4 @@ class Workload {
 /// Serializes with object keys sorted (recursively): a stable text for equal values.
 std::string sorted_json(const boost::json::value& v);
 
-}  // namespace ib
+}  // namespace ib::workload

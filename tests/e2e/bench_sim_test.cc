@@ -16,9 +16,9 @@ constexpr double kDecodeBaseMs = 4;
 constexpr double kDecodePerRunningMs = 0.5;
 
 std::vector<std::string> sim_args() {
-  return {"--prefill-overhead-ms", std::to_string(kPrefillOverheadMs),
-          "--prefill-tok-s",       std::to_string(kPrefillTokS),
-          "--decode-base-ms",      std::to_string(kDecodeBaseMs),
+  return {"--prefill-overhead-ms",   std::to_string(kPrefillOverheadMs),
+          "--prefill-tok-s",         std::to_string(kPrefillTokS),
+          "--decode-base-ms",        std::to_string(kDecodeBaseMs),
           "--decode-per-running-ms", std::to_string(kDecodePerRunningMs)};
 }
 
@@ -32,10 +32,27 @@ TEST_F(BenchAgainstSim, CompletionsCountsAndTimingMatchTheSimulator) {
   ASSERT_TRUE(sim.running());
   const fs::path out = dir.path() / "result.json";
   const fs::path details = dir.path() / "details.jsonl";
-  auto r = run_inferbench({"bench", "--endpoint", sim.url(), "--isl", "64", "--osl", "16",
-                           "--range-ratio", "0.5", "--num-prompts", "24", "--concurrency", "4",
-                           "--warmups", "4", "--seed", "7", "--output", out.string(),
-                           "--details", details.string()},
+  auto r = run_inferbench({"bench",
+                           "--endpoint",
+                           sim.url(),
+                           "--isl",
+                           "64",
+                           "--osl",
+                           "16",
+                           "--range-ratio",
+                           "0.5",
+                           "--num-prompts",
+                           "24",
+                           "--concurrency",
+                           "4",
+                           "--warmups",
+                           "4",
+                           "--seed",
+                           "7",
+                           "--output",
+                           out.string(),
+                           "--details",
+                           details.string()},
                           dir.path() / "bench.log");
   ASSERT_FALSE(r.timed_out) << r.output;
   ASSERT_EQ(r.exit.code, 0) << r.output;
@@ -48,13 +65,13 @@ TEST_F(BenchAgainstSim, CompletionsCountsAndTimingMatchTheSimulator) {
 
   // The same seed gives the same prompts: the server must have produced exactly the requested
   // output lengths (ignore_eos) and counted exactly the prompt tokens we sent.
-  RandomWorkload w;
+  workload::RandomWorkload w;
   w.isl = 64;
   w.osl = 16;
   w.range_ratio = 0.5;
   w.num_prompts = 24;
   w.seed = 7;
-  auto prompts = make_random_prompts(w);
+  auto prompts = workload::make_random_prompts(w);
   int64_t want_in = 0, want_out = 0;
   for (const auto& p : prompts) {
     want_in += p.input_len;
@@ -116,10 +133,10 @@ TEST_F(BenchAgainstSim, ChatRoleChunkIsNotTakenAsFirstToken) {
   SimServer sim(dir.path(), sim_args());
   ASSERT_TRUE(sim.running());
   const fs::path out = dir.path() / "chat.json";
-  auto r = run_inferbench({"bench", "--endpoint", sim.url(), "--api", "chat", "--isl", "20",
-                           "--osl", "6", "--num-prompts", "8", "--concurrency", "2", "--output",
-                           out.string()},
-                          dir.path() / "bench.log");
+  auto r =
+      run_inferbench({"bench", "--endpoint", sim.url(), "--api", "chat", "--isl", "20", "--osl",
+                      "6", "--num-prompts", "8", "--concurrency", "2", "--output", out.string()},
+                     dir.path() / "bench.log");
   ASSERT_EQ(r.exit.code, 0) << r.output;
   auto j = read_json(out);
   EXPECT_EQ(num(j, "completed"), 8);
@@ -132,10 +149,10 @@ TEST_F(BenchAgainstSim, ChatRoleChunkIsNotTakenAsFirstToken) {
 TEST_F(BenchAgainstSim, NothingListeningFailsEveryRequestWithExitOne) {
   const int port = unused_port();
   const fs::path out = dir.path() / "fail.json";
-  auto r = run_inferbench({"bench", "--endpoint", "http://127.0.0.1:" + std::to_string(port),
-                           "--model", "m", "--isl", "8", "--osl", "4", "--num-prompts", "5",
-                           "--connect-timeout", "2", "--output", out.string()},
-                          dir.path() / "bench.log");
+  auto r = run_inferbench(
+      {"bench", "--endpoint", "http://127.0.0.1:" + std::to_string(port), "--model", "m", "--isl",
+       "8", "--osl", "4", "--num-prompts", "5", "--connect-timeout", "2", "--output", out.string()},
+      dir.path() / "bench.log");
   EXPECT_EQ(r.exit.code, 1) << r.output;
   auto j = read_json(out);
   EXPECT_EQ(num(j, "completed"), 0);

@@ -84,7 +84,7 @@ class SimServer {
       auto text = read_file(port_file_);
       if (text && !text->empty() && text->back() == '\n') {
         port_ = std::atoi(text->c_str());
-        auto r = http_get(endpoint(), "/health", std::chrono::seconds(2));
+        auto r = http::http_get(endpoint(), "/health", std::chrono::seconds(2));
         if (r && r->status == 200) return;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -92,7 +92,9 @@ class SimServer {
     ADD_FAILURE() << "serve-sim did not become healthy; log:\n" << file_tail(log_);
   }
 
-  Endpoint endpoint() const { return Endpoint{"127.0.0.1", static_cast<uint16_t>(port_), ""}; }
+  http::Endpoint endpoint() const {
+    return http::Endpoint{"127.0.0.1", static_cast<uint16_t>(port_), ""};
+  }
   std::string url() const { return endpoint().url(); }
   bool running() { return child_ && !child_->poll(); }
   std::string log() const { return file_tail(log_, 1 << 20); }

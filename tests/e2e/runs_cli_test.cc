@@ -75,7 +75,7 @@ Fixture fill(const fs::path& db) {
   store::set_headline_from_result(p);
   EXPECT_TRUE(s.add_point(p).ok());
   p.concurrency = 16;
-  p.status = PointStatus::kReused;
+  p.status = metrics::PointStatus::kReused;
   p.reused_from_run = f.old_run;
   EXPECT_TRUE(s.add_point(p).ok());
   store::PointRecord failed;
@@ -84,7 +84,7 @@ Fixture fill(const fs::path& db) {
   failed.fingerprint = c.fingerprint;
   failed.workload_key = "1024/1024";
   failed.concurrency = 4;
-  failed.status = PointStatus::kFailed;
+  failed.status = metrics::PointStatus::kFailed;
   failed.error = "server not healthy";
   auto failed_id = s.add_point(failed);
   EXPECT_TRUE(failed_id.ok());

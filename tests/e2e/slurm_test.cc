@@ -123,9 +123,9 @@ TEST_F(SlurmLauncherE2E, ServesTheSimulatorAndStopsIt) {
   EXPECT_EQ((*server)->check_alive(), std::nullopt);
 
   // Reached through the node's address, as a benchmark would.
-  auto endpoint = parse_endpoint((*server)->url());
+  auto endpoint = http::parse_endpoint((*server)->url());
   ASSERT_TRUE(endpoint) << endpoint.error().message;
-  auto models = http_get(*endpoint, "/v1/models", std::chrono::seconds(5));
+  auto models = http::http_get(*endpoint, "/v1/models", std::chrono::seconds(5));
   ASSERT_TRUE(models) << models.error().message;
   ASSERT_EQ(models->status, 200) << models->body;
   auto j = boost::json::parse(models->body);

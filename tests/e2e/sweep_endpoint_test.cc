@@ -30,11 +30,12 @@ std::string recipe_text(const std::string& model, const std::string& extra,
          seq_lens;
 }
 
-const std::string kOneSeqLen = "    - { isl: 32, osl: 8, search-space: [{ tp: 4, conc-list: [1, 2] }] }\n";
+const std::string kOneSeqLen =
+    "    - { isl: 32, osl: 8, search-space: [{ tp: 4, conc-list: [1, 2] }] }\n";
 
 std::vector<std::string> sim_args(const std::string& model) {
-  return {"--model",          model, "--timing-model", "simple", "--decode-base-ms", "1",
-          "--prefill-tok-s", "10000000"};
+  return {"--model",          model, "--timing-model",  "simple",
+          "--decode-base-ms", "1",   "--prefill-tok-s", "10000000"};
 }
 
 fs::path write(const TempDir& dir, const std::string& text) {
@@ -45,9 +46,9 @@ fs::path write(const TempDir& dir, const std::string& text) {
 
 std::vector<std::string> args(const TempDir& dir, const fs::path& recipe, const std::string& url,
                               std::vector<std::string> more = {}) {
-  std::vector<std::string> a = {"sweep",      recipe.string(), "--runs-dir",
-                                (dir.path() / "runs").string(), "--endpoint", url,
-                                "--point-timeout", "60"};
+  std::vector<std::string> a = {
+      "sweep", recipe.string(),   "--runs-dir", (dir.path() / "runs").string(), "--endpoint",
+      url,     "--point-timeout", "60"};
   a.insert(a.end(), more.begin(), more.end());
   return a;
 }
@@ -79,9 +80,9 @@ TEST(SweepEndpoint, ExpectThatCannotBeObservedIsSaidOnceAndMarksPointsUnverified
   ASSERT_TRUE(points.ok());
   ASSERT_EQ(points->size(), 2u);
   for (const auto& p : *points) {
-    EXPECT_EQ(p.status, PointStatus::kInvalid);
+    EXPECT_EQ(p.status, metrics::PointStatus::kInvalid);
     ASSERT_EQ(p.validity.reasons.size(), 1u);
-    EXPECT_EQ(p.validity.reasons[0].kind, InvalidKind::kExpectUnobservable);
+    EXPECT_EQ(p.validity.reasons[0].kind, metrics::InvalidKind::kExpectUnobservable);
     EXPECT_FALSE(p.validity.reasons[0].advice.empty());
     // Measured all the same: the numbers are there, flagged.
     EXPECT_GT(p.headline.get("output_throughput"), 0);
@@ -116,7 +117,7 @@ TEST(SweepEndpoint, AModelTheEndpointDoesNotServeIsOneClearError) {
   ASSERT_TRUE(points.ok());
   ASSERT_FALSE(points->empty());
   for (const auto& p : *points) {
-    EXPECT_EQ(p.status, PointStatus::kFailed);
+    EXPECT_EQ(p.status, metrics::PointStatus::kFailed);
     EXPECT_TRUE(p.result.empty());  // nothing was sent
   }
 }
@@ -135,8 +136,9 @@ TEST(SweepEndpoint, RowsOfOneKeyAreToldApartByTheirWorkload) {
   EXPECT_NE(r.output.find("isl 32 / osl 8"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("isl 64 / osl 4"), std::string::npos) << r.output;
   // `show` has the same column.
-  auto show = run_inferbench({"show", "1", "--db", (dir.path() / "runs" / "inferbench.db").string()},
-                             dir.path() / "show.log");
+  auto show =
+      run_inferbench({"show", "1", "--db", (dir.path() / "runs" / "inferbench.db").string()},
+                     dir.path() / "show.log");
   EXPECT_EQ(show.exit.code, 0) << show.output;
   EXPECT_NE(show.output.find("isl 64 / osl 4"), std::string::npos) << show.output;
 }

@@ -169,7 +169,7 @@ TEST(Sweep, TwoConfigurationsTimesThreeConcurrenciesAreStored) {
   ASSERT_EQ(points->size(), 6u);
   std::set<std::pair<std::string, int64_t>> seen;
   for (const auto& p : *points) {
-    EXPECT_EQ(p.status, PointStatus::kOk) << p.error;
+    EXPECT_EQ(p.status, metrics::PointStatus::kOk) << p.error;
     EXPECT_TRUE(seen.insert({p.fingerprint, p.concurrency}).second);
     EXPECT_GT(p.headline.get("output_throughput"), 0);
     EXPECT_EQ(p.result.at("max_concurrency").as_int64(), p.concurrency);
@@ -253,8 +253,9 @@ TEST(Sweep, ServerKilledMidRunFailsItsPointsWithTheReasonAndOthersGoOn) {
   int failed_with_reason = 0;
   int ok = 0;
   for (const auto& p : points) {
-    if (p.status == PointStatus::kOk) ++ok;
-    if (p.status == PointStatus::kFailed && p.error.find("server exited (signal 9") != std::string::npos) {
+    if (p.status == metrics::PointStatus::kOk) ++ok;
+    if (p.status == metrics::PointStatus::kFailed &&
+        p.error.find("server exited (signal 9") != std::string::npos) {
       ++failed_with_reason;
     }
   }
@@ -305,7 +306,7 @@ TEST(Sweep, SigkilledSweepResumesWithEveryPointExactlyOnce) {
   auto stored = db.points(all[0].run.id);
   ASSERT_TRUE(stored.ok());
   for (const auto& p : *stored) {
-    if (p.status == PointStatus::kOk) ++ok_points[{p.fingerprint, p.concurrency}];
+    if (p.status == metrics::PointStatus::kOk) ++ok_points[{p.fingerprint, p.concurrency}];
   }
   EXPECT_EQ(ok_points.size(), 6u);
   for (const auto& [k, n] : ok_points) EXPECT_EQ(n, 1) << k.first << " conc " << k.second;
@@ -461,7 +462,7 @@ TEST(Sweep, PointTimeoutCutsAPointAndKeepsWhatItMeasured) {
   auto stored = db.points(run.run.id);
   ASSERT_TRUE(stored.ok());
   ASSERT_EQ(stored->size(), 1u);
-  EXPECT_EQ((*stored)[0].status, PointStatus::kFailed);
+  EXPECT_EQ((*stored)[0].status, metrics::PointStatus::kFailed);
   EXPECT_TRUE((*stored)[0].result.at("timed_out").as_bool());
   EXPECT_TRUE((*stored)[0].result.at("partial").as_bool());
 }
@@ -478,7 +479,7 @@ TEST(Sweep, SweepEnabledLabelMeasuresOnlyTheLowestConcurrency) {
   ASSERT_TRUE(stored.ok());
   ASSERT_EQ(stored->size(), 1u);
   EXPECT_EQ((*stored)[0].concurrency, 1);
-  EXPECT_EQ((*stored)[0].status, PointStatus::kOk);
+  EXPECT_EQ((*stored)[0].status, metrics::PointStatus::kOk);
   // The row's 1k/1k workload (lengths drawn in [0.8, 1] x OSL, as InferenceX's random ratio).
   const double mean_out =
       static_cast<double>((*stored)[0].result.at("total_output_tokens").as_int64()) /
