@@ -16,7 +16,7 @@
 
 namespace {
 
-const std::string kData = INFERBENCH_BENCH_SHARED "/data/inferencex";
+const std::string kData = INFERBENCH_TEST_DATA "/inferencex";
 
 void BM_LoadAndExpandRealConfigs(benchmark::State& state) {
   size_t rows = 0;

@@ -1,4 +1,4 @@
-// The subcommand table (STYLE.md: the main program is a thin dispatcher). Each subcommand lives in
+// The subcommand table (the main program is a thin dispatcher). Each subcommand lives in
 // its own file and registers itself on the root app, returning the function that runs it.
 #pragma once
 
@@ -9,7 +9,7 @@
 
 namespace ib::cli {
 
-/// Runs a parsed subcommand; returns the process exit code (DESIGN.md §2: 0 success,
+/// Runs a parsed subcommand; returns the process exit code (0 success,
 /// 1 benchmark or validation failure, 2 usage or input error, 130 interrupted).
 using RunFn = std::function<int()>;
 

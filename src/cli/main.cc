@@ -1,4 +1,4 @@
-// inferbench: continuous benchmarking of LLM inference serving. See DESIGN.md §2.
+// inferbench: continuous benchmarking of LLM inference serving. See README.md and docs/.
 #include <fmt/format.h>
 
 #include <csignal>

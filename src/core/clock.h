@@ -1,5 +1,5 @@
 // Monotonic and wall clocks. All latency measurements use mono_ns(); wall time is only recorded
-// to label results (DESIGN.md §5: timestamps from a monotonic clock).
+// to label results.
 #pragma once
 
 #include <chrono>

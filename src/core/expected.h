@@ -1,4 +1,4 @@
-// Errors as values (see STYLE.md): expected failures such as bad input, server errors or a missing
+// Errors as values: expected failures such as bad input, server errors or a missing
 // file are returned as Error, never thrown across module boundaries.
 #pragma once
 

@@ -1,6 +1,7 @@
-// `inferbench changelog check`: InferenceX's perf-changelog.yaml rules (context/inferencex-spec.md
-// §2: parse_changelog, compare_entries, validate_raw_change; §1.3: key resolution; §3: sweep
-// labels) plus our coverage rule (docs/governance.md "Perf changelog"): the keys `changed` reports
+// `inferbench changelog check`: InferenceX's perf-changelog.yaml rules (its
+// utils/validate_perf_changelog.py: parse_changelog, compare_entries, validate_raw_change;
+// utils/process_changelog.py: key resolution; .github/workflows/run-sweep.yml: sweep labels)
+// plus our coverage rule (docs/governance.md "Perf changelog"): the keys `changed` reports
 // are covered by exactly one appended entry. Every check reports all its violations, each with a
 // stable rule id and the line in the head file, instead of stopping at the first.
 #pragma once

@@ -368,7 +368,7 @@ TEST(CheckChangelog, InvalidHeadStopsAfterParseErrors) {
 
 // ---- the real InferenceX history ------------------------------------------------------------
 
-const std::string kData = std::string(INFERBENCH_SOURCE_DIR) + "/../shared/data/inferencex";
+const std::string kData = INFERBENCH_TEST_DATA "/inferencex";
 
 TEST(RealHistory, ParsesAll772Entries) {
   auto text = read_file(kData + "/perf-changelog.yaml");

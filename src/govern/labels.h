@@ -1,4 +1,5 @@
-// Sweep labels and the sweep plan they produce (context/inferencex-spec.md §3): which rows run,
+// Sweep labels and the sweep plan they produce (as InferenceX's .github/workflows/run-sweep.yml
+// and utils/process_changelog.py use them): which rows run,
 // the canary that runs first, the fail-fast families, trimmed concurrencies and eval rows.
 #pragma once
 

@@ -8,7 +8,7 @@
 namespace ib::govern {
 namespace {
 
-const std::string kData = INFERBENCH_SOURCE_DIR "/../shared/data/inferencex";
+const std::string kData = INFERBENCH_TEST_DATA "/inferencex";
 
 std::vector<recipe::RecipeRow> real_rows() {
   auto entries =

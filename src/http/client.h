@@ -75,7 +75,7 @@ struct HttpOutcome {
 
 /// One keep-alive connection. Not thread-safe: one request at a time, on one executor.
 /// Memory per connection is bounded: a small read buffer and a small body window, whatever the
-/// response length (DESIGN.md §5: the client must scale to 10k+ streams).
+/// response length: the client must scale to 10k+ streams.
 class HttpConnection {
  public:
   /// `source` (optional) is the local address to bind before connecting, to spread many

@@ -35,7 +35,7 @@ namespace {
 
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
-// Server diagnostics go to stderr (DESIGN.md §2: stdout is for results).
+// Server diagnostics go to stderr: stdout is for results.
 spdlog::logger& server_log() {
   static auto logger = std::make_shared<spdlog::logger>(
       "http-server", std::make_shared<spdlog::sinks::stderr_sink_mt>());

@@ -1,5 +1,6 @@
 // One streamed request's protocol handling: SSE framing, chunk decoding and classification into a
-// RequestRecord (DESIGN.md §4: TTFT is the first content event, never the role chunk or headers).
+// RequestRecord (docs/metrics.md: TTFT is the first content event, never the role chunk or
+// headers).
 #pragma once
 
 #include <memory>

@@ -5,7 +5,8 @@
 namespace ib::load {
 namespace {
 
-// The vLLM chat transcript of shared/context/wire-formats-and-deps.md §A.6 (shape), ids shortened.
+// A vLLM chat stream with include_usage (the shape of vLLM 0.9-0.16, as in the transcripts of
+// vllm-project/vllm issues #19662 and #35705), ids shortened.
 const std::string kVllmChat =
     "data: "
     "{\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{"

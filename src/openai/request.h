@@ -1,6 +1,8 @@
-// Request bodies for OpenAI-compatible endpoints, with the knobs that make output lengths exact
-// (shared/context/wire-formats-and-deps.md §A.3): max_tokens with ignore_eos, min_tokens,
-// streaming with stream_options.include_usage so the server reports its token counts.
+// Request bodies for OpenAI-compatible endpoints, with the knobs that make output lengths exact:
+// max_tokens with ignore_eos, min_tokens, streaming with stream_options.include_usage so the
+// server reports its token counts (the request models of vLLM vllm/entrypoints/openai/, SGLang
+// python/sglang/srt/entrypoints/openai/protocol.py, TensorRT-LLM tensorrt_llm/serve/
+// openai_protocol.py and llama.cpp tools/server/).
 #pragma once
 
 #include <cstdint>

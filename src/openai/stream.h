@@ -1,7 +1,9 @@
 // Decoding of one SSE `data:` payload from /v1/completions or /v1/chat/completions streams,
-// tolerant of the dialects of vLLM, SGLang, TensorRT-LLM and llama.cpp
-// (shared/context/wire-formats-and-deps.md §A): any key order, null or missing keys, role-only
-// first chunks, usage chunks with empty `choices`, reasoning and tool-call deltas, error events.
+// tolerant of the dialects of vLLM, SGLang, TensorRT-LLM and llama.cpp (as each server's stream
+// code writes them: vLLM vllm/entrypoints/openai/, SGLang serving_chat.py and sse_utils.py,
+// TensorRT-LLM tensorrt_llm/serve/postprocess_handlers.py, llama.cpp tools/server/server-task.cpp):
+// any key order, null or missing keys, role-only first chunks, usage chunks with empty `choices`,
+// reasoning and tool-call deltas, error events.
 #pragma once
 
 #include <simdjson.h>
@@ -19,7 +21,7 @@ struct Usage {
   int64_t completion_tokens = -1;  // -1 when absent
 };
 
-/// What one stream event means for measurement (DESIGN.md §4 "content event").
+/// What one stream event means for measurement ("content event" in docs/metrics.md).
 struct StreamChunk {
   enum class Kind {
     kContent,    // carries non-empty generated text, reasoning text or tool-call deltas

@@ -128,7 +128,8 @@ std::string worker_tag(const Worker& w) {
 }
 
 // Multi-node DRAM footprint: the prefill worker's GPUs on one node; a pool that spans whole
-// nodes counts as one full node (inferencex-spec §1.2 "DRAM offload budget").
+// nodes counts as one full node (the DRAM offload budget of InferenceX's
+// generate_sweep_configs.py).
 int64_t multinode_gpu_count(const Worker& prefill, int64_t gpus_per_node) {
   int64_t gpus = prefill.tp * prefill.pp * prefill.pcp_size;
   if (gpus >= gpus_per_node && gpus % gpus_per_node == 0) return gpus_per_node;

@@ -1,5 +1,5 @@
 // Matrix expansion: config entries → benchmark rows, exactly as InferenceX's
-// generate_sweep_configs.py full-sweep (context/inferencex-spec.md §1.2), with eval marking.
+// utils/matrix_logic/generate_sweep_configs.py full-sweep, with eval marking.
 #pragma once
 
 #include <boost/json.hpp>

@@ -13,7 +13,7 @@ namespace {
 
 namespace json = boost::json;
 
-const std::string kData = INFERBENCH_SOURCE_DIR "/../shared/data/inferencex";
+const std::string kData = INFERBENCH_TEST_DATA "/inferencex";
 
 std::vector<RecipeRow> rows_of(const std::vector<std::string>& files) {
   auto runners = load_runners(kData + "/runners.yaml");

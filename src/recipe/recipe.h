@@ -1,4 +1,5 @@
-// The recipe model: InferenceX master-config entries (context/inferencex-spec.md §1.1) plus our
+// The recipe model: InferenceX master-config entries (its utils/matrix_logic/validation.py and
+// configs/CONFIGS.md) plus our
 // `serve` and `expect` extensions, and the strict loader that validates them (docs/recipes.md).
 #pragma once
 
@@ -120,7 +121,8 @@ struct RunnersFile {
 };
 
 /// The expansion step: [start, 2*start, 4*start, ...] with the last value clamped to `end` and
-/// `end` always included (inferencex-spec §1.2). REQUIRES: 0 < start <= end, step > 1.
+/// `end` always included (as InferenceX's generate_sweep_configs.py does).
+/// REQUIRES: 0 < start <= end, step > 1.
 std::vector<int64_t> expand_concurrency(int64_t start, int64_t end, int64_t step = 2);
 
 /// Parses and validates one master-config document; appends entries and diagnostics. `file` names

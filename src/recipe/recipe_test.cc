@@ -10,7 +10,7 @@
 namespace ib::recipe {
 namespace {
 
-const std::string kData = INFERBENCH_SOURCE_DIR "/../shared/data/inferencex";
+const std::string kData = INFERBENCH_TEST_DATA "/inferencex";
 
 std::vector<Diagnostic> parse(const std::string& text,
                               std::vector<ConfigEntry>* entries = nullptr) {

@@ -1,5 +1,5 @@
 // Response bodies and stream events of the simulated server, byte-compatible with vLLM's
-// (see context/wire-formats-and-deps.md §A.1 and §A.6): compact JSON, "data: <json>\n\n" events,
+// (vllm/entrypoints/openai/ serving and protocol code): compact JSON, "data: <json>\n\n" events,
 // "data: [DONE]\n\n" at the end.
 #pragma once
 

@@ -1,5 +1,5 @@
 // GET /metrics of the simulated server: Prometheus text exposition (format 0.0.4) with vLLM's
-// metric names (context/wire-formats-and-deps.md §A.4), from the engine's state (EngineStats) and
+// metric names (vLLM vllm/v1/metrics/loggers.py), from the engine's state (EngineStats) and
 // request-level counters the server keeps (ServerMetrics).
 #pragma once
 

@@ -31,7 +31,7 @@ namespace json = boost::json;
 
 namespace {
 
-// Server logs go to stderr (DESIGN.md §2: stdout is for results).
+// Server logs go to stderr: stdout is for results.
 spdlog::logger& sim_log() {
   static auto logger = std::make_shared<spdlog::logger>(
       "serve-sim", std::make_shared<spdlog::sinks::stderr_sink_mt>());

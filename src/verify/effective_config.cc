@@ -601,7 +601,7 @@ class Scanner {
   }
 
   void finish() {
-    // KV cache pool size as InferenceX derives it (inferencex-spec §8).
+    // KV cache pool size as InferenceX's agentic result aggregation derives it from server logs.
     if (!sglang_pools_.empty()) {
       int64_t total = 0;
       for (const auto& [rank, tokens] : sglang_pools_) total += tokens;

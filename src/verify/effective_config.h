@@ -1,6 +1,6 @@
 // The effective configuration of a running server, read back from its startup log: what the
-// server says it runs with, as opposed to what the recipe asked for (DESIGN.md §5: "a change is
-// real only when the server shows it"). docs/effective-config.md lists every probe.
+// server says it runs with, as opposed to what the recipe asked for: a change is real only when
+// the server shows it. docs/effective-config.md lists every probe.
 #pragma once
 
 #include <boost/json.hpp>

@@ -1,6 +1,10 @@
-// `inferbench bench` against byte-exact transcripts of real servers (vLLM, SGLang, TensorRT-LLM,
-// llama.cpp; ../shared/context/wire-formats-and-deps.md §A.0–§A.6), replayed by a loopback
-// server that controls write boundaries and timing (tests/support/transcript_server.h).
+// `inferbench bench` against byte-exact transcripts of real servers, replayed by a loopback
+// server that controls write boundaries and timing (tests/support/transcript_server.h). The
+// shapes follow each server's own stream code: vLLM vllm/entrypoints/openai/ (chat_completion/
+// serving.py, completion/serving.py; captures in vllm-project/vllm #19662 and #35705), SGLang
+// python/sglang/srt/entrypoints/openai/ (serving_chat.py, serving_completions.py, sse_utils.py),
+// TensorRT-LLM tensorrt_llm/serve/postprocess_handlers.py, llama.cpp tools/server/server-task.cpp.
+// SSE framing as the WHATWG HTML "server-sent events" section defines it.
 //
 // Timing assertions are lower bounds only: the client cannot see bytes before the server wrote
 // them, so they hold however slow or noisy the machine is. The details file is relative to the
@@ -101,7 +105,7 @@ void PrintTo(const Dialect& d, std::ostream* os) { *os << d.name; }
 Ev meta(std::string bytes) { return Ev{std::move(bytes), false, false}; }
 Ev content(std::string bytes) { return Ev{std::move(bytes), true, false}; }
 
-// §A.6 vLLM chat (0.9–0.16 shape); usage set to the two content events.
+// vLLM chat (0.9–0.16 shape); usage set to the two content events.
 Dialect vllm_chat() {
   const std::string p =
       R"({"id":"chatcmpl-a0e8d16d47a64de58a0a3083e18d432a","object":"chat.completion.chunk","created":1749994809,"model":"Qwen/Qwen3-8B","choices":)";
@@ -124,7 +128,7 @@ Dialect vllm_chat() {
 }
 
 // Newer vLLM with continuous_usage_stats: usage on every chunk (role chunk: 0), `token_ids:null`
-// in non-first choices, the last text on the `length` finish chunk (§A.1).
+// in non-first choices, the last text on the `length` finish chunk.
 Dialect vllm_chat_continuous_usage() {
   const std::string p =
       R"({"id":"chatcmpl-9c1f0e2b7a3d4e15","object":"chat.completion.chunk","created":1760000000,"model":"Qwen/Qwen3-8B","choices":)";
@@ -146,7 +150,7 @@ Dialect vllm_chat_continuous_usage() {
       "length"};
 }
 
-// §A.6 vLLM completions (older field set); usage: 8 prompt tokens (= --isl), 2 completion.
+// vLLM completions (older field set); usage: 8 prompt tokens (= --isl), 2 completion.
 Dialect vllm_completions() {
   const std::string p =
       R"({"id":"cmpl-b0f5a3c0e4b94b2f9a2d7c8e1f6a5d43","object":"text_completion","created":1750000000,"model":"meta-llama/Llama-3.1-8B-Instruct","choices":)";
@@ -166,7 +170,8 @@ Dialect vllm_completions() {
       "length"};
 }
 
-// §A.6 SGLang chat, msgspec build: headers only with the first token, separate finish chunk.
+// SGLang chat, msgspec build (sse_utils.py): headers only with the first token, separate finish
+// chunk.
 Dialect sglang_chat() {
   const std::string p =
       R"({"id":"chatcmpl-5f2f8f6a-1b3c-4d5e-8f7a-6b5c4d3e2f1a","object":"chat.completion.chunk","created":1750000000,"model":"default","choices":)";
@@ -210,7 +215,7 @@ Dialect sglang_chat_pydantic() {
       "stop"};
 }
 
-// §A.6 SGLang completions: "usage":null on every content chunk.
+// SGLang completions: "usage":null on every content chunk.
 Dialect sglang_completions() {
   const std::string p =
       R"({"id":"d3f5a5b8c7e64f2b8a1c9d0e7f6b5a4c","object":"text_completion","created":1750000000,"model":"default","choices":)";
@@ -230,7 +235,7 @@ Dialect sglang_completions() {
       "length"};
 }
 
-// §A.6 TRT-LLM chat: role chunk without content key and with a SPACE before the blank line.
+// TRT-LLM chat: role chunk without content key and with a SPACE before the blank line.
 Dialect trtllm_chat() {
   const std::string p =
       R"({"id":"chatcmpl-7","object":"chat.completion.chunk","created":1750000000,"model":"llama","choices":)";
@@ -251,8 +256,8 @@ Dialect trtllm_chat() {
       "stop"};
 }
 
-// §A.6 TRT-LLM completions, all keys incl. nulls (exclude_unset=False), exactly as documented:
-// no usage chunk.
+// TRT-LLM completions, all keys incl. nulls (exclude_unset=False), as postprocess_handlers.py
+// writes them: no usage chunk.
 Dialect trtllm_completions_no_usage() {
   const std::string p =
       R"({"id":"cmpl-7","object":"text_completion","created":1750000000,"model":"llama","choices":)";
@@ -287,7 +292,7 @@ Dialect trtllm_completions() {
 const std::string kLlamaTimings =
     R"("timings":{"cache_n":0,"prompt_n":9,"prompt_ms":12.5,"prompt_per_token_ms":1.388,"prompt_per_second":720.0,"predicted_n":2,"predicted_ms":20.0,"predicted_per_token_ms":10.0,"predicted_per_second":100.0})";
 
-// §A.6 llama.cpp chat: ordered_json keys, role chunk with "content":null written together with
+// llama.cpp chat: ordered_json keys, role chunk with "content":null written together with
 // the first content event, separate finish chunk with "delta":{}, usage chunk with timings.
 Dialect llamacpp_chat() {
   const std::string s =
@@ -314,7 +319,7 @@ Dialect llamacpp_chat() {
       "stop"};
 }
 
-// llama.cpp chat without include_usage: no usage chunk; timings on the finish chunk (§A.1).
+// llama.cpp chat without include_usage: no usage chunk; timings on the finish chunk.
 Dialect llamacpp_chat_no_usage() {
   Dialect d = llamacpp_chat();
   d.name = "llamacpp_chat_no_usage";
@@ -329,7 +334,7 @@ Dialect llamacpp_chat_no_usage() {
   return d;
 }
 
-// llama.cpp /v1/completions per §A.1: usage (always) and timings on the final chunk.
+// llama.cpp /v1/completions: usage (always) and timings on the final chunk.
 Dialect llamacpp_completions() {
   const std::string s =
       R"(,"created":1750000000,"model":"gpt-3.5-turbo","system_fingerprint":"b6000-abcdef12","object":"text_completion","id":"chatcmpl-Xr2b1Wq0c8d7e6f5a4b3c2d1e0f9a8b7")";
@@ -674,7 +679,7 @@ bool mismatch_warning(const std::vector<std::string>& w) {
   return any_contains(w, "5%") || any_contains(w, "differ");
 }
 
-// What every streamed request must carry (§A.3, §A.7).
+// What every streamed request must carry (the exact-length knobs of src/openai/request.h).
 void expect_request(const RequestInfo& req, std::string_view api, int osl) {
   SCOPED_TRACE("request " + std::to_string(req.index) + ": " + req.body);
   EXPECT_EQ(req.method, "POST");

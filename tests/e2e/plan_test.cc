@@ -8,7 +8,7 @@
 namespace ib::e2e {
 namespace {
 
-const std::string kData = std::string(INFERBENCH_SOURCE_DIR) + "/../shared/data/inferencex";
+const std::string kData = INFERBENCH_TEST_DATA "/inferencex";
 const std::string kFixtures = std::string(INFERBENCH_SOURCE_DIR) + "/tests/fixtures/recipes";
 
 TEST(Plan, RealConfigsAsJsonWithKeyGlob) {
@@ -74,8 +74,7 @@ TEST(Plan, NoFilesIsAUsageError) {
 
 TEST(Plan, LabelsPrintTheSweepPlan) {
   TempDir dir;
-  const std::string data = INFERBENCH_SOURCE_DIR "/../shared/data/inferencex";
-  auto r = run_inferbench({"plan", data + "/amd-master.yaml", data + "/nvidia-master.yaml",
+  auto r = run_inferbench({"plan", kData + "/amd-master.yaml", kData + "/nvidia-master.yaml",
                            "--labels", "full-sweep-fail-fast,all-evals", "--json"},
                           dir.path() / "plan.log");
   ASSERT_EQ(r.exit.code, 0) << r.output.substr(0, 2000);
@@ -88,14 +87,14 @@ TEST(Plan, LabelsPrintTheSweepPlan) {
   EXPECT_GT(num(plan, "eval-rows"), 0);
   for (const auto& g : plan.at("groups").as_array()) EXPECT_TRUE(g.at("fail-fast").as_bool());
 
-  auto trimmed = run_inferbench({"plan", data + "/amd-master.yaml", "--labels", "sweep-enabled"},
+  auto trimmed = run_inferbench({"plan", kData + "/amd-master.yaml", "--labels", "sweep-enabled"},
                                 dir.path() / "trim.log");
   ASSERT_EQ(trimmed.exit.code, 0);
   EXPECT_NE(trimmed.output.find("concurrency trimmed to the lowest point per configuration"),
             std::string::npos);
 
   auto bad = run_inferbench(
-      {"plan", data + "/amd-master.yaml", "--labels", "sweep-enabled,full-sweep-enabled"},
+      {"plan", kData + "/amd-master.yaml", "--labels", "sweep-enabled,full-sweep-enabled"},
       dir.path() / "bad.log");
   EXPECT_EQ(bad.exit.code, 2);
   EXPECT_NE(bad.output.find("exactly one primary label is allowed"), std::string::npos)

@@ -4,7 +4,7 @@
 // can also end the connection with FIN or RST, stall, or hang until the client gives up.
 //
 // Used to replay byte-exact transcripts of real servers (vLLM, SGLang, TensorRT-LLM, llama.cpp;
-// ../shared/context/wire-formats-and-deps.md §A.6) against the real `inferbench bench`.
+// sources in tests/e2e/dialects_test.cc) against the real `inferbench bench`.
 #pragma once
 
 #include <chrono>
