@@ -1,6 +1,6 @@
 // Launchers start one inference server per server configuration and hand back a running,
 // healthy server: `local` (fork/exec on this machine), `slurm` (one sbatch job per server
-// configuration) and `endpoint` (an already-running server at a URL). DESIGN.md §1, issue 6.
+// configuration) and `endpoint` (an already-running server at a URL).
 #pragma once
 
 #include <chrono>

@@ -1,4 +1,4 @@
-// ServerSession (DESIGN.md §6): start one server configuration with a launcher and observe it:
+// ServerSession (docs/architecture.md, "The point pipeline"): start one server configuration with a launcher and observe it:
 // environment-read tracing, the log, the effective configuration (built-in probes and the
 // recipe's own), the recipe's `expect` checks; then stop it and collect which variables its
 // processes read. `sweep` and `verify` both go through here, so the sequence exists once.

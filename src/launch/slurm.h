@@ -1,4 +1,4 @@
-// The `slurm` launcher: one sbatch job per server configuration (DESIGN.md §1, issue 6). The job
+// The `slurm` launcher: one sbatch job per server configuration. The job
 // runs a generated batch script whose every argument and environment value is quoted, so recipe
 // strings never reach a shell as code. See docs/slurm.md.
 #pragma once

@@ -1,5 +1,5 @@
 // Per-request measurement records: the raw material every reported number is computed from
-// (DESIGN.md §5: every number traceable to raw per-request records).
+// (every number traceable to raw per-request records).
 #pragma once
 
 #include <cstdint>

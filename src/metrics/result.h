@@ -1,4 +1,4 @@
-// Run-level metrics from per-request records (DESIGN.md §4) and their JSON form, which keeps the
+// Run-level metrics from per-request records (docs/architecture.md, "Metric definitions") and their JSON form, which keeps the
 // key names of vLLM's benchmark_serving (`mean_ttft_ms`, `p99_tpot_ms`, `output_throughput`, ...)
 // and adds interactivity and schedule-based latency under clear names.
 #pragma once
@@ -48,7 +48,7 @@ struct BenchMetrics {
   int64_t good_requests = 0;   // meeting every goodput objective (when any is set)
   double request_goodput = 0;  // good_requests / duration
 
-  Summary ttft_ms, tpot_ms, itl_ms, e2el_ms;  // from send (DESIGN.md §4)
+  Summary ttft_ms, tpot_ms, itl_ms, e2el_ms;  // from send (docs/architecture.md, "Metric definitions")
   Summary sched_ttft_ms, sched_e2el_ms;       // from the scheduled time
   Summary queue_ms;                           // send − sched
   Summary e2e_norm_s_per_tok;                 // rᵢ = E2ELᵢ / outᵢ, for E2E-normalized intvty

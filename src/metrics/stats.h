@@ -1,4 +1,4 @@
-// Descriptive statistics exactly as DESIGN.md §4: population standard deviation and percentiles
+// Descriptive statistics exactly as docs/architecture.md ("Metric definitions"): population standard deviation and percentiles
 // by linear interpolation between order statistics (numpy's default "linear" method).
 #pragma once
 

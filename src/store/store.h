@@ -1,4 +1,4 @@
-// The results database (DESIGN.md §1: "store"): runs, the server configurations each run launched,
+// The results database (docs/architecture.md): runs, the server configurations each run launched,
 // its benchmark points (headline metrics in columns, the full result JSON beside them) and its
 // failures, in one SQLite file (default runs/inferbench.db).
 //

@@ -415,7 +415,7 @@ TEST_F(StoreTest, PointRoundTripsEveryColumnAndTheFullResult) {
   PointRecord f;
   f.run_id = run;
   f.fingerprint = "fp2";
-  f.workload_key = "w";
+  f.workload_key.assign(1, 'w');  // not = "w": GCC 12 -Wrestrict false positive at -O3 (bug 105329)
   f.concurrency = 4;
   f.status = metrics::PointStatus::kFailed;
   f.error = "server exited during warmup";
@@ -733,7 +733,7 @@ void check_crash_point(const PointRecord& p) {
     PointRecord p;
     p.run_id = *run;
     p.fingerprint = "fp";
-    p.workload_key = "w";
+    p.workload_key.assign(1, 'w');
     p.concurrency = seq;
     p.headline.set("request_throughput", seq);
     p.result = crash_result(seq);

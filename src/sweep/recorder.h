@@ -1,4 +1,4 @@
-// RunRecorder (DESIGN.md §6): owns one sweep run's folder (runs/<name>/) and its rows in the
+// RunRecorder (docs/architecture.md, "The point pipeline"): owns one sweep run's folder (runs/<name>/) and its rows in the
 // results database. Every write goes through here, and a write that fails is an error the run
 // reports (errors()), never a dropped status.
 #pragma once

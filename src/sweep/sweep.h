@@ -1,4 +1,4 @@
-// The main job (DESIGN.md §1, §6): recipes → plan (planner.h) → for each server configuration a
+// The main job (docs/architecture.md): recipes → plan (planner.h) → for each server configuration a
 // ServerSession (launch/session.h: launch, health, effective configuration, `expect`), then each
 // point's workload through the run loop into a PointResult, recorded by the RunRecorder
 // (recorder.h) into the results database and the run folder. Resumable (--resume), reusable

@@ -1,4 +1,4 @@
-// A workload is what a benchmark point sends (DESIGN.md §6): asked for one concurrency, it gives
+// A workload is what a benchmark point sends (docs/architecture.md, "The point pipeline"): asked for one concurrency, it gives
 // the requests and the run shape. Fixed ISL/OSL random prompts (fixed_seq_len.h) is the first
 // kind; agentic trace replay, datasets and GSM8K evals are further kinds of the same interface.
 //
