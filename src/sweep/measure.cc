@@ -68,6 +68,13 @@ metrics::PointResult ConfigRunner::measure(const ConfigPlan& cfg, int64_t conc, 
   result["workload_label"] = p.id.workload_label;
   const metrics::BenchMetrics& m = report->metrics;
   p.headline = metrics::Headline::from_metrics(m, bs.metrics);
+  if (m.completed == 0) {
+    // Nothing completed: no latency or throughput to show, only the counts.
+    metrics::Headline counts;
+    counts.set("completed", 0);
+    counts.set("failed", static_cast<double>(m.failed));
+    p.headline = counts;
+  }
   p.validity = unverified;
   if (report->timed_out) {
     p.validity.add(
