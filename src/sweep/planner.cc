@@ -76,7 +76,10 @@ Expected<std::vector<ConfigPlan>> group_configs(
     std::string fp = config_fingerprint(row, o.extra_server_args);
     // The fingerprint covers ISL/OSL: each sequence-length pair is its own curve and server.
     std::string key = fp;
-    if (per_conc) key += "/" + json::serialize(row.fields.at("conc"));
+    if (per_conc) {
+      key += '/';  // a char, not "/": GCC 12 -Wrestrict false positive at -O3 (bug 105329)
+      key += json::serialize(row.fields.at("conc"));
+    }
     auto it = index.find(key);
     if (it == index.end()) {
       ConfigPlan c;

@@ -13,13 +13,13 @@ namespace fs = std::filesystem;
 
 store::RunRecord fresh() {
   store::RunRecord r;
-  r.tool_version = "t";
+  r.tool_version = "0.0.0-test";
   return r;
 }
 
 metrics::PointResult measured_point(const std::string& dir) {
   metrics::PointResult p;
-  p.id = {"key", "fp0123456789", 4, "fixed-seq-len:{}", "isl 8 / osl 2", "t"};
+  p.id = {"key", "fp0123456789", 4, "fixed-seq-len:{}", "isl 8 / osl 2", "0.0.0-test"};
   p.status = metrics::PointStatus::kOk;
   p.headline.set("output_throughput", 12.5);
   p.result = {{"output_throughput", 12.5}, {"workload_label", "isl 8 / osl 2"}};

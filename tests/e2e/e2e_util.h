@@ -134,6 +134,13 @@ inline double num(const boost::json::object& o, std::string_view key) {
 }
 
 /// A loopback port with nothing listening (bound, then released).
+/// The identity lines of a single-node simulator recipe key (everything before serve/scenarios).
+inline std::string sim_key_header(const std::string& key, const std::string& model) {
+  return key + ":\n  image: inferbench/serve-sim\n  model: " + model +
+         "\n  model-prefix: sim\n  precision: bf16\n  framework: serve-sim\n  runner: local\n"
+         "  multinode: false\n";
+}
+
 inline int unused_port() {
   boost::asio::io_context io;
   boost::asio::ip::tcp::acceptor a(

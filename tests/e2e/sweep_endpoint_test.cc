@@ -14,16 +14,7 @@ namespace {
 
 std::string recipe_text(const std::string& model, const std::string& extra,
                         const std::string& seq_lens) {
-  return "ep-key:\n"
-         "  image: inferbench/serve-sim\n"
-         "  model: " +
-         model +
-         "\n"
-         "  model-prefix: sim\n"
-         "  precision: bf16\n"
-         "  framework: serve-sim\n"
-         "  runner: local\n"
-         "  multinode: false\n" +
+  return sim_key_header("ep-key", model) +
          extra +
          "  scenarios:\n"
          "    fixed-seq-len:\n" +

@@ -12,14 +12,7 @@ TEST(SweepFailures, TheFirstErrorOfEachCauseWithItsCount) {
   TempDir dir;
   const fs::path recipe = dir.path() / "recipe.yaml";
   // The server calls its model by another name than the recipe: every request gets a 404.
-  std::ofstream(recipe) << "bad-model:\n"
-                           "  image: inferbench/serve-sim\n"
-                           "  model: recipe-model\n"
-                           "  model-prefix: sim\n"
-                           "  precision: bf16\n"
-                           "  framework: serve-sim\n"
-                           "  runner: local\n"
-                           "  multinode: false\n"
+  std::ofstream(recipe) << sim_key_header("bad-model", "recipe-model") +
                            "  serve:\n"
                            "    command: [inferbench, serve-sim, --timing-model, simple, --model,\n"
                            "              other-name, --host, \"{host}\", --port, \"{port}\"]\n"
