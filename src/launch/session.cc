@@ -75,8 +75,10 @@ void ServerSession::observe(const SessionOptions& o) {
     expect_.results = verify::check_expect(e, log, effective_);
   } else {
     const std::string why = fmt::format("the {} launcher has no server log to check", launcher_);
-    for (const auto& r : e.log_contains) expect_.unobservable.push_back("log-contains /" + r + "/: " + why);
-    for (const auto& r : e.log_absent) expect_.unobservable.push_back("log-absent /" + r + "/: " + why);
+    for (const auto& r : e.log_contains)
+      expect_.unobservable.push_back("log-contains /" + r + "/: " + why);
+    for (const auto& r : e.log_absent)
+      expect_.unobservable.push_back("log-absent /" + r + "/: " + why);
     for (const auto& [k, v] : e.settings) {
       expect_.unobservable.push_back(
           fmt::format("settings.{} == {}: {}", k, boost::json::serialize(v), why));

@@ -1,17 +1,17 @@
-// ServerSession (docs/architecture.md, "The point pipeline"): start one server configuration with a launcher and observe it:
-// environment-read tracing, the log, the effective configuration (built-in probes and the
-// recipe's own), the recipe's `expect` checks; then stop it and collect which variables its
-// processes read. `sweep` and `verify` both go through here, so the sequence exists once.
+// ServerSession (docs/architecture.md, "The point pipeline"): start one server configuration with a
+// launcher and observe it: environment-read tracing, the log, the effective configuration (built-in
+// probes and the recipe's own), the recipe's `expect` checks; then stop it and collect which
+// variables its processes read. `sweep` and `verify` both go through here, so the sequence exists
+// once.
 #pragma once
 
+#include <boost/json.hpp>
 #include <chrono>
 #include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <boost/json.hpp>
 
 #include "core/expected.h"
 #include "launch/launcher.h"

@@ -25,7 +25,8 @@ double p99(const Summary& s, const MetricsOptions& o) {
 
 }  // namespace
 
-// Interactivity is 1000 / TPOT (ms) at the same statistic (docs/architecture.md, "Metric definitions"); 0 when TPOT is 0.
+// Interactivity is 1000 / TPOT (ms) at the same statistic (docs/architecture.md, "Metric
+// definitions"); 0 when TPOT is 0.
 const std::array<MetricKey, kHeadlineCount> kHeadlineMetrics = {{
     {"request_throughput", "req/s", 2, false, true,
      [](const BenchMetrics& m, const MetricsOptions&) { return m.request_throughput; }},

@@ -1,6 +1,6 @@
-// The one table of headline metric keys (docs/architecture.md, "The point pipeline"). Each key is declared here once; the
-// result JSON (metrics_to_json), the SQLite headline columns (store/), the point tables of
-// `sweep` and `show`, and the InferenceX aggregate all read it.
+// The one table of headline metric keys (docs/architecture.md, "The point pipeline"). Each key is
+// declared here once; the result JSON (metrics_to_json), the SQLite headline columns (store/), the
+// point tables of `sweep` and `show`, and the InferenceX aggregate all read it.
 #pragma once
 
 #include <array>

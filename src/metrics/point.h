@@ -1,6 +1,6 @@
-// One measured (or not measured) benchmark point, typed from end to end (docs/architecture.md, "The point pipeline"): what it
-// is (identity), what it measured (headline metrics and the full result), whether it ran
-// (PointStatus) and whether its numbers may be used (Validity).
+// One measured (or not measured) benchmark point, typed from end to end (docs/architecture.md, "The
+// point pipeline"): what it is (identity), what it measured (headline metrics and the full result),
+// whether it ran (PointStatus) and whether its numbers may be used (Validity).
 #pragma once
 
 #include <boost/json.hpp>

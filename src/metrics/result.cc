@@ -179,7 +179,8 @@ boost::json::object metrics_to_json(const BenchMetrics& m, const MetricsOptions&
   put_summary(o, "itl_ms", m.itl_ms, options);
   put_summary(o, "e2el_ms", m.e2el_ms, options);
 
-  // Interactivity (tok/s/user) = 1 / TPOT at each TPOT statistic (docs/architecture.md, "Metric definitions").
+  // Interactivity (tok/s/user) = 1 / TPOT at each TPOT statistic (docs/architecture.md, "Metric
+  // definitions").
   o["mean_intvty"] = inverse(m.tpot_ms.mean, 1000.0);
   for (size_t i = 0; i < options.percentiles.size(); ++i) {
     o[fmt::format("{}_intvty", percentile_key(options.percentiles[i]))] =

@@ -1,6 +1,6 @@
-// Run-level metrics from per-request records (docs/architecture.md, "Metric definitions") and their JSON form, which keeps the
-// key names of vLLM's benchmark_serving (`mean_ttft_ms`, `p99_tpot_ms`, `output_throughput`, ...)
-// and adds interactivity and schedule-based latency under clear names.
+// Run-level metrics from per-request records (docs/architecture.md, "Metric definitions") and their
+// JSON form, which keeps the key names of vLLM's benchmark_serving (`mean_ttft_ms`, `p99_tpot_ms`,
+// `output_throughput`, ...) and adds interactivity and schedule-based latency under clear names.
 #pragma once
 
 #include <boost/json.hpp>
@@ -48,10 +48,11 @@ struct BenchMetrics {
   int64_t good_requests = 0;   // meeting every goodput objective (when any is set)
   double request_goodput = 0;  // good_requests / duration
 
-  Summary ttft_ms, tpot_ms, itl_ms, e2el_ms;  // from send (docs/architecture.md, "Metric definitions")
-  Summary sched_ttft_ms, sched_e2el_ms;       // from the scheduled time
-  Summary queue_ms;                           // send − sched
-  Summary e2e_norm_s_per_tok;                 // rᵢ = E2ELᵢ / outᵢ, for E2E-normalized intvty
+  Summary ttft_ms, tpot_ms, itl_ms,
+      e2el_ms;                           // from send (docs/architecture.md, "Metric definitions")
+  Summary sched_ttft_ms, sched_e2el_ms;  // from the scheduled time
+  Summary queue_ms;                      // send − sched
+  Summary e2e_norm_s_per_tok;            // rᵢ = E2ELᵢ / outᵢ, for E2E-normalized intvty
 
   int64_t requests_without_usage = 0;   // output tokens estimated from content events
   int64_t usage_length_mismatches = 0;  // |completion_tokens − requested| > 5% of requested

@@ -1,5 +1,6 @@
-// Descriptive statistics exactly as docs/architecture.md ("Metric definitions"): population standard deviation and percentiles
-// by linear interpolation between order statistics (numpy's default "linear" method).
+// Descriptive statistics exactly as docs/architecture.md ("Metric definitions"): population
+// standard deviation and percentiles by linear interpolation between order statistics (numpy's
+// default "linear" method).
 #pragma once
 
 #include <span>

@@ -1,6 +1,6 @@
-// RunRecorder (docs/architecture.md, "The point pipeline"): owns one sweep run's folder (runs/<name>/) and its rows in the
-// results database. Every write goes through here, and a write that fails is an error the run
-// reports (errors()), never a dropped status.
+// RunRecorder (docs/architecture.md, "The point pipeline"): owns one sweep run's folder
+// (runs/<name>/) and its rows in the results database. Every write goes through here, and a write
+// that fails is an error the run reports (errors()), never a dropped status.
 #pragma once
 
 #include <cstdint>

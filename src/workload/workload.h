@@ -1,6 +1,7 @@
-// A workload is what a benchmark point sends (docs/architecture.md, "The point pipeline"): asked for one concurrency, it gives
-// the requests and the run shape. Fixed ISL/OSL random prompts (fixed_seq_len.h) is the first
-// kind; agentic trace replay, datasets and GSM8K evals are further kinds of the same interface.
+// A workload is what a benchmark point sends (docs/architecture.md, "The point pipeline"): asked
+// for one concurrency, it gives the requests and the run shape. Fixed ISL/OSL random prompts
+// (fixed_seq_len.h) is the first kind; agentic trace replay, datasets and GSM8K evals are further
+// kinds of the same interface.
 //
 // Session-based workloads (multi-turn agentic replay) describe their requests as sessions of
 // turns with think time between them; a workload can also carry metrics and validity rules of

@@ -808,13 +808,19 @@ TEST_P(DialectTranscripts, MeasuredCorrectlyWhateverTheWriteBoundaries) {
                                  << " ms after the server had the whole request";
     }
     if (layout != Layout::kTimed) continue;
+    // The scripted gaps show as ITL. Not every one need show: on a busy machine two writes can
+    // reach the client in one read, which carries one receive time. But a client that stamps
+    // events when it parses them, not when their bytes arrived, shows none.
+    int gaps = 0, shown = 0;
     for (size_t m = 1; m < c.size(); ++m) {
       const double server_gap =
           ns_to_ms(e.step_ns[b.content_step[m]] - e.step_ns[b.content_step[m - 1]]);
       if (server_gap < kGapMs) continue;  // written together (llama.cpp role + first token)
-      // The gap shows as ITL. Half the scripted gap: a client woken late for event m-1 on a busy
-      // machine sees a shorter gap, never one near zero.
-      EXPECT_GE(c[m] - c[m - 1], kGapMs / 2.0) << "gap before content event " << m;
+      ++gaps;
+      if (c[m] - c[m - 1] >= kGapMs / 2.0) ++shown;
+    }
+    if (gaps > 0) {
+      EXPECT_GT(shown, 0) << "none of the " << gaps << " scripted gaps showed as ITL";
     }
   }
 }

@@ -14,8 +14,7 @@ namespace {
 
 std::string recipe_text(const std::string& model, const std::string& extra,
                         const std::string& seq_lens) {
-  return sim_key_header("ep-key", model) +
-         extra +
+  return sim_key_header("ep-key", model) + extra +
          "  scenarios:\n"
          "    fixed-seq-len:\n" +
          seq_lens;

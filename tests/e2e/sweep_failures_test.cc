@@ -12,14 +12,15 @@ TEST(SweepFailures, TheFirstErrorOfEachCauseWithItsCount) {
   TempDir dir;
   const fs::path recipe = dir.path() / "recipe.yaml";
   // The server calls its model by another name than the recipe: every request gets a 404.
-  std::ofstream(recipe) << sim_key_header("bad-model", "recipe-model") +
-                           "  serve:\n"
-                           "    command: [inferbench, serve-sim, --timing-model, simple, --model,\n"
-                           "              other-name, --host, \"{host}\", --port, \"{port}\"]\n"
-                           "  workload: { prompts-per-conc: 2, warmups-per-conc: 0 }\n"
-                           "  scenarios:\n"
-                           "    fixed-seq-len:\n"
-                           "    - { isl: 32, osl: 8, search-space: [{ tp: 1, conc-list: [2] }] }\n";
+  std::ofstream(recipe)
+      << sim_key_header("bad-model", "recipe-model") +
+             "  serve:\n"
+             "    command: [inferbench, serve-sim, --timing-model, simple, --model,\n"
+             "              other-name, --host, \"{host}\", --port, \"{port}\"]\n"
+             "  workload: { prompts-per-conc: 2, warmups-per-conc: 0 }\n"
+             "  scenarios:\n"
+             "    fixed-seq-len:\n"
+             "    - { isl: 32, osl: 8, search-space: [{ tp: 1, conc-list: [2] }] }\n";
   const std::string db = (dir.path() / "runs" / "inferbench.db").string();
   auto r = run_inferbench({"sweep", recipe.string(), "--runs-dir", (dir.path() / "runs").string(),
                            "--startup-timeout", "30", "--point-timeout", "60"},
@@ -46,8 +47,8 @@ TEST(SweepFailures, TheFirstErrorOfEachCauseWithItsCount) {
   EXPECT_EQ(p.result.at("failures").at("http_status").as_int64(), 4);
   auto show = run_inferbench({"show", "1", "--db", db}, dir.path() / "show.log");
   EXPECT_EQ(show.exit.code, 0) << show.output;
-  EXPECT_NE(show.output.find("NOT MEASURED OR INVALID\n  bad-model isl 32 / osl 8 conc 2: failed: " +
-                             why),
+  EXPECT_NE(show.output.find(
+                "NOT MEASURED OR INVALID\n  bad-model isl 32 / osl 8 conc 2: failed: " + why),
             std::string::npos)
       << show.output;
 }
