@@ -22,6 +22,7 @@ RunFn register_show(CLI::App& root);
 RunFn register_changed(CLI::App& root);
 RunFn register_verify(CLI::App& root);
 RunFn register_changelog(CLI::App& root);
+RunFn register_trace(CLI::App& root);
 
 /// Where recipes live when a command is not told: recipes/ and examples/recipes/.
 std::vector<std::string> default_recipe_paths();

@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   add(&ib::cli::register_changed);
   add(&ib::cli::register_verify);
   add(&ib::cli::register_changelog);
+  add(&ib::cli::register_trace);
 
   try {
     app.parse(argc, argv);

@@ -6,8 +6,10 @@
 #include <boost/json.hpp>
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <sstream>
+#include <unordered_set>
 
 #include "core/files.h"
 
@@ -51,6 +53,45 @@ WekaTrace::Counts WekaTrace::counts() const {
     }
   }
   return c;
+}
+
+TraceStats trace_stats(const WekaTrace& trace) {
+  TraceStats s;
+  s.id = trace.id;
+  std::vector<const TraceRequest*> all;
+  // Depth first in file order, so that ties in start time keep the order of the file.
+  std::function<void(const std::vector<TraceEntry>&, bool)> walk =
+      [&](const std::vector<TraceEntry>& list, bool top) {
+        for (const auto& e : list) {
+          if (e.request) {
+            all.push_back(&*e.request);
+            ++s.requests;
+            ++(e.request->streaming ? s.streaming : s.normal);
+            ++(top ? s.top_level_requests : s.subagent_requests);
+            s.input_tokens += e.request->in;
+            s.output_tokens += e.request->out;
+          } else if (e.subagent) {
+            ++s.subagents;
+            walk(e.subagent->entries, false);
+          }
+        }
+      };
+  walk(trace.entries, true);
+  std::stable_sort(all.begin(), all.end(),
+                   [](const TraceRequest* a, const TraceRequest* b) { return a->t < b->t; });
+  std::unordered_set<int64_t> seen;
+  for (const TraceRequest* r : all) {
+    size_t hit = 0;
+    while (hit < r->hash_ids.size() && seen.contains(r->hash_ids[hit])) ++hit;
+    s.hit_blocks += static_cast<int64_t>(hit);
+    s.total_blocks += static_cast<int64_t>(r->hash_ids.size());
+    seen.insert(r->hash_ids.begin(), r->hash_ids.end());
+  }
+  if (s.total_blocks > 0) {
+    s.theoretical_prefix_hit_pct =
+        100.0 * static_cast<double>(s.hit_blocks) / static_cast<double>(s.total_blocks);
+  }
+  return s;
 }
 
 namespace {

@@ -68,6 +68,22 @@ struct WekaTrace {
   Counts counts() const;
 };
 
+/// `inferbench trace stats`: what one trace holds.
+struct TraceStats {
+  std::string id;
+  int64_t requests = 0, normal = 0, streaming = 0;
+  int64_t top_level_requests = 0, subagent_requests = 0;
+  int64_t subagents = 0;
+  int64_t input_tokens = 0, output_tokens = 0;
+  /// The theoretical prefix-cache hit (AgentX): every request in start-time order (ties in file
+  /// order) against one seen-set of hash ids per trace; a request's hit is the leading run of its
+  /// ids already seen. 100 · Σ hit / Σ ids; 0 when no request has ids.
+  double theoretical_prefix_hit_pct = 0;
+  int64_t hit_blocks = 0, total_blocks = 0;
+};
+
+TraceStats trace_stats(const WekaTrace& trace);
+
 /// Parses one trace. `source` names it in errors ("trace_0014.json", "corpus.jsonl:12").
 Expected<WekaTrace> parse_weka_trace(std::string_view json, const std::string& source);
 

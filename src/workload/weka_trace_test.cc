@@ -130,3 +130,45 @@ TEST(WekaTrace, CorporaAndDuplicateIds) {
 
 }  // namespace
 }  // namespace ib::workload
+
+namespace ib::workload {
+namespace {
+
+TEST(WekaTraceStats, TheoreticalPrefixHitWalksRequestsInStartOrderAgainstOneSeenSet) {
+  // Start order: r0 (t 0: ids 1 2), sub's r (t 1: ids 1 2 3 -> hit 2), r1 (t 2: ids 1 9 3 ->
+  // hit 1: the leading run only), s (t 3: ids 5 -> hit 0).
+  auto t = parse_weka_trace(R"({"id":"x","requests":[
+      {"type":"n","t":0,"in":128,"out":4,"hash_ids":[1,2]},
+      {"type":"n","t":2,"in":192,"out":4,"hash_ids":[1,9,3]},
+      {"type":"subagent","t":1,"agent_id":"a","requests":[
+        {"type":"n","t":1,"in":192,"out":2,"hash_ids":[1,2,3]}]},
+      {"type":"s","t":3,"in":64,"out":1,"hash_ids":[5],"ttft":0.1}]})",
+                            "x.json");
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  const TraceStats s = trace_stats(*t);
+  EXPECT_EQ(s.requests, 4);
+  EXPECT_EQ(s.streaming, 1);
+  EXPECT_EQ(s.subagent_requests, 1);
+  EXPECT_EQ(s.top_level_requests, 3);
+  EXPECT_EQ(s.subagents, 1);
+  EXPECT_EQ(s.input_tokens, 576);
+  EXPECT_EQ(s.output_tokens, 11);
+  EXPECT_EQ(s.hit_blocks, 3);
+  EXPECT_EQ(s.total_blocks, 9);
+  EXPECT_DOUBLE_EQ(s.theoretical_prefix_hit_pct, 100.0 * 3 / 9);
+}
+
+TEST(WekaTraceStats, RecordedTracesReuseMostOfTheirPrefix) {
+  auto traces = load_weka_traces({kTraces});
+  ASSERT_TRUE(traces.ok()) << traces.error().message;
+  for (const auto& tr : *traces) {
+    const TraceStats s = trace_stats(tr);
+    EXPECT_EQ(s.requests, tr.counts().requests);
+    // Agentic sessions append to their context: most blocks were seen before.
+    EXPECT_GT(s.theoretical_prefix_hit_pct, 50) << tr.id;
+    EXPECT_LE(s.theoretical_prefix_hit_pct, 100) << tr.id;
+  }
+}
+
+}  // namespace
+}  // namespace ib::workload

@@ -1,0 +1,34 @@
+// `inferbench trace stats`: the recorded traces in tests/data, as a table and as JSON.
+#include "e2e_util.h"
+
+namespace ib::e2e {
+namespace {
+
+const std::string kTraces = std::string(INFERBENCH_TEST_DATA) + "/agentx-traces";
+
+TEST(TraceCli, StatsAsTableAndJson) {
+  TempDir dir;
+  auto table = run_inferbench({"trace", "stats", kTraces}, dir.path() / "t.log");
+  ASSERT_EQ(table.exit.code, 0) << table.output;
+  EXPECT_NE(table.output.find("trace_0014"), std::string::npos) << table.output;
+  EXPECT_NE(table.output.find("total (6 traces)"), std::string::npos) << table.output;
+  auto js = run_inferbench({"trace", "stats", kTraces + "/trace_0014.json", "--json"},
+                           dir.path() / "j.log");
+  ASSERT_EQ(js.exit.code, 0) << js.output;
+  boost::system::error_code ec;
+  auto v = boost::json::parse(js.output, ec);
+  ASSERT_FALSE(ec) << js.output;
+  const auto& t = v.at("traces").as_array().at(0).as_object();
+  EXPECT_EQ(t.at("id").as_string(), "trace_0014");
+  EXPECT_EQ(t.at("requests").as_int64(), 123);
+  EXPECT_EQ(t.at("subagents").as_int64(), 1);
+  EXPECT_EQ(t.at("input_tokens").as_int64(), 12621267);  // the trace's own totals agree
+  // A path that is not there is a usage error naming it.
+  auto bad =
+      run_inferbench({"trace", "stats", (dir.path() / "nope").string()}, dir.path() / "b.log");
+  EXPECT_EQ(bad.exit.code, 2);
+  EXPECT_NE(bad.output.find("nope"), std::string::npos) << bad.output;
+}
+
+}  // namespace
+}  // namespace ib::e2e
