@@ -44,7 +44,7 @@ Status validate(const BenchSpec& spec) {
   return Status::Ok();
 }
 
-Expected<std::string> discover_model(const http::Endpoint& endpoint) {
+Expected<std::vector<std::string>> list_models(const http::Endpoint& endpoint) {
   auto resp = http::http_get(endpoint, "/v1/models", std::chrono::seconds(10));
   if (!resp) return resp.error();
   if (resp->status != 200) {
@@ -53,15 +53,25 @@ Expected<std::string> discover_model(const http::Endpoint& endpoint) {
   }
   boost::system::error_code ec;
   auto v = boost::json::parse(resp->body, ec);
-  const boost::json::array* data = nullptr;
+  std::vector<std::string> ids;
   if (!ec && v.is_object()) {
-    if (auto* d = v.as_object().if_contains("data"); d && d->is_array()) data = &d->as_array();
+    if (auto* d = v.as_object().if_contains("data"); d && d->is_array()) {
+      for (const auto& m : d->as_array()) {
+        const auto* id = m.is_object() ? m.as_object().if_contains("id") : nullptr;
+        if (id && id->is_string()) ids.emplace_back(id->as_string());
+      }
+    }
   }
-  if (data == nullptr || data->empty() || !(*data)[0].is_object() ||
-      !(*data)[0].as_object().contains("id") || !(*data)[0].as_object().at("id").is_string()) {
+  return ids;
+}
+
+Expected<std::string> discover_model(const http::Endpoint& endpoint) {
+  auto ids = list_models(endpoint);
+  if (!ids) return ids.error();
+  if (ids->empty()) {
     return Error{fmt::format("GET {}/v1/models listed no model; pass --model", endpoint.url())};
   }
-  return std::string((*data)[0].as_object().at("id").as_string());
+  return ids->front();
 }
 
 namespace {

@@ -57,6 +57,9 @@ Expected<BenchReport> run_bench(const BenchSpec& spec, const workload::PointPlan
 /// Asks GET /v1/models for the served model id.
 Expected<std::string> discover_model(const http::Endpoint& endpoint);
 
+/// Every model id GET /v1/models lists (empty when the body lists none).
+Expected<std::vector<std::string>> list_models(const http::Endpoint& endpoint);
+
 /// Fraction of failed requests above which a point fails (vLLM benchmark_serving's rule).
 inline constexpr double kMaxFailureRate = 0.05;
 

@@ -10,6 +10,7 @@
 #include "http/client.h"
 #include "launch/local.h"
 #include "launch/session.h"
+#include "load/bench.h"
 #include "sweep/server_spec.h"
 #include "verify/env_trace.h"
 
@@ -17,31 +18,6 @@ namespace ib::sweep {
 
 namespace fs = std::filesystem;
 namespace json = boost::json;
-
-namespace {
-
-// Models an endpoint serves (GET /v1/models); empty when it does not say.
-std::vector<std::string> served_models(const std::string& url) {
-  std::vector<std::string> out;
-  auto endpoint = http::parse_endpoint(url);
-  if (!endpoint) return out;
-  auto resp = http::http_get(*endpoint, "/v1/models", std::chrono::seconds(10));
-  if (!resp || resp->status != 200) return out;
-  boost::system::error_code ec;
-  auto v = json::parse(resp->body, ec);
-  if (ec || !v.is_object()) return out;
-  const auto* data = v.as_object().if_contains("data");
-  if (!data || !data->is_array()) return out;
-  for (const auto& m : data->as_array()) {
-    if (!m.is_object()) continue;
-    if (const auto* id = m.as_object().if_contains("id"); id && id->is_string()) {
-      out.emplace_back(id->as_string());
-    }
-  }
-  return out;
-}
-
-}  // namespace
 
 metrics::PointIdentity ConfigRunner::identity(const ConfigPlan& cfg, int64_t conc) const {
   metrics::PointIdentity id;
@@ -235,7 +211,11 @@ bool ConfigRunner::run(const ConfigPlan& cfg, size_t index) {
   // The endpoint must serve the recipe's model: say so instead of measuring 404s.
   if (cfg.launcher == "endpoint") {
     const std::string model(row.fields.at("model").as_string());
-    auto models = served_models(session.url());
+    std::vector<std::string> models;
+    if (auto endpoint = http::parse_endpoint(session.url())) {
+      if (auto listed = load::list_models(*endpoint)) models = std::move(*listed);
+    }
+    // An endpoint that lists nothing (or no /v1/models) is measured; its requests say the rest.
     if (!models.empty() && std::find(models.begin(), models.end(), model) == models.end()) {
       all_ok = false;
       fail_config(cfg, pending, rec, "server-start",

@@ -34,27 +34,6 @@ double TraceSubagent::end() const {
   return any ? std::max(latest, t) : t;
 }
 
-WekaTrace::Counts WekaTrace::counts() const {
-  Counts c;
-  std::vector<const std::vector<TraceEntry>*> todo = {&entries};
-  while (!todo.empty()) {
-    const auto* list = todo.back();
-    todo.pop_back();
-    for (const auto& e : *list) {
-      if (e.request) {
-        ++c.requests;
-        if (e.request->streaming) ++c.streaming;
-        c.input_tokens += e.request->in;
-        c.output_tokens += e.request->out;
-      } else if (e.subagent) {
-        ++c.subagents;
-        todo.push_back(&e.subagent->entries);
-      }
-    }
-  }
-  return c;
-}
-
 TraceStats trace_stats(const WekaTrace& trace) {
   TraceStats s;
   s.id = trace.id;

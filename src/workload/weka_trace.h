@@ -60,12 +60,6 @@ struct WekaTrace {
   std::string hash_id_scope = "local";  // local | global
   int64_t tool_tokens = 0, system_tokens = 0;
   std::vector<TraceEntry> entries;
-
-  /// Counts over the whole tree (subagents included).
-  struct Counts {
-    int64_t requests = 0, streaming = 0, subagents = 0, input_tokens = 0, output_tokens = 0;
-  };
-  Counts counts() const;
 };
 
 /// `inferbench trace stats`: what one trace holds.

@@ -21,7 +21,7 @@ TEST(WekaTrace, LoadsTheRecordedTracesWithTheirSubagents) {
   EXPECT_EQ(t.hash_id_scope, "local");
   EXPECT_EQ(t.tool_tokens, 12319);
   EXPECT_EQ(t.system_tokens, 2882);
-  const auto c = t.counts();
+  const auto c = trace_stats(t);
   EXPECT_EQ(c.subagents, 1);
   // The trace's own totals (an opaque summary in the format) agree with the requests.
   EXPECT_EQ(c.input_tokens, 12621267);
@@ -44,7 +44,7 @@ TEST(WekaTrace, LoadsTheRecordedTracesWithTheirSubagents) {
     EXPECT_GE(e.request->t, sub->t);  // relative inner times were made absolute
   }
   int with_subagents = 0;
-  for (const auto& tr : *traces) with_subagents += tr.counts().subagents > 0;
+  for (const auto& tr : *traces) with_subagents += trace_stats(tr).subagents > 0;
   EXPECT_EQ(with_subagents, 3);  // 0014, 0274, 0277
 }
 
@@ -103,7 +103,7 @@ TEST(WekaTrace, RelativeInnerTimesBecomeAbsoluteAndEndsFollowTheSpec) {
   EXPECT_EQ(a.entries[1].request->ttft, std::optional<double>(0.5));
   EXPECT_DOUBLE_EQ(a.end(), 107);                      // no duration: latest t + api_time
   EXPECT_DOUBLE_EQ(t->entries[1].subagent->end(), 7);  // negative duration clamped to 0
-  EXPECT_EQ(t->counts().streaming, 1);
+  EXPECT_EQ(trace_stats(*t).streaming, 1);
 }
 
 TEST(WekaTrace, CorporaAndDuplicateIds) {
@@ -163,7 +163,8 @@ TEST(WekaTraceStats, RecordedTracesReuseMostOfTheirPrefix) {
   ASSERT_TRUE(traces.ok()) << traces.error().message;
   for (const auto& tr : *traces) {
     const TraceStats s = trace_stats(tr);
-    EXPECT_EQ(s.requests, tr.counts().requests);
+    EXPECT_EQ(s.requests, s.top_level_requests + s.subagent_requests);
+    EXPECT_EQ(s.requests, s.normal + s.streaming);
     // Agentic sessions append to their context: most blocks were seen before.
     EXPECT_GT(s.theoretical_prefix_hit_pct, 50) << tr.id;
     EXPECT_LE(s.theoretical_prefix_hit_pct, 100) << tr.id;
