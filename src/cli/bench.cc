@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "core/files.h"
 #include "core/interrupt.h"
+#include "workload/agentic_workload.h"
 
 namespace ib::cli {
 
@@ -31,6 +32,12 @@ struct BenchOptions {
   double idle_timeout_s = 300;
   double request_timeout_s = 0;
   bool no_request_ids = false;
+  // --workload agentic (AgentX replay).
+  std::string workload = "fixed";
+  workload::AgenticParams agentic;
+  bool agentx_fast = false;
+  CLI::Option* seed_option = nullptr;
+  CLI::Option* warmup_per_lane_option = nullptr;
 };
 
 std::chrono::milliseconds seconds_to_ms(double s) {
@@ -85,7 +92,106 @@ Expected<std::vector<double>> parse_percentiles(const std::string& text) {
   return out;
 }
 
+int write_outputs(const BenchOptions& o, const load::BenchReport& report) {
+  if (!o.output.empty()) {
+    if (auto s = write_file_atomic(o.output, boost::json::serialize(report.json) + "\n"); !s) {
+      fmt::print(stderr, "inferbench bench: {}\n", s.error().message);
+      return kExitFailure;
+    }
+  }
+  if (!o.details.empty()) {
+    std::string lines;
+    for (size_t i = 0; i < report.run.measured.size(); ++i) {
+      boost::json::object line = metrics::record_to_json(report.run.measured[i], report.run.origin_ns);
+      if (i < report.record_extras.size()) {
+        for (const auto& kv : report.record_extras[i]) line[kv.key()] = kv.value();
+      }
+      lines += boost::json::serialize(line);
+      lines += '\n';
+    }
+    if (auto s = write_file_atomic(o.details, lines); !s) {
+      fmt::print(stderr, "inferbench bench: {}\n", s.error().message);
+      return kExitFailure;
+    }
+  }
+  return kExitOk;
+}
+
+// --workload agentic: one AgentX replay point.
+int run_agentic(BenchOptions& o) {
+  workload::AgenticParams& p = o.agentic;
+  if (o.agentx_fast) {
+    const int per_lane = p.warmup_requests_per_lane;
+    p.apply_fast();
+    if (o.warmup_per_lane_option->count() > 0) p.warmup_requests_per_lane = per_lane;
+  }
+  if (o.spec.shape.duration_s > 0) p.duration_s = o.spec.shape.duration_s;
+  p.seed = o.seed_option->count() > 0 ? o.spec.workload.seed : 42;
+  if (o.request_rate != 0) {
+    fmt::print(stderr, "inferbench bench: --request-rate does not apply to --workload agentic "
+                       "(the traces' own timing drives it; --concurrency sets the lanes)\n");
+    return kExitUsage;
+  }
+  o.spec.api = openai::Api::kChat;
+  auto wl = workload::AgenticWorkload::load(p);
+  if (!wl) {
+    fmt::print(stderr, "inferbench bench: {}\n", wl.error().message);
+    return kExitUsage;
+  }
+  const int lanes = o.spec.shape.concurrency > 0 ? o.spec.shape.concurrency : 1;
+  auto plan = (*wl)->plan(lanes);
+  if (!plan) {
+    fmt::print(stderr, "inferbench bench: {}\n", plan.error().message);
+    return kExitUsage;
+  }
+  o.spec.shape.concurrency = lanes;
+  if (auto s = http::parse_endpoint(o.spec.endpoint_url); !s) {
+    fmt::print(stderr, "inferbench bench: --endpoint: {}\n", s.error().message);
+    return kExitUsage;
+  }
+  o.spec.show_progress = true;
+  install_interrupt_handlers();
+  for (const auto& n : (*wl)->agentic().notes) fmt::print(stderr, "note: {}\n", n);
+  auto report = load::run_bench(o.spec, *plan);
+  if (!report) {
+    fmt::print(stderr, "inferbench bench: {}\n", report.error().message);
+    return kExitUsage;
+  }
+  fmt::print("{}", load::format_summary(*report, o.spec));
+  if (int rc = write_outputs(o, *report); rc != kExitOk) return rc;
+  if (report->partial) {
+    fmt::print(stderr, "inferbench bench: interrupted; the result is partial\n");
+    return kExitInterrupted;
+  }
+  if (report->aborted) {
+    fmt::print(stderr, "inferbench bench: {}; nothing was measured\n", report->abort_reason);
+    return kExitFailure;
+  }
+  const auto& a = report->agentic_metrics;
+  if (a.requests == 0 || a.successful == 0) {
+    fmt::print(stderr, "inferbench bench: no request was measured\n");
+    return kExitFailure;
+  }
+  for (const auto& r : report->agentic_invalid) {
+    if (r.reason == "error_rate_exceeded" || r.reason == "context_overflow_rate_exceeded") {
+      fmt::print(stderr, "inferbench bench: {}\n", r.message);
+      return kExitFailure;
+    }
+  }
+  return kExitOk;
+}
+
 int run(BenchOptions& o) {
+  if (o.workload == "agentic") return run_agentic(o);
+  if (o.workload != "fixed") {
+    fmt::print(stderr, "inferbench bench: --workload must be 'fixed' or 'agentic' (got '{}')\n",
+               o.workload);
+    return kExitUsage;
+  }
+  if (!o.agentic.traces.empty()) {
+    fmt::print(stderr, "inferbench bench: --traces needs --workload agentic\n");
+    return kExitUsage;
+  }
   auto api = openai::parse_api(o.api);
   if (!api) {
     fmt::print(stderr, "inferbench bench: --api must be 'completions' or 'chat' (got '{}')\n",
@@ -149,23 +255,7 @@ int run(BenchOptions& o) {
     return kExitUsage;
   }
   fmt::print("{}", load::format_summary(*report, o.spec));
-  if (!o.output.empty()) {
-    if (auto s = write_file_atomic(o.output, boost::json::serialize(report->json) + "\n"); !s) {
-      fmt::print(stderr, "inferbench bench: {}\n", s.error().message);
-      return kExitFailure;
-    }
-  }
-  if (!o.details.empty()) {
-    std::string lines;
-    for (const auto& r : report->run.measured) {
-      lines += boost::json::serialize(metrics::record_to_json(r, report->run.origin_ns));
-      lines += '\n';
-    }
-    if (auto s = write_file_atomic(o.details, lines); !s) {
-      fmt::print(stderr, "inferbench bench: {}\n", s.error().message);
-      return kExitFailure;
-    }
-  }
+  if (int rc = write_outputs(o, *report); rc != kExitOk) return rc;
   if (report->partial) {
     fmt::print(stderr, "inferbench bench: interrupted; the result is partial\n");
     return kExitInterrupted;
@@ -211,10 +301,12 @@ RunFn register_bench(CLI::App& root) {
                   "Gamma shape of the gaps (1 = Poisson; < 1 burstier)")
       ->capture_default_str();
   app->add_option("--duration", o->spec.shape.duration_s,
-                  "Stop sending after this many seconds (prompts are reused cyclically)");
+                  "Stop sending after this many seconds (prompts are reused cyclically); "
+                  "agentic: recorded seconds of the profiling phase (default 3600)");
   app->add_option("--warmups", o->spec.warmups, "Warmup requests (not measured)")
       ->capture_default_str();
-  app->add_option("--seed", o->spec.workload.seed, "Random seed")->capture_default_str();
+  o->seed_option = app->add_option("--seed", o->spec.workload.seed,
+                                   "Random seed (default 0; --workload agentic: 42, as InferenceX)");
   app->add_option("--vocab-size", o->spec.workload.vocab_size, "Token ids are drawn below this")
       ->capture_default_str();
   app->add_option("--percentiles", o->percentiles, "Percentiles to report besides the median")
@@ -244,6 +336,40 @@ RunFn register_bench(CLI::App& root) {
                   "Loopback targets: spread connections over 127.0.0.1..N (0 = automatic)")
       ->capture_default_str();
   app->add_flag("--no-request-ids", o->no_request_ids, "Do not send X-Request-Id headers");
+  app->add_option("--workload", o->workload,
+                  "fixed (random prompts of --isl/--osl) | agentic (AgentX replay of --traces)")
+      ->capture_default_str();
+  app->add_option("--traces", o->agentic.traces,
+                  "agentic: Weka traces to replay (files, .jsonl corpora or folders)");
+  app->add_option("--max-traces", o->agentic.max_traces, "agentic: replay the first N traces only")
+      ->check(CLI::PositiveNumber);
+  o->warmup_per_lane_option =
+      app->add_option("--warmup-requests-per-lane", o->agentic.warmup_requests_per_lane,
+                      "agentic: cache-pressure warmup requests per lane after the primers")
+          ->capture_default_str()
+          ->check(CLI::NonNegativeNumber);
+  app->add_option("--time-scale", o->agentic.time_scale,
+                  "agentic: divide every recorded delay, cap and duration by K (pair with "
+                  "serve-sim --time-scale K; not submission-valid)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app->add_option("--trace-idle-cap", o->agentic.trace_idle_cap_s,
+                  "agentic: per-tree idle cap in recorded seconds (0 = off)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app->add_option("--t-star-min", o->agentic.t_star_min,
+                  "agentic: lanes start at t* in [min, max] of their trace's span")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  app->add_option("--t-star-max", o->agentic.t_star_max, "agentic: see --t-star-min")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  app->add_option("--grace", o->agentic.grace_s,
+                  "agentic: recorded seconds in-flight requests may finish after the duration")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app->add_flag("--agentx-fast", o->agentx_fast,
+                "agentic: InferenceX's fast mode (1200 s, 1 warmup request per lane)");
   app->add_option("--output", o->output, "Write the result JSON here");
   app->add_option("--details", o->details, "Write per-request records (JSONL) here");
   return [o]() { return run(*o); };

@@ -30,6 +30,11 @@ struct SweepCliOptions {
   int prompts_per_conc = 0, min_prompts = 0, warmups_per_conc = -1;
   double range_ratio = 0;
   int64_t seed = -1;
+  std::vector<std::string> traces;
+  int64_t max_traces = 0;
+  int warmup_requests_per_lane = -1;
+  double agentic_duration = 0;
+  double time_scale = 0;
   bool json = false;
 };
 
@@ -85,6 +90,11 @@ int run(SweepCliOptions& c) {
   if (c.warmups_per_conc >= 0) o.workload.warmups_per_conc = c.warmups_per_conc;
   if (c.range_ratio > 0) o.workload.range_ratio = c.range_ratio;
   if (c.seed >= 0) o.workload.seed = static_cast<uint64_t>(c.seed);
+  o.workload.traces = c.traces;
+  if (c.max_traces > 0) o.workload.max_traces = c.max_traces;
+  if (c.warmup_requests_per_lane >= 0) o.workload.warmup_requests_per_lane = c.warmup_requests_per_lane;
+  if (c.agentic_duration > 0) o.workload.agentic_duration_s = c.agentic_duration;
+  if (c.time_scale > 0) o.workload.time_scale = c.time_scale;
   o.slurm.partition = c.slurm_partition;
   o.slurm.account = c.slurm_account;
   o.inferbench_exe = self_executable();
@@ -186,6 +196,23 @@ RunFn register_sweep(CLI::App& root) {
   app->add_option("--seed", c->seed, "Prompt seed (default: the recipe's, else 0)")
       ->check(CLI::NonNegativeNumber);
   app->add_option("--api", c->api, "completions | chat")->capture_default_str();
+  app->add_option("--traces", c->traces,
+                  "agentic-coding rows: Weka traces to replay (files, .jsonl corpora, folders; "
+                  "default: the recipe's workload.traces)");
+  app->add_option("--max-traces", c->max_traces, "agentic-coding: replay the first N traces only")
+      ->check(CLI::PositiveNumber);
+  app->add_option("--warmup-requests-per-lane", c->warmup_requests_per_lane,
+                  "agentic-coding: cache-pressure warmup requests per lane (default 10; "
+                  "agentx-fast 1)")
+      ->check(CLI::NonNegativeNumber);
+  app->add_option("--agentic-duration", c->agentic_duration,
+                  "agentic-coding: recorded seconds to replay (default: the row's, 3600; "
+                  "agentx-fast 1200)")
+      ->check(CLI::PositiveNumber);
+  app->add_option("--time-scale", c->time_scale,
+                  "agentic-coding: divide every recorded delay, cap and duration by K (for "
+                  "serve-sim --time-scale K; such points are not submission-valid)")
+      ->check(CLI::PositiveNumber);
   app->add_option("--point-timeout", o.point_timeout_s, "Seconds before a point is cut short")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);

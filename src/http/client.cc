@@ -142,7 +142,8 @@ asio::awaitable<boost::system::error_code> HttpConnection::connect() {
 
 asio::awaitable<HttpOutcome> HttpConnection::request(http::verb verb, std::string_view path,
                                                      std::string_view body, ResponseSink& sink,
-                                                     std::string_view request_id) {
+                                                     std::string_view request_id,
+                                                     std::string_view correlation_id) {
   HttpOutcome out;
   out.send_ns = mono_ns();  // replaced by the write time once connected
   if (!open_) {
@@ -161,6 +162,7 @@ asio::awaitable<HttpOutcome> HttpConnection::request(http::verb verb, std::strin
   req.set(http::field::host, host_header_);
   req.set(http::field::user_agent, "inferbench");
   if (!request_id.empty()) req.set("X-Request-Id", request_id);
+  if (!correlation_id.empty()) req.set("X-Correlation-ID", correlation_id);
   req.keep_alive(true);
   if (!body.empty() || verb == http::verb::post) {
     req.set(http::field::content_type, "application/json");

@@ -87,10 +87,12 @@ class HttpConnection {
 
   /// Sends one request (connecting first when needed) and streams the response into `sink`.
   /// `path` is appended to the endpoint's base path; `request_id`, when not empty, is sent as
-  /// the X-Request-Id header.
+  /// the X-Request-Id header; `correlation_id`, when not empty, as X-Correlation-ID (the session
+  /// an agentic request belongs to).
   boost::asio::awaitable<HttpOutcome> request(boost::beast::http::verb verb, std::string_view path,
                                               std::string_view body, ResponseSink& sink,
-                                              std::string_view request_id = {});
+                                              std::string_view request_id = {},
+                                              std::string_view correlation_id = {});
 
   /// True when a connection is open and was used before (a keep-alive reuse may race the
   /// server closing an idle connection).

@@ -89,6 +89,8 @@ class ReplayScheduler {
 
   /// Mints the first trees (t*, snapshot) and schedules the primers from time `now`.
   void start(double now);
+  /// Moves the replay's phases and caps to time `now` without dispatching (poll() does it too).
+  void update(double now) { advance(now); }
   /// Requests due at `now`, in order; they are in flight until complete().
   std::vector<Dispatch> poll(double now);
   /// The earliest time poll() may return something without a completion in between; +inf when

@@ -110,6 +110,7 @@ Expected<BenchReport> run_bench(const BenchSpec& spec) {
 }
 
 Expected<BenchReport> run_bench(const BenchSpec& spec, const workload::PointPlan& plan) {
+  if (plan.agentic) return run_agentic_bench(spec, plan);
   if (plan.session_based()) {
     return Error{"session-based workloads need the session run loop, which this version lacks"};
   }
@@ -240,6 +241,7 @@ Expected<BenchReport> run_bench(const BenchSpec& spec, const workload::PointPlan
 }
 
 std::string format_summary(const BenchReport& report, const BenchSpec& spec) {
+  if (report.agentic) return format_agentic_summary(report, spec);
   const metrics::BenchMetrics& m = report.metrics;
   std::string s;
   auto line = [&](std::string_view k, const std::string& v) {

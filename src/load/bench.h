@@ -9,6 +9,7 @@
 #include "core/expected.h"
 #include "http/client.h"
 #include "load/runner.h"
+#include "metrics/agentic.h"
 #include "metrics/result.h"
 #include "openai/request.h"
 #include "workload/fixed_seq_len.h"
@@ -41,6 +42,18 @@ struct BenchReport {
   boost::json::object json;
   bool partial = false;    // interrupted: the result covers only what was measured
   bool timed_out = false;  // cut by BenchSpec::timeout_s (then also partial)
+  // Agentic replay points (plan.agentic) only:
+  bool agentic = false;
+  metrics::AgenticMetrics agentic_metrics;
+  /// Why the point is not submission-valid (AgentX's rules; empty: valid).
+  std::vector<metrics::AgenticInvalid> agentic_invalid;
+  bool aborted = false;  // a root warmup primer failed: nothing was measured
+  std::string abort_reason;
+  /// InferenceX's agentic aggregate keys (metrics::inferencex_agentic_json).
+  boost::json::object inferencex;
+  /// Per measured record, fields for --details beside metrics::record_to_json (session, phase,
+  /// recorded lengths); empty for other workloads.
+  std::vector<boost::json::object> record_extras;
 };
 
 /// Checks a spec; the error names the offending option.
@@ -63,7 +76,15 @@ Expected<std::vector<std::string>> list_models(const http::Endpoint& endpoint);
 /// Fraction of failed requests above which a point fails (vLLM benchmark_serving's rule).
 inline constexpr double kMaxFailureRate = 0.05;
 
+/// Runs one agentic replay point (plan.agentic; load/agentic_run.h): warmup, then the profiling
+/// phase for the plan's duration, with metrics, AgentX validity and the server's prefix-cache
+/// hit rate read from its /metrics before and after the profiling phase. run_bench(spec, plan)
+/// calls it for agentic plans.
+Expected<BenchReport> run_agentic_bench(const BenchSpec& spec, const workload::PointPlan& plan);
+
 /// Human-readable one-point summary (the table `inferbench bench` prints).
 std::string format_summary(const BenchReport& report, const BenchSpec& spec);
+/// The summary of an agentic point (format_summary calls it).
+std::string format_agentic_summary(const BenchReport& report, const BenchSpec& spec);
 
 }  // namespace ib::load

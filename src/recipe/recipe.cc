@@ -1,5 +1,7 @@
 #include "recipe/recipe.h"
 
+#include <filesystem>
+
 #include <fmt/format.h>
 #include <fnmatch.h>
 
@@ -22,16 +24,17 @@ std::vector<int64_t> expand_concurrency(int64_t start, int64_t end, int64_t step
   return out;
 }
 
-namespace {
-
 // Placeholders `serve.command` and `serve.extra-args` may use (docs/recipes.md).
 const std::set<std::string>& serve_placeholders() {
   static const std::set<std::string> kNames = {
       "model", "served-model", "image",         "precision", "framework", "tp",
       "pp",    "ep",           "dp-attn",       "dcp-size",  "pcp-size",  "spec-decoding",
-      "isl",   "osl",          "max-model-len", "conc",      "host",      "port"};
+      "isl",   "osl",          "max-model-len", "conc",      "host",      "port",
+      "kv-offloading", "kv-offload-backend", "total-cpu-dram-gb", "duration"};
   return kNames;
 }
+
+namespace {
 
 class MasterParser {
  public:
@@ -130,7 +133,9 @@ class MasterParser {
 
   std::optional<WorkloadSpec> workload(const YAML::Node& node, const std::string& path) {
     auto f = r_.mapping(node, path,
-                        {"prompts-per-conc", "min-prompts", "warmups-per-conc", "seed", "range-ratio"});
+                        {"prompts-per-conc", "min-prompts", "warmups-per-conc", "seed", "range-ratio",
+                         "traces", "max-traces", "warmup-requests-per-lane", "duration",
+                         "time-scale"});
     if (!f) return std::nullopt;
     WorkloadSpec out;
     auto count = [&](const char* name, int64_t min, std::optional<int64_t>* to) {
@@ -147,6 +152,34 @@ class MasterParser {
                  fmt::format("expected a number in (0, 1], got {}", *v));
       } else {
         out.range_ratio = v;
+      }
+    }
+    count("max-traces", 1, &out.max_traces);
+    count("warmup-requests-per-lane", 0, &out.warmup_requests_per_lane);
+    auto positive = [&](const char* name, std::optional<double>* to) {
+      if (!f->has(name)) return;
+      auto v = r_.number(f->at(name), field_path(path, name));
+      if (v && !(*v > 0)) {
+        r_.error(f->at(name), field_path(path, name),
+                 fmt::format("expected a positive number, got {}", *v));
+      } else {
+        *to = v;
+      }
+    };
+    positive("duration", &out.duration);
+    positive("time-scale", &out.time_scale);
+    if (f->has("traces")) {
+      const std::string tpath = field_path(path, "traces");
+      std::vector<std::string> list;
+      if (f->at("traces").IsScalar()) {
+        if (auto one = r_.string(f->at("traces"), tpath)) list.push_back(*one);
+      } else if (auto many = r_.string_list(f->at("traces"), tpath)) {
+        list = *many;
+      }
+      const std::filesystem::path base = std::filesystem::path(r_.file()).parent_path();
+      for (auto& t : list) {
+        std::filesystem::path p(t);
+        out.traces.push_back(p.is_absolute() ? t : (base / p).lexically_normal().string());
       }
     }
     return out;

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -82,6 +83,11 @@ struct ServeSpec {
 struct WorkloadSpec {
   std::optional<int64_t> prompts_per_conc, min_prompts, warmups_per_conc, seed;
   std::optional<double> range_ratio;
+  // agentic-coding rows (AgentX replay): trace paths (relative ones against the recipe file's
+  // folder), how many traces, warmup requests per lane, recorded duration, time scale.
+  std::vector<std::string> traces;
+  std::optional<int64_t> max_traces, warmup_requests_per_lane;
+  std::optional<double> duration, time_scale;
 };
 
 /// One config key of a master-config file.
@@ -148,5 +154,9 @@ Expected<std::vector<ConfigEntry>> load_master_texts(
 void parse_runners(const std::string& text, const std::string& file, RunnersFile* out,
                    std::vector<Diagnostic>* diagnostics);
 Expected<RunnersFile> load_runners(const std::filesystem::path& file);
+
+/// Placeholders `serve.command` and `serve.extra-args` may use (docs/recipes.md): row values,
+/// plus {host} and {port}, which the launcher fills in.
+const std::set<std::string>& serve_placeholders();
 
 }  // namespace ib::recipe

@@ -2,6 +2,8 @@
 // validity, and its files (part of ConfigRunner, config_run.h).
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "load/bench.h"
 #include "metrics/aggregate.h"
 #include "metrics/result.h"
@@ -53,6 +55,14 @@ metrics::PointResult ConfigRunner::measure(const ConfigPlan& cfg, int64_t conc, 
   bs.metrics.num_gpus = cfg.gpus;
   bs.timeout_s = o_.point_timeout_s;
   bs.show_progress = o_.show_progress;
+  if (plan->agentic) {
+    // The replay bounds itself (warmup grace, duration, grace); the point timeout only guards
+    // against a hang beyond that.
+    const auto& ap = plan->agentic->params;
+    bs.api = openai::Api::kChat;
+    bs.timeout_s = std::max(o_.point_timeout_s,
+                            (ap.warmup_grace_s + ap.duration_s + ap.grace_s) / ap.time_scale + 60);
+  }
   auto report = load::run_bench(bs, *plan);
   if (!report) {
     // No silent retry with other arguments: the first error is the one the user sees.
@@ -85,7 +95,12 @@ metrics::PointResult ConfigRunner::measure(const ConfigPlan& cfg, int64_t conc, 
     p.validity.add(metrics::InvalidKind::kInterrupted, "interrupted (partial result kept)");
     outcome_->interrupted = true;
   }
-  if (m.num_requests == 0 || m.completed == 0 || m.failure_rate() > load::kMaxFailureRate) {
+  // Agentic replay has its own error rule (AgentX: > 10% makes the point invalid, below that
+  // errors move sessions on), applied with the other workload rules below.
+  const bool rate_rule = !plan->agentic && m.failure_rate() > load::kMaxFailureRate;
+  if (report->aborted) {
+    p.validity.add(metrics::InvalidKind::kFailureRate, report->abort_reason);
+  } else if (m.num_requests == 0 || m.completed == 0 || rate_rule) {
     const std::string why = metrics::failure_summary(m);
     p.validity.add(metrics::InvalidKind::kFailureRate,
                    fmt::format("{} of {} requests failed{}", m.failed, m.num_requests,
@@ -93,6 +108,10 @@ metrics::PointResult ConfigRunner::measure(const ConfigPlan& cfg, int64_t conc, 
   }
   for (const auto& problem : client_health_problems(report->run.health, conc)) {
     p.validity.add(metrics::InvalidKind::kClientHealth, problem);
+  }
+  // AgentX's submission rules (error and overflow rates, coverage, duration floor, scaled time).
+  for (const auto& r : report->agentic_invalid) {
+    p.validity.add(metrics::InvalidKind::kWorkload, fmt::format("{}: {}", r.reason, r.message));
   }
   // Status: failed when the numbers are missing or cut short; invalid when they were measured
   // but may not be used; ok otherwise.
@@ -115,10 +134,10 @@ metrics::PointResult ConfigRunner::measure(const ConfigPlan& cfg, int64_t conc, 
   result["status"] = metrics::status_name(p.status);
   result["validity"] = p.validity.to_json();
   p.result = result;
-  rec_->write_point_files(p,
-                          metrics::inferencex_aggregate(cfg.row.fields, cfg.row.fingerprint,
-                                                        cfg.row.multinode, conc, result, cfg.gpus),
-                          report->run.measured, report->run.origin_ns);
+  json::object aggregate = metrics::inferencex_aggregate(cfg.row.fields, cfg.row.fingerprint,
+                                                         cfg.row.multinode, conc, result, cfg.gpus);
+  for (const auto& kv : report->inferencex) aggregate[kv.key()] = kv.value();
+  rec_->write_point_files(p, aggregate, report->run.measured, report->run.origin_ns);
   return p;
 }
 

@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 
 #include "sweep/server_spec.h"
+#include "workload/agentic_workload.h"
 #include "workload/fixed_seq_len.h"
 
 namespace ib::sweep {
@@ -20,8 +22,55 @@ size_t SweepPlanned::points() const {
   return n;
 }
 
+namespace {
+
+// agentic-coding: the traces are loaded and turned into trees once per set of paths, whatever
+// the number of rows that replay them.
+Expected<std::shared_ptr<const workload::Workload>> agentic_workload_for_row(
+    const RecipeRow& row, const recipe::ConfigEntry* entry, const WorkloadOverrides& ov) {
+  workload::AgenticParams p;
+  const recipe::WorkloadSpec* w = entry && entry->workload ? &*entry->workload : nullptr;
+  p.traces = !ov.traces.empty() ? ov.traces : (w ? w->traces : std::vector<std::string>{});
+  if (p.traces.empty()) {
+    return Error{fmt::format(
+        "{}: agentic-coding rows need traces to replay: --traces PATH or workload.traces in the "
+        "recipe (Weka trace files, .jsonl corpora or folders; InferenceX replays "
+        "semianalysisai/cc-traces-weka-062126)",
+        row.config_key)};
+  }
+  if (row.fields.contains("duration") && row.fields.at("duration").is_number()) {
+    p.duration_s = row.fields.at("duration").to_number<double>();
+  }
+  if (ov.agentx_fast) p.apply_fast();
+  if (w) {
+    if (w->max_traces) p.max_traces = *w->max_traces;
+    if (w->warmup_requests_per_lane) p.warmup_requests_per_lane = static_cast<int>(*w->warmup_requests_per_lane);
+    if (w->duration) p.duration_s = *w->duration;
+    if (w->time_scale) p.time_scale = *w->time_scale;
+    if (w->seed) p.seed = static_cast<uint64_t>(*w->seed);
+  }
+  if (ov.max_traces) p.max_traces = *ov.max_traces;
+  if (ov.warmup_requests_per_lane) p.warmup_requests_per_lane = *ov.warmup_requests_per_lane;
+  if (ov.agentic_duration_s) p.duration_s = *ov.agentic_duration_s;
+  if (ov.time_scale) p.time_scale = *ov.time_scale;
+  if (ov.seed) p.seed = *ov.seed;
+  if (auto s = p.validate(row.config_key + ".workload"); !s) return s.error();
+  static std::map<std::string, std::shared_ptr<workload::AgenticWorkload>> loaded;
+  const std::string key = fmt::format("{}|{}", fmt::join(p.traces, "\n"), p.max_traces);
+  auto it = loaded.find(key);
+  if (it == loaded.end()) {
+    auto wl = workload::AgenticWorkload::load(p);
+    if (!wl) return Error{fmt::format("{}: {}", row.config_key, wl.error().message)};
+    it = loaded.emplace(key, std::move(*wl)).first;
+  }
+  return std::shared_ptr<const workload::Workload>(it->second->with_params(p));
+}
+
+}  // namespace
+
 Expected<std::shared_ptr<const workload::Workload>> workload_for_row(
     const RecipeRow& row, const recipe::ConfigEntry* entry, const WorkloadOverrides& ov) {
+  if (row.scenario == "agentic-coding") return agentic_workload_for_row(row, entry, ov);
   if (row.scenario != "fixed-seq-len") {
     return Error{fmt::format("{} rows have no workload in this version", row.scenario)};
   }
@@ -87,9 +136,12 @@ Expected<std::vector<ConfigPlan>> group_configs(
       c.fingerprint = fp;
       c.launcher = launcher_for(row, o);
       c.gpus = row_gpus(row.fields);
-      if (row.scenario != "fixed-seq-len") {
+      if (row.scenario != "fixed-seq-len" && row.scenario != "agentic-coding") {
+        c.unsupported = fmt::format("{} rows are not run by the sweep yet", row.scenario);
+      } else if (row.scenario == "agentic-coding" && row.multinode) {
         c.unsupported =
-            fmt::format("{} rows are not run by the sweep yet (no trace replay)", row.scenario);
+            "multi-node agentic-coding rows (disaggregated prefill/decode with AgentX) are not "
+            "run by the sweep yet";
       } else if (row.multinode && c.launcher != "endpoint") {
         c.unsupported =
             "multi-node rows need a multi-node launch (prefill and decode workers), which the "

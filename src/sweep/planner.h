@@ -24,6 +24,12 @@ struct WorkloadOverrides {
   std::optional<double> range_ratio;
   std::optional<uint64_t> seed;
   std::string api = "completions";  // completions | chat
+  // agentic-coding rows (AgentX replay).
+  std::vector<std::string> traces;  // --traces: replaces the recipe's
+  std::optional<int64_t> max_traces;
+  std::optional<int> warmup_requests_per_lane;
+  std::optional<double> agentic_duration_s, time_scale;
+  bool agentx_fast = false;  // the agentx-fast label: 1200 s, 1 warmup request per lane
 };
 
 struct PlanOptions {

@@ -4,6 +4,7 @@
 
 #include "core/sha256.h"
 #include "recipe/fingerprint.h"
+#include "recipe/recipe.h"
 
 namespace ib::sweep {
 
@@ -26,6 +27,14 @@ std::map<std::string, std::string> row_placeholders(const json::object& f) {
        {"model", "image", "precision", "framework", "tp", "pp", "ep", "dp-attn", "dcp-size",
         "pcp-size", "spec-decoding", "isl", "osl", "max-model-len"}) {
     if (const auto* x = f.if_contains(name)) v[name] = text_of(*x);
+  }
+  // agentic-coding rows: KV offloading and the CPU DRAM budget (InferenceX's
+  // TOTAL_CPU_DRAM_GB), for servers that offload KV blocks to host memory.
+  for (const char* name : {"kv-offloading", "total-cpu-dram-gb", "duration"}) {
+    if (const auto* x = f.if_contains(name)) v[name] = text_of(*x);
+  }
+  if (const auto* b = f.if_contains("kv-offload-backend"); b && b->is_object()) {
+    if (const auto* n = b->as_object().if_contains("name")) v["kv-offload-backend"] = text_of(*n);
   }
   v["served-model"] = v.count("model") ? v["model"] : "";
   if (const auto* c = f.if_contains("conc"); c && c->is_int64()) v["conc"] = text_of(*c);
@@ -90,6 +99,20 @@ Expected<launch::ServerSpec> server_spec_for_row(const recipe::RecipeRow& row,
   }
   for (const auto& a : extra_args) spec.argv.push_back(substitute(a, values));
   if (spec.argv.empty()) return Error{"serve.command is empty"};
+  // A known placeholder the row has no value for (an agentic row has no {isl} or
+  // {max-model-len}) would reach the server as literal text.
+  for (const auto& arg : spec.argv) {
+    for (size_t open = arg.find('{'); open != std::string::npos; open = arg.find('{', open + 1)) {
+      const size_t close = arg.find('}', open);
+      if (close == std::string::npos) break;
+      const std::string name = arg.substr(open + 1, close - open - 1);
+      if (recipe::serve_placeholders().count(name) && !values.count(name) && name != "host" &&
+          name != "port") {
+        return Error{fmt::format("serve.command uses {{{}}}, which {} rows do not have", name,
+                                 row.scenario)};
+      }
+    }
+  }
   if (spec.argv[0] == "inferbench") spec.argv[0] = self.string();
   if (const auto* env = s.if_contains("env"); env && env->is_object()) {
     for (const auto& kv : env->as_object()) spec.env[std::string(kv.key())] = text_of(kv.value());

@@ -198,6 +198,7 @@ Expected<SweepOutcome> run_sweep(const SweepOptions& o, std::FILE* table_out) {
   po.fail_fast = o.fail_fast;
   po.workload = o.workload;
   po.workload.api = std::string(openai::api_name(o.api));
+  po.workload.agentx_fast = labels.agentx_fast;
   auto planned = plan_sweep(govern::make_sweep_plan(rows, labels), by_key, po);
   if (!planned) return planned.error();
 

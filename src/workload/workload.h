@@ -19,6 +19,8 @@
 
 namespace ib::workload {
 
+struct AgenticPlan;  // workload/agentic_workload.h
+
 /// One turn of a session: sent `think_time_s` after the previous turn of the session completed.
 struct SessionTurn {
   PromptSpec prompt;
@@ -47,6 +49,9 @@ struct PointPlan {
   /// Result-JSON fields that describe this workload at this point (vLLM's names where they
   /// exist: random_input_len, random_output_len, random_range_ratio, seed, num_prompts, ...).
   boost::json::object describe;
+  /// Agentic replay (workload/agentic_workload.h): trees and replay parameters; the run loop
+  /// schedules them itself (`shape.concurrency` lanes).
+  std::shared_ptr<const AgenticPlan> agentic;
   bool session_based() const { return !sessions.empty(); }
 };
 

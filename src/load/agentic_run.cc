@@ -1,0 +1,382 @@
+#include "load/agentic_run.h"
+
+#include <fmt/format.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/http/verb.hpp>
+#include <cmath>
+#include <cstdio>
+#include <deque>
+#include <memory>
+#include <random>
+#include <unordered_map>
+
+#include "core/clock.h"
+#include "core/interrupt.h"
+#include "load/stream_request.h"
+#include "metrics/agentic.h"
+#include "workload/agentic_prompts.h"
+
+namespace ib::load::agentic {
+
+namespace asio = boost::asio;
+using workload::agentic::StreamPrompts;
+
+std::string uuid4() {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  const uint64_t a = rng(), b = rng();
+  const uint64_t hi = (a & 0xffffffffffff0fffULL) | 0x0000000000004000ULL;  // version 4
+  const uint64_t lo = (b & 0x3fffffffffffffffULL) | 0x8000000000000000ULL;  // variant 10
+  return fmt::format("{:08x}-{:04x}-{:04x}-{:04x}-{:012x}", hi >> 32, (hi >> 16) & 0xffff,
+                     hi & 0xffff, lo >> 48, lo & 0xffffffffffffULL);
+}
+
+namespace {
+
+double cpu_seconds_now() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  auto tv = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
+  return tv(ru.ru_utime) + tv(ru.ru_stime);
+}
+
+int64_t peak_rss_kib() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_maxrss;
+}
+
+std::chrono::steady_clock::time_point to_steady(int64_t mono) {
+  return std::chrono::steady_clock::time_point(std::chrono::nanoseconds(mono));
+}
+
+void append_json_string(std::string& out, std::string_view s) {
+  out += '"';
+  for (char c : s) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
+        } else {
+          out += c;
+        }
+    }
+  }
+  out += '"';
+}
+
+class Driver {
+ public:
+  Driver(const AgenticRunConfig& config, const std::vector<ReplayTree>& pool,
+         asio::ip::tcp::resolver::results_type addresses)
+      : config_(config), pool_(pool), addresses_(std::move(addresses)), sched_(pointers(pool), config.replay) {
+    for (const auto& tree : pool_) models_.push_back(workload::agentic::rewrite_models(tree, config_.models));
+  }
+
+  AgenticRunResult run() {
+    result_.benchmark_id = config_.benchmark_id.empty() ? uuid4() : config_.benchmark_id;
+    result_.origin_ns = mono_ns();
+    result_.start_unix = unix_seconds();
+    const double cpu0 = cpu_seconds_now();
+    asio::co_spawn(io_, main_loop(), asio::detached);
+    io_.run();
+    result_.end_unix = unix_seconds();
+    result_.wall_seconds = seconds_now();
+    result_.cpu_seconds = cpu_seconds_now() - cpu0;
+    result_.peak_rss_kib = peak_rss_kib();
+    result_.aborted = sched_.aborted();
+    result_.abort_reason = sched_.abort_reason();
+    result_.notes = sched_.notes();
+    const auto prog = sched_.progress(seconds_now());
+    result_.trees_done = prog.trees_done;
+    result_.sessions_done = prog.sessions_done;
+    result_.profiling_start_s = std::isfinite(sched_.profiling_start()) ? sched_.profiling_start() : 0;
+    result_.profiling_end_s = seconds_now();
+    result_.connections_opened = static_cast<int64_t>(conns_.size());
+    if (show_progress_) std::fputc('\n', stderr);
+    result_.records.assign(std::make_move_iterator(records_.begin()),
+                           std::make_move_iterator(records_.end()));
+    result_.requests.assign(std::make_move_iterator(requests_.begin()),
+                            std::make_move_iterator(requests_.end()));
+    return std::move(result_);
+  }
+
+ private:
+  struct Conn {
+    Conn(asio::any_io_executor ex, const http::Endpoint& ep,
+         const asio::ip::tcp::resolver::results_type& addrs, http::ClientTimeouts t)
+        : http(ex, ep, addrs, t) {}
+    http::HttpConnection http;
+    StreamingResponse response;
+  };
+  struct StreamKey {
+    int64_t instance;
+    int stream;
+    bool operator==(const StreamKey&) const = default;
+  };
+  struct KeyHash {
+    size_t operator()(const StreamKey& k) const {
+      return std::hash<int64_t>()(k.instance * 1000003 + k.stream);
+    }
+  };
+  struct Session {
+    std::unique_ptr<StreamPrompts> prompts;
+    std::string correlation_id;
+  };
+
+  static std::vector<const ReplayTree*> pointers(const std::vector<ReplayTree>& pool) {
+    std::vector<const ReplayTree*> out;
+    for (const auto& t : pool) out.push_back(&t);
+    return out;
+  }
+
+  double seconds_now() const { return static_cast<double>(mono_ns() - result_.origin_ns) / 1e9; }
+
+  const std::string& marker_of(int64_t instance) {
+    auto it = markers_.find(instance);
+    if (it != markers_.end()) return it->second;
+    const TreeInstance& inst = sched_.instance(instance);
+    const ReplayTree& tree = sched_.tree_of(instance);
+    return markers_[instance] = workload::agentic::cache_bust_marker(
+               result_.benchmark_id, inst.recycle_pass, inst.lane, tree.trace_id);
+  }
+
+  Session& session(const Dispatch& d) {
+    StreamKey key{d.instance, d.stream};
+    auto it = sessions_.find(key);
+    if (it != sessions_.end()) return it->second;
+    Session s;
+    s.prompts = std::make_unique<StreamPrompts>(sched_.tree_of(d.instance), d.stream, config_.seed,
+                                                marker_of(d.instance));
+    s.correlation_id = uuid4();
+    return sessions_.emplace(key, std::move(s)).first->second;
+  }
+
+  // The request body: model, the stream's whole history, streaming with usage, the recorded
+  // output length (1 for warmup) with ignore_eos so it is reached.
+  std::string build_body(const Dispatch& d, ReplayRequest& info) {
+    const int64_t t0 = mono_ns();
+    Session& s = session(d);
+    s.prompts->advance_to(d.turn);
+    const ReplayTree& tree = sched_.tree_of(d.instance);
+    const auto& stream = tree.streams[static_cast<size_t>(d.stream)];
+    const auto& turn = stream.turns[static_cast<size_t>(d.turn)];
+    const auto& models = models_[static_cast<size_t>(sched_.instance(d.instance).tree)];
+    std::string body;
+    body.reserve(s.prompts->messages_json().size() + 256);
+    body += "{\"model\":";
+    append_json_string(body, models[static_cast<size_t>(turn.model)]);
+    body += ",\"messages\":";
+    body += s.prompts->messages_json();
+    body += ",\"stream\":true,\"stream_options\":{\"include_usage\":true},";
+    body += config_.legacy_max_tokens ? "\"max_tokens\":" : "\"max_completion_tokens\":";
+    body += std::to_string(d.max_tokens);
+    body += ",\"ignore_eos\":true}";
+    info.trace_id = tree.trace_id;
+    info.session_id = stream.session_id;
+    info.correlation_id = s.correlation_id;
+    info.messages = s.prompts->message_count();
+    info.recorded_in = turn.in;
+    info.recorded_out = turn.out;
+    info.content_tokens = s.prompts->content_tokens();
+    info.theoretical_hit_blocks = turn.theoretical_hit_blocks;
+    info.theoretical_total_blocks = static_cast<int64_t>(turn.hash_ids.size());
+    info.body_bytes = static_cast<int64_t>(body.size());
+    result_.body_bytes_built += info.body_bytes;
+    result_.body_build_seconds += static_cast<double>(mono_ns() - t0) / 1e9;
+    // The session's last turn: its history is not needed any more.
+    if (d.phase != ReplayPhase::kPrimer && d.turn + 1 >= static_cast<int>(stream.turns.size())) {
+      sessions_.erase(StreamKey{d.instance, d.stream});
+    }
+    return body;
+  }
+
+  Conn& acquire_conn() {
+    if (!idle_.empty()) {
+      Conn* c = idle_.back();
+      idle_.pop_back();
+      return *c;
+    }
+    conns_.push_back(
+        std::make_unique<Conn>(io_.get_executor(), config_.endpoint, addresses_, config_.timeouts));
+    return *conns_.back();
+  }
+
+  asio::awaitable<void> one_request(Dispatch d) {
+    const size_t i = static_cast<size_t>(d.id);
+    // Deques: growing them keeps the references other requests in flight hold.
+    if (records_.size() <= i) {
+      records_.resize(i + 1);
+      requests_.resize(i + 1);
+    }
+    ReplayRequest& info = requests_[i];
+    info.dispatch = d;
+    std::string body = build_body(d, info);
+    metrics::RequestRecord& rec = records_[i];
+    rec.index = d.id;
+    rec.input_len = static_cast<int>(info.recorded_in);
+    rec.output_len = static_cast<int>(d.max_tokens);
+    rec.sched_ns = result_.origin_ns + static_cast<int64_t>(d.at * 1e9);
+    rec.content_ns.reserve(static_cast<size_t>(std::min<int64_t>(d.max_tokens, 1 << 16)) + 2);
+    Conn& conn = acquire_conn();
+    in_flight_.push_back(&conn);
+    ++live_;
+    result_.peak_in_flight = std::max(result_.peak_in_flight, live_);
+    const std::string request_id = fmt::format("{}-{}", result_.benchmark_id.substr(0, 8), d.id);
+    for (;;) {
+      const bool reused = conn.http.reused();
+      conn.response.reset(&rec);
+      http::HttpOutcome outcome =
+          co_await conn.http.request(boost::beast::http::verb::post, config_.path, body,
+                                     conn.response, request_id, info.correlation_id);
+      rec.send_ns = outcome.send_ns;
+      if (outcome.ec && !outcome.response_started && !outcome.connect_failed &&
+          !outcome.timed_out() && rec.retries < 1 && !cutting_ && (reused || outcome.reset())) {
+        ++rec.retries;
+        rec.content_ns.clear();
+        continue;
+      }
+      rec.done_ns = mono_ns();
+      if (cutting_ && outcome.ec) {
+        rec.failure = metrics::FailureCause::kCancelled;
+        rec.error = interrupted_ ? "run interrupted" : "cut at the end of the grace period";
+        info.cancelled = true;
+      } else {
+        conn.response.finish(outcome);
+      }
+      break;
+    }
+    std::erase(in_flight_, &conn);
+    --live_;
+    if (conn.http.is_open()) idle_.push_back(&conn);
+    Outcome o = Outcome::kOk;
+    if (info.cancelled) {
+      o = Outcome::kCancelled;
+    } else if (!rec.ok()) {
+      o = metrics::is_context_overflow(rec.error) ? Outcome::kContextOverflow : Outcome::kError;
+    }
+    sched_.complete(d.id, static_cast<double>(rec.done_ns - result_.origin_ns) / 1e9, o);
+    wake_.cancel();
+  }
+
+  void cut(bool interrupted) {
+    if (cutting_) return;
+    cutting_ = true;
+    interrupted_ = interrupted;
+    for (Conn* c : in_flight_) c->http.close();
+  }
+
+  void show_progress(double now) {
+    if (!show_progress_ || now < next_progress_) return;
+    next_progress_ = now + 1.0;
+    const auto p = sched_.progress(now);
+    if (p.warmup) {
+      std::fprintf(stderr, "\ragentic: warmup %lld requests sent, %lld in flight        ",
+                   static_cast<long long>(p.warmup_dispatched), static_cast<long long>(p.in_flight));
+    } else {
+      std::fprintf(stderr,
+                   "\ragentic: lanes busy %d/%d | sessions done %lld | requests %lld/%lld | "
+                   "%.0f/%.0f s   ",
+                   p.lanes_busy, config_.replay.concurrency, static_cast<long long>(p.sessions_done),
+                   static_cast<long long>(p.completed), static_cast<long long>(p.dispatched),
+                   p.elapsed_s, p.duration_s);
+    }
+  }
+
+  asio::awaitable<void> main_loop() {
+    sched_.start(0);
+    while (!sched_.finished() || live_ > 0) {
+      const double now = seconds_now();
+      if (!cutting_) {
+        if (interrupt_requested()) {
+          result_.interrupted = true;
+          cut(true);
+        } else if (config_.deadline_ns > 0 && mono_ns() >= config_.deadline_ns) {
+          result_.interrupted = result_.deadline_hit = true;
+          cut(true);
+        } else if (now >= sched_.hard_stop()) {
+          cut(false);
+        }
+      }
+      if (!cutting_) sched_.update(now);
+      if (!profiling_seen_ && std::isfinite(sched_.profiling_start())) {
+        profiling_seen_ = true;
+        if (config_.on_profiling_start) config_.on_profiling_start();
+      }
+      if (!cutting_ && !sched_.finished()) {
+        for (const Dispatch& d : sched_.poll(now)) asio::co_spawn(io_, one_request(d), asio::detached);
+      }
+      if (sched_.finished() && live_ == 0) break;
+      if (cutting_ && live_ == 0) break;
+      show_progress(now);
+      double wake = std::min(sched_.next_wake(), now + 0.1);  // interrupts, progress
+      if (!cutting_) wake = std::min(wake, sched_.hard_stop());
+      wake_.expires_at(to_steady(result_.origin_ns + static_cast<int64_t>(std::max(wake, now) * 1e9)));
+      boost::system::error_code ec;
+      co_await wake_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    }
+    result_.trees = static_cast<int64_t>(markers_.size());
+  }
+
+  const AgenticRunConfig& config_;
+  const std::vector<ReplayTree>& pool_;
+  asio::ip::tcp::resolver::results_type addresses_;
+  ReplayScheduler sched_;
+  std::vector<std::vector<std::string>> models_;  // per pool tree: recorded model -> served
+  asio::io_context io_{1};
+  asio::steady_timer wake_{io_};
+  std::vector<std::unique_ptr<Conn>> conns_;
+  std::vector<Conn*> idle_, in_flight_;
+  std::unordered_map<StreamKey, Session, KeyHash> sessions_;
+  std::unordered_map<int64_t, std::string> markers_;
+  AgenticRunResult result_;
+  std::deque<metrics::RequestRecord> records_;
+  std::deque<ReplayRequest> requests_;
+  int64_t live_ = 0;
+  bool cutting_ = false, interrupted_ = false;
+  bool profiling_seen_ = false;
+  bool show_progress_ = false;
+  double next_progress_ = 0;
+
+ public:
+  void set_show_progress(bool v) { show_progress_ = v; }
+};
+
+}  // namespace
+
+Expected<AgenticRunResult> run_agentic(const AgenticRunConfig& config,
+                                       const std::vector<ReplayTree>& pool) {
+  if (pool.empty()) return Error{"no traces to replay"};
+  if (config.models.empty()) return Error{"no model to send the replay to"};
+  for (const auto& tree : pool) {
+    if (tree.streams.empty() || tree.streams[0].turns.empty()) {
+      return Error{fmt::format("trace {}: the root conversation has no request", tree.trace_id)};
+    }
+  }
+  if (config.replay.concurrency < 1) {
+    return Error{fmt::format("--concurrency must be at least 1 (got {})", config.replay.concurrency)};
+  }
+  auto addresses = http::resolve(config.endpoint);
+  if (!addresses) return addresses.error();
+  Driver driver(config, pool, *addresses);
+  driver.set_show_progress(config.show_progress && isatty(STDERR_FILENO) != 0);
+  return driver.run();
+}
+
+}  // namespace ib::load::agentic

@@ -1,0 +1,68 @@
+// The agentic-coding scenario (AgentX) as a Workload (workload/workload.h): recorded traces,
+// loaded and turned into replay trees once, and the replay's parameters. A point at concurrency C
+// replays them on C lanes for a duration (load/agentic_run.h); the plan carries the trees, the
+// run loop does the timing.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "workload/agentic_dag.h"
+#include "workload/workload.h"
+
+namespace ib::workload {
+
+/// Replay parameters, defaults as InferenceX runs AgentX (benchmark_lib.sh): 3600 s, 10 warmup
+/// requests per lane, t* in [0.25, 0.75], 300 s per-tree idle cap, seed 42.
+struct AgenticParams {
+  std::vector<std::string> traces;  // files (.json, .jsonl) or folders
+  int64_t max_traces = 0;           // use the first N (InferenceX: --num-dataset-entries); 0: all
+  double duration_s = 3600;         // recorded seconds (divided by time_scale)
+  int warmup_requests_per_lane = 10;
+  double t_star_min = 0.25, t_star_max = 0.75;
+  double trace_idle_cap_s = 300;
+  double system_idle_cap_s = 10;
+  double grace_s = 30;
+  double warmup_grace_s = 1800;
+  double time_scale = 1;  // divides every recorded delay, cap and duration
+  uint64_t seed = 42;
+  bool use_think_time_only = false;
+  bool fast = false;  // the agentx-fast preset: 1200 s, 1 warmup request per lane
+
+  /// Applies the agentx-fast preset (duration 1200 s, 1 warmup request per lane).
+  void apply_fast();
+  /// The error names the parameter, prefixed by `where`.
+  Status validate(const std::string& where = "") const;
+};
+
+/// The submission floor on the recorded duration (AgentX: shorter runs are not valid).
+inline constexpr double kAgenticDurationFloorS = 900;
+
+/// What a replay point needs: the parameters and the trees (shared by every point).
+struct AgenticPlan {
+  AgenticParams params;
+  std::shared_ptr<const std::vector<agentic::ReplayTree>> trees;
+  std::string traces_digest;  // SHA-256 over what the trees were built from
+  std::vector<std::string> notes;
+};
+
+class AgenticWorkload : public Workload {
+ public:
+  /// Loads and checks the traces (errors name the file, request path and field).
+  static Expected<std::shared_ptr<AgenticWorkload>> load(AgenticParams params);
+
+  std::string kind() const override { return "agentic-coding"; }
+  std::string label() const override;
+  boost::json::object canonical(int64_t concurrency) const override;
+  Expected<PointPlan> plan(int64_t concurrency) const override;
+  const AgenticPlan& agentic() const { return *plan_; }
+  /// The same trees replayed with other parameters (`traces` and `max_traces` are kept).
+  std::shared_ptr<AgenticWorkload> with_params(const AgenticParams& params) const;
+
+ private:
+  explicit AgenticWorkload(std::shared_ptr<const AgenticPlan> plan) : plan_(std::move(plan)) {}
+  std::shared_ptr<const AgenticPlan> plan_;
+};
+
+}  // namespace ib::workload
