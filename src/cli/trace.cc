@@ -1,5 +1,6 @@
 // `inferbench trace stats PATH...`: what recorded agentic traces hold (requests, subagents,
-// tokens, theoretical prefix-cache hit), as a table or JSON.
+// tokens, theoretical prefix-cache hit) and the conversations the replay makes of them (sessions
+// by kind, branches, barriers), as a table or JSON.
 #include <fmt/format.h>
 
 #include <boost/json.hpp>
@@ -8,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "report/table.h"
+#include "workload/agentic_dag.h"
 #include "workload/weka_trace.h"
 
 namespace ib::cli {
@@ -19,7 +21,45 @@ struct TraceStatsOptions {
   bool json = false;
 };
 
-boost::json::object stats_json(const workload::TraceStats& s) {
+boost::json::object dag_json(const workload::agentic::DagSummary& d) {
+  return {{"sessions", d.sessions()},
+          {"root", d.root},
+          {"subagent", d.subagent},
+          {"flat", d.flat},
+          {"aux", d.aux},
+          {"aux_reduction", d.aux_reduction},
+          {"worker_group", d.worker_group},
+          {"worker_groups", d.worker_groups},
+          {"branches", d.branches},
+          {"background_branches", d.background_branches},
+          {"flat_branches", d.flat_branches},
+          {"barriers", d.barriers},
+          {"dropped_subagents", d.dropped_subagents}};
+}
+
+void add(workload::agentic::DagSummary& total, const workload::agentic::DagSummary& d) {
+  total.root += d.root;
+  total.subagent += d.subagent;
+  total.flat += d.flat;
+  total.aux += d.aux;
+  total.aux_reduction += d.aux_reduction;
+  total.worker_group += d.worker_group;
+  total.worker_groups += d.worker_groups;
+  total.branches += d.branches;
+  total.background_branches += d.background_branches;
+  total.flat_branches += d.flat_branches;
+  total.barriers += d.barriers;
+  total.dropped_subagents += d.dropped_subagents;
+}
+
+/// One row: what the trace holds and what the replay makes of it.
+struct Row {
+  workload::TraceStats stats;
+  workload::agentic::DagSummary dag;
+};
+
+boost::json::object stats_json(const Row& r) {
+  const workload::TraceStats& s = r.stats;
   return {{"id", s.id},
           {"requests", s.requests},
           {"normal", s.normal},
@@ -29,7 +69,8 @@ boost::json::object stats_json(const workload::TraceStats& s) {
           {"subagents", s.subagents},
           {"input_tokens", s.input_tokens},
           {"output_tokens", s.output_tokens},
-          {"theoretical_prefix_hit_pct", s.theoretical_prefix_hit_pct}};
+          {"theoretical_prefix_hit_pct", s.theoretical_prefix_hit_pct},
+          {"dag", dag_json(r.dag)}};
 }
 
 int run_stats(const TraceStatsOptions& o) {
@@ -39,10 +80,17 @@ int run_stats(const TraceStatsOptions& o) {
     fmt::print(stderr, "inferbench trace stats: {}\n", traces.error().message);
     return kExitUsage;
   }
-  workload::TraceStats total;
+  Row total_row;
+  workload::TraceStats& total = total_row.stats;
   total.id = fmt::format("total ({} traces)", traces->size());
-  std::vector<workload::TraceStats> rows;
+  std::vector<Row> rows;
   for (const auto& t : *traces) {
+    auto tree = workload::agentic::build_replay_tree(t);
+    if (!tree) {
+      fmt::print(stderr, "inferbench trace stats: {}\n", tree.error().message);
+      return kExitUsage;
+    }
+    add(total_row.dag, tree->summary);
     auto s = workload::trace_stats(t);
     total.requests += s.requests;
     total.normal += s.normal;
@@ -54,7 +102,7 @@ int run_stats(const TraceStatsOptions& o) {
     total.output_tokens += s.output_tokens;
     total.hit_blocks += s.hit_blocks;
     total.total_blocks += s.total_blocks;
-    rows.push_back(std::move(s));
+    rows.push_back({std::move(s), tree->summary});
   }
   if (total.total_blocks > 0) {
     total.theoretical_prefix_hit_pct =
@@ -64,7 +112,7 @@ int run_stats(const TraceStatsOptions& o) {
   if (o.json) {
     boost::json::array a;
     for (const auto& s : rows) a.push_back(stats_json(s));
-    boost::json::object out{{"traces", std::move(a)}, {"total", stats_json(total)}};
+    boost::json::object out{{"traces", std::move(a)}, {"total", stats_json(total_row)}};
     text = boost::json::serialize(out) + "\n";
   } else {
     using report::Align;
@@ -75,13 +123,17 @@ int run_stats(const TraceStatsOptions& o) {
                      {"subagents"},
                      {"input tokens"},
                      {"output tokens"},
-                     {"prefix hit % (theoretical)"}});
-    rows.push_back(total);
-    for (const auto& s : rows) {
+                     {"prefix hit % (theoretical)"},
+                     {"sessions"},
+                     {"branches"},
+                     {"background"}});
+    rows.push_back(total_row);
+    for (const auto& [s, d] : rows) {
       t.add_row({s.id, std::to_string(s.requests), std::to_string(s.streaming),
                  std::to_string(s.subagent_requests), std::to_string(s.subagents),
                  std::to_string(s.input_tokens), std::to_string(s.output_tokens),
-                 report::fixed(s.theoretical_prefix_hit_pct, 1)});
+                 report::fixed(s.theoretical_prefix_hit_pct, 1), std::to_string(d.sessions()),
+                 std::to_string(d.branches), std::to_string(d.background_branches)});
     }
     text = t.render();
   }
@@ -95,8 +147,9 @@ RunFn register_trace(CLI::App& root) {
   auto o = std::make_shared<TraceStatsOptions>();
   CLI::App* app = root.add_subcommand("trace", "Recorded agentic traces (Weka format)");
   app->require_subcommand(1);
-  CLI::App* stats = app->add_subcommand(
-      "stats", "Requests, subagents, tokens and theoretical prefix-cache hit of each trace");
+  CLI::App* stats = app->add_subcommand("stats",
+                                        "Requests, subagents, tokens, theoretical prefix-cache hit "
+                                        "and replay sessions of each trace");
   stats->add_option("paths", o->paths, "Trace files (.json), JSONL corpora or folders")->required();
   stats->add_flag("--json", o->json, "Print the statistics as JSON");
   return [o]() { return run_stats(*o); };

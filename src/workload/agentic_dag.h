@@ -129,7 +129,7 @@ struct DagOptions {
 
 /// Builds the conversations of one trace. Error (naming the trace's source) only for a trace the
 /// replay cannot use: a declared system prefix longer than a turn-0 prompt's hash ids, a trace
-/// with no request at all.
+/// with no request at all (or none left: only subagents, all before any parent turn).
 Expected<ReplayTree> build_replay_tree(const WekaTrace& trace, const DagOptions& options = {});
 
 /// Maps each recorded model of `tree` to one of `served` (the --model list): the main model to

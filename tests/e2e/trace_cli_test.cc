@@ -12,6 +12,7 @@ TEST(TraceCli, StatsAsTableAndJson) {
   ASSERT_EQ(table.exit.code, 0) << table.output;
   EXPECT_NE(table.output.find("trace_0014"), std::string::npos) << table.output;
   EXPECT_NE(table.output.find("total (6 traces)"), std::string::npos) << table.output;
+  EXPECT_NE(table.output.find("sessions  branches  background"), std::string::npos) << table.output;
   auto js = run_inferbench({"trace", "stats", kTraces + "/trace_0014.json", "--json"},
                            dir.path() / "j.log");
   ASSERT_EQ(js.exit.code, 0) << js.output;
@@ -23,6 +24,31 @@ TEST(TraceCli, StatsAsTableAndJson) {
   EXPECT_EQ(t.at("requests").as_int64(), 123);
   EXPECT_EQ(t.at("subagents").as_int64(), 1);
   EXPECT_EQ(t.at("input_tokens").as_int64(), 12621267);  // the trace's own totals agree
+  // The conversations of its replay: the root, its subagent and one flattened agent (a session
+  // resumed hours later on the same base prefix), each in a branch; two interval barriers.
+  const auto& dag = t.at("dag").as_object();
+  EXPECT_EQ(dag.at("sessions").as_int64(), 3);
+  EXPECT_EQ(dag.at("root").as_int64(), 1);
+  EXPECT_EQ(dag.at("subagent").as_int64(), 1);
+  EXPECT_EQ(dag.at("flat").as_int64(), 1);
+  EXPECT_EQ(dag.at("aux").as_int64(), 0);
+  EXPECT_EQ(dag.at("aux_reduction").as_int64(), 0);
+  EXPECT_EQ(dag.at("worker_group").as_int64(), 0);
+  EXPECT_EQ(dag.at("branches").as_int64(), 2);
+  EXPECT_EQ(dag.at("background_branches").as_int64(), 0);
+  EXPECT_EQ(dag.at("flat_branches").as_int64(), 1);
+  EXPECT_EQ(dag.at("barriers").as_int64(), 2);
+  EXPECT_EQ(dag.at("dropped_subagents").as_int64(), 0);
+  // All six: 15 sessions (6 roots, 8 subagents, 1 flattened agent), 8 branches, 1 background.
+  auto all = run_inferbench({"trace", "stats", kTraces, "--json"}, dir.path() / "a.log");
+  ASSERT_EQ(all.exit.code, 0) << all.output;
+  auto va = boost::json::parse(all.output, ec);
+  ASSERT_FALSE(ec) << all.output;
+  const auto& total = va.at("total").at("dag").as_object();
+  EXPECT_EQ(total.at("sessions").as_int64(), 15);
+  EXPECT_EQ(total.at("subagent").as_int64(), 8);
+  EXPECT_EQ(total.at("branches").as_int64(), 8);
+  EXPECT_EQ(total.at("background_branches").as_int64(), 1);
   // A path that is not there is a usage error naming it.
   auto bad =
       run_inferbench({"trace", "stats", (dir.path() / "nope").string()}, dir.path() / "b.log");
