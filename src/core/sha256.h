@@ -2,6 +2,7 @@
 // fingerprints are sha256 over canonical JSON, so they match what Python's hashlib computes.
 #pragma once
 
+#include <array>
 #include <string>
 #include <string_view>
 
@@ -14,5 +15,9 @@ namespace ib {
 /// could handle, so such a failure prints the OpenSSL error to stderr and aborts the process
 /// rather than returning an Expected that every fingerprint caller would have to thread through.
 std::string sha256_hex(std::string_view data);
+
+/// The raw 32-byte digest (for seeds drawn from a hash: agentic prompt synthesis). Same failure
+/// behaviour as sha256_hex.
+std::array<unsigned char, 32> sha256_digest(std::string_view data);
 
 }  // namespace ib

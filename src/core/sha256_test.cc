@@ -28,6 +28,14 @@ TEST(Sha256, FipsVectors) {
   for (const auto& c : cases) EXPECT_EQ(sha256_hex(c.input), c.digest) << c.input.substr(0, 20);
 }
 
+TEST(Sha256, RawDigestIsTheHexDigestsBytes) {
+  const auto d = sha256_digest("abc");
+  EXPECT_EQ(d[0], 0xba);
+  EXPECT_EQ(d[1], 0x78);
+  EXPECT_EQ(d[31], 0xad);
+  EXPECT_EQ(sha256_digest("")[0], 0xe3);
+}
+
 TEST(Sha256, BlockBoundaries) {
   // 55, 56 and 64 bytes exercise the one- and two-block padding paths.
   EXPECT_EQ(sha256_hex(std::string(55, 'a')),
