@@ -44,6 +44,7 @@ struct ServeSimOptions {
   std::vector<CLI::Option*> simple_only;
   std::vector<CLI::Option*> roofline_only;
   CLI::Option* timing_model_opt = nullptr;
+  CLI::Option* max_model_len_opt = nullptr;
   CLI::Option* max_num_seqs_opt = nullptr;
   CLI::Option *hardware_opt = nullptr, *model_preset_opt = nullptr, *quantization_opt = nullptr,
               *kv_cache_dtype_opt = nullptr, *tp_opt = nullptr, *ep_opt = nullptr,
@@ -165,11 +166,14 @@ int resolve(ServeSimOptions& o) {
   f.compute_efficiency = given(o.compute_eff_opt, o.compute_efficiency);
   f.memory_efficiency = given(o.memory_eff_opt, o.memory_efficiency);
   f.step_overhead_us = given(o.overhead_opt, o.step_overhead_us);
-  auto config = sim::resolve_engine_config(f, o.args.max_model_len);
+  // Without --max-model-len the roofline model serves its preset's native context (capped to the
+  // KV cache), as InferenceX launches agentic servers with MAX_MODEL_LEN unset.
+  auto config = sim::resolve_engine_config(f, given(o.max_model_len_opt, o.args.max_model_len));
   if (!config) {
     fmt::print(stderr, "inferbench serve-sim: {}\n", config.error().message);
     return kExitUsage;
   }
+  o.args.max_model_len = config->max_model_len;
   o.args.engine = std::move(*config);
   return kExitOk;
 }
@@ -248,10 +252,12 @@ RunFn register_serve_sim(CLI::App& root) {
   app->add_option("--port-file", o->port_file,
                   "Once listening, write the bound port and a newline here (atomically)");
   app->add_option("--model", a.model, "Served model name")->capture_default_str();
-  app->add_option("--max-model-len", a.max_model_len,
-                  "Context length: prompt + output tokens beyond it get 400")
-      ->capture_default_str()
-      ->check(CLI::Range(2, std::numeric_limits<int>::max()));
+  o->max_model_len_opt =
+      app->add_option("--max-model-len", a.max_model_len,
+                      "Context length: prompt + output tokens beyond it get 400 (default: "
+                      "roofline, the model preset's max_context capped to the KV cache; simple, "
+                      "32768)")
+          ->check(CLI::Range(2, std::numeric_limits<int>::max()));
   o->timing_model_opt =
       app->add_option("--timing-model", o->timing_model,
                       "roofline (continuous batching on a hardware/model performance model; the "

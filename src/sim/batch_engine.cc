@@ -138,6 +138,7 @@ EngineStats BatchEngine::stats() const {
   s.prefix_queries = st.prefix_queries;
   s.prefix_hits = st.prefix_hits;
   s.preemptions = st.preemptions;
+  s.kv_evicted_blocks = scheduler_.pool().evictions();
   s.steps = st.steps;
   s.num_gpu_blocks = scheduler_.pool().num_blocks();
   s.block_size = scheduler_.pool().block_size();

@@ -242,7 +242,8 @@ std::string_view to_string(SettingSource source) {
   return "default";
 }
 
-Expected<EngineConfig> resolve_engine_config(const EngineFlags& flags, int max_model_len) {
+Expected<EngineConfig> resolve_engine_config(const EngineFlags& flags,
+                                             std::optional<int> max_model_len) {
   EngineConfig c;
   Resolver r(c);
 
@@ -428,12 +429,31 @@ Expected<EngineConfig> resolve_engine_config(const EngineFlags& flags, int max_m
     r.record("num_gpu_blocks", SettingSource::kDefault);
   }
   const int64_t kv_tokens = static_cast<int64_t>(sc.num_blocks) * sc.block_size;
-  if (max_model_len > kv_tokens) {
-    return Error{fmt::format(
-        "max_model_len {} is larger than the maximum number of tokens that can be stored in "
-        "the KV cache ({}): lower --max-model-len, raise --gpu-memory-utilization or "
-        "--tensor-parallel-size",
-        max_model_len, kv_tokens)};
+  std::string context_line;
+  if (max_model_len) {
+    if (*max_model_len > kv_tokens) {
+      return Error{fmt::format(
+          "max_model_len {} is larger than the maximum number of tokens that can be stored in "
+          "the KV cache ({}): lower --max-model-len, raise --gpu-memory-utilization or "
+          "--tensor-parallel-size",
+          *max_model_len, kv_tokens)};
+    }
+    c.max_model_len = *max_model_len;
+    r.record("max_model_len", SettingSource::kCli);
+    context_line = fmt::format("context: max_model_len {} (--max-model-len)", c.max_model_len);
+  } else if (m.max_context > kv_tokens) {
+    // vLLM refuses to start here; the simulator's default must start, so it serves what fits.
+    c.max_model_len = static_cast<int>(kv_tokens);
+    r.record("max_model_len", SettingSource::kPreset);
+    context_line = fmt::format(
+        "context: max_model_len {} = what the KV cache holds, capped from {}'s max_context {} "
+        "(vLLM would refuse to start; pass --max-model-len to choose)",
+        c.max_model_len, m.name, m.max_context);
+  } else {
+    c.max_model_len = m.max_context;
+    r.record("max_model_len", SettingSource::kPreset);
+    context_line =
+        fmt::format("context: max_model_len {} ({}'s max_context)", c.max_model_len, m.name);
   }
 
   // Decision lines.
@@ -467,6 +487,7 @@ Expected<EngineConfig> resolve_engine_config(const EngineFlags& flags, int max_m
                       gib(static_cast<double>(sc.num_blocks) * block_bytes), c.kv_bytes_per_token,
                       c.kv_cache_dtype, c.gpu_memory_utilization,
                       flags.num_gpu_blocks_override ? " (--num-gpu-blocks-override)" : ""),
+          context_line,
           fmt::format("scheduler: continuous batching, chunked prefill, max_num_seqs {}, "
                       "max_num_batched_tokens {}, prefix caching {}",
                       sc.max_num_seqs, sc.max_num_batched_tokens,

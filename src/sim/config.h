@@ -67,6 +67,7 @@ struct EngineConfig {
   QuickReduceLevel quick_reduce = QuickReduceLevel::kNone;
   bool all_reduce_pinned = false;  // a hardware/checkpoint path fixed the all-reduce settings
   SchedulerConfig scheduler;       // num_blocks, block size, caps, prefix caching
+  int max_model_len = 0;           // context length: --max-model-len, else the preset's (capped)
   PerfSettings perf;               // what the step costs depend on
   double weight_bytes_per_gpu = 0;
   double kv_bytes_per_token = 0;  // per GPU
@@ -76,10 +77,15 @@ struct EngineConfig {
   std::vector<std::string> decisions;
 };
 
-/// Resolves `flags` for a server whose context length is `max_model_len`. Errors name the flag
-/// or environment variable at fault, or explain why the model does not fit (weights larger than
-/// the usable memory, max_model_len larger than the KV cache).
-Expected<EngineConfig> resolve_engine_config(const EngineFlags& flags, int max_model_len);
+/// Resolves `flags` for a server whose context length is `max_model_len` (--max-model-len). When
+/// it is not given, the context length is the model preset's max_context, capped to what the KV
+/// cache holds: agentic replay needs the native context (InferenceX leaves MAX_MODEL_LEN unset),
+/// and where vLLM would refuse to start with a cache too small for it, our default must still
+/// start; a decision line says so. Errors name the flag or environment variable at fault, or
+/// explain why the model does not fit (weights larger than the usable memory, an explicit
+/// max_model_len larger than the KV cache).
+Expected<EngineConfig> resolve_engine_config(const EngineFlags& flags,
+                                             std::optional<int> max_model_len);
 
 /// Memory set aside on each GPU for activations, CUDA graphs and communication buffers before the
 /// KV cache is sized (vLLM measures it by profiling a forward pass; a few GiB for these models).

@@ -153,6 +153,45 @@ TEST(EngineConfig, MaxModelLenMustFitTheKvCache) {
   EXPECT_TRUE(resolve_engine_config(f, 160).ok());
 }
 
+TEST(EngineConfig, WithoutMaxModelLenThePresetsContextIsServed) {
+  ScopedEnv env;
+  // llama-3.1-8b on one H200: 900k tokens of KV cache hold the native 128k context.
+  EngineConfig c = [] {
+    auto r = resolve_engine_config({}, std::nullopt);
+    EXPECT_TRUE(r.ok());
+    return r.ok() ? std::move(*r) : EngineConfig{};
+  }();
+  EXPECT_EQ(c.max_model_len, 131072);
+  EXPECT_EQ(source(c, "max_model_len"), SettingSource::kPreset);
+  EXPECT_TRUE(has_line(c, "context: max_model_len 131072 (llama-3.1-8b's max_context)"));
+
+  // deepseek-r1's 160k context on 8 x H200.
+  EngineFlags d;
+  d.model_preset = "deepseek-r1";
+  d.tensor_parallel_size = 8;
+  auto r = resolve_engine_config(d, std::nullopt);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->max_model_len, 163840);
+
+  // An explicit value is kept as given.
+  EXPECT_EQ(resolve_ok({}, 4096).max_model_len, 4096);
+  EXPECT_EQ(source(resolve_ok({}, 4096), "max_model_len"), SettingSource::kCli);
+}
+
+TEST(EngineConfig, ThePresetsContextIsCappedToTheKvCacheWithALogLine) {
+  ScopedEnv env;
+  EngineFlags f;
+  f.num_gpu_blocks_override = 100;  // 1600 tokens: vLLM would refuse to start with 131072
+  auto c = resolve_engine_config(f, std::nullopt);
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->max_model_len, 1600);
+  EXPECT_TRUE(has_line(*c,
+                       "context: max_model_len 1600 = what the KV cache holds, capped from "
+                       "llama-3.1-8b's max_context 131072"));
+  // An explicit value that does not fit is still an error.
+  EXPECT_FALSE(resolve_engine_config(f, 1601).ok());
+}
+
 TEST(EngineConfig, MoreTensorParallelismLeavesMoreKvCache) {
   ScopedEnv env;
   EngineFlags f;

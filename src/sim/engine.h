@@ -39,7 +39,8 @@ struct EngineStats {
   int64_t prefix_queries = 0;  // prompt tokens looked up in the prefix cache
   int64_t prefix_hits = 0;     // of those, found
   int64_t preemptions = 0;
-  int64_t steps = 0;  // engine iterations run
+  int64_t kv_evicted_blocks = 0;  // cached (reusable) KV blocks evicted to make room
+  int64_t steps = 0;              // engine iterations run
   int num_gpu_blocks = 0;
   int block_size = 0;
 };

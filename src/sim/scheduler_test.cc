@@ -172,6 +172,23 @@ TEST(Scheduler, APrefixCacheHitSkipsThatPrefill) {
   EXPECT_EQ(d.s.stats().prefix_queries, 1024);
 }
 
+TEST(Scheduler, APrefillAfterAHitComputesOnlyTheUncachedTokens) {
+  // The next turn of a conversation extends a 1000-token prompt by 200 tokens: its prefill
+  // computes the 208 tokens after the 62 cached blocks (992 tokens), with those as context.
+  Driver d(config(1000));
+  d.s.add(spec(1000, 1, 3), d.owner(0));
+  d.run();
+  SequenceSpec next = spec(1200, 1, 3);  // the same first 1000 keys
+  d.s.add(std::move(next), d.owner(1));
+  ASSERT_TRUE(d.s.schedule(d.plan));
+  ASSERT_EQ(d.plan.entries.size(), 1u);
+  EXPECT_EQ(d.plan.entries[0].new_tokens, 208);
+  EXPECT_EQ(d.plan.batch.tokens, 208);
+  EXPECT_DOUBLE_EQ(d.plan.batch.pairs_full_prefill, 208.0 * 992 + 208.0 * 209 / 2);
+  EXPECT_DOUBLE_EQ(d.plan.batch.kv_read_full, 1200);
+  EXPECT_EQ(d.s.cached_tokens(d.plan.entries[0].id), 992);
+}
+
 TEST(Scheduler, SharedPrefixesHitPartially) {
   Driver d(config(1000));
   SequenceSpec a = spec(200, 1, 1);

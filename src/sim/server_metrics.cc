@@ -103,6 +103,12 @@ std::string render_metrics(std::string_view model, const EngineStats& engine,
 
   header(out, "vllm:num_preemptions_total", "counter", "Cumulative number of preemptions.");
   sample(out, "vllm:num_preemptions_total", labels, static_cast<double>(engine.preemptions));
+  // vLLM has no eviction counter; under KV pressure (long agentic prompts) evictions are what
+  // turn prefix-cache hits into recomputation, so ours is exported in our own namespace.
+  header(out, "inferbench_sim:kv_cache_evicted_blocks_total", "counter",
+         "Cached KV-cache blocks evicted to make room for new allocations (inferbench-sim).");
+  sample(out, "inferbench_sim:kv_cache_evicted_blocks_total", labels,
+         static_cast<double>(engine.kv_evicted_blocks));
   header(out, "vllm:prefix_cache_queries_total", "counter",
          "Prefix cache queries, in terms of number of queried tokens.");
   sample(out, "vllm:prefix_cache_queries_total", labels,

@@ -31,6 +31,7 @@ TEST(RenderMetrics, VllmNamesTypesAndLabels) {
   engine.prefix_queries = 100;
   engine.prefix_hits = 40;
   engine.preemptions = 7;
+  engine.kv_evicted_blocks = 12;
   ServerMetrics server;
   server.prompt_tokens = 1000;
   server.generation_tokens = 64;
@@ -46,6 +47,8 @@ TEST(RenderMetrics, VllmNamesTypesAndLabels) {
            "vllm:prefix_cache_queries_total{" + labels + "} 100",
            "vllm:prefix_cache_hits_total{" + labels + "} 40",
            "vllm:num_preemptions_total{" + labels + "} 7",
+           "inferbench_sim:kv_cache_evicted_blocks_total{" + labels + "} 12",
+           std::string("# TYPE inferbench_sim:kv_cache_evicted_blocks_total counter"),
            "vllm:prompt_tokens_total{" + labels + "} 1000",
            "vllm:generation_tokens_total{" + labels + "} 64",
            "vllm:request_success_total{" + labels + R"(,finished_reason="length"} 2)",

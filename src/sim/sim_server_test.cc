@@ -435,6 +435,114 @@ TEST(SimServerRoofline, RepeatedPromptHitsThePrefixCache) {
   EXPECT_EQ(metric(m.body, "vllm:prefix_cache_hits_total"), 288);  // 18 full blocks of 16
 }
 
+// `n` distinct words starting with `tag` ("tag0 tag1 ..."), so prompts share no words by accident.
+std::string words(const std::string& tag, int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i) out += (i ? " " : "") + tag + std::to_string(i);
+  return out;
+}
+
+std::string message(const std::string& role, const std::string& content) {
+  return R"({"role":")" + role + R"(","content":")" + content + R"("})";
+}
+
+TEST(SimServerRoofline, MultiTurnChatHitsThePrefixCacheForTheWholePreviousPrompt) {
+  // Agentic replay resends the whole history each turn, with the recorded (pre-canned) reply
+  // rather than what the server generated. The previous prompt, chat template included, is then
+  // a prefix of the next one: its blocks must all be found.
+  SimServerThread sim(roofline_args());
+  TestClient client(sim.port());
+  const std::string system = message("system", words("sys", 100));
+  const std::string user1 = message("user", words("first", 49));
+  const std::string turn1 =
+      R"({"messages":[)" + system + "," + user1 + R"(],"max_tokens":4,"ignore_eos":true})";
+  Response r1 = client.post("/v1/chat/completions", turn1);
+  ASSERT_EQ(r1.status, 200) << r1.body;
+  // 3 (reply header) + 2 x 4 (role markers, end of turn) + 149 words = 160 = 10 full blocks.
+  const int64_t p1 = json::parse(r1.body).at("usage").at("prompt_tokens").as_int64();
+  ASSERT_EQ(p1, 160);
+  Response m1 = client.request(http::verb::get, "/metrics");
+  EXPECT_EQ(metric(m1.body, "vllm:prefix_cache_queries_total"), 160);
+  EXPECT_EQ(metric(m1.body, "vllm:prefix_cache_hits_total"), 0);
+
+  const std::string turn2 = R"({"messages":[)" + system + "," + user1 + "," +
+                            message("assistant", words("recorded", 30)) + "," +
+                            message("user", words("second", 20)) +
+                            R"(],"max_tokens":4,"ignore_eos":true})";
+  Response r2 = client.post("/v1/chat/completions", turn2);
+  ASSERT_EQ(r2.status, 200) << r2.body;
+  const int64_t p2 = json::parse(r2.body).at("usage").at("prompt_tokens").as_int64();
+  EXPECT_EQ(p2, 160 + 2 * 4 + 30 + 20);
+  Response m2 = client.request(http::verb::get, "/metrics");
+  EXPECT_EQ(metric(m2.body, "vllm:prefix_cache_queries_total"), p1 + p2);
+  EXPECT_EQ(metric(m2.body, "vllm:prefix_cache_hits_total"), p1) << "the whole first prompt";
+
+  // A third turn extends the second: its 218 tokens are 13 full blocks (208) plus a partial one
+  // that is recomputed.
+  const std::string turn3 = R"({"messages":[)" + system + "," + user1 + "," +
+                            message("assistant", words("recorded", 30)) + "," +
+                            message("user", words("second", 20)) + "," +
+                            message("assistant", words("again", 5)) + R"(],"max_tokens":2})";
+  Response r3 = client.post("/v1/chat/completions", turn3);
+  ASSERT_EQ(r3.status, 200) << r3.body;
+  Response m3 = client.request(http::verb::get, "/metrics");
+  EXPECT_EQ(metric(m3.body, "vllm:prefix_cache_hits_total"), p1 + 208);
+}
+
+TEST(SimServerRoofline, KvPressureEvictsCachedBlocksAndPreempts) {
+  SimArgs args;
+  args.port = 0;
+  args.max_model_len = 1024;
+  args.timing_model = TimingModelKind::kRoofline;
+  args.time_scale = 20.0;
+  EngineFlags flags;
+  flags.num_gpu_blocks_override = 64;  // 1024 tokens
+  auto config = resolve_engine_config(flags, args.max_model_len);
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  args.engine = std::move(*config);
+  SimServerThread sim(std::move(args));
+
+  // Four concurrent requests of 200 + 300 tokens (32 blocks each) need twice the cache.
+  std::vector<std::unique_ptr<TestClient>> clients;
+  for (int i = 0; i < 4; ++i) {
+    clients.push_back(std::make_unique<TestClient>(sim.port()));
+    const std::string body = R"({"prompt":")" + words("p" + std::to_string(i) + "w", 200) +
+                             R"(","max_tokens":300,"ignore_eos":true,"stream":true})";
+    ASSERT_FALSE(clients.back()->send(http::verb::post, "/v1/completions", body));
+  }
+  for (auto& c : clients) {
+    Response r = c->read();
+    ASSERT_FALSE(r.ec) << r.ec.message();
+    ASSERT_EQ(r.status, 200);
+  }
+  TestClient probe(sim.port());
+  Response m = probe.request(http::verb::get, "/metrics");
+  EXPECT_GT(metric(m.body, "vllm:num_preemptions_total"), 0);
+  EXPECT_GT(metric(m.body, "inferbench_sim:kv_cache_evicted_blocks_total"), 0);
+  EXPECT_EQ(metric(m.body, "vllm:kv_cache_usage_perc"), 0) << "nothing runs any more";
+  EXPECT_NE(m.body.find("# TYPE inferbench_sim:kv_cache_evicted_blocks_total counter"),
+            std::string::npos);
+}
+
+TEST(SimServerLargeBody, AOneMegabyteChatPromptParses) {
+  // An agentic turn carries ~100k-token histories: 150k words are about 1 MB of JSON, well below
+  // the 64 MiB body limit.
+  SimArgs args = fast_args();
+  args.max_model_len = 200000;
+  SimServerThread sim(std::move(args));
+  TestClient client(sim.port());
+  std::string content;
+  content.reserve(150000 * 7);
+  for (int i = 0; i < 150000; ++i) content += "w" + std::to_string(i % 100000) + " ";
+  const std::string body =
+      R"({"messages":[)" + message("user", content) + R"(],"max_tokens":1,"ignore_eos":true})";
+  ASSERT_GT(body.size(), 1000000u);
+  Response r = client.post("/v1/chat/completions", body);
+  ASSERT_FALSE(r.ec) << r.ec.message();
+  ASSERT_EQ(r.status, 200) << r.body.substr(0, 300);
+  EXPECT_EQ(json::parse(r.body).at("usage").at("prompt_tokens").as_int64(), 150000 + 4 + 3);
+}
+
 TEST(SimServerTruthLog, OneLinePerRequestWithEveryTokenSendTime) {
   char path_template[] = "/tmp/ib_truth_XXXXXX";
   const int fd = ::mkstemp(path_template);

@@ -178,6 +178,21 @@ TEST_F(BenchAgainstSim, ServerRejectionIsCountedAsHttpStatusFailure) {
   EXPECT_TRUE(sim.running());  // the server keeps serving after rejecting requests
 }
 
+TEST_F(BenchAgainstSim, TheRooflineDefaultContextIsThePresetsAndModelsReportsIt) {
+  // Agentic replay needs the model's native context: without --max-model-len the roofline
+  // server serves llama-3.1-8b's 131072 tokens (its KV cache on one H200 holds them).
+  SimServer sim(dir.path());
+  ASSERT_TRUE(sim.running());
+  auto r = http::http_get(sim.endpoint(), "/v1/models", std::chrono::seconds(5));
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  auto v = boost::json::parse(r->body);
+  EXPECT_EQ(v.at("data").at(0).at("max_model_len").as_int64(), 131072);
+  EXPECT_NE(sim.log().find("context: max_model_len 131072 (llama-3.1-8b's max_context)"),
+            std::string::npos)
+      << sim.log();
+  EXPECT_NE(sim.log().find("max_model_len=131072"), std::string::npos);
+}
+
 TEST_F(BenchAgainstSim, BadOptionsExitTwoWithTheOptionNamed) {
   auto r = run_inferbench({"bench", "--endpoint", "http://127.0.0.1:1", "--isl", "0"},
                           dir.path() / "a.log");
