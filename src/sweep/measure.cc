@@ -8,6 +8,7 @@
 #include "metrics/aggregate.h"
 #include "metrics/result.h"
 #include "sweep/config_run.h"
+#include "workload/agentic_workload.h"
 
 namespace ib::sweep {
 
