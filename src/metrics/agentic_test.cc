@@ -153,10 +153,14 @@ TEST(AgenticMetrics, TheoreticalPrefixCacheHitOverSuccessfulProfilingRequests) {
   std::vector<RequestRecord> records = {ok(kS, 10, 100, 5), ok(kS, 10, 100, 5),
                                         failed("HTTP 500: x"), ok(kS, 10, 100, 5)};
   std::vector<AgenticRequestInfo> info(4);
-  info[0].theoretical_hit_blocks = 3, info[0].theoretical_total_blocks = 4;
-  info[1].theoretical_hit_blocks = 1, info[1].theoretical_total_blocks = 4;
-  info[2].theoretical_hit_blocks = 10, info[2].theoretical_total_blocks = 10;  // failed
-  info[3].theoretical_hit_blocks = 9, info[3].theoretical_total_blocks = 9;
+  info[0].theoretical_hit_blocks = 3;
+  info[0].theoretical_total_blocks = 4;
+  info[1].theoretical_hit_blocks = 1;
+  info[1].theoretical_total_blocks = 4;
+  info[2].theoretical_hit_blocks = 10;  // failed
+  info[2].theoretical_total_blocks = 10;
+  info[3].theoretical_hit_blocks = 9;
+  info[3].theoretical_total_blocks = 9;
   info[3].profiling = false;  // warmup
   const AgenticMetrics m = compute(records, info);
   ASSERT_TRUE(m.theoretical_cache_hit_pct);
