@@ -203,6 +203,21 @@ Expected<BenchReport> run_agentic_bench(const BenchSpec& spec, const workload::P
     server_cache["error"] = !before.ok ? before.error : after.error;
   }
   agentic["server_prefix_cache"] = std::move(server_cache);
+  if (p.time_scale != 1) {
+    // A time-scaled replay against a server scaled the same way (serve-sim --time-scale K):
+    // its latencies are K times shorter and its rates K times higher than at recorded speed.
+    const double k = p.time_scale;
+    const metrics::AgenticMetrics& m = report.agentic_metrics;
+    agentic["at_recorded_speed"] = json::object{
+        {"assumes", fmt::format("the server ran {:g}x faster too (serve-sim --time-scale {:g})", k, k)},
+        {"e2e_norm_intvty_p50", m.e2e_norm_intvty.p50 / k},
+        {"e2e_norm_intvty_p90", m.e2e_norm_intvty.p90 / k},
+        {"intvty_p50", m.intvty.p50 / k},
+        {"output_tps_per_gpu", m.output_tps_per_gpu / k},
+        {"total_tps_per_gpu", m.total_tps_per_gpu / k},
+        {"median_ttft_ms", m.ttft_s.p50 * 1000 * k},
+        {"median_e2el_ms", m.e2el_s.p50 * 1000 * k}};
+  }
   json::object replay;
   replay["benchmark_id"] = run->benchmark_id;
   replay["lanes"] = plan.shape.concurrency;
@@ -294,6 +309,16 @@ std::string format_agentic_summary(const BenchReport& report, const BenchSpec& s
        sc.at("hit_rate_pct").is_number() ? f2(sc.at("hit_rate_pct").to_number<double>()) : "-");
   if (a.token_overhead.count > 0) {
     line("Prompt tokens − recorded in (mean):", f2(a.token_overhead.mean));
+  }
+  if (const auto* rs = report.json.at("agentic").as_object().if_contains("at_recorded_speed")) {
+    const auto& o = rs->as_object();
+    s += fmt::format("{:-^58}\n", " At recorded speed (time scale undone) ");
+    line("E2E-normalized interactivity P50 / P90:",
+         fmt::format("{:.1f} / {:.1f}", o.at("e2e_norm_intvty_p50").to_number<double>(),
+                     o.at("e2e_norm_intvty_p90").to_number<double>()));
+    line("Output throughput per GPU (tok/s/gpu):",
+         f2(o.at("output_tps_per_gpu").to_number<double>()));
+    line("Median TTFT (ms):", f2(o.at("median_ttft_ms").to_number<double>()));
   }
   s += fmt::format("{:=^58}\n", "");
   if (report.agentic_invalid.empty()) {

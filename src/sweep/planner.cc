@@ -24,6 +24,21 @@ size_t SweepPlanned::points() const {
 
 namespace {
 
+std::string agentic_needs_traces(const RecipeRow& row) {
+  return fmt::format(
+      "{}: agentic-coding rows need traces to replay: --traces PATH or workload.traces in the "
+      "recipe (Weka trace files, .jsonl corpora or folders; InferenceX replays "
+      "semianalysisai/cc-traces-weka-062126)",
+      row.config_key);
+}
+
+bool has_recipe_traces(const RecipeRow& row,
+                       const std::map<std::string, const recipe::ConfigEntry*>& entries) {
+  auto e = entries.find(row.config_key);
+  return e != entries.end() && e->second && e->second->workload &&
+         !e->second->workload->traces.empty();
+}
+
 // agentic-coding: the traces are loaded and turned into trees once per set of paths, whatever
 // the number of rows that replay them.
 Expected<std::shared_ptr<const workload::Workload>> agentic_workload_for_row(
@@ -31,13 +46,7 @@ Expected<std::shared_ptr<const workload::Workload>> agentic_workload_for_row(
   workload::AgenticParams p;
   const recipe::WorkloadSpec* w = entry && entry->workload ? &*entry->workload : nullptr;
   p.traces = !ov.traces.empty() ? ov.traces : (w ? w->traces : std::vector<std::string>{});
-  if (p.traces.empty()) {
-    return Error{fmt::format(
-        "{}: agentic-coding rows need traces to replay: --traces PATH or workload.traces in the "
-        "recipe (Weka trace files, .jsonl corpora or folders; InferenceX replays "
-        "semianalysisai/cc-traces-weka-062126)",
-        row.config_key)};
-  }
+  if (p.traces.empty()) return Error{agentic_needs_traces(row)};
   if (row.fields.contains("duration") && row.fields.at("duration").is_number()) {
     p.duration_s = row.fields.at("duration").to_number<double>();
   }
@@ -142,6 +151,9 @@ Expected<std::vector<ConfigPlan>> group_configs(
         c.unsupported =
             "multi-node agentic-coding rows (disaggregated prefill/decode with AgentX) are not "
             "run by the sweep yet";
+      } else if (row.scenario == "agentic-coding" && o.workload.traces.empty() &&
+                 !has_recipe_traces(row, entries)) {
+        c.unsupported = agentic_needs_traces(row);
       } else if (row.multinode && c.launcher != "endpoint") {
         c.unsupported =
             "multi-node rows need a multi-node launch (prefill and decode workers), which the "

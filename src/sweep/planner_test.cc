@@ -128,7 +128,8 @@ TEST(Planner, WhatCannotRunIsKnownBeforeAnythingStarts) {
   auto configs = group_configs(agentic, l.by_key, PlanOptions{});
   ASSERT_TRUE(configs.ok());
   ASSERT_EQ(configs->size(), 1u);
-  EXPECT_NE((*configs)[0].unsupported.find("agentic-coding rows are not run by the sweep yet"),
+  // Agentic rows without traces to replay (neither --traces nor workload.traces).
+  EXPECT_NE((*configs)[0].unsupported.find("agentic-coding rows need traces to replay"),
             std::string::npos);
   EXPECT_FALSE((*configs)[0].workload);
 }

@@ -80,7 +80,7 @@ TEST_F(AgenticAgainstSim, BenchReplaysTracesWithExactPromptsAndPrefixStructure) 
   EXPECT_GT(ok, 0);
   EXPECT_EQ(static_cast<int64_t>(lines.size()), num(j, "num_prompts"));
   // The overhead the result reports is that template and marker.
-  const auto& drift = a.at("token_overhead").as_object();
+  const auto& drift = a.at("prompt_token_overhead").as_object();
   EXPECT_GT(drift.at("mean").to_number<double>(), 4);
 
   // The server's own prefix-cache hit rate over the profiling phase follows the traces' block
@@ -88,7 +88,7 @@ TEST_F(AgenticAgainstSim, BenchReplaysTracesWithExactPromptsAndPrefixStructure) 
   const auto& sc = a.at("server_prefix_cache").as_object();
   ASSERT_TRUE(sc.at("hit_rate_pct").is_number()) << boost::json::serialize(sc);
   const double server = sc.at("hit_rate_pct").to_number<double>();
-  const double theoretical = a.at("theoretical_cache_hit_pct").to_number<double>();
+  const double theoretical = a.at("theoretical_prefix_cache_hit_pct").to_number<double>();
   EXPECT_GT(theoretical, 50);
   EXPECT_NEAR(server, theoretical, 10) << "server " << server << " theoretical " << theoretical;
 }
@@ -131,7 +131,7 @@ TEST_F(AgenticAgainstSim, SweepRunsAgenticRowsAndStoresThemAsInvalidWhenScaled) 
          "  model-prefix: llama8b\n"
          "  precision: bf16\n"
          "  framework: serve-sim\n"
-         "  runner: local\n"
+         "  runner: cluster:local\n"
          "  multinode: false\n"
          "  serve:\n"
          "    command: [inferbench, serve-sim, --model, \"{served-model}\", --host, \"{host}\",\n"

@@ -505,7 +505,7 @@ TEST(Sweep, RowsTheSweepCannotRunYetFailBeforeAnyServerStarts) {
   auto r =
       run_inferbench(sweep_args(dir, recipe, {"--keys", "sim-slow"}), dir.path() / "sweep.log");
   EXPECT_EQ(r.exit.code, 1) << r.output;
-  EXPECT_NE(r.output.find("agentic-coding rows are not run by the sweep yet"), std::string::npos)
+  EXPECT_NE(r.output.find("agentic-coding rows need traces to replay"), std::string::npos)
       << r.output;
   store::Store db = open_db(dir.path() / "runs" / "inferbench.db");
   auto run = db.list_runs()->front();
