@@ -102,6 +102,9 @@ class Driver {
     result_.peak_rss_kib = peak_rss_kib();
     result_.aborted = sched_.aborted();
     result_.abort_reason = sched_.abort_reason();
+    if (result_.aborted && !first_root_primer_error_.empty()) {
+      result_.abort_reason += ": " + first_root_primer_error_;
+    }
     result_.notes = sched_.notes();
     const auto prog = sched_.progress(seconds_now());
     result_.trees_done = prog.trees_done;
@@ -265,6 +268,9 @@ class Driver {
     std::erase(in_flight_, &conn);
     --live_;
     if (conn.http.is_open()) idle_.push_back(&conn);
+    if (d.phase == ReplayPhase::kPrimer && d.stream == 0 && !rec.ok() && first_root_primer_error_.empty()) {
+      first_root_primer_error_ = rec.error.empty() ? std::string(metrics::failure_cause_name(rec.failure)) : rec.error;
+    }
     Outcome o = Outcome::kOk;
     if (info.cancelled) {
       o = Outcome::kCancelled;
@@ -351,6 +357,7 @@ class Driver {
   int64_t live_ = 0;
   bool cutting_ = false, interrupted_ = false;
   bool profiling_seen_ = false;
+  std::string first_root_primer_error_;
   bool show_progress_ = false;
   double next_progress_ = 0;
 

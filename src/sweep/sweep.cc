@@ -8,6 +8,7 @@
 
 #include "core/command.h"
 #include "core/interrupt.h"
+#include "core/strings.h"
 #include "govern/labels.h"
 #include "recipe/matrix.h"
 #include "recipe/recipe.h"
@@ -186,7 +187,16 @@ Expected<SweepOutcome> run_sweep(const SweepOptions& o, std::FILE* table_out) {
   govern::Labels labels;
   labels.primary = "non-canary-full-sweep-enabled";
   if (!o.labels.empty()) {
-    auto parsed = govern::parse_labels(o.labels);
+    // Modifiers alone (`--labels agentx-fast`) keep the default primary label.
+    std::vector<std::string> given = o.labels;
+    bool has_primary = false;
+    for (const auto& l : given) {
+      for (const auto& part : split(l, ',')) {
+        for (const auto& p : govern::primary_labels()) has_primary |= trim(part) == p;
+      }
+    }
+    if (!has_primary) given.insert(given.begin(), labels.primary);
+    auto parsed = govern::parse_labels(given);
     if (!parsed) return parsed.error();
     labels = *parsed;
   }
