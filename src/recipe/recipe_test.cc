@@ -461,3 +461,34 @@ TEST(RecipeMergeKeys, MergedFieldsAreStillValidated) {
 
 }  // namespace
 }  // namespace ib::recipe
+
+namespace ib::recipe {
+namespace {
+
+TEST(RecipeLoad, AgenticWorkloadKeys) {
+  std::vector<ConfigEntry> entries;
+  std::vector<Diagnostic> d;
+  const std::string text = single_node(
+      "{ tp: 4, conc-list: [2] }",
+      "  workload: { traces: [traces, /abs/corpus.jsonl], max-traces: 5, duration: 1200,\n"
+      "              warmup-requests-per-lane: 1, time-scale: 50 }\n");
+  parse_master_config(text, "recipes/r.yaml", &entries, &d);
+  ASSERT_TRUE(d.empty()) << join_diagnostics(d);
+  const WorkloadSpec& w = *entries[0].workload;
+  // Relative trace paths are taken from the recipe's folder.
+  EXPECT_EQ(w.traces, (std::vector<std::string>{"recipes/traces", "/abs/corpus.jsonl"}));
+  EXPECT_EQ(*w.max_traces, 5);
+  EXPECT_DOUBLE_EQ(*w.duration, 1200);
+  EXPECT_EQ(*w.warmup_requests_per_lane, 1);
+  EXPECT_DOUBLE_EQ(*w.time_scale, 50);
+
+  const std::string bad =
+      single_node("{ tp: 4, conc-list: [2] }", "  workload: { time-scale: 0 }\n");
+  std::string all = join_diagnostics(parse(bad));
+  EXPECT_NE(all.find("k1.workload.time-scale: expected a positive number, got 0"),
+            std::string::npos)
+      << all;
+}
+
+}  // namespace
+}  // namespace ib::recipe

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "sweep/server_spec.h"
 #include "workload/fixed_seq_len.h"
 
 namespace ib::sweep {
@@ -184,6 +185,33 @@ TEST(Planner, BadWorkloadBlockNamesFileLineAndField) {
   ASSERT_FALSE(e.ok());
   EXPECT_NE(e.error().message.find("a.workload.warmup-per-conc: unknown field"), std::string::npos)
       << e.error().message;
+}
+
+}  // namespace
+}  // namespace ib::sweep
+
+namespace ib::sweep {
+namespace {
+
+TEST(ServerSpec, APlaceholderTheRowHasNoValueForIsAnError) {
+  recipe::RecipeRow row;
+  row.config_key = "k";
+  row.scenario = "agentic-coding";
+  row.fields = boost::json::parse(
+                   R"({"model":"m","tp":2,"kv-offloading":"dram","total-cpu-dram-gb":512,)"
+                   R"("serve":{"command":["srv","--ctx","{max-model-len}","--port","{port}",)"
+                   R"("--offload","{kv-offloading}","--dram","{total-cpu-dram-gb}"]}})")
+                   .as_object();
+  auto spec = server_spec_for_row(row, {}, "/usr/bin/inferbench");
+  ASSERT_FALSE(spec.ok());
+  EXPECT_NE(spec.error().message.find("{max-model-len}, which agentic-coding rows do not have"),
+            std::string::npos)
+      << spec.error().message;
+  row.fields["serve"].as_object()["command"].as_array()[2] = "{tp}";
+  spec = server_spec_for_row(row, {}, "/usr/bin/inferbench");
+  ASSERT_TRUE(spec.ok()) << spec.error().message;
+  EXPECT_EQ(spec->argv, (std::vector<std::string>{"srv", "--ctx", "2", "--port", "{port}",
+                                                  "--offload", "dram", "--dram", "512"}));
 }
 
 }  // namespace

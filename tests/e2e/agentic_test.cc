@@ -146,8 +146,9 @@ TEST_F(AgenticAgainstSim, SweepRunsAgenticRowsAndStoresThemAsInvalidWhenScaled) 
          "    - search-space:\n"
          "      - { tp: 1, kv-offloading: none, conc-list: [1, 2] }\n";
   }
+  // A modifier label alone keeps the default primary label.
   auto r = run_inferbench({"sweep", recipe.string(), "--runs-dir", (dir.path() / "runs").string(),
-                           "--json"},
+                           "--labels", "agentx-fast", "--json"},
                           dir.path() / "sweep.log", std::chrono::seconds(180));
   ASSERT_FALSE(r.timed_out) << r.output;
   boost::system::error_code ec;
