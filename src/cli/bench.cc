@@ -37,6 +37,7 @@ struct BenchOptions {
   workload::AgenticParams agentic;
   bool agentx_fast = false;
   CLI::Option* seed_option = nullptr;
+  CLI::Option* concurrency_option = nullptr;
   CLI::Option* warmup_per_lane_option = nullptr;
 };
 
@@ -124,6 +125,16 @@ int run_agentic(BenchOptions& o) {
     const int per_lane = p.warmup_requests_per_lane;
     p.apply_fast();
     if (o.warmup_per_lane_option->count() > 0) p.warmup_requests_per_lane = per_lane;
+  }
+  if (o.concurrency_option->count() > 0 && o.spec.shape.concurrency < 1) {
+    fmt::print(stderr, "inferbench bench: --concurrency (lanes) must be at least 1 (got {})\n",
+               o.spec.shape.concurrency);
+    return kExitUsage;
+  }
+  if (o.spec.shape.duration_s < 0 || !std::isfinite(o.spec.shape.duration_s)) {
+    fmt::print(stderr, "inferbench bench: --duration must be a positive number of seconds (got {})\n",
+               o.spec.shape.duration_s);
+    return kExitUsage;
   }
   if (o.spec.shape.duration_s > 0) p.duration_s = o.spec.shape.duration_s;
   p.seed = o.seed_option->count() > 0 ? o.spec.workload.seed : 42;
@@ -290,7 +301,7 @@ RunFn register_bench(CLI::App& root) {
       ->capture_default_str();
   app->add_option("--num-prompts", o->spec.workload.num_prompts, "Measured requests")
       ->capture_default_str();
-  app->add_option("--concurrency,--max-concurrency", o->spec.shape.concurrency,
+  o->concurrency_option = app->add_option("--concurrency,--max-concurrency", o->spec.shape.concurrency,
                   "Closed loop: concurrent requests (default 1). Open loop: cap on requests in "
                   "flight (default: none)");
   app->add_option("--request-rate", o->request_rate,
@@ -342,21 +353,21 @@ RunFn register_bench(CLI::App& root) {
   app->add_option("--traces", o->agentic.traces,
                   "agentic: Weka traces to replay (files, .jsonl corpora or folders)");
   app->add_option("--max-traces", o->agentic.max_traces, "agentic: replay the first N traces only")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   o->warmup_per_lane_option =
       app->add_option("--warmup-requests-per-lane", o->agentic.warmup_requests_per_lane,
                       "agentic: cache-pressure warmup requests per lane after the primers")
           ->capture_default_str()
-          ->check(CLI::NonNegativeNumber);
+          ->check(non_negative_number());
   app->add_option("--time-scale", o->agentic.time_scale,
                   "agentic: divide every recorded delay, cap and duration by K (pair with "
                   "serve-sim --time-scale K; not submission-valid)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   app->add_option("--trace-idle-cap", o->agentic.trace_idle_cap_s,
                   "agentic: per-tree idle cap in recorded seconds (0 = off)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number());
   app->add_option("--t-star-min", o->agentic.t_star_min,
                   "agentic: lanes start at t* in [min, max] of their trace's span")
       ->capture_default_str()
@@ -367,7 +378,7 @@ RunFn register_bench(CLI::App& root) {
   app->add_option("--grace", o->agentic.grace_s,
                   "agentic: recorded seconds in-flight requests may finish after the duration")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number());
   app->add_flag("--agentx-fast", o->agentx_fast,
                 "agentic: InferenceX's fast mode (1200 s, 1 warmup request per lane)");
   app->add_option("--output", o->output, "Write the result JSON here");

@@ -24,6 +24,35 @@ RunFn register_verify(CLI::App& root);
 RunFn register_changelog(CLI::App& root);
 RunFn register_trace(CLI::App& root);
 
+/// Option checks with plain messages ("--time-scale: must be a positive number, got 0"), instead
+/// of CLI11's PositiveNumber, whose message prints the largest double as the upper bound.
+inline CLI::Validator positive_number() {
+  return CLI::Validator(
+      [](std::string& v) -> std::string {
+        try {
+          size_t used = 0;
+          const double d = std::stod(v, &used);
+          if (used == v.size() && d > 0) return "";
+        } catch (const std::exception&) {
+        }
+        return "must be a positive number, got " + v;
+      },
+      "POSITIVE");
+}
+inline CLI::Validator non_negative_number() {
+  return CLI::Validator(
+      [](std::string& v) -> std::string {
+        try {
+          size_t used = 0;
+          const double d = std::stod(v, &used);
+          if (used == v.size() && d >= 0) return "";
+        } catch (const std::exception&) {
+        }
+        return "must be zero or a positive number, got " + v;
+      },
+      "NON-NEGATIVE");
+}
+
 /// Where recipes live when a command is not told: recipes/ and examples/recipes/.
 std::vector<std::string> default_recipe_paths();
 

@@ -182,44 +182,44 @@ RunFn register_sweep(CLI::App& root) {
   app->add_option("--prompts-per-conc", c->prompts_per_conc,
                   "Requests per point = max(min-prompts, this x conc) (default: the recipe's "
                   "workload block, else 10)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   app->add_option("--min-prompts", c->min_prompts,
                   "Least requests per point (default: the recipe's, else 1)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   app->add_option("--warmups-per-conc", c->warmups_per_conc,
                   "Warmup requests = this x conc (default: the recipe's, else 2)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number());
   app->add_option("--range-ratio", c->range_ratio,
                   "Prompt and output lengths uniform in [ratio x L, L] (default: the recipe's, "
                   "else 0.8)")
       ->check(CLI::Range(1e-9, 1.0));
   app->add_option("--seed", c->seed, "Prompt seed (default: the recipe's, else 0)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number());
   app->add_option("--api", c->api, "completions | chat")->capture_default_str();
   app->add_option("--traces", c->traces,
                   "agentic-coding rows: Weka traces to replay (files, .jsonl corpora, folders; "
                   "default: the recipe's workload.traces)");
   app->add_option("--max-traces", c->max_traces, "agentic-coding: replay the first N traces only")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   app->add_option("--warmup-requests-per-lane", c->warmup_requests_per_lane,
                   "agentic-coding: cache-pressure warmup requests per lane (default 10; "
                   "agentx-fast 1)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number());
   app->add_option("--agentic-duration", c->agentic_duration,
                   "agentic-coding: recorded seconds to replay (default: the row's, 3600; "
                   "agentx-fast 1200)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   app->add_option("--time-scale", c->time_scale,
                   "agentic-coding: divide every recorded delay, cap and duration by K (for "
                   "serve-sim --time-scale K; such points are not submission-valid)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   app->add_option("--point-timeout", o.point_timeout_s, "Seconds before a point is cut short")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   app->add_option("--startup-timeout", o.startup_timeout_s,
                   "Seconds to wait for a server to be healthy")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   app->add_flag("--fail-fast", o.fail_fast, "A failure stops the rest of its group");
   app->add_flag("--no-expect", c->no_expect,
                 "Do not check the recipes' expect blocks (e.g. against an endpoint, whose log "

@@ -69,7 +69,14 @@ Expected<std::shared_ptr<const workload::Workload>> agentic_workload_for_row(
   auto it = loaded.find(key);
   if (it == loaded.end()) {
     auto wl = workload::AgenticWorkload::load(p);
-    if (!wl) return Error{fmt::format("{}: {}", row.config_key, wl.error().message)};
+    if (!wl) {
+      // Name where the traces were given: the option, or the recipe's field.
+      const std::string where =
+          !ov.traces.empty() ? std::string("--traces")
+                             : fmt::format("{}:{}: {}.workload.traces", entry ? entry->file : "",
+                                           entry ? entry->line : 0, row.config_key);
+      return Error{fmt::format("{}: {}", where, wl.error().message)};
+    }
     it = loaded.emplace(key, std::move(*wl)).first;
   }
   return std::shared_ptr<const workload::Workload>(it->second->with_params(p));
