@@ -4,6 +4,7 @@
 #   A. end-to-end throughput: content events/s and client CPU at 1,000 streams
 #   B. memory: resident KiB per in-flight stream at 10,000 streams
 #   C. timing fidelity: client TTFT/ITL against serve-sim's --truth-log at 1,000 streams
+#   D. agentic replay: client CPU, memory and body bytes/s per lane on 100k-token prompts
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-build/src/inferbench}
@@ -44,3 +45,15 @@ start_sim --max-running 2000 --decode-base-ms 20 --decode-per-running-ms 0 --tru
   --threads 1 --output "$tmp/c.json" --details "$tmp/c.jsonl" >/dev/null || true
 stop_sim
 python3 bench/fidelity.py "$tmp/c.json" "$tmp/c.jsonl" "$tmp/truth.jsonl"
+
+echo "== D. agentic replay (AgentX, 6 traces up to 158k-token prompts, 16 lanes, time-scaled 100x on both sides)"
+rm -f "$tmp/port"
+"$BIN" serve-sim --port 0 --port-file "$tmp/port" --hardware B200 --model-preset minimax-m2 --tp 2 \
+  --time-scale 100 >"$tmp/sim.log" 2>&1 &
+sim_pid=$!
+for _ in $(seq 200); do [ -s "$tmp/port" ] && break; sleep 0.05; done
+url="http://127.0.0.1:$(cat "$tmp/port")"
+"$BIN" bench --workload agentic --endpoint "$url" --traces tests/data/agentx-traces --concurrency 16 \
+  --agentx-fast --time-scale 100 --num-gpus 2 --output "$tmp/d.json" >/dev/null || true
+field "$tmp/d.json" '"requests %d (warmup %d)  body bytes built %.1f MB at %.0f MB/s  client CPU %.2f s (%.3f s per lane, %.0f%% of one core)  peak RSS %d KiB (%d KiB per lane)  server prefix hit %.1f%% vs theoretical %.1f%%" % (j["num_prompts"], j["num_warmups"], j["client"]["body_bytes_built"]/1e6, j["client"]["body_bytes_per_s"]/1e6, j["client"]["cpu_seconds"], j["client"]["cpu_seconds_per_lane"], 100*j["client"]["cpu_utilization"], j["client"]["peak_rss_kib"], j["client"]["peak_rss_kib_per_lane"], j["agentic"]["server_prefix_cache"]["hit_rate_pct"] or 0, j["agentic"]["theoretical_prefix_cache_hit_pct"] or 0)'
+stop_sim
