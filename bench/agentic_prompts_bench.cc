@@ -1,14 +1,14 @@
 // Agentic prompt synthesis (workload/agentic_prompts.h) on the recorded trace_0014: the request
 // bodies (message arrays) of its 121 top-level turns, up to 157,760 tokens each, built as a
 // replay builds them (turn after turn, each extending the last) and as a warmup primer does (one
-// jump, here to the largest turn). The trace's top-level requests are taken as one stream by hand,
-// so this needs no DAG builder. Figures per pass: turns, body bytes built, and the peak RSS of the
+// jump, here to the largest turn), on the root conversation the DAG builder makes. Figures per pass: turns, body bytes built, and the peak RSS of the
 // process; bytes_per_second is the build rate. These print numbers; they never pass or fail.
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>
 
 #include <string>
 
+#include "workload/agentic_dag.h"
 #include "workload/agentic_prompts.h"
 #include "workload/weka_trace.h"
 
@@ -17,30 +17,12 @@ namespace {
 using namespace ib::workload;
 using namespace ib::workload::agentic;
 
+// trace_0014 as the replay sees it: its conversations from the DAG builder (stream 0 is the root).
 ReplayTree trace_0014() {
   auto traces = load_weka_traces({INFERBENCH_TEST_DATA "/agentx-traces/trace_0014.json"});
   if (!traces) return {};
-  const WekaTrace& w = traces->front();
-  ReplayTree tree;
-  tree.trace_id = w.id;
-  tree.block_size = w.block_size;
-  tree.global_scope = w.hash_id_scope == "global";
-  Stream s;
-  s.session_id = w.id;
-  s.tool_tokens = w.tool_tokens;
-  s.system_tokens = w.system_tokens;
-  for (const auto& e : w.entries) {
-    if (!e.request) continue;
-    Turn t;
-    t.t = e.request->t;
-    t.api_time = e.request->api_time;
-    t.in = e.request->in;
-    t.out = e.request->out;
-    t.hash_ids = e.request->hash_ids;
-    s.turns.push_back(std::move(t));
-  }
-  tree.streams.push_back(std::move(s));
-  return tree;
+  auto tree = build_replay_tree(traces->front());
+  return tree ? std::move(*tree) : ReplayTree{};
 }
 
 double peak_rss_mib() {

@@ -103,7 +103,8 @@ int write_outputs(const BenchOptions& o, const load::BenchReport& report) {
   if (!o.details.empty()) {
     std::string lines;
     for (size_t i = 0; i < report.run.measured.size(); ++i) {
-      boost::json::object line = metrics::record_to_json(report.run.measured[i], report.run.origin_ns);
+      boost::json::object line =
+          metrics::record_to_json(report.run.measured[i], report.run.origin_ns);
       if (i < report.record_extras.size()) {
         for (const auto& kv : report.record_extras[i]) line[kv.key()] = kv.value();
       }
@@ -132,15 +133,17 @@ int run_agentic(BenchOptions& o) {
     return kExitUsage;
   }
   if (o.spec.shape.duration_s < 0 || !std::isfinite(o.spec.shape.duration_s)) {
-    fmt::print(stderr, "inferbench bench: --duration must be a positive number of seconds (got {})\n",
+    fmt::print(stderr,
+               "inferbench bench: --duration must be a positive number of seconds (got {})\n",
                o.spec.shape.duration_s);
     return kExitUsage;
   }
   if (o.spec.shape.duration_s > 0) p.duration_s = o.spec.shape.duration_s;
   p.seed = o.seed_option->count() > 0 ? o.spec.workload.seed : 42;
   if (o.request_rate != 0) {
-    fmt::print(stderr, "inferbench bench: --request-rate does not apply to --workload agentic "
-                       "(the traces' own timing drives it; --concurrency sets the lanes)\n");
+    fmt::print(stderr,
+               "inferbench bench: --request-rate does not apply to --workload agentic "
+               "(the traces' own timing drives it; --concurrency sets the lanes)\n");
     return kExitUsage;
   }
   o.spec.api = openai::Api::kChat;
@@ -301,9 +304,10 @@ RunFn register_bench(CLI::App& root) {
       ->capture_default_str();
   app->add_option("--num-prompts", o->spec.workload.num_prompts, "Measured requests")
       ->capture_default_str();
-  o->concurrency_option = app->add_option("--concurrency,--max-concurrency", o->spec.shape.concurrency,
-                  "Closed loop: concurrent requests (default 1). Open loop: cap on requests in "
-                  "flight (default: none)");
+  o->concurrency_option =
+      app->add_option("--concurrency,--max-concurrency", o->spec.shape.concurrency,
+                      "Closed loop: concurrent requests (default 1). Open loop: cap on requests in "
+                      "flight (default: none)");
   app->add_option("--request-rate", o->request_rate,
                   "Open loop: requests per second on an absolute schedule (default: closed loop)");
   app->add_option("--arrival", o->arrival, "Open-loop arrivals: constant | poisson | gamma")
@@ -316,8 +320,9 @@ RunFn register_bench(CLI::App& root) {
                   "agentic: recorded seconds of the profiling phase (default 3600)");
   app->add_option("--warmups", o->spec.warmups, "Warmup requests (not measured)")
       ->capture_default_str();
-  o->seed_option = app->add_option("--seed", o->spec.workload.seed,
-                                   "Random seed (default 0; --workload agentic: 42, as InferenceX)");
+  o->seed_option =
+      app->add_option("--seed", o->spec.workload.seed,
+                      "Random seed (default 0; --workload agentic: 42, as InferenceX)");
   app->add_option("--vocab-size", o->spec.workload.vocab_size, "Token ids are drawn below this")
       ->capture_default_str();
   app->add_option("--percentiles", o->percentiles, "Percentiles to report besides the median")

@@ -1,5 +1,9 @@
 #include "core/strings.h"
 
+#include <fmt/format.h>
+
+#include <iterator>
+
 namespace ib {
 
 std::string_view trim(std::string_view s) {
@@ -42,5 +46,34 @@ std::vector<std::string> split(std::string_view s, char sep) {
     start = end + 1;
   }
 }
+
+void append_json_escaped(std::string& out, std::string_view s) {
+  for (const char c : s) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          fmt::format_to(std::back_inserter(out), "\\u{:04x}", static_cast<unsigned char>(c));
+        } else {
+          out.push_back(c);
+        }
+    }
+  }
+}
+
 
 }  // namespace ib

@@ -33,4 +33,8 @@ std::string join(const std::vector<std::string>& items, std::string_view sep);
 /// Callers that want no empty fields skip them.
 std::vector<std::string> split(std::string_view s, char sep);
 
+/// Appends `s` to `out` as the inside of a JSON string (quotes, backslashes and control
+/// characters escaped; other bytes, UTF-8 included, as they are).
+void append_json_escaped(std::string& out, std::string_view s);
+
 }  // namespace ib

@@ -168,7 +168,8 @@ Expected<BenchReport> run_agentic_bench(const BenchSpec& spec, const workload::P
     report.agentic_invalid.insert(report.agentic_invalid.begin(),
                                   {"warmup_aborted", run->abort_reason});
   }
-  report.inferencex = metrics::inferencex_agentic_json(report.agentic_metrics, report.agentic_invalid);
+  report.inferencex =
+      metrics::inferencex_agentic_json(report.agentic_metrics, report.agentic_invalid);
 
   json::object j;
   j["date"] = utc_time_text("%Y-%m-%dT%H:%M:%SZ", static_cast<std::time_t>(rr.start_unix));
@@ -209,7 +210,8 @@ Expected<BenchReport> run_agentic_bench(const BenchSpec& spec, const workload::P
     const double k = p.time_scale;
     const metrics::AgenticMetrics& m = report.agentic_metrics;
     agentic["at_recorded_speed"] = json::object{
-        {"assumes", fmt::format("the server ran {:g}x faster too (serve-sim --time-scale {:g})", k, k)},
+        {"assumes",
+         fmt::format("the server ran {:g}x faster too (serve-sim --time-scale {:g})", k, k)},
         {"e2e_norm_intvty_p50", m.e2e_norm_intvty.p50 / k},
         {"e2e_norm_intvty_p90", m.e2e_norm_intvty.p90 / k},
         {"intvty_p50", m.intvty.p50 / k},
@@ -257,10 +259,10 @@ Expected<BenchReport> run_agentic_bench(const BenchSpec& spec, const workload::P
   client["peak_rss_kib_per_lane"] = h.peak_rss_kib / std::max(1, plan.shape.concurrency);
   client["body_bytes_built"] = run->body_bytes_built;
   client["body_build_seconds"] = run->body_build_seconds;
-  client["body_bytes_per_s"] = run->body_build_seconds > 0
-                                   ? static_cast<double>(run->body_bytes_built) /
-                                         run->body_build_seconds
-                                   : 0.0;
+  client["body_bytes_per_s"] =
+      run->body_build_seconds > 0
+          ? static_cast<double>(run->body_bytes_built) / run->body_build_seconds
+          : 0.0;
   json::array client_warnings;
   for (const auto& w : h.warnings) client_warnings.emplace_back(w);
   client["warnings"] = std::move(client_warnings);
@@ -279,7 +281,8 @@ std::string format_agentic_summary(const BenchReport& report, const BenchSpec& s
     s += fmt::format("{:<44}{:>14}\n", k, v);
   };
   auto f2 = [](double v) { return fmt::format("{:.2f}", v); };
-  s += fmt::format("{:=^58}\n", report.partial ? " Agentic Replay (PARTIAL) " : " Agentic Replay Result ");
+  s += fmt::format("{:=^58}\n",
+                   report.partial ? " Agentic Replay (PARTIAL) " : " Agentic Replay Result ");
   line("Lanes (concurrency):", std::to_string(rp.at("lanes").as_int64()));
   line("Traces:", std::to_string(rp.at("traces").as_int64()));
   line("Time scale:", fmt::format("{:g}", rp.at("time_scale").to_number<double>()));

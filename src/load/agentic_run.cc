@@ -20,6 +20,7 @@
 
 #include "core/clock.h"
 #include "core/interrupt.h"
+#include "core/strings.h"
 #include "load/stream_request.h"
 #include "metrics/agentic.h"
 #include "workload/agentic_prompts.h"
@@ -59,25 +60,7 @@ std::chrono::steady_clock::time_point to_steady(int64_t mono) {
 
 void append_json_string(std::string& out, std::string_view s) {
   out += '"';
-  for (char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
-        } else {
-          out += c;
-        }
-    }
-  }
+  append_json_escaped(out, s);
   out += '"';
 }
 
@@ -85,8 +68,12 @@ class Driver {
  public:
   Driver(const AgenticRunConfig& config, const std::vector<ReplayTree>& pool,
          asio::ip::tcp::resolver::results_type addresses)
-      : config_(config), pool_(pool), addresses_(std::move(addresses)), sched_(pointers(pool), config.replay) {
-    for (const auto& tree : pool_) models_.push_back(workload::agentic::rewrite_models(tree, config_.models));
+      : config_(config),
+        pool_(pool),
+        addresses_(std::move(addresses)),
+        sched_(pointers(pool), config.replay) {
+    for (const auto& tree : pool_)
+      models_.push_back(workload::agentic::rewrite_models(tree, config_.models));
   }
 
   AgenticRunResult run() {
@@ -109,7 +96,8 @@ class Driver {
     const auto prog = sched_.progress(seconds_now());
     result_.trees_done = prog.trees_done;
     result_.sessions_done = prog.sessions_done;
-    result_.profiling_start_s = std::isfinite(sched_.profiling_start()) ? sched_.profiling_start() : 0;
+    result_.profiling_start_s =
+        std::isfinite(sched_.profiling_start()) ? sched_.profiling_start() : 0;
     result_.profiling_end_s = seconds_now();
     result_.connections_opened = static_cast<int64_t>(conns_.size());
     if (show_progress_) std::fputc('\n', stderr);
@@ -268,8 +256,10 @@ class Driver {
     std::erase(in_flight_, &conn);
     --live_;
     if (conn.http.is_open()) idle_.push_back(&conn);
-    if (d.phase == ReplayPhase::kPrimer && d.stream == 0 && !rec.ok() && first_root_primer_error_.empty()) {
-      first_root_primer_error_ = rec.error.empty() ? std::string(metrics::failure_cause_name(rec.failure)) : rec.error;
+    if (d.phase == ReplayPhase::kPrimer && d.stream == 0 && !rec.ok() &&
+        first_root_primer_error_.empty()) {
+      first_root_primer_error_ =
+          rec.error.empty() ? std::string(metrics::failure_cause_name(rec.failure)) : rec.error;
     }
     Outcome o = Outcome::kOk;
     if (info.cancelled) {
@@ -294,14 +284,15 @@ class Driver {
     const auto p = sched_.progress(now);
     if (p.warmup) {
       std::fprintf(stderr, "\ragentic: warmup %lld requests sent, %lld in flight        ",
-                   static_cast<long long>(p.warmup_dispatched), static_cast<long long>(p.in_flight));
+                   static_cast<long long>(p.warmup_dispatched),
+                   static_cast<long long>(p.in_flight));
     } else {
       std::fprintf(stderr,
                    "\ragentic: lanes busy %d/%d | sessions done %lld | requests %lld/%lld | "
                    "%.0f/%.0f s   ",
-                   p.lanes_busy, config_.replay.concurrency, static_cast<long long>(p.sessions_done),
-                   static_cast<long long>(p.completed), static_cast<long long>(p.dispatched),
-                   p.elapsed_s, p.duration_s);
+                   p.lanes_busy, config_.replay.concurrency,
+                   static_cast<long long>(p.sessions_done), static_cast<long long>(p.completed),
+                   static_cast<long long>(p.dispatched), p.elapsed_s, p.duration_s);
     }
   }
 
@@ -326,14 +317,16 @@ class Driver {
         if (config_.on_profiling_start) config_.on_profiling_start();
       }
       if (!cutting_ && !sched_.finished()) {
-        for (const Dispatch& d : sched_.poll(now)) asio::co_spawn(io_, one_request(d), asio::detached);
+        for (const Dispatch& d : sched_.poll(now))
+          asio::co_spawn(io_, one_request(d), asio::detached);
       }
       if (sched_.finished() && live_ == 0) break;
       if (cutting_ && live_ == 0) break;
       show_progress(now);
       double wake = std::min(sched_.next_wake(), now + 0.1);  // interrupts, progress
       if (!cutting_) wake = std::min(wake, sched_.hard_stop());
-      wake_.expires_at(to_steady(result_.origin_ns + static_cast<int64_t>(std::max(wake, now) * 1e9)));
+      wake_.expires_at(
+          to_steady(result_.origin_ns + static_cast<int64_t>(std::max(wake, now) * 1e9)));
       boost::system::error_code ec;
       co_await wake_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
     }
@@ -377,7 +370,8 @@ Expected<AgenticRunResult> run_agentic(const AgenticRunConfig& config,
     }
   }
   if (config.replay.concurrency < 1) {
-    return Error{fmt::format("--concurrency must be at least 1 (got {})", config.replay.concurrency)};
+    return Error{
+        fmt::format("--concurrency must be at least 1 (got {})", config.replay.concurrency)};
   }
   auto addresses = http::resolve(config.endpoint);
   if (!addresses) return addresses.error();

@@ -23,8 +23,8 @@ struct AgenticRunConfig {
   std::string path = "/v1/chat/completions";
   std::vector<std::string> models;  // served models (--model): the rewrite targets
   ReplayOptions replay;
-  uint64_t seed = 42;        // block text
-  std::string benchmark_id;  // cache-bust markers; empty: a fresh UUID
+  uint64_t seed = 42;              // block text
+  std::string benchmark_id;        // cache-bust markers; empty: a fresh UUID
   bool legacy_max_tokens = false;  // max_tokens instead of max_completion_tokens
   http::ClientTimeouts timeouts;
   bool show_progress = false;  // a progress line on stderr when it is a TTY

@@ -70,8 +70,8 @@ ReplayScheduler::Tree& ReplayScheduler::mint(int lane, double now, bool at_t_sta
     inst.tree = static_cast<int>(idx);
     inst.lane = lane;
     if (try_t_star) {
-      const double ts = sample_t_star(*t.tree, options_.seed, lane, options_.t_star_min,
-                                      options_.t_star_max);
+      const double ts =
+          sample_t_star(*t.tree, options_.seed, lane, options_.t_star_min, options_.t_star_max);
       if (!snapshot(t, ts, now)) {
         notes_.push_back(fmt::format(
             "lane {}: trace {} has nothing to send after t* = {:.1f} s; the next trace was drawn",
@@ -206,7 +206,8 @@ Dispatch ReplayScheduler::make_dispatch(Tree& tree, int stream, int turn, Replay
   d.instance = tree.id;
   d.stream = stream;
   d.turn = turn;
-  const auto& rec = tree.tree->streams[static_cast<size_t>(stream)].turns[static_cast<size_t>(turn)];
+  const auto& rec =
+      tree.tree->streams[static_cast<size_t>(stream)].turns[static_cast<size_t>(turn)];
   d.max_tokens = phase == ReplayPhase::kProfiling ? std::max<int64_t>(1, rec.out) : 1;
   d.at = now;
   InFlight f;
@@ -283,7 +284,8 @@ std::vector<Dispatch> ReplayScheduler::poll(double now) {
 }
 
 void ReplayScheduler::spawn_branches(Tree& tree, int stream, int turn, double now) {
-  const auto& rec = tree.tree->streams[static_cast<size_t>(stream)].turns[static_cast<size_t>(turn)];
+  const auto& rec =
+      tree.tree->streams[static_cast<size_t>(stream)].turns[static_cast<size_t>(turn)];
   for (int b : rec.spawns) {
     auto& live = tree.branch_live[static_cast<size_t>(b)];
     if (live != -1) continue;  // already running (seeded at t*)
@@ -306,7 +308,8 @@ void ReplayScheduler::end_stream(Tree& tree, int stream, double /*now*/) {
   st.done = true;
   st.has_timer = false;
   const int b = tree.tree->streams[static_cast<size_t>(stream)].branch;
-  if (b >= 0 && tree.branch_live[static_cast<size_t>(b)] > 0) --tree.branch_live[static_cast<size_t>(b)];
+  if (b >= 0 && tree.branch_live[static_cast<size_t>(b)] > 0)
+    --tree.branch_live[static_cast<size_t>(b)];
   if (stage_ == Stage::kProfiling || stage_ == Stage::kDraining) ++sessions_done_;
 }
 
@@ -398,8 +401,8 @@ void ReplayScheduler::apply_tree_idle_cap(Tree& tree, double now) {
     }
   }
   if (!std::isfinite(earliest)) return;
-  const double fire = std::max(now, std::max(tree.idle_since, profile_start_) +
-                                        scaled(options_.trace_idle_cap_s));
+  const double fire =
+      std::max(now, std::max(tree.idle_since, profile_start_) + scaled(options_.trace_idle_cap_s));
   if (earliest <= fire) return;
   const double shift = earliest - fire;
   for (auto& st : tree.streams) {
@@ -455,12 +458,14 @@ void ReplayScheduler::unstick(Tree& tree, double now) {
   if (!stuck()) return;
   if (!tree.ignore_barriers) {
     tree.ignore_barriers = true;
-    notes_.push_back(fmt::format("trace {} (lane {}): interval barriers released (nothing could run)",
-                                 tree.tree->trace_id, tree.lane));
+    notes_.push_back(
+        fmt::format("trace {} (lane {}): interval barriers released (nothing could run)",
+                    tree.tree->trace_id, tree.lane));
     if (!stuck()) return;
   }
-  notes_.push_back(fmt::format("trace {} (lane {}): ended with sessions left (joins never released)",
-                               tree.tree->trace_id, tree.lane));
+  notes_.push_back(
+      fmt::format("trace {} (lane {}): ended with sessions left (joins never released)",
+                  tree.tree->trace_id, tree.lane));
   for (size_t s = 0; s < tree.streams.size(); ++s) {
     if (tree.streams[s].spawned) end_stream(tree, static_cast<int>(s), now);
   }
@@ -580,7 +585,9 @@ double ReplayScheduler::next_wake() const {
   return kInf;
 }
 
-bool ReplayScheduler::finished() const { return stage_ == Stage::kDone; }
+bool ReplayScheduler::finished() const {
+  return stage_ == Stage::kDone;
+}
 
 ReplayProgress ReplayScheduler::progress(double now) const {
   ReplayProgress p;

@@ -6,12 +6,12 @@
 // `concurrency` lanes each hold one tree (a root conversation with every subagent and chain it
 // starts) until the tree drains, then draw the next trace (sequential rotation) from turn 0. The
 // first trees start at a point t* of their recording; warmup primers (max_tokens 1, the full prefix
-// up to t*) and a cache-pressure stage (each lane replays N more turns without idle time, max_tokens
-// 1) come first and are excluded from metrics. Within a stream a turn is sent its recorded
-// end-to-start delay after the previous one completed; spawns, joins and interval barriers are
-// honoured; a system idle cap (10 s) and a per-tree idle cap (300 s) shorten idle stretches; after
-// the duration nothing new is sent and what is in flight drains for a grace period. Every recorded
-// time, cap, duration and grace is divided by `time_scale`.
+// up to t*) and a cache-pressure stage (each lane replays N more turns without idle time,
+// max_tokens 1) come first and are excluded from metrics. Within a stream a turn is sent its
+// recorded end-to-start delay after the previous one completed; spawns, joins and interval barriers
+// are honoured; a system idle cap (10 s) and a per-tree idle cap (300 s) shorten idle stretches;
+// after the duration nothing new is sent and what is in flight drains for a grace period. Every
+// recorded time, cap, duration and grace is divided by `time_scale`.
 #pragma once
 
 #include <cstdint>
@@ -122,12 +122,12 @@ class ReplayScheduler {
 
  private:
   struct StreamState {
-    int next = 0;             // next turn to send (turns below are done or seeded)
-    bool spawned = false;     // its branch started (the root: always)
-    bool done = false;        // no more turns (finished, or ended by a context overflow)
+    int next = 0;          // next turn to send (turns below are done or seeded)
+    bool spawned = false;  // its branch started (the root: always)
+    bool done = false;     // no more turns (finished, or ended by a context overflow)
     bool in_flight = false;
-    double ready_at = 0;      // its next turn may be sent from then on (timer)
-    bool has_timer = false;   // ready_at is set (false: waits for a completion first)
+    double ready_at = 0;         // its next turn may be sent from then on (timer)
+    bool has_timer = false;      // ready_at is set (false: waits for a completion first)
     bool from_snapshot = false;  // timer set at t* (the offset is re-based at profiling start)
     double snapshot_offset = 0;  // scheduler seconds from the profiling start
     double last_return = 0;
@@ -173,7 +173,7 @@ class ReplayScheduler {
 
   std::vector<const ReplayTree*> pool_;
   ReplayOptions options_;
-  int next_root_ = 0;  // sequential sampler position
+  int next_root_ = 0;            // sequential sampler position
   std::vector<int64_t> passes_;  // per pool entry: trees minted so far
   std::vector<Lane> lanes_;
   std::deque<Tree> trees_;  // every tree minted (index = instance id; references stay valid)

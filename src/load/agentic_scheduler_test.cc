@@ -96,8 +96,7 @@ struct Replay {
         const size_t i = pending.begin()->second;
         pending.erase(pending.begin());
         const bool late = now > sched.hard_stop();
-        sched.complete(sent[i].d.id, sent[i].done,
-                       late ? Outcome::kCancelled : outcome(sent[i].d));
+        sched.complete(sent[i].d.id, sent[i].done, late ? Outcome::kCancelled : outcome(sent[i].d));
       }
     }
   }
@@ -131,9 +130,9 @@ TEST(AgenticScheduler, TurnsFollowEndToStartDelays) {
   ASSERT_GE(p.size(), 3u);
   EXPECT_EQ(p[0].d.turn, 0);
   EXPECT_DOUBLE_EQ(p[0].d.at, 0);
-  EXPECT_DOUBLE_EQ(p[1].d.at, 1 + 5);      // completion of turn 0 (1 s) + 5 s
+  EXPECT_DOUBLE_EQ(p[1].d.at, 1 + 5);  // completion of turn 0 (1 s) + 5 s
   EXPECT_DOUBLE_EQ(p[2].d.at, 7 + 2);  // completion of turn 1 (6 + 1 s) + 2 s
-  EXPECT_EQ(p[0].d.max_tokens, 10);        // recorded out
+  EXPECT_EQ(p[0].d.max_tokens, 10);    // recorded out
   EXPECT_TRUE(r.phase(ReplayPhase::kPrimer).empty());
 }
 
@@ -166,7 +165,9 @@ TEST(AgenticScheduler, TreeIdleCapAppliesWhileOtherLanesAreBusy) {
   o.concurrency = 2;
   o.trace_idle_cap_s = 300;
   Replay r({&idle, &busy}, o);
-  r.service = [&](const Dispatch& d) { return r.sched.tree_of(d.instance).trace_id == "busy" ? 1000.0 : 1.0; };
+  r.service = [&](const Dispatch& d) {
+    return r.sched.tree_of(d.instance).trace_id == "busy" ? 1000.0 : 1.0;
+  };
   r.run();
   std::vector<double> idle_sends;
   for (const auto& s : r.phase(ReplayPhase::kProfiling)) {
@@ -198,13 +199,15 @@ TEST(AgenticScheduler, DrainedTreesRecycleFromTurnZeroWithANewPass) {
 }
 
 TEST(AgenticScheduler, SequentialSamplerPlaysEveryTraceBeforeRepeating) {
-  ReplayTree a = chain("a", {turn(0, 1)}), b = chain("b", {turn(0, 1)}), c = chain("c", {turn(0, 1)});
+  ReplayTree a = chain("a", {turn(0, 1)}), b = chain("b", {turn(0, 1)}),
+             c = chain("c", {turn(0, 1)});
   auto o = from_start();
   o.duration_s = 6.5;
   Replay r({&a, &b, &c}, o);
   r.run();
   std::string order;
-  for (const auto& s : r.phase(ReplayPhase::kProfiling)) order += r.sched.tree_of(s.d.instance).trace_id;
+  for (const auto& s : r.phase(ReplayPhase::kProfiling))
+    order += r.sched.tree_of(s.d.instance).trace_id;
   EXPECT_EQ(order.substr(0, 6), "abcabc");
 }
 

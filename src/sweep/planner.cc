@@ -53,7 +53,8 @@ Expected<std::shared_ptr<const workload::Workload>> agentic_workload_for_row(
   if (ov.agentx_fast) p.apply_fast();
   if (w) {
     if (w->max_traces) p.max_traces = *w->max_traces;
-    if (w->warmup_requests_per_lane) p.warmup_requests_per_lane = static_cast<int>(*w->warmup_requests_per_lane);
+    if (w->warmup_requests_per_lane)
+      p.warmup_requests_per_lane = static_cast<int>(*w->warmup_requests_per_lane);
     if (w->duration) p.duration_s = *w->duration;
     if (w->time_scale) p.time_scale = *w->time_scale;
     if (w->seed) p.seed = static_cast<uint64_t>(*w->seed);

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "core/sha256.h"
+#include "core/strings.h"
 
 namespace ib::workload::agentic {
 namespace {
@@ -74,34 +75,6 @@ bool truncate(std::vector<Segment>& hist, int64_t keep, int64_t bs) {
 void push(std::vector<Segment>& hist, Role role, int64_t blocks, int64_t tail, int64_t bs) {
   if (blocks + tail <= 0) return;
   hist.push_back({role, blocks * bs + tail, static_cast<int>(blocks)});
-}
-
-void json_escape_into(std::string& out, std::string_view s) {
-  for (const char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          fmt::format_to(std::back_inserter(out), "\\u{:04x}", static_cast<unsigned char>(c));
-        } else {
-          out.push_back(c);
-        }
-    }
-  }
 }
 
 int64_t count_words(std::string_view s) {
@@ -232,7 +205,7 @@ StreamPrompts::StreamPrompts(const ReplayTree& tree, int stream, uint64_t seed, 
       block_key_(block_key_prefix(tree, seed)),
       block_key_prefix_(block_key_.size()),
       plan_(plan_segments(tree, stream)) {
-  json_escape_into(marker_json_, marker);
+  append_json_escaped(marker_json_, marker);
 }
 
 void StreamPrompts::advance_to(int k) {

@@ -21,7 +21,8 @@ void AgenticParams::apply_fast() {
 Status AgenticParams::validate(const std::string& where) const {
   const std::string at = where.empty() ? "" : where + ": ";
   if (traces.empty()) {
-    return Error{at + "no traces given (--traces PATH: Weka trace files, .jsonl corpora or folders)"};
+    return Error{at +
+                 "no traces given (--traces PATH: Weka trace files, .jsonl corpora or folders)"};
   }
   auto positive = [&](const char* name, double v, bool zero_ok) -> Status {
     if (!std::isfinite(v) || v < 0 || (!zero_ok && v == 0)) {
@@ -74,8 +75,8 @@ Expected<std::shared_ptr<AgenticWorkload>> AgenticWorkload::load(AgenticParams p
     // What the replay depends on: every turn's timing, lengths and blocks.
     digest_input += fmt::format("{}|{}|{}|", tree->trace_id, tree->block_size, tree->global_scope);
     for (const auto& s : tree->streams) {
-      digest_input += fmt::format("{}:{}:{}:{}|", s.session_id, s.tool_tokens, s.system_tokens,
-                                  s.start_offset);
+      digest_input +=
+          fmt::format("{}:{}:{}:{}|", s.session_id, s.tool_tokens, s.system_tokens, s.start_offset);
       for (const auto& k : s.turns) {
         digest_input += fmt::format("{},{},{},{},{};", k.t, k.api_time, k.in, k.out,
                                     fmt::join(k.hash_ids, " "));
@@ -127,7 +128,8 @@ json::object AgenticWorkload::canonical(int64_t concurrency) const {
 
 Expected<PointPlan> AgenticWorkload::plan(int64_t concurrency) const {
   if (concurrency < 1) {
-    return Error{fmt::format("agentic replay needs at least one lane (concurrency {})", concurrency)};
+    return Error{
+        fmt::format("agentic replay needs at least one lane (concurrency {})", concurrency)};
   }
   PointPlan plan;
   plan.shape.concurrency = static_cast<int>(concurrency);

@@ -11,7 +11,9 @@ namespace {
 const std::string kTraces = std::string(INFERBENCH_TEST_DATA) + "/agentx-traces";
 constexpr const char* kScale = "100";
 
-std::vector<std::string> sim_args() { return {"--time-scale", kScale}; }
+std::vector<std::string> sim_args() {
+  return {"--time-scale", kScale};
+}
 
 std::vector<boost::json::object> read_jsonl(const fs::path& p) {
   std::vector<boost::json::object> out;
@@ -34,12 +36,12 @@ TEST_F(AgenticAgainstSim, BenchReplaysTracesWithExactPromptsAndPrefixStructure) 
   const fs::path out = dir.path() / "result.json";
   const fs::path details = dir.path() / "details.jsonl";
   // trace_0277 has four subagents; trace_0022 and trace_0460 are plain.
-  auto r = run_inferbench({"bench", "--workload", "agentic", "--endpoint", sim.url(), "--traces",
-                           kTraces + "/trace_0277.json", kTraces + "/trace_0022.json",
-                           kTraces + "/trace_0460.json", "--concurrency", "2", "--agentx-fast",
-                           "--time-scale", kScale, "--output", out.string(), "--details",
-                           details.string()},
-                          dir.path() / "bench.log", std::chrono::seconds(180));
+  auto r = run_inferbench(
+      {"bench", "--workload", "agentic", "--endpoint", sim.url(), "--traces",
+       kTraces + "/trace_0277.json", kTraces + "/trace_0022.json", kTraces + "/trace_0460.json",
+       "--concurrency", "2", "--agentx-fast", "--time-scale", kScale, "--output", out.string(),
+       "--details", details.string()},
+      dir.path() / "bench.log", std::chrono::seconds(180));
   ASSERT_FALSE(r.timed_out) << r.output;
   ASSERT_EQ(r.exit.code, 0) << r.output;
   EXPECT_NE(r.output.find("Agentic Replay Result"), std::string::npos) << r.output;
@@ -94,9 +96,9 @@ TEST_F(AgenticAgainstSim, BenchReplaysTracesWithExactPromptsAndPrefixStructure) 
 }
 
 TEST_F(AgenticAgainstSim, BadTracesAndOptionsAreUsageErrors) {
-  auto missing = run_inferbench({"bench", "--workload", "agentic", "--traces",
-                                 (dir.path() / "nope.json").string()},
-                                dir.path() / "m.log");
+  auto missing = run_inferbench(
+      {"bench", "--workload", "agentic", "--traces", (dir.path() / "nope.json").string()},
+      dir.path() / "m.log");
   EXPECT_EQ(missing.exit.code, 2);
   EXPECT_NE(missing.output.find("nope.json"), std::string::npos) << missing.output;
 
