@@ -202,7 +202,7 @@ bool ConfigRunner::run(const ConfigPlan& cfg, size_t index) {
     rec.status = all_ok ? "ok" : "failed";
     if (!all_ok && rec.error.empty()) {
       rec.error =
-          fmt::format("{} of {} points did not succeed (server {})", not_ok, pending.size(), ended);
+          fmt::format("{} of {} points not ok (failed or invalid); server {}", not_ok, pending.size(), ended);
     }
     rec_->update_config(rec);
     return all_ok;
