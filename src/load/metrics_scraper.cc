@@ -1,0 +1,114 @@
+#include "load/metrics_scraper.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cassert>
+#include <chrono>
+
+#include "core/clock.h"
+
+namespace ib::load {
+
+Expected<ScrapeTarget> parse_scrape_target(const std::string& url) {
+  // The endpoint parser keeps a path as the base path; split it off: the last component set
+  // is the metrics path itself.
+  auto ep = http::parse_endpoint(url);
+  if (!ep) return Error{fmt::format("--server-metrics-url: {}", ep.error().message)};
+  ScrapeTarget t;
+  t.endpoint = *ep;
+  if (!ep->base_path.empty()) {
+    t.path = ep->base_path;
+    t.endpoint.base_path.clear();
+  }
+  return t;
+}
+
+MetricsScraper::MetricsScraper(std::vector<ScrapeTarget> targets, double slice_s)
+    : targets_(std::move(targets)), slice_s_(slice_s) {
+  assert(slice_s_ > 0);
+}
+
+MetricsScraper::~MetricsScraper() { stop(); }
+
+void MetricsScraper::start() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (started_ || targets_.empty()) return;
+  started_ = true;
+  thread_ = std::thread([this] { loop(); });
+}
+
+void MetricsScraper::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!started_ || stopping_) return;
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  round();  // the state at the end of the point
+}
+
+void MetricsScraper::round() {
+  const auto timeout = std::chrono::milliseconds(
+      std::max<int64_t>(500, static_cast<int64_t>(slice_s_ * 1000)));
+  for (const auto& t : targets_) {
+    RawScrape s;
+    s.t_unix = unix_seconds();
+    s.t_mono_ns = mono_ns();
+    s.url = t.url();
+    auto r = http::http_get(t.endpoint, t.path, timeout);
+    s.took_ms = static_cast<double>(mono_ns() - s.t_mono_ns) / 1e6;
+    if (r) {
+      s.status = r->status;
+      s.body = std::move(r->body);
+      if (s.status != 200) s.error = fmt::format("HTTP {}", s.status);
+    } else {
+      s.error = r.error().message;
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    scrapes_.push_back(std::move(s));
+  }
+}
+
+void MetricsScraper::loop() {
+  const int64_t period = static_cast<int64_t>(slice_s_ * 1e9);
+  int64_t next = mono_ns();
+  for (;;) {
+    round();
+    next += period;
+    const int64_t now = mono_ns();
+    if (next < now) {  // the round overran its slice: skip to the next slot, counted
+      const int64_t missed = (now - next) / period + 1;
+      next += missed * period;
+      std::lock_guard<std::mutex> lock(mu_);
+      late_ += missed;
+    }
+    std::unique_lock<std::mutex> lock(mu_);
+    if (cv_.wait_until(lock, MonoClock::time_point(std::chrono::nanoseconds(next)),
+                       [this] { return stopping_; })) {
+      return;
+    }
+  }
+}
+
+ScrapeCost MetricsScraper::cost() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  ScrapeCost c;
+  c.late = late_;
+  double sum = 0;
+  for (const auto& s : scrapes_) {
+    ++c.scrapes;
+    c.bytes += static_cast<int64_t>(s.body.size());
+    sum += s.took_ms;
+    c.max_ms = std::max(c.max_ms, s.took_ms);
+    if (!s.error.empty()) {
+      ++c.failures;
+      if (c.first_error.empty()) c.first_error = fmt::format("{}: {}", s.url, s.error);
+    }
+  }
+  if (c.scrapes > 0) c.mean_ms = sum / static_cast<double>(c.scrapes);
+  return c;
+}
+
+}  // namespace ib::load
