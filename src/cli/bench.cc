@@ -386,6 +386,16 @@ RunFn register_bench(CLI::App& root) {
       ->check(non_negative_number());
   app->add_flag("--agentx-fast", o->agentx_fast,
                 "agentic: InferenceX's fast mode (1200 s, 1 warmup request per lane)");
+  app->add_option("--server-metrics-url", o->spec.server_metrics_urls,
+                  "Prometheus endpoints to scrape during the point (repeatable, one per worker; "
+                  "default: the endpoint's /metrics)");
+  app->add_option("--slice-duration", o->spec.slice_s,
+                  "Seconds between server-metrics scrapes (the timeslice width)")
+      ->capture_default_str()
+      ->check(positive_number());
+  app->add_flag_callback(
+      "--no-server-metrics", [o] { o->spec.scrape_server_metrics = false; },
+      "Do not scrape the server's metrics during the point");
   app->add_option("--output", o->output, "Write the result JSON here");
   app->add_option("--details", o->details, "Write per-request records (JSONL) here");
   return [o]() { return run(*o); };

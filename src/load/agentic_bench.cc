@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <memory>
 
 #include "core/clock.h"
 #include "load/agentic_run.h"
@@ -98,7 +99,15 @@ Expected<BenchReport> run_agentic_bench(const BenchSpec& spec, const workload::P
   if (spec.timeout_s > 0) rc.deadline_ns = mono_ns() + static_cast<int64_t>(spec.timeout_s * 1e9);
   CacheScrape before, after;
   rc.on_profiling_start = [&] { before = scrape_prefix_cache(*endpoint); };
+  std::unique_ptr<MetricsScraper> scraper;
+  if (spec.scrape_server_metrics) {
+    auto targets = scrape_targets(spec.server_metrics_urls, *endpoint);
+    if (!targets) return targets.error();
+    scraper = std::make_unique<MetricsScraper>(std::move(*targets), spec.slice_s);
+    scraper->start();
+  }
   auto run = agentic::run_agentic(rc, *ap.trees);
+  if (scraper) scraper->stop();
   if (!run) return run.error();
   after = scrape_prefix_cache(*endpoint);
 
@@ -139,6 +148,12 @@ Expected<BenchReport> run_agentic_bench(const BenchSpec& spec, const workload::P
     info.push_back(std::move(a));
     json::object extra = replay_request_json(q);
     report.record_extras.push_back(std::move(extra));
+  }
+  report.window_start_unix = run->start_unix + run->profiling_start_s;
+  report.window_end_unix = run->start_unix + run->profiling_end_s;
+  if (scraper) {
+    report.scrape_cost = scraper->cost();
+    report.scrapes = scraper->scrapes();
   }
   ClientHealth& h = rr.health;
   h.threads = 1;
@@ -266,6 +281,7 @@ Expected<BenchReport> run_agentic_bench(const BenchSpec& spec, const workload::P
   json::array client_warnings;
   for (const auto& w : h.warnings) client_warnings.emplace_back(w);
   client["warnings"] = std::move(client_warnings);
+  if (scraper) client["server_metrics_scrape"] = cost_to_json(report.scrape_cost, spec.slice_s);
   j["client"] = std::move(client);
   auto& warnings = j["warnings"].as_array();
   for (const auto& w : h.warnings) warnings.emplace_back(w);

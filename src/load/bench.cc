@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <memory>
 
 #include "core/clock.h"
 
@@ -149,7 +150,15 @@ Expected<BenchReport> run_bench(const BenchSpec& spec, const workload::PointPlan
   if (spec.timeout_s > 0) {
     rc.deadline_ns = mono_ns() + static_cast<int64_t>(spec.timeout_s * 1e9);
   }
+  std::unique_ptr<MetricsScraper> scraper;
+  if (spec.scrape_server_metrics) {
+    auto targets = scrape_targets(spec.server_metrics_urls, *endpoint);
+    if (!targets) return targets.error();
+    scraper = std::make_unique<MetricsScraper>(std::move(*targets), spec.slice_s);
+    scraper->start();
+  }
   auto run = run_load(rc, warmup, measured);
+  if (scraper) scraper->stop();
   const std::string request_id_prefix = rc.request_id_prefix;
   if (tty) fmt::print(stderr, "\r\033[K");
   if (!run) return run.error();
@@ -159,6 +168,12 @@ Expected<BenchReport> run_bench(const BenchSpec& spec, const workload::PointPlan
   report.partial = report.run.interrupted;
   report.timed_out = report.run.deadline_hit;
   report.metrics = metrics::compute_metrics(report.run.measured, spec.metrics);
+  report.window_start_unix = report.run.start_unix;
+  report.window_end_unix = report.run.end_unix;
+  if (scraper) {
+    report.scrape_cost = scraper->cost();
+    report.scrapes = scraper->scrapes();
+  }
 
   boost::json::object j;
   j["date"] = iso_time(report.run.start_unix);
@@ -232,6 +247,7 @@ Expected<BenchReport> run_bench(const BenchSpec& spec, const workload::PointPlan
   boost::json::array client_warnings;
   for (const auto& w : h.warnings) client_warnings.emplace_back(w);
   client["warnings"] = std::move(client_warnings);
+  if (scraper) client["server_metrics_scrape"] = cost_to_json(report.scrape_cost, spec.slice_s);
   j["client"] = std::move(client);
   // Client-health warnings join the result's warnings: they qualify every number in it.
   auto& warnings = j["warnings"].as_array();

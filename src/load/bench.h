@@ -8,6 +8,7 @@
 
 #include "core/expected.h"
 #include "http/client.h"
+#include "load/metrics_scraper.h"
 #include "load/runner.h"
 #include "metrics/agentic.h"
 #include "metrics/result.h"
@@ -33,6 +34,11 @@ struct BenchSpec {
   bool send_request_ids = true;   // X-Request-Id: <run>-<index>, for matching server logs
   bool show_progress = false;     // progress line on stderr (only when it is a TTY)
   double timeout_s = 0;           // > 0: cut the point after this long (warmups included)
+  /// Server metrics during the point (docs/telemetry.md): scraped every `slice_s` seconds from
+  /// `server_metrics_urls` (empty: the endpoint's /metrics) on connections of their own.
+  bool scrape_server_metrics = true;
+  std::vector<std::string> server_metrics_urls;
+  double slice_s = 1.0;
 };
 
 /// A finished point: records, metrics and the result JSON.
@@ -51,6 +57,11 @@ struct BenchReport {
   std::string abort_reason;
   /// InferenceX's agentic aggregate keys (metrics::inferencex_agentic_json).
   boost::json::object inferencex;
+  /// The server's metrics during the point (raw; parsed into slices after it) and what the
+  /// scraping cost. The measured window, for slicing: [window_start_unix, window_end_unix].
+  std::vector<RawScrape> scrapes;
+  ScrapeCost scrape_cost;
+  double window_start_unix = 0, window_end_unix = 0;
   /// Per measured record, fields for --details beside metrics::record_to_json (session, phase,
   /// recorded lengths); empty for other workloads.
   std::vector<boost::json::object> record_extras;

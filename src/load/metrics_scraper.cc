@@ -24,6 +24,30 @@ Expected<ScrapeTarget> parse_scrape_target(const std::string& url) {
   return t;
 }
 
+Expected<std::vector<ScrapeTarget>> scrape_targets(const std::vector<std::string>& urls,
+                                                   const http::Endpoint& endpoint) {
+  std::vector<ScrapeTarget> out;
+  for (const auto& u : urls) {
+    auto t = parse_scrape_target(u);
+    if (!t) return t.error();
+    out.push_back(std::move(*t));
+  }
+  if (out.empty()) {
+    ScrapeTarget t;
+    t.endpoint = endpoint;
+    t.path = endpoint.base_path + "/metrics";
+    t.endpoint.base_path.clear();
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+boost::json::object cost_to_json(const ScrapeCost& c, double slice_s) {
+  return {{"slice_s", slice_s},         {"scrapes", c.scrapes},   {"failures", c.failures},
+          {"bytes", c.bytes},           {"mean_ms", c.mean_ms},   {"max_ms", c.max_ms},
+          {"late_slices", c.late},      {"first_error", c.first_error}};
+}
+
 MetricsScraper::MetricsScraper(std::vector<ScrapeTarget> targets, double slice_s)
     : targets_(std::move(targets)), slice_s_(slice_s) {
   assert(slice_s_ > 0);

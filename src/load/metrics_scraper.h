@@ -11,6 +11,8 @@
 #include <thread>
 #include <vector>
 
+#include <boost/json.hpp>
+
 #include "http/client.h"
 
 namespace ib::load {
@@ -43,6 +45,11 @@ struct ScrapeTarget {
 
 /// Parses "http://host:port/path" (path default /metrics). Error names the URL.
 Expected<ScrapeTarget> parse_scrape_target(const std::string& url);
+/// The targets of `urls`, or the endpoint's /metrics when there are none.
+Expected<std::vector<ScrapeTarget>> scrape_targets(const std::vector<std::string>& urls,
+                                                   const http::Endpoint& endpoint);
+/// The cost block of the client-health JSON ("server_metrics_scrape").
+boost::json::object cost_to_json(const ScrapeCost& c, double slice_s);
 
 class MetricsScraper {
  public:

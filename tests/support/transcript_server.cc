@@ -139,12 +139,9 @@ struct TranscriptServer::Impl {
         if (ec == asio::error::operation_aborted) co_return;
         continue;
       }
-      int id = 0;
-      {
-        std::lock_guard lock(mu);
-        id = connections++;
-      }
-      asio::co_spawn(io, serve(std::move(sock), id), asio::detached);
+      // Connections are numbered when their first scripted request arrives, so that the
+      // client's metrics scrapes (their own connections) do not shift the numbers.
+      asio::co_spawn(io, serve(std::move(sock), -1), asio::detached);
     }
   }
 
@@ -168,6 +165,19 @@ struct TranscriptServer::Impl {
       auto [rec, nread] = co_await http::async_read(sock, buf, parser, use_tuple);
       if (rec) co_return;  // the client closed (or sent garbage): nothing more to answer
       const auto& msg = parser.get();
+      // The client scrapes GET /metrics during a point; transcript servers export none, like a
+      // server without Prometheus: 404, not recorded, not scripted.
+      if (msg.method() == http::verb::get && msg.target() == "/metrics") {
+        static constexpr std::string_view k404 =
+            "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+        co_await asio::async_write(sock, asio::buffer(k404.data(), k404.size()), use_tuple);
+        sock.shutdown(tcp::socket::shutdown_send, ec);
+        co_return;
+      }
+      if (conn < 0) {
+        std::lock_guard lock(mu);
+        conn = connections++;
+      }
       RequestInfo info;
       info.connection = conn;
       info.on_connection = n;
