@@ -213,6 +213,15 @@ RunFn register_sweep(CLI::App& root) {
                   "agentic-coding: divide every recorded delay, cap and duration by K (for "
                   "serve-sim --time-scale K; such points are not submission-valid)")
       ->check(positive_number());
+  app->add_option("--server-metrics-url", o.server_metrics_urls,
+                  "Prometheus endpoints to scrape during each point (repeatable; default: the "
+                  "server's /metrics)");
+  app->add_option("--slice-duration", o.slice_s, "Seconds between server-metrics scrapes")
+      ->capture_default_str()
+      ->check(positive_number());
+  app->add_flag_callback(
+      "--no-server-metrics", [&o] { o.scrape_server_metrics = false; },
+      "Do not scrape the servers' metrics during points");
   app->add_option("--point-timeout", o.point_timeout_s, "Seconds before a point is cut short")
       ->capture_default_str()
       ->check(positive_number());

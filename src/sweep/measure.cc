@@ -56,6 +56,9 @@ metrics::PointResult ConfigRunner::measure(const ConfigPlan& cfg, int64_t conc, 
   bs.metrics.num_gpus = cfg.gpus;
   bs.timeout_s = o_.point_timeout_s;
   bs.show_progress = o_.show_progress;
+  bs.scrape_server_metrics = o_.scrape_server_metrics;
+  bs.server_metrics_urls = o_.server_metrics_urls;
+  bs.slice_s = o_.slice_s;
   if (plan->agentic) {
     // The replay bounds itself (warmup grace, duration, grace); the point timeout only guards
     // against a hang beyond that.
@@ -139,6 +142,7 @@ metrics::PointResult ConfigRunner::measure(const ConfigPlan& cfg, int64_t conc, 
                                                          cfg.row.multinode, conc, result, cfg.gpus);
   for (const auto& kv : report->inferencex) aggregate[kv.key()] = kv.value();
   rec_->write_point_files(p, aggregate, report->run.measured, report->run.origin_ns);
+  rec_->write_scrapes(p, report->scrapes);
   return p;
 }
 

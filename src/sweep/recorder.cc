@@ -1,5 +1,7 @@
 #include "sweep/recorder.h"
 
+#include "core/gzip.h"
+
 #include <fmt/format.h>
 
 #include "core/clock.h"
@@ -187,6 +189,26 @@ void RunRecorder::write_point_files(const metrics::PointResult& p, const json::o
     lines += '\n';
   }
   write_file(dir / ("records_" + stem + ".jsonl"), lines);
+}
+
+void RunRecorder::write_scrapes(const metrics::PointResult& p,
+                                const std::vector<load::RawScrape>& scrapes) {
+  if (scrapes.empty()) return;
+  std::string lines;
+  for (const auto& s : scrapes) {
+    json::object o{{"t_unix", s.t_unix}, {"url", s.url},     {"status", s.status},
+                   {"took_ms", s.took_ms}, {"error", s.error}, {"text", s.body}};
+    lines += json::serialize(o);
+    lines += '\n';
+  }
+  auto gz = gzip_compress(lines);
+  if (!gz) {
+    errors_.push_back(gz.error().message);
+    return;
+  }
+  const fs::path file =
+      fs::path(p.artifacts_dir) / fmt::format("server_metrics_conc_{}.jsonl.gz", p.id.concurrency);
+  if (auto st = write_file_atomic(file, *gz); !st) errors_.push_back(st.error().message);
 }
 
 void RunRecorder::record_point(const metrics::PointResult& p, int64_t config_id,

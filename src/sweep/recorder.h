@@ -11,6 +11,7 @@
 
 #include "core/expected.h"
 #include "load/bench.h"
+#include "load/metrics_scraper.h"
 #include "metrics/point.h"
 #include "store/store.h"
 
@@ -46,6 +47,9 @@ class RunRecorder {
   /// records_conc_N.jsonl); `aggregate` is InferenceX's form of the result.
   void write_point_files(const metrics::PointResult& p, const boost::json::object& aggregate,
                          const std::vector<metrics::RequestRecord>& records, int64_t origin_ns);
+  /// The point's raw server-metrics scrapes, gzip-compressed JSONL
+  /// (`server_metrics_conc_<C>.jsonl.gz`: one line per scrape, the exposition text in "text").
+  void write_scrapes(const metrics::PointResult& p, const std::vector<load::RawScrape>& scrapes);
 
   /// Stores the point (skipped and resumed points are not stored); a point that is not a
   /// success also gets a failure row of `failure_kind` with the log tail (none when the kind is

@@ -37,6 +37,10 @@ struct SweepOptions {
   WorkloadOverrides workload;
   openai::Api api = openai::Api::kCompletions;
   double point_timeout_s = 1800;
+  // Server metrics during each point (docs/telemetry.md).
+  bool scrape_server_metrics = true;
+  std::vector<std::string> server_metrics_urls;  // empty: the server's /metrics
+  double slice_s = 1.0;
   double startup_timeout_s = 900;
   bool fail_fast = false;    // every group fail-fast, whatever the labels say
   bool env_trace = true;     // trace which recipe environment variables the server reads

@@ -8,7 +8,9 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <sstream>
 
+#include "core/gzip.h"
 #include "e2e_util.h"
 #include "store/store.h"
 
@@ -182,6 +184,24 @@ TEST(Sweep, TwoConfigurationsTimesThreeConcurrenciesAreStored) {
     EXPECT_NEAR(num(a, "median_ttft"), num(a, "median_ttft_ms") / 1000.0, 1e-9);
     EXPECT_TRUE(fs::exists(fs::path(p.artifacts_dir) /
                            fmt::format("records_conc_{}.jsonl", p.concurrency)));
+    // The server's metrics during the point: raw scrapes, gzip JSONL, the first and the last
+    // at least, each with the exposition text.
+    auto gz = read_file(fs::path(p.artifacts_dir) /
+                        fmt::format("server_metrics_conc_{}.jsonl.gz", p.concurrency));
+    ASSERT_TRUE(gz.ok());
+    auto text = gzip_decompress(*gz);
+    ASSERT_TRUE(text.ok()) << text.error().message;
+    std::istringstream lines(*text);
+    std::string line;
+    int scrapes = 0;
+    while (std::getline(lines, line)) {
+      auto s = boost::json::parse(line).as_object();
+      EXPECT_EQ(s.at("status").as_int64(), 200);
+      EXPECT_NE(s.at("text").as_string().find("vllm:num_requests_running"), std::string::npos);
+      ++scrapes;
+    }
+    EXPECT_GE(scrapes, 2);
+    EXPECT_EQ(p.result.at("client").at("server_metrics_scrape").at("scrapes").as_int64(), scrapes);
   }
   // The slower decode shows in the numbers: a real measurement, not a copy.
   double fast = 0, slow = 0;
