@@ -96,7 +96,35 @@ constexpr std::string_view kSchemaV2 = R"sql(
 ALTER TABLE points ADD COLUMN validity TEXT NOT NULL DEFAULT '[]';
 )sql";
 
-constexpr std::array<std::string_view, 2> kAllMigrations = {kSchemaV1, kSchemaV2};
+// v3: telemetry timeslices of each point (docs/telemetry.md): server slices (from its Prometheus
+// metrics) and client slices (from the request records), the main quantities as columns, the
+// whole slice as JSON.
+constexpr std::string_view kSchemaV3 = R"sql(
+CREATE TABLE timeslices (
+  point_id          INTEGER NOT NULL REFERENCES points(id) ON DELETE CASCADE,
+  source            TEXT NOT NULL CHECK (source IN ('server', 'client')),
+  slice             INTEGER NOT NULL,
+  start_s           REAL NOT NULL,
+  end_s             REAL NOT NULL,
+  running           REAL,
+  waiting           REAL,
+  kv_usage          REAL,
+  prefix_hit_rate   REAL,
+  preemptions       REAL,
+  prompt_tps        REAL,
+  generation_tps    REAL,
+  spec_acceptance   REAL,
+  started           INTEGER,
+  finished          INTEGER,
+  output_tokens     INTEGER,
+  mean_ttft_ms      REAL,
+  mean_intvty       REAL,
+  data              TEXT NOT NULL DEFAULT '{}',
+  PRIMARY KEY (point_id, source, slice)
+);
+)sql";
+
+constexpr std::array<std::string_view, 3> kAllMigrations = {kSchemaV1, kSchemaV2, kSchemaV3};
 
 }  // namespace
 
@@ -592,6 +620,94 @@ Expected<int64_t> Store::add_point(const PointRecord& p) {
         .bind(kAfterHeadline + 3, boost::json::serialize(p.validity.to_json()));
     if (auto st = stmt->run(); !st) return st.error();
     return d.last_insert_rowid();
+  });
+}
+
+namespace {
+
+constexpr std::string_view kTimesliceColumns =
+    "source, slice, start_s, end_s, running, waiting, kv_usage, prefix_hit_rate, preemptions, "
+    "prompt_tps, generation_tps, spec_acceptance, started, finished, output_tokens, "
+    "mean_ttft_ms, mean_intvty, data";
+
+double or_nan(const std::optional<double>& v) { return v ? *v : std::nan(""); }
+
+}  // namespace
+
+Status Store::add_timeslices(int64_t point_id, const std::vector<TimesliceRecord>& rows) {
+  if (rows.empty()) return {};
+  std::lock_guard lock(impl_->mu);
+  return impl_->write([&](Database& d) -> Status {
+    auto stmt = d.prepare(fmt::format(
+        "INSERT INTO timeslices (point_id, {}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
+        "?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
+        kTimesliceColumns));
+    if (!stmt) return stmt.error();
+    for (const auto& r : rows) {
+      if (r.source != "server" && r.source != "client") {
+        return Error{fmt::format("store: timeslice source '{}' is not server|client", r.source)};
+      }
+      stmt->reset();
+      stmt->bind(1, point_id)
+          .bind(2, r.source)
+          .bind(3, r.slice)
+          .bind(4, r.start_s)
+          .bind(5, r.end_s)
+          .bind(6, or_nan(r.running))
+          .bind(7, or_nan(r.waiting))
+          .bind(8, or_nan(r.kv_usage))
+          .bind(9, or_nan(r.prefix_hit_rate))
+          .bind(10, or_nan(r.preemptions))
+          .bind(11, or_nan(r.prompt_tps))
+          .bind(12, or_nan(r.generation_tps))
+          .bind(13, or_nan(r.spec_acceptance))
+          .bind(14, r.started)
+          .bind(15, r.finished)
+          .bind(16, r.output_tokens)
+          .bind(17, or_nan(r.mean_ttft_ms))
+          .bind(18, or_nan(r.mean_intvty))
+          .bind(19, to_text(r.data));
+      if (auto st = stmt->run(); !st) return st;
+    }
+    return {};
+  });
+}
+
+Expected<std::vector<TimesliceRecord>> Store::timeslices(int64_t point_id,
+                                                         const std::string& source) {
+  std::lock_guard lock(impl_->mu);
+  auto stmt = impl_->db.prepare(fmt::format(
+      "SELECT {} FROM timeslices WHERE point_id = ?1 AND (?2 = '' OR source = ?2) "
+      "ORDER BY source DESC, slice",
+      kTimesliceColumns));
+  if (!stmt) return stmt.error();
+  stmt->bind(1, point_id).bind(2, source);
+  return read_all<TimesliceRecord>(*stmt, [](const Statement& s) -> Expected<TimesliceRecord> {
+    auto opt = [&](int c) {
+      return s.column_is_null(c) ? std::nullopt : std::optional<double>(s.column_double(c));
+    };
+    TimesliceRecord r;
+    r.source = s.column_text(0);
+    r.slice = s.column_int(1);
+    r.start_s = s.column_double(2);
+    r.end_s = s.column_double(3);
+    r.running = opt(4);
+    r.waiting = opt(5);
+    r.kv_usage = opt(6);
+    r.prefix_hit_rate = opt(7);
+    r.preemptions = opt(8);
+    r.prompt_tps = opt(9);
+    r.generation_tps = opt(10);
+    r.spec_acceptance = opt(11);
+    r.started = s.column_optional_int(12);
+    r.finished = s.column_optional_int(13);
+    r.output_tokens = s.column_optional_int(14);
+    r.mean_ttft_ms = opt(15);
+    r.mean_intvty = opt(16);
+    boost::system::error_code ec;
+    auto v = boost::json::parse(s.column_text(17), ec);
+    if (!ec && v.is_object()) r.data = std::move(v.as_object());
+    return r;
   });
 }
 

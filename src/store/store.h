@@ -124,6 +124,21 @@ Status migrate(Database& db, std::span<const std::string_view> migrations);
 
 /// The results database. Thread-safe: all methods may be called concurrently from several
 /// threads (they are serialized on one connection); several processes may share one file.
+/// One telemetry timeslice of a point (docs/telemetry.md): a server slice (from the server's
+/// Prometheus metrics) or a client slice (from the request records). Unset values are NULL.
+struct TimesliceRecord {
+  std::string source;  // server | client
+  int64_t slice = 0;
+  double start_s = 0, end_s = 0;  // from the point's first scrape (server) or origin (client)
+  // server
+  std::optional<double> running, waiting, kv_usage, prefix_hit_rate, preemptions, prompt_tps,
+      generation_tps, spec_acceptance;
+  // client
+  std::optional<int64_t> started, finished, output_tokens;
+  std::optional<double> mean_ttft_ms, mean_intvty;
+  boost::json::object data;  // the whole slice
+};
+
 class Store {
  public:
   /// Opens the file, creating it and its parent folders when absent, and migrates the schema.
@@ -159,6 +174,8 @@ class Store {
   Expected<int64_t> add_point(const PointRecord& p);
   /// Inserts; returns the id.
   Expected<int64_t> add_failure(const FailureRecord& f);
+  /// Inserts the telemetry timeslices of point `point_id` (one transaction).
+  Status add_timeslices(int64_t point_id, const std::vector<TimesliceRecord>& rows);
 
   // --- queries ---
 
@@ -187,6 +204,9 @@ class Store {
   Expected<std::vector<ServerConfigRecord>> server_configs(int64_t run_id);
   Expected<std::vector<PointRecord>> points(int64_t run_id);
   Expected<std::vector<FailureRecord>> failures(int64_t run_id);
+  /// A point's timeslices, server ones first, by slice; `source` "server" or "client" filters.
+  Expected<std::vector<TimesliceRecord>> timeslices(int64_t point_id,
+                                                    const std::string& source = "");
 
  private:
   struct Impl;

@@ -127,6 +127,49 @@ TEST_F(StoreTest, ValidityIsStoredWithThePoint) {
   EXPECT_EQ(to_json(got[0]).at("validity").as_array().size(), 1u);
 }
 
+TEST_F(StoreTest, TimeslicesAreStoredPerPointAndSource) {
+  auto store = open();
+  const int64_t run = must(store.begin_run(make_run("r")));
+  const int64_t pt = must(store.add_point(make_point(run, "fp", 8, "ok")));
+  TimesliceRecord a;
+  a.source = "server";
+  a.slice = 0;
+  a.start_s = 0;
+  a.end_s = 1;
+  a.running = 8;
+  a.kv_usage = 0.42;
+  a.data = {{"running", 8}, {"metric_names", boost::json::array{"vllm:num_requests_running"}}};
+  TimesliceRecord b = a;
+  b.slice = 1;
+  b.start_s = 1;
+  b.end_s = 2;
+  b.prefix_hit_rate = 0.9;
+  TimesliceRecord c;
+  c.source = "client";
+  c.slice = 0;
+  c.end_s = 1;
+  c.started = 8;
+  c.finished = 2;
+  c.output_tokens = 640;
+  c.mean_ttft_ms = 12.5;
+  must(store.add_timeslices(pt, {c, b, a}));
+  auto all = must(store.timeslices(pt));
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_EQ(all[0].source, "server");  // server first, by slice
+  EXPECT_EQ(all[0].slice, 0);
+  EXPECT_DOUBLE_EQ(*all[0].kv_usage, 0.42);
+  EXPECT_FALSE(all[0].prefix_hit_rate.has_value());  // NULL stays unset
+  EXPECT_DOUBLE_EQ(*all[1].prefix_hit_rate, 0.9);
+  EXPECT_EQ(all[2].source, "client");
+  EXPECT_EQ(*all[2].output_tokens, 640);
+  EXPECT_FALSE(all[2].running.has_value());
+  EXPECT_EQ(all[0].data.at("metric_names").as_array().size(), 1u);
+  EXPECT_EQ(must(store.timeslices(pt, "client")).size(), 1u);
+  TimesliceRecord bad = a;
+  bad.source = "gpu";
+  EXPECT_FALSE(store.add_timeslices(pt, {bad}).ok());
+}
+
 TEST_F(StoreTest, FreshDatabaseGetsTheLatestSchemaVersion) {
   auto store = open();
   EXPECT_TRUE(fs::exists(file_));  // parent folder created too
@@ -134,7 +177,7 @@ TEST_F(StoreTest, FreshDatabaseGetsTheLatestSchemaVersion) {
   EXPECT_EQ(pragma_text(file_,
                         "SELECT group_concat(name) FROM (SELECT name FROM sqlite_schema "
                         "WHERE type = 'table' ORDER BY name)"),
-            "failures,points,runs,server_configs");
+            "failures,points,runs,server_configs,timeslices");
 }
 
 TEST_F(StoreTest, ReopeningIsIdempotentAndKeepsData) {
