@@ -95,7 +95,12 @@ Expected<std::vector<double>> parse_percentiles(const std::string& text) {
 
 int write_outputs(const BenchOptions& o, const load::BenchReport& report) {
   if (!o.output.empty()) {
-    if (auto s = write_file_atomic(o.output, boost::json::serialize(report.json) + "\n"); !s) {
+    // One point: its timeslices go in its result file (a sweep keeps them in the database).
+    boost::json::object out = report.json;
+    out["timeslices"] = boost::json::object{
+        {"server", telemetry::slices_to_json(report.server_slices)},
+        {"client", telemetry::slices_to_json(report.client_slices)}};
+    if (auto s = write_file_atomic(o.output, boost::json::serialize(out) + "\n"); !s) {
       fmt::print(stderr, "inferbench bench: {}\n", s.error().message);
       return kExitFailure;
     }

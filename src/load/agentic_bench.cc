@@ -286,6 +286,7 @@ Expected<BenchReport> run_agentic_bench(const BenchSpec& spec, const workload::P
   auto& warnings = j["warnings"].as_array();
   for (const auto& w : h.warnings) warnings.emplace_back(w);
   report.json = std::move(j);
+  add_telemetry(report, spec);
   return report;
 }
 

@@ -253,7 +253,30 @@ Expected<BenchReport> run_bench(const BenchSpec& spec, const workload::PointPlan
   auto& warnings = j["warnings"].as_array();
   for (const auto& w : h.warnings) warnings.emplace_back(w);
   report.json = std::move(j);
+  add_telemetry(report, spec);
   return report;
+}
+
+void add_telemetry(BenchReport& report, const BenchSpec& spec) {
+  report.client_slices =
+      telemetry::client_timeslices(report.run.measured, report.run.origin_ns, spec.slice_s);
+  boost::json::object t;
+  t["slice_s"] = spec.slice_s;
+  t["client_slices"] = static_cast<int64_t>(report.client_slices.size());
+  if (spec.scrape_server_metrics) {
+    auto scrapes =
+        window_scrapes(report.scrapes, report.window_start_unix, report.window_end_unix);
+    report.server_slices = telemetry::server_timeslices(scrapes, spec.slice_s);
+    report.server_summary = telemetry::summarize(report.server_slices);
+    t["server_slices"] = static_cast<int64_t>(report.server_slices.size());
+    t["server"] = telemetry::summary_to_json(report.server_summary);
+    if (scrapes.empty()) {
+      t["server_note"] = report.scrape_cost.first_error.empty()
+                             ? std::string("no server metrics were read")
+                             : "no server metrics were read: " + report.scrape_cost.first_error;
+    }
+  }
+  report.json["telemetry"] = std::move(t);
 }
 
 std::string format_summary(const BenchReport& report, const BenchSpec& spec) {

@@ -62,6 +62,11 @@ struct BenchReport {
   std::vector<RawScrape> scrapes;
   ScrapeCost scrape_cost;
   double window_start_unix = 0, window_end_unix = 0;
+  /// Timeslices of the measured window (docs/telemetry.md): from the server's metrics (time 0 =
+  /// the window's start) and from the client's records (time 0 = the run's origin).
+  std::vector<telemetry::ServerSlice> server_slices;
+  telemetry::TelemetrySummary server_summary;
+  std::vector<telemetry::ClientSlice> client_slices;
   /// Per measured record, fields for --details beside metrics::record_to_json (session, phase,
   /// recorded lengths); empty for other workloads.
   std::vector<boost::json::object> record_extras;
@@ -86,6 +91,10 @@ Expected<std::vector<std::string>> list_models(const http::Endpoint& endpoint);
 
 /// Fraction of failed requests above which a point fails (vLLM benchmark_serving's rule).
 inline constexpr double kMaxFailureRate = 0.05;
+
+/// Fills the point's timeslices and summary from its scrapes and records, and adds the
+/// "telemetry" block to its result JSON. Called by run_bench and run_agentic_bench.
+void add_telemetry(BenchReport& report, const BenchSpec& spec);
 
 /// Runs one agentic replay point (plan.agentic; load/agentic_run.h): warmup, then the profiling
 /// phase for the plan's duration, with metrics, AgentX validity and the server's prefix-cache

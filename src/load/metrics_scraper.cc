@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cassert>
 #include <chrono>
+#include <map>
 
 #include "core/clock.h"
 
@@ -39,6 +40,36 @@ Expected<std::vector<ScrapeTarget>> scrape_targets(const std::vector<std::string
     t.endpoint.base_path.clear();
     out.push_back(std::move(t));
   }
+  return out;
+}
+
+std::vector<telemetry::TimedScrape> window_scrapes(const std::vector<RawScrape>& scrapes,
+                                                   double start_unix, double end_unix) {
+  // Per URL, the bracketing scrapes count too: the counters' increase over the window needs
+  // the values just before and just after it.
+  std::vector<telemetry::TimedScrape> out;
+  std::map<std::string, std::vector<const RawScrape*>> by_url;
+  for (const auto& s : scrapes) {
+    if (s.status == 200) by_url[s.url].push_back(&s);
+  }
+  for (auto& [url, list] : by_url) {
+    std::sort(list.begin(), list.end(),
+              [](const RawScrape* a, const RawScrape* b) { return a->t_unix < b->t_unix; });
+    size_t first = 0, last = list.size();
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (list[i]->t_unix <= start_unix) first = i;
+    }
+    for (size_t i = list.size(); i-- > 0;) {
+      if (list[i]->t_unix >= end_unix) last = i + 1;
+    }
+    for (size_t i = first; i < last; ++i) {
+      auto parsed = metrics::parse_prometheus(list[i]->body);
+      if (!parsed) continue;
+      out.push_back({list[i]->t_unix - start_unix, std::move(*parsed), url});
+    }
+  }
+  std::sort(out.begin(), out.end(),
+            [](const auto& a, const auto& b) { return a.t_s < b.t_s; });
   return out;
 }
 

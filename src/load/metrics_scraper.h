@@ -14,6 +14,7 @@
 #include <boost/json.hpp>
 
 #include "http/client.h"
+#include "telemetry/timeslices.h"
 
 namespace ib::load {
 
@@ -48,6 +49,12 @@ Expected<ScrapeTarget> parse_scrape_target(const std::string& url);
 /// The targets of `urls`, or the endpoint's /metrics when there are none.
 Expected<std::vector<ScrapeTarget>> scrape_targets(const std::vector<std::string>& urls,
                                                    const http::Endpoint& endpoint);
+/// The parsed scrapes of a point's measured window [start, end] (unix seconds): from the last
+/// one at or before the start to the first one at or after the end; t_s is seconds from the
+/// start. Failed and unparseable scrapes are left out (their count is in the cost).
+std::vector<telemetry::TimedScrape> window_scrapes(const std::vector<RawScrape>& scrapes,
+                                                   double start_unix, double end_unix);
+
 /// The cost block of the client-health JSON ("server_metrics_scrape").
 boost::json::object cost_to_json(const ScrapeCost& c, double slice_s);
 

@@ -83,6 +83,8 @@ struct PointResult {
   boost::json::object result;  // the full result JSON (empty when nothing was measured)
   std::optional<int64_t> reused_from_run;
   std::string artifacts_dir;  // where conc_N.json and its siblings are
+  /// Telemetry timeslices (telemetry::slices_to_json rows), stored beside the point.
+  boost::json::array server_slices, client_slices;
 
   bool measured() const { return !result.empty(); }
   /// The status with its reason, for a table cell: "ok", "failed: 4 × http_status: ...",

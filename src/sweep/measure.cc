@@ -143,6 +143,8 @@ metrics::PointResult ConfigRunner::measure(const ConfigPlan& cfg, int64_t conc, 
   for (const auto& kv : report->inferencex) aggregate[kv.key()] = kv.value();
   rec_->write_point_files(p, aggregate, report->run.measured, report->run.origin_ns);
   rec_->write_scrapes(p, report->scrapes);
+  p.server_slices = telemetry::slices_to_json(report->server_slices);
+  p.client_slices = telemetry::slices_to_json(report->client_slices);
   return p;
 }
 
