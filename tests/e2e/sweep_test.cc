@@ -202,6 +202,28 @@ TEST(Sweep, TwoConfigurationsTimesThreeConcurrenciesAreStored) {
     }
     EXPECT_GE(scrapes, 2);
     EXPECT_EQ(p.result.at("client").at("server_metrics_scrape").at("scrapes").as_int64(), scrapes);
+    // ... and as timeslices in the database: the server's (vLLM names, serve-sim) and the
+    // client's, with the telemetry summary in the result.
+    auto slices = db.timeslices(p.id);
+    ASSERT_TRUE(slices.ok()) << slices.error().message;
+    int server = 0, client = 0;
+    int64_t finished = 0;
+    for (const auto& t : *slices) {
+      if (t.source == "server") {
+        ++server;
+        EXPECT_TRUE(t.running.has_value());
+        EXPECT_EQ(t.data.at("engine").as_string(), "serve-sim");
+      } else {
+        ++client;
+        finished += t.finished.value_or(0);
+      }
+    }
+    EXPECT_GE(server, 1);
+    EXPECT_GE(client, 1);
+    EXPECT_EQ(finished, p.headline.get("completed"));  // every request ends in one slice
+    const auto& tel = p.result.at("telemetry").as_object();
+    EXPECT_EQ(tel.at("server").at("engine").as_string(), "serve-sim");
+    EXPECT_GT(tel.at("server").at("generation_tokens").to_number<double>(), 0);
   }
   // The slower decode shows in the numbers: a real measurement, not a copy.
   double fast = 0, slow = 0;
