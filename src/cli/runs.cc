@@ -146,6 +146,8 @@ struct ShowOptions {
   std::string run;
   std::string db = std::string(store::kDefaultDatabase);
   bool json = false;
+  int64_t timeslices_point = 0;  // --timeslices POINT: that point's time series
+  std::string format = "table";  // table | csv | json
 };
 
 struct RunDetails {
@@ -252,6 +254,33 @@ std::string show_text(const RunDetails& d) {
     results.push_back(std::move(pr));
   }
   out += table_text(rows);
+  // What the server did meanwhile (docs/telemetry.md): one line per point with server metrics.
+  rows.clear();
+  rows.push_back({"POINT", "KEY", "CONC", "ENGINE", "SLICES", "PEAK KV %", "MEAN RUNNING",
+                  "MEAN WAITING", "PREEMPTIONS", "PREFIX HIT %", "ACCEPT LEN"});
+  auto num = [](const boost::json::object& o, const char* k, double scale, const char* f) {
+    const auto* v = o.if_contains(k);
+    return v && v->is_number() ? fmt::format(fmt::runtime(f), v->to_number<double>() * scale)
+                               : std::string("-");
+  };
+  for (const auto& p : d.points) {
+    const auto* t = p.result.if_contains("telemetry");
+    const auto* server = t && t->is_object() ? t->as_object().if_contains("server") : nullptr;
+    if (server == nullptr || !server->is_object()) continue;
+    const auto& sv = server->as_object();
+    const auto* engine = sv.if_contains("engine");
+    rows.push_back({std::to_string(p.id), key_of(p.server_config_id),
+                    std::to_string(p.concurrency),
+                    engine && engine->is_string() ? std::string(engine->as_string()) : "-",
+                    num(sv, "slices", 1, "{:.0f}"), num(sv, "peak_kv_usage", 100, "{:.1f}"),
+                    num(sv, "mean_running", 1, "{:.1f}"), num(sv, "mean_waiting", 1, "{:.1f}"),
+                    num(sv, "preemptions", 1, "{:.0f}"), num(sv, "prefix_hit_rate", 100, "{:.1f}"),
+                    num(sv, "spec_acceptance_length", 1, "{:.2f}")});
+  }
+  if (rows.size() > 1) {
+    out += "\nTELEMETRY (server metrics during each point; `show RUN --timeslices POINT`)\n";
+    out += table_text(rows);
+  }
   // Why each point that is not a success failed, in full (the first error of each cause).
   if (const std::string why = sweep::not_measured_text(results); !why.empty()) {
     out += "\nNOT MEASURED OR INVALID\n" + why;
@@ -285,6 +314,112 @@ boost::json::object show_json(const RunDetails& d) {
   return o;
 }
 
+// CSV of JSON rows: the columns of the first row, in its order; arrays joined by ';'.
+std::string rows_csv(const std::vector<boost::json::object>& rows) {
+  if (rows.empty()) return "";
+  std::vector<std::string> cols;
+  for (const auto& kv : rows.front()) cols.emplace_back(kv.key());
+  std::string out = fmt::format("{}\n", fmt::join(cols, ","));
+  for (const auto& r : rows) {
+    std::vector<std::string> cells;
+    for (const auto& c : cols) {
+      const auto* v = r.if_contains(c);
+      std::string cell;
+      if (v == nullptr || v->is_null()) {
+        cell = "";
+      } else if (v->is_string()) {
+        cell = std::string(v->as_string());
+      } else if (v->is_array()) {
+        std::vector<std::string> parts;
+        for (const auto& x : v->as_array()) {
+          parts.push_back(x.is_string() ? std::string(x.as_string()) : boost::json::serialize(x));
+        }
+        cell = fmt::format("{}", fmt::join(parts, ";"));
+      } else {
+        cell = boost::json::serialize(*v);
+      }
+      if (cell.find_first_of(",\"\n") != std::string::npos) {
+        std::string q = "\"";
+        for (char ch : cell) {
+          if (ch == '"') q += '"';
+          q += ch;
+        }
+        cell = q + "\"";
+      }
+      cells.push_back(std::move(cell));
+    }
+    out += fmt::format("{}\n", fmt::join(cells, ","));
+  }
+  return out;
+}
+
+int run_timeslices(store::Store& st, const ShowOptions& o, const store::RunRecord& run) {
+  auto points = st.points(run.id);
+  if (!points) {
+    fmt::print(stderr, "inferbench show: {}\n", points.error().message);
+    return kExitFailure;
+  }
+  bool in_run = false;
+  for (const auto& p : *points) in_run |= p.id == o.timeslices_point;
+  if (!in_run) {
+    fmt::print(stderr,
+               "inferbench show: --timeslices: run {} has no point {} (the POINT column of "
+               "`inferbench show {}` lists them)\n",
+               run.name, o.timeslices_point, run.name);
+    return kExitUsage;
+  }
+  auto slices = st.timeslices(o.timeslices_point);
+  if (!slices) {
+    fmt::print(stderr, "inferbench show: {}\n", slices.error().message);
+    return kExitFailure;
+  }
+  std::vector<boost::json::object> server, client;
+  for (const auto& t : *slices) (t.source == "server" ? server : client).push_back(t.data);
+  if (o.format == "json") {
+    boost::json::array sv(server.begin(), server.end()), cl(client.begin(), client.end());
+    print(boost::json::serialize(boost::json::object{
+              {"point", o.timeslices_point}, {"server", std::move(sv)}, {"client", std::move(cl)}}) +
+          "\n");
+    return kExitOk;
+  }
+  if (o.format == "csv") {
+    std::string out = "# server\n" + rows_csv(server) + "# client\n" + rows_csv(client);
+    print(out);
+    return kExitOk;
+  }
+  std::vector<Row> rows;
+  rows.push_back({"SLICE", "START S", "RUNNING", "WAITING", "KV %", "PREFIX HIT %",
+                  "PREEMPT", "PROMPT TOK/S", "GEN TOK/S"});
+  auto cell = [](const std::optional<double>& v, double scale, int digits) {
+    return v ? fmt::format("{:.{}f}", *v * scale, digits) : std::string("-");
+  };
+  for (const auto& t : *slices) {
+    if (t.source != "server") continue;
+    rows.push_back({std::to_string(t.slice), fmt::format("{:.1f}", t.start_s),
+                    cell(t.running, 1, 0), cell(t.waiting, 1, 0), cell(t.kv_usage, 100, 1),
+                    cell(t.prefix_hit_rate, 100, 1), cell(t.preemptions, 1, 0),
+                    cell(t.prompt_tps, 1, 0), cell(t.generation_tps, 1, 0)});
+  }
+  std::string out = fmt::format("point {}: server timeslices\n", o.timeslices_point);
+  out += rows.size() > 1 ? table_text(rows) : "none (no server metrics were read)\n";
+  rows.clear();
+  rows.push_back({"SLICE", "START S", "STARTED", "FINISHED", "OUTPUT TOKENS", "MEAN TTFT MS",
+                  "MEAN 1/TPOT"});
+  for (const auto& t : *slices) {
+    if (t.source != "client") continue;
+    auto count = [](const std::optional<int64_t>& v) {
+      return v ? std::to_string(*v) : std::string("-");
+    };
+    rows.push_back({std::to_string(t.slice), fmt::format("{:.1f}", t.start_s), count(t.started),
+                    count(t.finished), count(t.output_tokens), cell(t.mean_ttft_ms, 1, 1),
+                    cell(t.mean_intvty, 1, 1)});
+  }
+  out += fmt::format("\npoint {}: client timeslices\n", o.timeslices_point);
+  out += rows.size() > 1 ? table_text(rows) : "none\n";
+  print(out);
+  return kExitOk;
+}
+
 int run_show(const ShowOptions& o) {
   auto st = open_store("show", o.db);
   if (!st) {
@@ -301,6 +436,14 @@ int run_show(const ShowOptions& o) {
     fmt::print(stderr, "inferbench show: no run '{}' in {} (see `inferbench runs --db {}`)\n",
                o.run, o.db, o.db);
     return kExitUsage;
+  }
+  if (o.timeslices_point != 0) {
+    if (o.format != "table" && o.format != "csv" && o.format != "json") {
+      fmt::print(stderr, "inferbench show: --format must be table, csv or json (got '{}')\n",
+                 o.format);
+      return kExitUsage;
+    }
+    return run_timeslices(*st, o, **found);
   }
   RunDetails d;
   d.run = std::move(**found);
@@ -339,6 +482,11 @@ RunFn register_show(CLI::App& root) {
   app->add_option("--db", o->db, "Results database file")->capture_default_str();
   app->add_flag("--json", o->json,
                 "Print everything (full result JSON of each point included) as one JSON object");
+  app->add_option("--timeslices", o->timeslices_point,
+                  "Print the telemetry time series of point POINT (its id: the POINT column)")
+      ->check(positive_number());
+  app->add_option("--format", o->format, "With --timeslices: table | csv | json")
+      ->capture_default_str();
   return [o]() { return run_show(*o); };
 }
 

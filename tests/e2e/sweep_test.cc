@@ -225,6 +225,31 @@ TEST(Sweep, TwoConfigurationsTimesThreeConcurrenciesAreStored) {
     EXPECT_EQ(tel.at("server").at("engine").as_string(), "serve-sim");
     EXPECT_GT(tel.at("server").at("generation_tokens").to_number<double>(), 0);
   }
+  // The series on the command line: a telemetry section in `show`, CSV and JSON per point.
+  const std::string db_path = (dir.path() / "runs" / "inferbench.db").string();
+  auto shown = run_inferbench({"show", run.name, "--db", db_path}, dir.path() / "show.log");
+  EXPECT_NE(shown.output.find("TELEMETRY"), std::string::npos) << shown.output;
+  const std::string point = std::to_string(points->front().id);
+  auto csv = run_inferbench({"show", run.name, "--db", db_path, "--timeslices", point, "--format",
+                             "csv"},
+                            dir.path() / "csv.log");
+  ASSERT_EQ(csv.exit.code, 0) << csv.output;
+  EXPECT_NE(csv.output.find("# server\nindex,start_s,end_s,scrapes,engine,running,"),
+            std::string::npos)
+      << csv.output;
+  EXPECT_NE(csv.output.find("# client\nindex,start_s,end_s,started,finished"), std::string::npos)
+      << csv.output;
+  auto js = run_inferbench({"show", run.name, "--db", db_path, "--timeslices", point, "--format",
+                            "json"},
+                           dir.path() / "js.log");
+  ASSERT_EQ(js.exit.code, 0) << js.output;
+  auto series = boost::json::parse(js.output).as_object();
+  EXPECT_FALSE(series.at("server").as_array().empty());
+  EXPECT_FALSE(series.at("client").as_array().empty());
+  auto missing = run_inferbench({"show", run.name, "--db", db_path, "--timeslices", "999999"},
+                                dir.path() / "m.log");
+  EXPECT_EQ(missing.exit.code, 2);
+  EXPECT_NE(missing.output.find("no point 999999"), std::string::npos) << missing.output;
   // The slower decode shows in the numbers: a real measurement, not a copy.
   double fast = 0, slow = 0;
   for (const auto& p : *points) {
