@@ -8,6 +8,7 @@
 #include "metrics/aggregate.h"
 #include "metrics/result.h"
 #include "sweep/config_run.h"
+#include "verify/expect.h"
 #include "workload/agentic_workload.h"
 
 namespace ib::sweep {
@@ -112,6 +113,27 @@ metrics::PointResult ConfigRunner::measure(const ConfigPlan& cfg, int64_t conc, 
   }
   for (const auto& problem : client_health_problems(report->run.health, conc)) {
     p.validity.add(metrics::InvalidKind::kClientHealth, problem);
+  }
+  // `expect: server-metrics`: the server's metrics must show these prefixes during the point.
+  if (o_.check_expect) {
+    if (auto it = entries_.find(cfg.row.config_key); it != entries_.end() && it->second->expect) {
+      auto spec = verify::parse_expect(*it->second->expect, cfg.row.config_key + ".expect");
+      if (spec && !spec->server_metrics.empty()) {
+        const auto scrapes = load::window_scrapes(report->scrapes, report->window_start_unix,
+                                                  report->window_end_unix);
+        for (const auto& prefix : telemetry::missing_prefixes(scrapes, spec->server_metrics)) {
+          const auto& cost = report->scrape_cost;
+          p.validity.add(
+              metrics::InvalidKind::kExpectFailed,
+              fmt::format("expect server-metrics: no series starting with \"{}\" in {} scrape(s) "
+                          "of the point{}",
+                          prefix, scrapes.size(),
+                          cost.first_error.empty() ? "" : " (" + cost.first_error + ")"),
+              "check the metrics URL (--server-metrics-url) and that the engine exports them "
+              "(SGLang: --enable-metrics)");
+        }
+      }
+    }
   }
   // AgentX's submission rules (error and overflow rates, coverage, duration floor, scaled time).
   for (const auto& r : report->agentic_invalid) {

@@ -57,10 +57,12 @@ class ExpectParser {
           spec.env_read = name_list(value, p);
         } else if (name == "env-not-read") {
           spec.env_not_read = name_list(value, p);
+        } else if (name == "server-metrics") {
+          spec.server_metrics = prefix_list(value, p);
         } else {
           error(p,
-                "unknown field (expected log-contains, log-absent, settings, probes, env-read or "
-                "env-not-read)");
+                "unknown field (expected log-contains, log-absent, settings, probes, env-read, "
+                "env-not-read or server-metrics)");
         }
       }
     }
@@ -104,6 +106,24 @@ class ExpectParser {
       if (!boost::regex_match(n, kName))
         return error(at, fmt::format("'{}' is not a variable name", n));
       out.push_back(std::move(n));
+    };
+    if (v.is_array()) {
+      const json::array& arr = v.get_array();
+      for (size_t i = 0; i < arr.size(); ++i) one(arr[i], fmt::format("{}[{}]", p, i));
+    } else {
+      one(v, p);
+    }
+    return out;
+  }
+
+  // Metric-name prefixes ("vllm:", "sglang:"): a string or a list of non-empty strings.
+  std::vector<std::string> prefix_list(const json::value& v, const std::string& p) {
+    std::vector<std::string> out;
+    auto one = [&](const json::value& x, const std::string& at) {
+      if (!x.is_string() || x.get_string().empty()) {
+        return error(at, "expected a metric-name prefix such as \"vllm:\", got " + describe(x));
+      }
+      out.emplace_back(x.get_string());
     };
     if (v.is_array()) {
       const json::array& arr = v.get_array();

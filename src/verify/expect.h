@@ -6,6 +6,7 @@
 //     log-absent: ["quick all-reduce INT4"]              # no line may match any of these
 //     settings: {tp_size: 8, disable_custom_all_reduce: false}  # effective values must equal
 //     probes: [{key: ar_impl, regex: "Using (\\w+Allreduce)"}]  # extra values for `settings`
+//     server-metrics: ["vllm:"]  # during each point, the server's /metrics has such series
 #pragma once
 
 #include <boost/json.hpp>
@@ -30,9 +31,12 @@ struct ExpectSpec {
   /// Environment variables some server process must read / must not read (env_trace.h).
   std::vector<std::string> env_read;
   std::vector<std::string> env_not_read;
+  /// Metric-name prefixes the server's metrics must show during each point (InferenceX's
+  /// required prefix); checked after the point, on its scrapes (docs/telemetry.md).
+  std::vector<std::string> server_metrics;
   bool empty() const {
     return log_contains.empty() && log_absent.empty() && settings.empty() && probes.empty() &&
-           env_read.empty() && env_not_read.empty();
+           env_read.empty() && env_not_read.empty() && server_metrics.empty();
   }
 };
 

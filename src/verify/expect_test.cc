@@ -60,7 +60,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadExpect{"[1]", "k1.expect: expected a mapping, got a list"},
         BadExpect{R"j({"log-contain": ["x"]})j",
                   "k1.expect.log-contain: unknown field (expected log-contains, log-absent, "
-                  "settings, probes, env-read or env-not-read)"},
+                  "settings, probes, env-read, env-not-read or server-metrics)"},
         BadExpect{R"j({"env-read": ["OK_NAME", "not a name"]})j",
                   "k1.expect.env-read[1]: 'not a name' is not a variable name"},
         BadExpect{R"j({"log-contains": 3})j",
@@ -217,6 +217,22 @@ TEST(CheckExpect, ResultsHaveAJsonForm) {
   EXPECT_EQ(results[0].to_json(), json::parse(R"j({"assertion": "log-contains /b/",
       "passed": true, "evidence": "line 2: b", "line": 2})j"));
   EXPECT_TRUE(all_passed({}));
+}
+
+TEST(Expect, ServerMetricsPrefixes) {
+  auto spec = parse_expect(json::parse(R"j({"server-metrics": ["vllm:", "sglang:"]})j"));
+  ASSERT_TRUE(spec.ok()) << spec.error().message;
+  EXPECT_EQ(spec->server_metrics, (std::vector<std::string>{"vllm:", "sglang:"}));
+  EXPECT_FALSE(spec->empty());
+  auto one = parse_expect(json::parse(R"j({"server-metrics": "vllm:"})j"));
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(one->server_metrics.size(), 1u);
+  auto bad = parse_expect(json::parse(R"j({"server-metrics": ["", 3]})j"), "k.expect");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("k.expect.server-metrics[0]: expected a metric-name prefix"),
+            std::string::npos)
+      << bad.error().message;
+  EXPECT_NE(bad.error().message.find("k.expect.server-metrics[1]"), std::string::npos);
 }
 
 }  // namespace

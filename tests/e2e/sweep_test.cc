@@ -440,6 +440,22 @@ TEST(Sweep, FailedExpectationMarksPointsInvalidWithEvidence) {
   EXPECT_EQ(run.points.ok, 0);
 }
 
+TEST(Sweep, ExpectedServerMetricsThatAreMissingMakePointsInvalid) {
+  TempDir dir;
+  // serve-sim exports vLLM's names, so "vllm:" is there and "sglang:" is not.
+  fs::path recipe = write_recipe(
+      dir, two_config_recipe("\"2\"", "  expect:\n    server-metrics: ['vllm:', 'sglang:']\n"));
+  auto r =
+      run_inferbench(sweep_args(dir, recipe, {"--keys", "sim-fast"}), dir.path() / "sweep.log");
+  EXPECT_EQ(r.exit.code, 1) << r.output;
+  EXPECT_NE(r.output.find("expect server-metrics: no series starting with \"sglang:\""),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("starting with \"vllm:\""), std::string::npos) << r.output;
+  store::Store db = open_db(dir.path() / "runs" / "inferbench.db");
+  EXPECT_EQ(db.list_runs()->front().points.invalid, 3);
+}
+
 TEST(Sweep, InvalidExpectBlockIsRejectedBeforeAnythingStarts) {
   TempDir dir;
   fs::path recipe = write_recipe(dir, two_config_recipe("\"2\"", "  expect:\n    setings: {}\n"));
