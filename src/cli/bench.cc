@@ -38,6 +38,7 @@ struct BenchOptions {
   bool agentx_fast = false;
   CLI::Option* seed_option = nullptr;
   CLI::Option* concurrency_option = nullptr;
+  std::string gpu_power = "auto";
   CLI::Option* warmup_per_lane_option = nullptr;
 };
 
@@ -124,6 +125,19 @@ int write_outputs(const BenchOptions& o, const load::BenchReport& report) {
   return kExitOk;
 }
 
+// The point failed --require-power: say why.
+int power_failure(const load::BenchReport& report) {
+  const auto& e = report.json.at("energy").as_object();
+  std::string why;
+  if (const auto* note = e.if_contains("note")) why = std::string(note->as_string());
+  if (const auto* reasons = e.if_contains("reasons"); reasons && reasons->is_array()) {
+    for (const auto& r : reasons->as_array()) why += (why.empty() ? "" : "; ") + boost::json::serialize(r);
+  }
+  fmt::print(stderr, "inferbench bench: --require-power: no valid GPU power measurement{}{}\n",
+             why.empty() ? "" : ": ", why);
+  return kExitFailure;
+}
+
 // --workload agentic: one AgentX replay point.
 int run_agentic(BenchOptions& o) {
   workload::AgenticParams& p = o.agentic;
@@ -182,6 +196,7 @@ int run_agentic(BenchOptions& o) {
     fmt::print(stderr, "inferbench bench: interrupted; the result is partial\n");
     return kExitInterrupted;
   }
+  if (report->power_missing) return power_failure(*report);
   if (report->aborted) {
     fmt::print(stderr, "inferbench bench: {}; nothing was measured\n", report->abort_reason);
     return kExitFailure;
@@ -201,6 +216,14 @@ int run_agentic(BenchOptions& o) {
 }
 
 int run(BenchOptions& o) {
+  auto power = load::parse_power_mode(o.gpu_power);
+  if (!power) {
+    fmt::print(stderr,
+               "inferbench bench: --gpu-power must be auto, off, nvidia-smi or amd-smi (got '{}')\n",
+               o.gpu_power);
+    return kExitUsage;
+  }
+  o.spec.power = *power;
   if (o.workload == "agentic") return run_agentic(o);
   if (o.workload != "fixed") {
     fmt::print(stderr, "inferbench bench: --workload must be 'fixed' or 'agentic' (got '{}')\n",
@@ -279,6 +302,7 @@ int run(BenchOptions& o) {
     fmt::print(stderr, "inferbench bench: interrupted; the result is partial\n");
     return kExitInterrupted;
   }
+  if (report->power_missing) return power_failure(*report);
   const auto& m = report->metrics;
   if (m.num_requests == 0) {
     fmt::print(stderr, "inferbench bench: no request was measured\n");
@@ -401,6 +425,12 @@ RunFn register_bench(CLI::App& root) {
   app->add_flag_callback(
       "--no-server-metrics", [o] { o->spec.scrape_server_metrics = false; },
       "Do not scrape the server's metrics during the point");
+  app->add_option("--gpu-power", o->gpu_power,
+                  "GPU power during the point: auto (nvidia-smi or amd-smi on this host when the "
+                  "server is on loopback) | off | nvidia-smi | amd-smi")
+      ->capture_default_str();
+  app->add_flag("--require-power", o->spec.require_power,
+                "Fail the point when GPU power is missing or not valid");
   app->add_option("--output", o->output, "Write the result JSON here");
   app->add_option("--details", o->details, "Write per-request records (JSONL) here");
   return [o]() { return run(*o); };

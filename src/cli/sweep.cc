@@ -35,6 +35,7 @@ struct SweepCliOptions {
   int warmup_requests_per_lane = -1;
   double agentic_duration = 0;
   double time_scale = 0;
+  std::string gpu_power = "auto";
   bool json = false;
 };
 
@@ -90,6 +91,14 @@ int run(SweepCliOptions& c) {
   if (c.warmups_per_conc >= 0) o.workload.warmups_per_conc = c.warmups_per_conc;
   if (c.range_ratio > 0) o.workload.range_ratio = c.range_ratio;
   if (c.seed >= 0) o.workload.seed = static_cast<uint64_t>(c.seed);
+  auto power = load::parse_power_mode(c.gpu_power);
+  if (!power) {
+    fmt::print(stderr,
+               "inferbench sweep: --gpu-power must be auto, off, nvidia-smi or amd-smi (got '{}')\n",
+               c.gpu_power);
+    return kExitUsage;
+  }
+  o.power = *power;
   o.workload.traces = c.traces;
   if (c.max_traces > 0) o.workload.max_traces = c.max_traces;
   if (c.warmup_requests_per_lane >= 0) o.workload.warmup_requests_per_lane = c.warmup_requests_per_lane;
@@ -222,6 +231,12 @@ RunFn register_sweep(CLI::App& root) {
   app->add_flag_callback(
       "--no-server-metrics", [&o] { o.scrape_server_metrics = false; },
       "Do not scrape the servers' metrics during points");
+  app->add_option("--gpu-power", c->gpu_power,
+                  "GPU power during points: auto (nvidia-smi or amd-smi when the server runs on "
+                  "this host) | off | nvidia-smi | amd-smi")
+      ->capture_default_str();
+  app->add_flag("--require-power", o.require_power,
+                "Fail points whose GPU power is missing or not valid");
   app->add_option("--point-timeout", o.point_timeout_s, "Seconds before a point is cut short")
       ->capture_default_str()
       ->check(positive_number());

@@ -106,6 +106,9 @@ Expected<BenchReport> run_agentic_bench(const BenchSpec& spec, const workload::P
     scraper = std::make_unique<MetricsScraper>(std::move(*targets), spec.slice_s);
     scraper->start();
   }
+  std::string power_note;
+  auto power = start_power(spec, *endpoint, &power_note);
+  if (!power) return power.error();
   auto run = agentic::run_agentic(rc, *ap.trees);
   if (scraper) scraper->stop();
   if (!run) return run.error();
@@ -151,6 +154,8 @@ Expected<BenchReport> run_agentic_bench(const BenchSpec& spec, const workload::P
   }
   report.window_start_unix = run->start_unix + run->profiling_start_s;
   report.window_end_unix = run->start_unix + run->profiling_end_s;
+  report.power_note = power_note;
+  stop_power(*power, report);
   if (scraper) {
     report.scrape_cost = scraper->cost();
     report.scrapes = scraper->scrapes();

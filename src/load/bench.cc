@@ -157,6 +157,9 @@ Expected<BenchReport> run_bench(const BenchSpec& spec, const workload::PointPlan
     scraper = std::make_unique<MetricsScraper>(std::move(*targets), spec.slice_s);
     scraper->start();
   }
+  std::string power_note;
+  auto power = start_power(spec, *endpoint, &power_note);
+  if (!power) return power.error();
   auto run = run_load(rc, warmup, measured);
   if (scraper) scraper->stop();
   const std::string request_id_prefix = rc.request_id_prefix;
@@ -170,6 +173,8 @@ Expected<BenchReport> run_bench(const BenchSpec& spec, const workload::PointPlan
   report.metrics = metrics::compute_metrics(report.run.measured, spec.metrics);
   report.window_start_unix = report.run.start_unix;
   report.window_end_unix = report.run.end_unix;
+  report.power_note = power_note;
+  stop_power(*power, report);
   if (scraper) {
     report.scrape_cost = scraper->cost();
     report.scrapes = scraper->scrapes();
@@ -257,6 +262,26 @@ Expected<BenchReport> run_bench(const BenchSpec& spec, const workload::PointPlan
   return report;
 }
 
+Expected<std::unique_ptr<PowerSampler>> start_power(const BenchSpec& spec,
+                                                    const http::Endpoint& endpoint,
+                                                    std::string* note) {
+  auto mode = resolve_power_mode(spec.power, endpoint.host, note);
+  if (!mode) return std::unique_ptr<PowerSampler>();
+  return PowerSampler::start(*mode, spec.power_interval_s);
+}
+
+void stop_power(std::unique_ptr<PowerSampler>& sampler, BenchReport& report) {
+  if (!sampler) return;
+  report.power_tool = sampler->tool();
+  auto log = sampler->stop();
+  if (log) {
+    report.power_log = std::move(*log);
+  } else {
+    report.power_note = log.error().message;
+  }
+  sampler.reset();
+}
+
 void add_telemetry(BenchReport& report, const BenchSpec& spec) {
   report.client_slices =
       telemetry::client_timeslices(report.run.measured, report.run.origin_ns, spec.slice_s);
@@ -277,6 +302,26 @@ void add_telemetry(BenchReport& report, const BenchSpec& spec) {
     }
   }
   report.json["telemetry"] = std::move(t);
+
+  // GPU energy over the measured window, per request and per token (InferenceX's rules).
+  boost::json::object energy;
+  if (report.power_log) {
+    report.energy = telemetry::integrate_power(report.power_log->samples, report.window_start_unix,
+                                               report.window_end_unix, spec.metrics.num_gpus);
+    telemetry::TokenCounts counts;
+    counts.requests = report.metrics.completed;
+    counts.input_tokens = report.metrics.total_input_tokens;
+    counts.output_tokens = report.metrics.total_output_tokens;
+    energy = telemetry::energy_to_json(*report.energy, counts);
+    energy["tool"] = report.power_tool;
+    energy["power_column"] = report.power_log->power_column;
+  } else {
+    energy["power_valid"] = false;
+    energy["note"] = report.power_note.empty() ? "no GPU power sampler ran" : report.power_note;
+    if (!report.power_tool.empty()) energy["tool"] = report.power_tool;
+  }
+  report.power_missing = spec.require_power && !(report.energy && report.energy->power_valid);
+  report.json["energy"] = std::move(energy);
 }
 
 std::string format_summary(const BenchReport& report, const BenchSpec& spec) {

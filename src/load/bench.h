@@ -9,6 +9,7 @@
 #include "core/expected.h"
 #include "http/client.h"
 #include "load/metrics_scraper.h"
+#include "load/power_sampler.h"
 #include "load/runner.h"
 #include "metrics/agentic.h"
 #include "metrics/result.h"
@@ -39,6 +40,11 @@ struct BenchSpec {
   bool scrape_server_metrics = true;
   std::vector<std::string> server_metrics_urls;
   double slice_s = 1.0;
+  /// GPU power during the point (docs/telemetry.md): sampled with nvidia-smi or amd-smi on this
+  /// host; `require_power` makes a missing or invalid measurement fail the point.
+  PowerMode power = PowerMode::kAuto;
+  bool require_power = false;
+  double power_interval_s = 0.5;
 };
 
 /// A finished point: records, metrics and the result JSON.
@@ -67,6 +73,13 @@ struct BenchReport {
   std::vector<telemetry::ServerSlice> server_slices;
   telemetry::TelemetrySummary server_summary;
   std::vector<telemetry::ClientSlice> client_slices;
+  /// GPU power: what the sampler printed (when one ran), or why there is none; the energy of
+  /// the measured window.
+  std::string power_tool, power_note;
+  std::optional<telemetry::PowerLog> power_log;
+  std::optional<telemetry::EnergyResult> energy;
+  /// require_power and the energy is missing or not valid.
+  bool power_missing = false;
   /// Per measured record, fields for --details beside metrics::record_to_json (session, phase,
   /// recorded lengths); empty for other workloads.
   std::vector<boost::json::object> record_extras;
@@ -95,6 +108,13 @@ inline constexpr double kMaxFailureRate = 0.05;
 /// Fills the point's timeslices and summary from its scrapes and records, and adds the
 /// "telemetry" block to its result JSON. Called by run_bench and run_agentic_bench.
 void add_telemetry(BenchReport& report, const BenchSpec& spec);
+
+/// Starts the GPU power sampler `spec` asks for (none: nullptr, with the reason in `note`).
+Expected<std::unique_ptr<PowerSampler>> start_power(const BenchSpec& spec,
+                                                    const http::Endpoint& endpoint,
+                                                    std::string* note);
+/// Stops it and keeps its samples (or the reason there are none) in `report`.
+void stop_power(std::unique_ptr<PowerSampler>& sampler, BenchReport& report);
 
 /// Runs one agentic replay point (plan.agentic; load/agentic_run.h): warmup, then the profiling
 /// phase for the plan's duration, with metrics, AgentX validity and the server's prefix-cache

@@ -18,7 +18,7 @@ constexpr std::array<std::pair<PointStatus, std::string_view>, 6> kStatusNames =
     {PointStatus::kResumed, "resumed"},
 }};
 
-constexpr std::array<std::pair<InvalidKind, std::string_view>, 8> kInvalidNames = {{
+constexpr std::array<std::pair<InvalidKind, std::string_view>, 9> kInvalidNames = {{
     {InvalidKind::kExpectFailed, "expect_failed"},
     {InvalidKind::kExpectUnobservable, "expect_unobservable"},
     {InvalidKind::kFailureRate, "failure_rate"},
@@ -27,6 +27,7 @@ constexpr std::array<std::pair<InvalidKind, std::string_view>, 8> kInvalidNames 
     {InvalidKind::kTimedOut, "timed_out"},
     {InvalidKind::kServerExited, "server_exited"},
     {InvalidKind::kWorkload, "workload"},
+    {InvalidKind::kPower, "power"},
 }};
 
 }  // namespace

@@ -39,6 +39,7 @@ enum class InvalidKind {
   kTimedOut,            // cut by the point timeout (partial result kept)
   kServerExited,        // the server died during the point
   kWorkload,            // a workload's own rule
+  kPower,               // --require-power: GPU power missing or not valid (docs/telemetry.md)
 };
 
 std::string_view invalid_kind_name(InvalidKind k);

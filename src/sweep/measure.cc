@@ -60,6 +60,8 @@ metrics::PointResult ConfigRunner::measure(const ConfigPlan& cfg, int64_t conc, 
   bs.scrape_server_metrics = o_.scrape_server_metrics;
   bs.server_metrics_urls = o_.server_metrics_urls;
   bs.slice_s = o_.slice_s;
+  bs.power = o_.power;
+  bs.require_power = o_.require_power;
   if (plan->agentic) {
     // The replay bounds itself (warmup grace, duration, grace); the point timeout only guards
     // against a hang beyond that.
@@ -114,6 +116,16 @@ metrics::PointResult ConfigRunner::measure(const ConfigPlan& cfg, int64_t conc, 
   for (const auto& problem : client_health_problems(report->run.health, conc)) {
     p.validity.add(metrics::InvalidKind::kClientHealth, problem);
   }
+  if (report->power_missing) {
+    const auto& e = report->json.at("energy").as_object();
+    const auto* note = e.if_contains("note");
+    p.validity.add(metrics::InvalidKind::kPower,
+                   note && note->is_string()
+                       ? fmt::format("no GPU power measurement: {}", std::string(note->as_string()))
+                       : fmt::format("GPU power not valid: {}",
+                                     json::serialize(e.at("reasons"))),
+                   "--require-power needs nvidia-smi or amd-smi where the server runs");
+  }
   // `expect: server-metrics`: the server's metrics must show these prefixes during the point.
   if (o_.check_expect) {
     if (auto it = entries_.find(cfg.row.config_key); it != entries_.end() && it->second->expect) {
@@ -143,12 +155,13 @@ metrics::PointResult ConfigRunner::measure(const ConfigPlan& cfg, int64_t conc, 
   // but may not be used; ok otherwise.
   if (p.validity.has(metrics::InvalidKind::kTimedOut) ||
       p.validity.has(metrics::InvalidKind::kInterrupted) ||
-      p.validity.has(metrics::InvalidKind::kFailureRate)) {
+      p.validity.has(metrics::InvalidKind::kFailureRate) ||
+      p.validity.has(metrics::InvalidKind::kPower)) {
     p.status = metrics::PointStatus::kFailed;
     for (const auto& r : p.validity.reasons) {
       if (r.kind == metrics::InvalidKind::kTimedOut ||
           r.kind == metrics::InvalidKind::kInterrupted ||
-          r.kind == metrics::InvalidKind::kFailureRate) {
+          r.kind == metrics::InvalidKind::kFailureRate || r.kind == metrics::InvalidKind::kPower) {
         p.error += (p.error.empty() ? "" : "; ") + r.message;
       }
     }

@@ -13,6 +13,7 @@
 
 #include "core/expected.h"
 #include "launch/slurm.h"
+#include "load/power_sampler.h"
 #include "metrics/point.h"
 #include "openai/request.h"
 #include "sweep/planner.h"
@@ -41,6 +42,8 @@ struct SweepOptions {
   bool scrape_server_metrics = true;
   std::vector<std::string> server_metrics_urls;  // empty: the server's /metrics
   double slice_s = 1.0;
+  load::PowerMode power = load::PowerMode::kAuto;  // GPU power sampling (docs/telemetry.md)
+  bool require_power = false;
   double startup_timeout_s = 900;
   bool fail_fast = false;    // every group fail-fast, whatever the labels say
   bool env_trace = true;     // trace which recipe environment variables the server reads

@@ -9,6 +9,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/json.hpp>
 #include <chrono>
+#include <map>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -38,8 +39,10 @@ struct CommandResult {
 
 /// Runs `inferbench ARGS...` to completion (killed after `timeout`).
 inline CommandResult run_inferbench(const std::vector<std::string>& args, const fs::path& log,
-                                    std::chrono::seconds timeout = std::chrono::seconds(120)) {
+                                    std::chrono::seconds timeout = std::chrono::seconds(120),
+                                    std::map<std::string, std::string> env = {}) {
   SpawnOptions so;
+  so.env_set = std::move(env);
   so.argv = {INFERBENCH_BIN};
   so.argv.insert(so.argv.end(), args.begin(), args.end());
   so.log_path = log;

@@ -1,0 +1,142 @@
+#include "load/power_sampler.h"
+
+#include <fmt/format.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <thread>
+
+#include "core/files.h"
+#include "core/strings.h"
+
+namespace ib::load {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// The fields nvidia-smi prints per GPU and interval (power.draw is the board power).
+constexpr const char* kNvidiaQuery = "timestamp,index,power.draw,utilization.gpu,memory.used,clocks.sm";
+
+bool on_path(const std::string& program) {
+  const char* path = std::getenv("PATH");
+  if (path == nullptr) return false;
+  for (const auto& dir : split(path, ':')) {
+    if (dir.empty()) continue;
+    const fs::path candidate = fs::path(dir) / program;
+    if (::access(candidate.c_str(), X_OK) == 0) return true;
+  }
+  return false;
+}
+
+bool is_local_host(const std::string& host) {
+  return host == "localhost" || host == "::1" || host == "[::1]" || host.rfind("127.", 0) == 0;
+}
+
+// This host's offset from UTC: nvidia-smi prints local wall-clock time without a zone.
+double local_utc_offset_s() {
+  std::time_t now = std::time(nullptr);
+  std::tm local{};
+  localtime_r(&now, &local);
+  return static_cast<double>(local.tm_gmtoff);
+}
+
+}  // namespace
+
+std::optional<PowerMode> parse_power_mode(std::string_view text) {
+  if (text == "auto") return PowerMode::kAuto;
+  if (text == "off") return PowerMode::kOff;
+  if (text == "nvidia-smi") return PowerMode::kNvidiaSmi;
+  if (text == "amd-smi") return PowerMode::kAmdSmi;
+  return std::nullopt;
+}
+
+std::optional<PowerMode> resolve_power_mode(PowerMode mode, const std::string& host,
+                                            std::string* why) {
+  switch (mode) {
+    case PowerMode::kOff:
+      *why = "GPU power sampling is off (--gpu-power off)";
+      return std::nullopt;
+    case PowerMode::kNvidiaSmi:
+    case PowerMode::kAmdSmi:
+      return mode;
+    case PowerMode::kAuto:
+      if (!is_local_host(host)) {
+        *why = fmt::format(
+            "the server ({}) is not on this host: GPU power is sampled where it runs (local or "
+            "Slurm launcher), or with --gpu-power on this host",
+            host);
+        return std::nullopt;
+      }
+      if (on_path("nvidia-smi")) return PowerMode::kNvidiaSmi;
+      if (on_path("amd-smi")) return PowerMode::kAmdSmi;
+      *why = "no nvidia-smi or amd-smi on this host";
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+Expected<std::unique_ptr<PowerSampler>> PowerSampler::start(PowerMode mode, double interval_s) {
+  std::unique_ptr<PowerSampler> s(new PowerSampler());
+  s->mode_ = mode;
+  char tmpl[] = "/tmp/inferbench-power-XXXXXX";
+  if (::mkdtemp(tmpl) == nullptr) return Error{"--gpu-power: cannot create a temporary folder"};
+  s->dir_ = tmpl;
+  s->file_ = s->dir_ / "samples.csv";
+  s->utc_offset_s_ = local_utc_offset_s();
+  SpawnOptions so;
+  const int ms = std::max(100, static_cast<int>(std::lround(interval_s * 1000)));
+  if (mode == PowerMode::kNvidiaSmi) {
+    s->tool_ = "nvidia-smi";
+    so.argv = {"nvidia-smi", fmt::format("--query-gpu={}", kNvidiaQuery), "--format=csv,nounits",
+               fmt::format("-lms={}", ms)};
+  } else {
+    s->tool_ = "amd-smi";
+    so.argv = {"amd-smi", "metric", "-p", "-u", "-E", "-w",
+               fmt::format("{}", std::max(1, static_cast<int>(std::lround(interval_s)))), "--csv"};
+  }
+  so.log_path = s->file_;
+  auto child = ChildProcess::spawn(so);
+  if (!child) return Error{fmt::format("--gpu-power: {}", child.error().message)};
+  s->child_.emplace(std::move(*child));
+  s->interval_s_ = interval_s;
+  // The integration needs a sample before the window starts: wait for the first ones (the
+  // header and a line per GPU), at most a few seconds (a tool that prints nothing is reported
+  // after the point, from its output).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto text = read_file(s->file_);
+    if (text && std::count(text->begin(), text->end(), '\n') >= 2) break;
+    if (s->child_->poll()) break;  // exited: its output says why
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return s;
+}
+
+PowerSampler::~PowerSampler() {
+  if (child_) child_->stop(std::chrono::milliseconds(1000));
+  std::error_code ec;
+  if (!dir_.empty()) fs::remove_all(dir_, ec);
+}
+
+Expected<telemetry::PowerLog> PowerSampler::stop() {
+  if (child_) {
+    // And one after it ends: let the tool print one more interval.
+    std::this_thread::sleep_for(std::chrono::duration<double>(interval_s_ * 1.5));
+    child_->stop(std::chrono::milliseconds(2000));
+    child_.reset();
+  }
+  auto text = read_file(file_);
+  if (!text) return Error{fmt::format("{}: no output: {}", tool_, text.error().message)};
+  auto log = mode_ == PowerMode::kNvidiaSmi
+                 ? telemetry::parse_nvidia_smi_csv(*text, {utc_offset_s_, {}})
+                 : telemetry::parse_amd_smi_csv(*text, utc_offset_s_);
+  if (!log) return Error{fmt::format("{} output: {}", tool_, log.error().message)};
+  return log;
+}
+
+}  // namespace ib::load
