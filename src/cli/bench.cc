@@ -98,9 +98,9 @@ int write_outputs(const BenchOptions& o, const load::BenchReport& report) {
   if (!o.output.empty()) {
     // One point: its timeslices go in its result file (a sweep keeps them in the database).
     boost::json::object out = report.json;
-    out["timeslices"] = boost::json::object{
-        {"server", telemetry::slices_to_json(report.server_slices)},
-        {"client", telemetry::slices_to_json(report.client_slices)}};
+    out["timeslices"] =
+        boost::json::object{{"server", telemetry::slices_to_json(report.server_slices)},
+                            {"client", telemetry::slices_to_json(report.client_slices)}};
     if (auto s = write_file_atomic(o.output, boost::json::serialize(out) + "\n"); !s) {
       fmt::print(stderr, "inferbench bench: {}\n", s.error().message);
       return kExitFailure;
@@ -131,7 +131,8 @@ int power_failure(const load::BenchReport& report) {
   std::string why;
   if (const auto* note = e.if_contains("note")) why = std::string(note->as_string());
   if (const auto* reasons = e.if_contains("reasons"); reasons && reasons->is_array()) {
-    for (const auto& r : reasons->as_array()) why += (why.empty() ? "" : "; ") + boost::json::serialize(r);
+    for (const auto& r : reasons->as_array())
+      why += (why.empty() ? "" : "; ") + boost::json::serialize(r);
   }
   fmt::print(stderr, "inferbench bench: --require-power: no valid GPU power measurement{}{}\n",
              why.empty() ? "" : ": ", why);
@@ -218,9 +219,10 @@ int run_agentic(BenchOptions& o) {
 int run(BenchOptions& o) {
   auto power = load::parse_power_mode(o.gpu_power);
   if (!power) {
-    fmt::print(stderr,
-               "inferbench bench: --gpu-power must be auto, off, nvidia-smi or amd-smi (got '{}')\n",
-               o.gpu_power);
+    fmt::print(
+        stderr,
+        "inferbench bench: --gpu-power must be auto, off, nvidia-smi or amd-smi (got '{}')\n",
+        o.gpu_power);
     return kExitUsage;
   }
   o.spec.power = *power;

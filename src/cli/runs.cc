@@ -269,8 +269,7 @@ std::string show_text(const RunDetails& d) {
     if (server == nullptr || !server->is_object()) continue;
     const auto& sv = server->as_object();
     const auto* engine = sv.if_contains("engine");
-    rows.push_back({std::to_string(p.id), key_of(p.server_config_id),
-                    std::to_string(p.concurrency),
+    rows.push_back({std::to_string(p.id), key_of(p.server_config_id), std::to_string(p.concurrency),
                     engine && engine->is_string() ? std::string(engine->as_string()) : "-",
                     num(sv, "slices", 1, "{:.0f}"), num(sv, "peak_kv_usage", 100, "{:.1f}"),
                     num(sv, "mean_running", 1, "{:.1f}"), num(sv, "mean_waiting", 1, "{:.1f}"),
@@ -377,9 +376,10 @@ int run_timeslices(store::Store& st, const ShowOptions& o, const store::RunRecor
   for (const auto& t : *slices) (t.source == "server" ? server : client).push_back(t.data);
   if (o.format == "json") {
     boost::json::array sv(server.begin(), server.end()), cl(client.begin(), client.end());
-    print(boost::json::serialize(boost::json::object{
-              {"point", o.timeslices_point}, {"server", std::move(sv)}, {"client", std::move(cl)}}) +
-          "\n");
+    print(
+        boost::json::serialize(boost::json::object{
+            {"point", o.timeslices_point}, {"server", std::move(sv)}, {"client", std::move(cl)}}) +
+        "\n");
     return kExitOk;
   }
   if (o.format == "csv") {
@@ -388,8 +388,8 @@ int run_timeslices(store::Store& st, const ShowOptions& o, const store::RunRecor
     return kExitOk;
   }
   std::vector<Row> rows;
-  rows.push_back({"SLICE", "START S", "RUNNING", "WAITING", "KV %", "PREFIX HIT %",
-                  "PREEMPT", "PROMPT TOK/S", "GEN TOK/S"});
+  rows.push_back({"SLICE", "START S", "RUNNING", "WAITING", "KV %", "PREFIX HIT %", "PREEMPT",
+                  "PROMPT TOK/S", "GEN TOK/S"});
   auto cell = [](const std::optional<double>& v, double scale, int digits) {
     return v ? fmt::format("{:.{}f}", *v * scale, digits) : std::string("-");
   };
@@ -403,8 +403,8 @@ int run_timeslices(store::Store& st, const ShowOptions& o, const store::RunRecor
   std::string out = fmt::format("point {}: server timeslices\n", o.timeslices_point);
   out += rows.size() > 1 ? table_text(rows) : "none (no server metrics were read)\n";
   rows.clear();
-  rows.push_back({"SLICE", "START S", "STARTED", "FINISHED", "OUTPUT TOKENS", "MEAN TTFT MS",
-                  "MEAN 1/TPOT"});
+  rows.push_back(
+      {"SLICE", "START S", "STARTED", "FINISHED", "OUTPUT TOKENS", "MEAN TTFT MS", "MEAN 1/TPOT"});
   for (const auto& t : *slices) {
     if (t.source != "client") continue;
     auto count = [](const std::optional<int64_t>& v) {

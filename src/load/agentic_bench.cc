@@ -99,18 +99,9 @@ Expected<BenchReport> run_agentic_bench(const BenchSpec& spec, const workload::P
   if (spec.timeout_s > 0) rc.deadline_ns = mono_ns() + static_cast<int64_t>(spec.timeout_s * 1e9);
   CacheScrape before, after;
   rc.on_profiling_start = [&] { before = scrape_prefix_cache(*endpoint); };
-  std::unique_ptr<MetricsScraper> scraper;
-  if (spec.scrape_server_metrics) {
-    auto targets = scrape_targets(spec.server_metrics_urls, *endpoint);
-    if (!targets) return targets.error();
-    scraper = std::make_unique<MetricsScraper>(std::move(*targets), spec.slice_s);
-    scraper->start();
-  }
-  std::string power_note;
-  auto power = start_power(spec, *endpoint, &power_note);
-  if (!power) return power.error();
+  auto samplers = PointSamplers::start(spec, *endpoint);
+  if (!samplers) return samplers.error();
   auto run = agentic::run_agentic(rc, *ap.trees);
-  if (scraper) scraper->stop();
   if (!run) return run.error();
   after = scrape_prefix_cache(*endpoint);
 
@@ -154,12 +145,7 @@ Expected<BenchReport> run_agentic_bench(const BenchSpec& spec, const workload::P
   }
   report.window_start_unix = run->start_unix + run->profiling_start_s;
   report.window_end_unix = run->start_unix + run->profiling_end_s;
-  report.power_note = power_note;
-  stop_power(*power, report);
-  if (scraper) {
-    report.scrape_cost = scraper->cost();
-    report.scrapes = scraper->scrapes();
-  }
+  samplers->stop(report);
   ClientHealth& h = rr.health;
   h.threads = 1;
   h.cpu_seconds = run->cpu_seconds;
@@ -286,7 +272,9 @@ Expected<BenchReport> run_agentic_bench(const BenchSpec& spec, const workload::P
   json::array client_warnings;
   for (const auto& w : h.warnings) client_warnings.emplace_back(w);
   client["warnings"] = std::move(client_warnings);
-  if (scraper) client["server_metrics_scrape"] = cost_to_json(report.scrape_cost, spec.slice_s);
+  if (spec.scrape_server_metrics) {
+    client["server_metrics_scrape"] = cost_to_json(report.scrape_cost, spec.slice_s);
+  }
   j["client"] = std::move(client);
   auto& warnings = j["warnings"].as_array();
   for (const auto& w : h.warnings) warnings.emplace_back(w);

@@ -150,18 +150,9 @@ Expected<BenchReport> run_bench(const BenchSpec& spec, const workload::PointPlan
   if (spec.timeout_s > 0) {
     rc.deadline_ns = mono_ns() + static_cast<int64_t>(spec.timeout_s * 1e9);
   }
-  std::unique_ptr<MetricsScraper> scraper;
-  if (spec.scrape_server_metrics) {
-    auto targets = scrape_targets(spec.server_metrics_urls, *endpoint);
-    if (!targets) return targets.error();
-    scraper = std::make_unique<MetricsScraper>(std::move(*targets), spec.slice_s);
-    scraper->start();
-  }
-  std::string power_note;
-  auto power = start_power(spec, *endpoint, &power_note);
-  if (!power) return power.error();
+  auto samplers = PointSamplers::start(spec, *endpoint);
+  if (!samplers) return samplers.error();
   auto run = run_load(rc, warmup, measured);
-  if (scraper) scraper->stop();
   const std::string request_id_prefix = rc.request_id_prefix;
   if (tty) fmt::print(stderr, "\r\033[K");
   if (!run) return run.error();
@@ -173,12 +164,7 @@ Expected<BenchReport> run_bench(const BenchSpec& spec, const workload::PointPlan
   report.metrics = metrics::compute_metrics(report.run.measured, spec.metrics);
   report.window_start_unix = report.run.start_unix;
   report.window_end_unix = report.run.end_unix;
-  report.power_note = power_note;
-  stop_power(*power, report);
-  if (scraper) {
-    report.scrape_cost = scraper->cost();
-    report.scrapes = scraper->scrapes();
-  }
+  samplers->stop(report);
 
   boost::json::object j;
   j["date"] = iso_time(report.run.start_unix);
@@ -252,7 +238,9 @@ Expected<BenchReport> run_bench(const BenchSpec& spec, const workload::PointPlan
   boost::json::array client_warnings;
   for (const auto& w : h.warnings) client_warnings.emplace_back(w);
   client["warnings"] = std::move(client_warnings);
-  if (scraper) client["server_metrics_scrape"] = cost_to_json(report.scrape_cost, spec.slice_s);
+  if (spec.scrape_server_metrics) {
+    client["server_metrics_scrape"] = cost_to_json(report.scrape_cost, spec.slice_s);
+  }
   j["client"] = std::move(client);
   // Client-health warnings join the result's warnings: they qualify every number in it.
   auto& warnings = j["warnings"].as_array();
@@ -262,24 +250,41 @@ Expected<BenchReport> run_bench(const BenchSpec& spec, const workload::PointPlan
   return report;
 }
 
-Expected<std::unique_ptr<PowerSampler>> start_power(const BenchSpec& spec,
-                                                    const http::Endpoint& endpoint,
-                                                    std::string* note) {
-  auto mode = resolve_power_mode(spec.power, endpoint.host, note);
-  if (!mode) return std::unique_ptr<PowerSampler>();
-  return PowerSampler::start(*mode, spec.power_interval_s);
+Expected<PointSamplers> PointSamplers::start(const BenchSpec& spec,
+                                             const http::Endpoint& endpoint) {
+  PointSamplers s;
+  if (spec.scrape_server_metrics) {
+    auto targets = scrape_targets(spec.server_metrics_urls, endpoint);
+    if (!targets) return targets.error();
+    s.scraper = std::make_unique<MetricsScraper>(std::move(*targets), spec.slice_s);
+    s.scraper->start();
+  }
+  if (auto mode = resolve_power_mode(spec.power, endpoint.host, &s.power_note)) {
+    auto p = PowerSampler::start(*mode, spec.power_interval_s);
+    if (!p) return p.error();
+    s.power = std::move(*p);
+  }
+  return s;
 }
 
-void stop_power(std::unique_ptr<PowerSampler>& sampler, BenchReport& report) {
-  if (!sampler) return;
-  report.power_tool = sampler->tool();
-  auto log = sampler->stop();
-  if (log) {
-    report.power_log = std::move(*log);
-  } else {
-    report.power_note = log.error().message;
+void PointSamplers::stop(BenchReport& report) {
+  if (scraper) {
+    scraper->stop();
+    report.scrape_cost = scraper->cost();
+    report.scrapes = scraper->scrapes();
+    scraper.reset();
   }
-  sampler.reset();
+  report.power_note = power_note;
+  if (power) {
+    report.power_tool = power->tool();
+    auto log = power->stop();
+    if (log) {
+      report.power_log = std::move(*log);
+    } else {
+      report.power_note = log.error().message;
+    }
+    power.reset();
+  }
 }
 
 void add_telemetry(BenchReport& report, const BenchSpec& spec) {
@@ -289,8 +294,7 @@ void add_telemetry(BenchReport& report, const BenchSpec& spec) {
   t["slice_s"] = spec.slice_s;
   t["client_slices"] = static_cast<int64_t>(report.client_slices.size());
   if (spec.scrape_server_metrics) {
-    auto scrapes =
-        window_scrapes(report.scrapes, report.window_start_unix, report.window_end_unix);
+    auto scrapes = window_scrapes(report.scrapes, report.window_start_unix, report.window_end_unix);
     report.server_slices = telemetry::server_timeslices(scrapes, spec.slice_s);
     report.server_summary = telemetry::summarize(report.server_slices);
     t["server_slices"] = static_cast<int64_t>(report.server_slices.size());

@@ -109,12 +109,17 @@ inline constexpr double kMaxFailureRate = 0.05;
 /// "telemetry" block to its result JSON. Called by run_bench and run_agentic_bench.
 void add_telemetry(BenchReport& report, const BenchSpec& spec);
 
-/// Starts the GPU power sampler `spec` asks for (none: nullptr, with the reason in `note`).
-Expected<std::unique_ptr<PowerSampler>> start_power(const BenchSpec& spec,
-                                                    const http::Endpoint& endpoint,
-                                                    std::string* note);
-/// Stops it and keeps its samples (or the reason there are none) in `report`.
-void stop_power(std::unique_ptr<PowerSampler>& sampler, BenchReport& report);
+/// A point's samplers (server metrics, GPU power), started before its load and stopped after.
+struct PointSamplers {
+  std::unique_ptr<MetricsScraper> scraper;
+  std::unique_ptr<PowerSampler> power;
+  std::string power_note;  // why no power sampler runs
+  /// Starts what `spec` asks for. Error for a bad --server-metrics-url or a sampler that
+  /// cannot start.
+  static Expected<PointSamplers> start(const BenchSpec& spec, const http::Endpoint& endpoint);
+  /// Stops both and keeps their data (scrapes, cost, power samples or why none) in `report`.
+  void stop(BenchReport& report);
+};
 
 /// Runs one agentic replay point (plan.agentic; load/agentic_run.h): warmup, then the profiling
 /// phase for the plan's duration, with metrics, AgentX validity and the server's prefix-cache

@@ -68,15 +68,14 @@ std::vector<telemetry::TimedScrape> window_scrapes(const std::vector<RawScrape>&
       out.push_back({list[i]->t_unix - start_unix, std::move(*parsed), url});
     }
   }
-  std::sort(out.begin(), out.end(),
-            [](const auto& a, const auto& b) { return a.t_s < b.t_s; });
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.t_s < b.t_s; });
   return out;
 }
 
 boost::json::object cost_to_json(const ScrapeCost& c, double slice_s) {
-  return {{"slice_s", slice_s},         {"scrapes", c.scrapes},   {"failures", c.failures},
-          {"bytes", c.bytes},           {"mean_ms", c.mean_ms},   {"max_ms", c.max_ms},
-          {"late_slices", c.late},      {"first_error", c.first_error}};
+  return {{"slice_s", slice_s},    {"scrapes", c.scrapes},        {"failures", c.failures},
+          {"bytes", c.bytes},      {"mean_ms", c.mean_ms},        {"max_ms", c.max_ms},
+          {"late_slices", c.late}, {"first_error", c.first_error}};
 }
 
 MetricsScraper::MetricsScraper(std::vector<ScrapeTarget> targets, double slice_s)
@@ -84,7 +83,9 @@ MetricsScraper::MetricsScraper(std::vector<ScrapeTarget> targets, double slice_s
   assert(slice_s_ > 0);
 }
 
-MetricsScraper::~MetricsScraper() { stop(); }
+MetricsScraper::~MetricsScraper() {
+  stop();
+}
 
 void MetricsScraper::start() {
   std::lock_guard<std::mutex> lock(mu_);
@@ -105,8 +106,8 @@ void MetricsScraper::stop() {
 }
 
 void MetricsScraper::round() {
-  const auto timeout = std::chrono::milliseconds(
-      std::max<int64_t>(500, static_cast<int64_t>(slice_s_ * 1000)));
+  const auto timeout =
+      std::chrono::milliseconds(std::max<int64_t>(500, static_cast<int64_t>(slice_s_ * 1000)));
   for (const auto& t : targets_) {
     RawScrape s;
     s.t_unix = unix_seconds();

@@ -4,14 +4,13 @@
 // costs is measured (scrapes, latency, bytes) for the client-health block.
 #pragma once
 
+#include <boost/json.hpp>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <boost/json.hpp>
 
 #include "http/client.h"
 #include "telemetry/timeslices.h"
@@ -23,8 +22,8 @@ struct RawScrape {
   double t_unix = 0;  // when the request was sent
   int64_t t_mono_ns = 0;
   std::string url;
-  int status = 0;     // 0: no response (see error)
-  std::string body;   // exposition text
+  int status = 0;    // 0: no response (see error)
+  std::string body;  // exposition text
   double took_ms = 0;
   std::string error;
 };

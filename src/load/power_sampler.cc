@@ -4,9 +4,9 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include <cmath>
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <ctime>
 #include <thread>
 
@@ -20,7 +20,8 @@ namespace fs = std::filesystem;
 namespace {
 
 // The fields nvidia-smi prints per GPU and interval (power.draw is the board power).
-constexpr const char* kNvidiaQuery = "timestamp,index,power.draw,utilization.gpu,memory.used,clocks.sm";
+constexpr const char* kNvidiaQuery =
+    "timestamp,index,power.draw,utilization.gpu,memory.used,clocks.sm";
 
 bool on_path(const std::string& program) {
   const char* path = std::getenv("PATH");
@@ -96,8 +97,14 @@ Expected<std::unique_ptr<PowerSampler>> PowerSampler::start(PowerMode mode, doub
                fmt::format("-lms={}", ms)};
   } else {
     s->tool_ = "amd-smi";
-    so.argv = {"amd-smi", "metric", "-p", "-u", "-E", "-w",
-               fmt::format("{}", std::max(1, static_cast<int>(std::lround(interval_s)))), "--csv"};
+    so.argv = {"amd-smi",
+               "metric",
+               "-p",
+               "-u",
+               "-E",
+               "-w",
+               fmt::format("{}", std::max(1, static_cast<int>(std::lround(interval_s)))),
+               "--csv"};
   }
   so.log_path = s->file_;
   auto child = ChildProcess::spawn(so);

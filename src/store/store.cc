@@ -630,7 +630,9 @@ constexpr std::string_view kTimesliceColumns =
     "prompt_tps, generation_tps, spec_acceptance, started, finished, output_tokens, "
     "mean_ttft_ms, mean_intvty, data";
 
-double or_nan(const std::optional<double>& v) { return v ? *v : std::nan(""); }
+double or_nan(const std::optional<double>& v) {
+  return v ? *v : std::nan("");
+}
 
 }  // namespace
 
@@ -676,10 +678,10 @@ Status Store::add_timeslices(int64_t point_id, const std::vector<TimesliceRecord
 Expected<std::vector<TimesliceRecord>> Store::timeslices(int64_t point_id,
                                                          const std::string& source) {
   std::lock_guard lock(impl_->mu);
-  auto stmt = impl_->db.prepare(fmt::format(
-      "SELECT {} FROM timeslices WHERE point_id = ?1 AND (?2 = '' OR source = ?2) "
-      "ORDER BY source DESC, slice",
-      kTimesliceColumns));
+  auto stmt = impl_->db.prepare(
+      fmt::format("SELECT {} FROM timeslices WHERE point_id = ?1 AND (?2 = '' OR source = ?2) "
+                  "ORDER BY source DESC, slice",
+                  kTimesliceColumns));
   if (!stmt) return stmt.error();
   stmt->bind(1, point_id).bind(2, source);
   return read_all<TimesliceRecord>(*stmt, [](const Statement& s) -> Expected<TimesliceRecord> {

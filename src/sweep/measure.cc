@@ -122,8 +122,7 @@ metrics::PointResult ConfigRunner::measure(const ConfigPlan& cfg, int64_t conc, 
     p.validity.add(metrics::InvalidKind::kPower,
                    note && note->is_string()
                        ? fmt::format("no GPU power measurement: {}", std::string(note->as_string()))
-                       : fmt::format("GPU power not valid: {}",
-                                     json::serialize(e.at("reasons"))),
+                       : fmt::format("GPU power not valid: {}", json::serialize(e.at("reasons"))),
                    "--require-power needs nvidia-smi or amd-smi where the server runs");
   }
   // `expect: server-metrics`: the server's metrics must show these prefixes during the point.

@@ -1,11 +1,10 @@
 #include "sweep/recorder.h"
 
-#include "core/gzip.h"
-
 #include <fmt/format.h>
 
 #include "core/clock.h"
 #include "core/files.h"
+#include "core/gzip.h"
 #include "metrics/result.h"
 
 namespace ib::sweep {
@@ -249,7 +248,7 @@ void RunRecorder::write_scrapes(const metrics::PointResult& p,
   if (scrapes.empty()) return;
   std::string lines;
   for (const auto& s : scrapes) {
-    json::object o{{"t_unix", s.t_unix}, {"url", s.url},     {"status", s.status},
+    json::object o{{"t_unix", s.t_unix},   {"url", s.url},     {"status", s.status},
                    {"took_ms", s.took_ms}, {"error", s.error}, {"text", s.body}};
     lines += json::serialize(o);
     lines += '\n';

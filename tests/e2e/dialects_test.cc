@@ -584,7 +584,9 @@ BenchRun run_bench(const fs::path& dir, const std::string& url, const std::strin
                                    "--concurrency", "1",
                                    "--warmups", "0",
                                    "--output", out.string(),
-                                   "--details", details.string()};
+                                   "--details", details.string(),
+                                   // Protocol checks only: no metrics scrapes beside them.
+                                   "--no-server-metrics"};
   args.insert(args.end(), extra.begin(), extra.end());
   BenchRun r;
   r.cmd = run_inferbench(args, dir / fmt::format("bench{}.log", n), timeout);

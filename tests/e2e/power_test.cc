@@ -43,11 +43,11 @@ TEST(GpuPower, EnergyPerTokenFromTheSamplerOverTheMeasuredWindow) {
   ASSERT_TRUE(sim.running());
   const fs::path bin = fake_nvidia_smi(dir.path(), "350.00");
   const fs::path out = dir.path() / "r.json";
-  auto r = run_inferbench({"bench", "--endpoint", sim.url(), "--isl", "256", "--osl", "32",
-                           "--num-prompts", "64", "--concurrency", "8", "--num-gpus", "2",
-                           "--gpu-power", "nvidia-smi", "--require-power", "--output",
-                           out.string()},
-                          dir.path() / "bench.log", std::chrono::seconds(120), path_with(bin));
+  auto r =
+      run_inferbench({"bench", "--endpoint", sim.url(), "--isl", "256", "--osl", "32",
+                      "--num-prompts", "64", "--concurrency", "8", "--num-gpus", "2", "--gpu-power",
+                      "nvidia-smi", "--require-power", "--output", out.string()},
+                     dir.path() / "bench.log", std::chrono::seconds(120), path_with(bin));
   ASSERT_EQ(r.exit.code, 0) << r.output;
   auto j = read_json(out);
   const auto& e = j.at("energy").as_object();
@@ -56,8 +56,7 @@ TEST(GpuPower, EnergyPerTokenFromTheSamplerOverTheMeasuredWindow) {
   // 2 GPUs x 350 W over the window: the average power per GPU is the constant, and the total
   // energy is 700 W times the window.
   const double duration = num(j, "duration");
-  EXPECT_NEAR(e.at("avg_power_w").to_number<double>(), 350.0, 1e-6)
-      << boost::json::serialize(e);
+  EXPECT_NEAR(e.at("avg_power_w").to_number<double>(), 350.0, 1e-6) << boost::json::serialize(e);
   EXPECT_NEAR(e.at("total_gpu_energy_j").to_number<double>(), 700.0 * duration, 700.0 * 0.05);
   EXPECT_NEAR(e.at("joules_per_output_token").to_number<double>(),
               e.at("total_gpu_energy_j").to_number<double>() / num(j, "total_output_tokens"), 1e-6);
@@ -68,10 +67,10 @@ TEST(GpuPower, RequirePowerFailsThePointWhenPowerIsNotAvailable) {
   SimServer sim(dir.path());
   ASSERT_TRUE(sim.running());
   const fs::path bin = fake_nvidia_smi(dir.path(), "[N/A]");
-  auto r = run_inferbench({"bench", "--endpoint", sim.url(), "--isl", "64", "--osl", "8",
-                           "--num-prompts", "16", "--concurrency", "4", "--num-gpus", "2",
-                           "--gpu-power", "nvidia-smi", "--require-power"},
-                          dir.path() / "bench.log", std::chrono::seconds(120), path_with(bin));
+  auto r = run_inferbench(
+      {"bench", "--endpoint", sim.url(), "--isl", "64", "--osl", "8", "--num-prompts", "16",
+       "--concurrency", "4", "--num-gpus", "2", "--gpu-power", "nvidia-smi", "--require-power"},
+      dir.path() / "bench.log", std::chrono::seconds(120), path_with(bin));
   EXPECT_EQ(r.exit.code, 1) << r.output;
   EXPECT_NE(r.output.find("--require-power: no valid GPU power measurement"), std::string::npos)
       << r.output;
