@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include "cli/commands.h"
@@ -139,6 +140,19 @@ int power_failure(const load::BenchReport& report) {
   return kExitFailure;
 }
 
+// What every point does after it ran: the summary, the files, and the exit code of an
+// interrupted point or one without the power it required (nullopt: go on).
+std::optional<int> print_and_write(const BenchOptions& o, const load::BenchReport& report) {
+  fmt::print("{}", load::format_summary(report, o.spec));
+  if (int rc = write_outputs(o, report); rc != kExitOk) return rc;
+  if (report.partial) {
+    fmt::print(stderr, "inferbench bench: interrupted; the result is partial\n");
+    return kExitInterrupted;
+  }
+  if (report.power_missing) return power_failure(report);
+  return std::nullopt;
+}
+
 // --workload agentic: one AgentX replay point.
 int run_agentic(BenchOptions& o) {
   workload::AgenticParams& p = o.agentic;
@@ -191,13 +205,7 @@ int run_agentic(BenchOptions& o) {
     fmt::print(stderr, "inferbench bench: {}\n", report.error().message);
     return kExitUsage;
   }
-  fmt::print("{}", load::format_summary(*report, o.spec));
-  if (int rc = write_outputs(o, *report); rc != kExitOk) return rc;
-  if (report->partial) {
-    fmt::print(stderr, "inferbench bench: interrupted; the result is partial\n");
-    return kExitInterrupted;
-  }
-  if (report->power_missing) return power_failure(*report);
+  if (auto rc = print_and_write(o, *report)) return *rc;
   if (report->aborted) {
     fmt::print(stderr, "inferbench bench: {}; nothing was measured\n", report->abort_reason);
     return kExitFailure;
@@ -298,13 +306,7 @@ int run(BenchOptions& o) {
     fmt::print(stderr, "inferbench bench: {}\n", report.error().message);
     return kExitUsage;
   }
-  fmt::print("{}", load::format_summary(*report, o.spec));
-  if (int rc = write_outputs(o, *report); rc != kExitOk) return rc;
-  if (report->partial) {
-    fmt::print(stderr, "inferbench bench: interrupted; the result is partial\n");
-    return kExitInterrupted;
-  }
-  if (report->power_missing) return power_failure(*report);
+  if (auto rc = print_and_write(o, *report)) return *rc;
   const auto& m = report->metrics;
   if (m.num_requests == 0) {
     fmt::print(stderr, "inferbench bench: no request was measured\n");

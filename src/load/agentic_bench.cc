@@ -269,17 +269,7 @@ Expected<BenchReport> run_agentic_bench(const BenchSpec& spec, const workload::P
       run->body_build_seconds > 0
           ? static_cast<double>(run->body_bytes_built) / run->body_build_seconds
           : 0.0;
-  json::array client_warnings;
-  for (const auto& w : h.warnings) client_warnings.emplace_back(w);
-  client["warnings"] = std::move(client_warnings);
-  if (spec.scrape_server_metrics) {
-    client["server_metrics_scrape"] = cost_to_json(report.scrape_cost, spec.slice_s);
-  }
-  j["client"] = std::move(client);
-  auto& warnings = j["warnings"].as_array();
-  for (const auto& w : h.warnings) warnings.emplace_back(w);
-  report.json = std::move(j);
-  add_telemetry(report, spec);
+  finish_result(report, spec, std::move(j), std::move(client));
   return report;
 }
 

@@ -235,6 +235,13 @@ Expected<BenchReport> run_bench(const BenchSpec& spec, const workload::PointPlan
   client["kernel_timestamp_fraction"] = h.kernel_timestamp_fraction;
   client["rss_before_kib"] = h.rss_before_kib;
   client["peak_rss_kib"] = h.peak_rss_kib;
+  finish_result(report, spec, std::move(j), std::move(client));
+  return report;
+}
+
+void finish_result(BenchReport& report, const BenchSpec& spec, boost::json::object j,
+                   boost::json::object client) {
+  const ClientHealth& h = report.run.health;
   boost::json::array client_warnings;
   for (const auto& w : h.warnings) client_warnings.emplace_back(w);
   client["warnings"] = std::move(client_warnings);
@@ -247,7 +254,6 @@ Expected<BenchReport> run_bench(const BenchSpec& spec, const workload::PointPlan
   for (const auto& w : h.warnings) warnings.emplace_back(w);
   report.json = std::move(j);
   add_telemetry(report, spec);
-  return report;
 }
 
 Expected<PointSamplers> PointSamplers::start(const BenchSpec& spec,

@@ -109,6 +109,11 @@ inline constexpr double kMaxFailureRate = 0.05;
 /// "telemetry" block to its result JSON. Called by run_bench and run_agentic_bench.
 void add_telemetry(BenchReport& report, const BenchSpec& spec);
 
+/// Completes a point's result JSON `j`: the client block (with its warnings and the scrape
+/// cost), the client-health warnings among the result's warnings, then the telemetry.
+void finish_result(BenchReport& report, const BenchSpec& spec, boost::json::object j,
+                   boost::json::object client);
+
 /// A point's samplers (server metrics, GPU power), started before its load and stopped after.
 struct PointSamplers {
   std::unique_ptr<MetricsScraper> scraper;
