@@ -148,6 +148,7 @@ struct ShowOptions {
   bool json = false;
   int64_t timeslices_point = 0;  // --timeslices POINT: that point's time series
   std::string format = "table";  // table | csv | json
+  CLI::Option* format_option = nullptr;
 };
 
 struct RunDetails {
@@ -328,6 +329,10 @@ std::string rows_csv(const std::vector<boost::json::object>& rows) {
         cell = "";
       } else if (v->is_string()) {
         cell = std::string(v->as_string());
+      } else if (v->is_double()) {
+        cell = fmt::format("{}", v->as_double());  // shortest form ("1", "0.25"), not "1E0"
+      } else if (v->is_int64()) {
+        cell = std::to_string(v->as_int64());
       } else if (v->is_array()) {
         std::vector<std::string> parts;
         for (const auto& x : v->as_array()) {
@@ -437,6 +442,10 @@ int run_show(const ShowOptions& o) {
                o.run, o.db, o.db);
     return kExitUsage;
   }
+  if (o.timeslices_point == 0 && o.format_option->count() > 0) {
+    fmt::print(stderr, "inferbench show: --format applies to --timeslices POINT only\n");
+    return kExitUsage;
+  }
   if (o.timeslices_point != 0) {
     if (o.format != "table" && o.format != "csv" && o.format != "json") {
       fmt::print(stderr, "inferbench show: --format must be table, csv or json (got '{}')\n",
@@ -485,8 +494,8 @@ RunFn register_show(CLI::App& root) {
   app->add_option("--timeslices", o->timeslices_point,
                   "Print the telemetry time series of point POINT (its id: the POINT column)")
       ->check(positive_number());
-  app->add_option("--format", o->format, "With --timeslices: table | csv | json")
-      ->capture_default_str();
+  o->format_option = app->add_option("--format", o->format, "With --timeslices: table | csv | json")
+                         ->capture_default_str();
   return [o]() { return run_show(*o); };
 }
 

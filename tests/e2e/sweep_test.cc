@@ -230,18 +230,23 @@ TEST(Sweep, TwoConfigurationsTimesThreeConcurrenciesAreStored) {
   auto shown = run_inferbench({"show", run.name, "--db", db_path}, dir.path() / "show.log");
   EXPECT_NE(shown.output.find("TELEMETRY"), std::string::npos) << shown.output;
   const std::string point = std::to_string(points->front().id);
-  auto csv = run_inferbench({"show", run.name, "--db", db_path, "--timeslices", point, "--format",
-                             "csv"},
-                            dir.path() / "csv.log");
+  auto csv =
+      run_inferbench({"show", run.name, "--db", db_path, "--timeslices", point, "--format", "csv"},
+                     dir.path() / "csv.log");
   ASSERT_EQ(csv.exit.code, 0) << csv.output;
   EXPECT_NE(csv.output.find("# server\nindex,start_s,end_s,scrapes,engine,running,"),
             std::string::npos)
       << csv.output;
   EXPECT_NE(csv.output.find("# client\nindex,start_s,end_s,started,finished"), std::string::npos)
       << csv.output;
-  auto js = run_inferbench({"show", run.name, "--db", db_path, "--timeslices", point, "--format",
-                            "json"},
-                           dir.path() / "js.log");
+  EXPECT_EQ(csv.output.find("E0"), std::string::npos)
+      << "numbers in their short form: " << csv.output;
+  auto stray =
+      run_inferbench({"show", run.name, "--db", db_path, "--format", "csv"}, dir.path() / "f.log");
+  EXPECT_EQ(stray.exit.code, 2) << stray.output;
+  auto js =
+      run_inferbench({"show", run.name, "--db", db_path, "--timeslices", point, "--format", "json"},
+                     dir.path() / "js.log");
   ASSERT_EQ(js.exit.code, 0) << js.output;
   auto series = boost::json::parse(js.output).as_object();
   EXPECT_FALSE(series.at("server").as_array().empty());
