@@ -229,7 +229,7 @@ int run(BenchOptions& o) {
   if (!power) {
     fmt::print(
         stderr,
-        "inferbench bench: --gpu-power must be auto, off, nvidia-smi or amd-smi (got '{}')\n",
+        "inferbench bench: --gpu-power must be auto, off, nvidia-smi, amd-smi or dcgm (got '{}')\n",
         o.gpu_power);
     return kExitUsage;
   }
@@ -430,8 +430,9 @@ RunFn register_bench(CLI::App& root) {
       "--no-server-metrics", [o] { o->spec.scrape_server_metrics = false; },
       "Do not scrape the server's metrics during the point");
   app->add_option("--gpu-power", o->gpu_power,
-                  "GPU power during the point: auto (nvidia-smi or amd-smi on this host when the "
-                  "server is on loopback) | off | nvidia-smi | amd-smi")
+                  "GPU power during the point: auto (dcgm-exporter series in the server metrics, "
+                  "else nvidia-smi or amd-smi on this host when the server is on loopback) | off "
+                  "| nvidia-smi | amd-smi | dcgm (only the server metrics' DCGM_FI_DEV_* series)")
       ->capture_default_str();
   app->add_flag("--require-power", o->spec.require_power,
                 "Fail the point when GPU power is missing or not valid");

@@ -258,7 +258,8 @@ std::string show_text(const RunDetails& d) {
   // What the server did meanwhile (docs/telemetry.md): one line per point with server metrics.
   rows.clear();
   rows.push_back({"POINT", "KEY", "CONC", "ENGINE", "SLICES", "PEAK KV %", "MEAN RUNNING",
-                  "MEAN WAITING", "PREEMPTIONS", "PREFIX HIT %", "ACCEPT LEN"});
+                  "MEAN WAITING", "PREEMPTIONS", "PREFIX HIT %", "ACCEPT LEN", "W/GPU",
+                  "J/OUT TOK", "POWER"});
   auto num = [](const boost::json::object& o, const char* k, double scale, const char* f) {
     const auto* v = o.if_contains(k);
     return v && v->is_number() ? fmt::format(fmt::runtime(f), v->to_number<double>() * scale)
@@ -267,18 +268,51 @@ std::string show_text(const RunDetails& d) {
   for (const auto& p : d.points) {
     const auto* t = p.result.if_contains("telemetry");
     const auto* server = t && t->is_object() ? t->as_object().if_contains("server") : nullptr;
-    if (server == nullptr || !server->is_object()) continue;
-    const auto& sv = server->as_object();
+    const auto* energy = p.result.if_contains("energy");
+    const bool has_server = server != nullptr && server->is_object();
+    const bool has_energy = energy != nullptr && energy->is_object();
+    if (!has_server && !has_energy) continue;
+    static const boost::json::object kNone;
+    const auto& sv = has_server ? server->as_object() : kNone;
+    const auto& ev = has_energy ? energy->as_object() : kNone;
     const auto* engine = sv.if_contains("engine");
+    // The power column: valid, the reasons it is not, or "-" when nothing sampled.
+    std::string power = "-";
+    if (const auto* valid = ev.if_contains("power_valid"); valid && valid->is_bool()) {
+      if (valid->as_bool()) {
+        power = "valid";
+        // InferenceX's accumulator cross-check is advisory; a miss is worth seeing here.
+        const auto* acc = ev.if_contains("accumulator_check");
+        if (acc && acc->is_object()) {
+          const auto& a = acc->as_object();
+          const auto* within = a.if_contains("within_tolerance");
+          const auto* err = a.if_contains("relative_error");
+          if (a.contains("available") && a.at("available") == true && within &&
+              *within == false && err && err->is_number()) {
+            power = fmt::format("valid; counter differs {:.0f}%", err->to_number<double>() * 100);
+          }
+        }
+      } else if (const auto* reasons = ev.if_contains("reasons");
+                 reasons && reasons->is_array() && !reasons->as_array().empty()) {
+        std::vector<std::string> names;
+        for (const auto& reason : reasons->as_array()) {
+          const auto* name = reason.is_object() ? reason.as_object().if_contains("reason") : nullptr;
+          names.push_back(name && name->is_string() ? std::string(name->as_string()) : "?");
+        }
+        power = "invalid: " + fmt::format("{}", fmt::join(names, ","));
+      }
+    }
     rows.push_back({std::to_string(p.id), key_of(p.server_config_id), std::to_string(p.concurrency),
                     engine && engine->is_string() ? std::string(engine->as_string()) : "-",
                     num(sv, "slices", 1, "{:.0f}"), num(sv, "peak_kv_usage", 100, "{:.1f}"),
                     num(sv, "mean_running", 1, "{:.1f}"), num(sv, "mean_waiting", 1, "{:.1f}"),
                     num(sv, "preemptions", 1, "{:.0f}"), num(sv, "prefix_hit_rate", 100, "{:.1f}"),
-                    num(sv, "spec_acceptance_length", 1, "{:.2f}")});
+                    num(sv, "spec_acceptance_length", 1, "{:.2f}"),
+                    num(ev, "avg_power_w", 1, "{:.0f}"),
+                    num(ev, "joules_per_output_token", 1, "{:.3f}"), power});
   }
   if (rows.size() > 1) {
-    out += "\nTELEMETRY (server metrics during each point; `show RUN --timeslices POINT`)\n";
+    out += "\nTELEMETRY (server metrics and GPU energy during each point; `show RUN --timeslices POINT`)\n";
     out += table_text(rows);
   }
   // Why each point that is not a success failed, in full (the first error of each cause).

@@ -270,6 +270,10 @@ RunFn register_serve_sim(CLI::App& root) {
   app->add_option("--truth-log", a.truth_log,
                   "Write one JSON line per request with each token's send time (steady-clock ns)");
   app->add_option("--seed", a.seed, "Seed of output lengths and texts")->capture_default_str();
+  app->add_flag("--power-model", a.power_model,
+                "Export a modelled GPU power trace per tensor-parallel rank on /metrics, in "
+                "dcgm-exporter's names (DCGM_FI_DEV_POWER_USAGE, ..._TOTAL_ENERGY_CONSUMPTION), "
+                "derived from the engine's steps (roofline only; docs/serve-sim.md)");
   app->add_option("--keep-alive-timeout-s", a.keep_alive_timeout_s,
                   "Close keep-alive connections idle this long (0 = never)")
       ->capture_default_str()

@@ -94,7 +94,7 @@ int run(SweepCliOptions& c) {
   auto power = load::parse_power_mode(c.gpu_power);
   if (!power) {
     fmt::print(stderr,
-               "inferbench sweep: --gpu-power must be auto, off, nvidia-smi or amd-smi (got '{}')\n",
+               "inferbench sweep: --gpu-power must be auto, off, nvidia-smi, amd-smi or dcgm (got '{}')\n",
                c.gpu_power);
     return kExitUsage;
   }
@@ -106,6 +106,11 @@ int run(SweepCliOptions& c) {
   if (c.time_scale > 0) o.workload.time_scale = c.time_scale;
   o.slurm.partition = c.slurm_partition;
   o.slurm.account = c.slurm_account;
+  // The Slurm job samples GPU power beside the server with the tool --gpu-power names (auto:
+  // whichever the node has); dcgm and off start none there.
+  o.slurm.gpu_power = *power == load::PowerMode::kOff || *power == load::PowerMode::kDcgm
+                          ? std::string("off")
+                          : c.gpu_power;
   o.inferbench_exe = self_executable();
   o.show_progress = isatty(STDERR_FILENO);
   for (const auto& a : argv) o.command_line += (o.command_line.empty() ? "" : " ") + a;
@@ -232,8 +237,9 @@ RunFn register_sweep(CLI::App& root) {
       "--no-server-metrics", [&o] { o.scrape_server_metrics = false; },
       "Do not scrape the servers' metrics during points");
   app->add_option("--gpu-power", c->gpu_power,
-                  "GPU power during points: auto (nvidia-smi or amd-smi when the server runs on "
-                  "this host) | off | nvidia-smi | amd-smi")
+                  "GPU power during points: auto (dcgm-exporter series in the server metrics, else "
+                  "nvidia-smi or amd-smi where the server runs: this host, or the Slurm job) | "
+                  "off | nvidia-smi | amd-smi | dcgm")
       ->capture_default_str();
   app->add_flag("--require-power", o.require_power,
                 "Fail points whose GPU power is missing or not valid");

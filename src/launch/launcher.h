@@ -43,6 +43,9 @@ class Server {
   virtual std::string stop(std::chrono::milliseconds grace = std::chrono::milliseconds(10000)) = 0;
   /// Where the server's output is, if the launcher captured it.
   virtual std::filesystem::path log_path() const = 0;
+  /// Where a GPU power sampler started beside the server writes (telemetry::kPowerFile* names;
+  /// the Slurm job script's); nullopt when the launcher starts none.
+  virtual std::optional<std::filesystem::path> power_dir() const { return std::nullopt; }
   /// Process ids of the server's top process (local launcher only; empty elsewhere).
   virtual std::vector<int> pids() const { return {}; }
 };

@@ -17,6 +17,7 @@
 #include "core/files.h"
 #include "core/interrupt.h"
 #include "core/process.h"
+#include "telemetry/power.h"
 
 namespace ib::launch {
 
@@ -193,8 +194,8 @@ std::string with_log_tail(std::string message, const fs::path& log) {
 
 class SlurmServer final : public Server {
  public:
-  SlurmServer(std::string job_id, fs::path log)
-      : job_id_(std::move(job_id)), log_(std::move(log)) {}
+  SlurmServer(std::string job_id, fs::path log, bool power)
+      : job_id_(std::move(job_id)), log_(std::move(log)), power_(power) {}
   ~SlurmServer() override { stop(); }
 
   void set_url(std::string url) { url_ = std::move(url); }
@@ -202,6 +203,10 @@ class SlurmServer final : public Server {
 
   std::string url() const override { return url_; }
   fs::path log_path() const override { return log_; }
+  std::optional<fs::path> power_dir() const override {
+    if (!power_) return std::nullopt;
+    return log_.parent_path();
+  }
 
   std::optional<std::string> check_alive() override {
     if (stopped_) return fmt::format("server stopped ({})", stop_description_);
@@ -278,6 +283,7 @@ class SlurmServer final : public Server {
 
   std::string job_id_;
   fs::path log_;
+  bool power_ = false;
   std::string url_;
   bool stopped_ = false;
   std::string stop_description_;
@@ -333,7 +339,7 @@ class SlurmLauncher final : public Launcher {
     if (id.empty() || id.find_first_not_of("0123456789") != std::string::npos) {
       return Error{fmt::format("slurm: unexpected sbatch output {:?}", sub->out)};
     }
-    auto server = std::make_unique<SlurmServer>(id, s.log_path);
+    auto server = std::make_unique<SlurmServer>(id, s.log_path, o_.gpu_power != "off");
 
     auto node = wait_running(*server);
     if (!node) {
@@ -464,6 +470,32 @@ Expected<std::string> slurm_batch_script(const ServerSpec& spec, const SlurmOpti
                                key, spec.name)};
     }
     out += fmt::format("export {}={}\n", key, shell_quote(value));
+  }
+
+  // GPU power beside the server, on the node that has its GPUs: the sampler runs in the batch
+  // step until the job ends (Slurm kills what the job started), writing into the log's folder on
+  // the shared filesystem; the client cuts each point's window out of it.
+  if (o.gpu_power != "off") {
+    const fs::path dir = spec.log_path.parent_path();
+    const int ms = std::max(100, static_cast<int>(std::lround(o.power_interval_s * 1000)));
+    const int secs = std::max(1, static_cast<int>(std::lround(o.power_interval_s)));
+    const std::string nvidia = fmt::format(
+        "nvidia-smi --query-gpu={} --format=csv,nounits --loop-ms={} > {} 2>/dev/null &\n",
+        telemetry::kNvidiaSmiQuery, ms, shell_quote((dir / telemetry::kPowerFileNvidiaSmi).string()));
+    const std::string amd = fmt::format(
+        "PYTHONUNBUFFERED=1 amd-smi metric -p -u -E -w {} --csv > {} 2>/dev/null &\n", secs,
+        shell_quote((dir / telemetry::kPowerFileAmdSmi).string()));
+    out += "# GPU power beside the server (inferbench reads it after each point).\n";
+    out += fmt::format("date +%z > {}\n",
+                       shell_quote((dir / telemetry::kPowerFileUtcOffset).string()));
+    if (o.gpu_power == "nvidia-smi") {
+      out += nvidia;
+    } else if (o.gpu_power == "amd-smi") {
+      out += amd;
+    } else {
+      out += "if command -v nvidia-smi >/dev/null 2>&1; then\n  " + nvidia +
+             "elif command -v amd-smi >/dev/null 2>&1; then\n  " + amd + "fi\n";
+    }
   }
 
   // srun makes the server a job step: signals from scancel reach it, and the step gets the

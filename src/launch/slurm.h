@@ -22,6 +22,11 @@ struct SlurmOptions {
   std::chrono::seconds allocation_timeout{600};  // submit → RUNNING; then spec.startup_timeout
   std::filesystem::path work_dir;                // where batch scripts go; empty: beside the log
   std::string time_limit = "02:00:00";           // sbatch --time
+  /// GPU power beside the server (docs/telemetry.md): "auto" starts nvidia-smi, else amd-smi,
+  /// when the node has one; "nvidia-smi" / "amd-smi" only that tool; "off" none. The samples go
+  /// into the log's folder (telemetry::kPowerFile*), read by the client after each point.
+  std::string gpu_power = "auto";
+  double power_interval_s = 0.5;
 };
 
 /// `s` as one /bin/sh word: unchanged when it only has characters that are never special
@@ -30,7 +35,8 @@ std::string shell_quote(std::string_view s);
 
 /// The batch script for a server (pure): #SBATCH lines (job name, --output=spec.log_path,
 /// nodes=1, ntasks=1, --gpus when spec.gpus > 0, --time, partition, account, extra arguments),
-/// `export` of spec.env, then `exec srun ... -- argv` with {host} replaced by 0.0.0.0 (listen on
+/// `export` of spec.env, the GPU power sampler in the background (o.gpu_power; its output and the
+/// node's `date +%z` beside the log), then `exec srun ... -- argv` with {host} replaced by 0.0.0.0 (listen on
 /// every interface: the server is reached from the submitting host) and {port} by `port`.
 /// Error when a value cannot be written safely: a NUL byte in argv or env, an env name that is
 /// not a shell identifier, a control character in an #SBATCH value, a backslash in the log path

@@ -129,6 +129,40 @@ TEST(SlurmBatchScript, HasTheDirectivesBeforeAnyCommand) {
   EXPECT_EQ(s.find("#SBATCH", first_command), std::string::npos) << s;
 }
 
+TEST(SlurmBatchScript, StartsTheGpuPowerSamplerBesideTheServer) {
+  ServerSpec spec = spec_with({"server"});
+  spec.log_path = "/shared/run 1/server.log";
+  auto script = slurm_batch_script(spec, SlurmOptions{}, 9000);
+  ASSERT_TRUE(script) << script.error().message;
+  const std::string& s = *script;
+  for (const char* want :
+       {"date +%z > '/shared/run 1/gpu_power.utc_offset'\n",
+        "if command -v nvidia-smi >/dev/null 2>&1; then\n  nvidia-smi "
+        "--query-gpu=timestamp,index,power.draw,utilization.gpu,memory.used,clocks.sm "
+        "--format=csv,nounits --loop-ms=500 > '/shared/run 1/gpu_power.nvidia-smi.csv' "
+        "2>/dev/null &\n",
+        "elif command -v amd-smi >/dev/null 2>&1; then\n  PYTHONUNBUFFERED=1 amd-smi metric -p -u "
+        "-E -w 1 --csv > '/shared/run 1/gpu_power.amd-smi.csv' 2>/dev/null &\nfi\n"}) {
+    EXPECT_NE(s.find(want), std::string::npos) << "missing " << want << " in\n" << s;
+  }
+  // Before the server, which replaces the shell.
+  EXPECT_LT(s.find("nvidia-smi"), s.find("exec srun"));
+
+  SlurmOptions only;
+  only.gpu_power = "amd-smi";
+  only.power_interval_s = 2;
+  auto amd = slurm_batch_script(spec, only, 9000);
+  ASSERT_TRUE(amd) << amd.error().message;
+  EXPECT_EQ(amd->find("nvidia-smi"), std::string::npos) << *amd;
+  EXPECT_NE(amd->find("amd-smi metric -p -u -E -w 2 --csv"), std::string::npos) << *amd;
+
+  SlurmOptions off;
+  off.gpu_power = "off";
+  auto none = slurm_batch_script(spec, off, 9000);
+  ASSERT_TRUE(none) << none.error().message;
+  EXPECT_EQ(none->find("gpu_power"), std::string::npos) << *none;
+}
+
 TEST(SlurmBatchScript, NoGpusNoPartitionNoAccount) {
   auto script = slurm_batch_script(spec_with({"server"}), SlurmOptions{}, 9000);
   ASSERT_TRUE(script) << script.error().message;

@@ -5,8 +5,10 @@
 
 #include <cstdio>
 #include <memory>
+#include <thread>
 
 #include "core/clock.h"
+#include "telemetry/dcgm.h"
 
 namespace ib::load {
 
@@ -265,7 +267,10 @@ Expected<PointSamplers> PointSamplers::start(const BenchSpec& spec,
     s.scraper = std::make_unique<MetricsScraper>(std::move(*targets), spec.slice_s);
     s.scraper->start();
   }
-  if (auto mode = resolve_power_mode(spec.power, endpoint.host, &s.power_note)) {
+  if (spec.remote_power_dir && spec.power != PowerMode::kOff && spec.power != PowerMode::kDcgm) {
+    s.remote_power_dir = spec.remote_power_dir;
+    s.remote_interval_s = spec.power_interval_s;
+  } else if (auto mode = resolve_power_mode(spec.power, endpoint.host, &s.power_note)) {
     auto p = PowerSampler::start(*mode, spec.power_interval_s);
     if (!p) return p.error();
     s.power = std::move(*p);
@@ -281,6 +286,18 @@ void PointSamplers::stop(BenchReport& report) {
     scraper.reset();
   }
   report.power_note = power_note;
+  if (remote_power_dir) {
+    // Let the remote sampler write the interval after the window (and the shared filesystem
+    // show it).
+    std::this_thread::sleep_for(std::chrono::duration<double>(remote_interval_s * 1.5));
+    auto remote = read_remote_power(*remote_power_dir);
+    if (remote) {
+      report.power_tool = remote->tool;
+      report.power_log = std::move(remote->log);
+    } else {
+      report.power_note = remote.error().message;
+    }
+  }
   if (power) {
     report.power_tool = power->tool();
     auto log = power->stop();
@@ -299,8 +316,12 @@ void add_telemetry(BenchReport& report, const BenchSpec& spec) {
   boost::json::object t;
   t["slice_s"] = spec.slice_s;
   t["client_slices"] = static_cast<int64_t>(report.client_slices.size());
+  std::optional<telemetry::PowerLog> dcgm;
   if (spec.scrape_server_metrics) {
     auto scrapes = window_scrapes(report.scrapes, report.window_start_unix, report.window_end_unix);
+    if (spec.power == PowerMode::kAuto || spec.power == PowerMode::kDcgm) {
+      dcgm = telemetry::dcgm_power_log(scrapes, report.window_start_unix);
+    }
     report.server_slices = telemetry::server_timeslices(scrapes, spec.slice_s);
     report.server_summary = telemetry::summarize(report.server_slices);
     t["server_slices"] = static_cast<int64_t>(report.server_slices.size());
@@ -313,6 +334,18 @@ void add_telemetry(BenchReport& report, const BenchSpec& spec) {
   }
   report.json["telemetry"] = std::move(t);
 
+  // dcgm-exporter's readings come from the server's side (or serve-sim's power model): they
+  // win over a sampler on this host, which may be watching GPUs that do not serve.
+  if (dcgm) {
+    report.power_note.clear();
+    if (report.power_log) {
+      report.power_note = fmt::format("{} ran too, but the server metrics carry dcgm-exporter's "
+                                      "readings, which were used",
+                                      report.power_tool);
+    }
+    report.power_log = std::move(dcgm);
+    report.power_tool = "dcgm-exporter (server metrics)";
+  }
   // GPU energy over the measured window, per request and per token (InferenceX's rules).
   boost::json::object energy;
   if (report.power_log) {
@@ -325,6 +358,7 @@ void add_telemetry(BenchReport& report, const BenchSpec& spec) {
     energy = telemetry::energy_to_json(*report.energy, counts);
     energy["tool"] = report.power_tool;
     energy["power_column"] = report.power_log->power_column;
+    if (!report.power_note.empty()) energy["note"] = report.power_note;
   } else {
     energy["power_valid"] = false;
     energy["note"] = report.power_note.empty() ? "no GPU power sampler ran" : report.power_note;

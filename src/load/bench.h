@@ -45,6 +45,9 @@ struct BenchSpec {
   PowerMode power = PowerMode::kAuto;
   bool require_power = false;
   double power_interval_s = 0.5;
+  /// Set when a sampler beside the server already writes the samples (the Slurm job script,
+  /// launch::Server::power_dir): they are read from there after the point, none is started here.
+  std::optional<std::filesystem::path> remote_power_dir;
 };
 
 /// A finished point: records, metrics and the result JSON.
@@ -119,6 +122,8 @@ struct PointSamplers {
   std::unique_ptr<MetricsScraper> scraper;
   std::unique_ptr<PowerSampler> power;
   std::string power_note;  // why no power sampler runs
+  std::optional<std::filesystem::path> remote_power_dir;  // read after the point (see BenchSpec)
+  double remote_interval_s = 0.5;
   /// Starts what `spec` asks for. Error for a bad --server-metrics-url or a sampler that
   /// cannot start.
   static Expected<PointSamplers> start(const BenchSpec& spec, const http::Endpoint& endpoint);

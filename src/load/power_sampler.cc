@@ -19,10 +19,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The fields nvidia-smi prints per GPU and interval (power.draw is the board power).
-constexpr const char* kNvidiaQuery =
-    "timestamp,index,power.draw,utilization.gpu,memory.used,clocks.sm";
-
 bool on_path(const std::string& program) {
   const char* path = std::getenv("PATH");
   if (path == nullptr) return false;
@@ -53,6 +49,7 @@ std::optional<PowerMode> parse_power_mode(std::string_view text) {
   if (text == "off") return PowerMode::kOff;
   if (text == "nvidia-smi") return PowerMode::kNvidiaSmi;
   if (text == "amd-smi") return PowerMode::kAmdSmi;
+  if (text == "dcgm") return PowerMode::kDcgm;
   return std::nullopt;
 }
 
@@ -65,6 +62,10 @@ std::optional<PowerMode> resolve_power_mode(PowerMode mode, const std::string& h
     case PowerMode::kNvidiaSmi:
     case PowerMode::kAmdSmi:
       return mode;
+    case PowerMode::kDcgm:
+      *why = "no DCGM_FI_DEV_POWER_USAGE series in the server metrics (--gpu-power dcgm reads "
+             "dcgm-exporter's; add its URL with --server-metrics-url)";
+      return std::nullopt;
     case PowerMode::kAuto:
       if (!is_local_host(host)) {
         *why = fmt::format(
@@ -93,8 +94,8 @@ Expected<std::unique_ptr<PowerSampler>> PowerSampler::start(PowerMode mode, doub
   const int ms = std::max(100, static_cast<int>(std::lround(interval_s * 1000)));
   if (mode == PowerMode::kNvidiaSmi) {
     s->tool_ = "nvidia-smi";
-    so.argv = {"nvidia-smi", fmt::format("--query-gpu={}", kNvidiaQuery), "--format=csv,nounits",
-               fmt::format("-lms={}", ms)};
+    so.argv = {"nvidia-smi", fmt::format("--query-gpu={}", telemetry::kNvidiaSmiQuery),
+               "--format=csv,nounits", fmt::format("--loop-ms={}", ms)};
   } else {
     s->tool_ = "amd-smi";
     so.argv = {"amd-smi",
@@ -144,6 +145,43 @@ Expected<telemetry::PowerLog> PowerSampler::stop() {
                  : telemetry::parse_amd_smi_csv(*text, utc_offset_s_);
   if (!log) return Error{fmt::format("{} output: {}", tool_, log.error().message)};
   return log;
+}
+
+Expected<RemotePower> read_remote_power(const fs::path& dir) {
+  double offset = 0;
+  const fs::path tz = dir / telemetry::kPowerFileUtcOffset;
+  if (auto text = read_file(tz); text) {
+    auto parsed = telemetry::parse_utc_offset(trim(*text));
+    if (!parsed) return Error{fmt::format("{}: {}", tz.string(), parsed.error().message)};
+    offset = *parsed;
+  } else {
+    return Error{fmt::format("no GPU power sampler output beside the server ({} is missing)",
+                             tz.string())};
+  }
+  const fs::path nvidia = dir / telemetry::kPowerFileNvidiaSmi;
+  const fs::path amd = dir / telemetry::kPowerFileAmdSmi;
+  std::error_code ec;
+  RemotePower out;
+  if (fs::exists(nvidia, ec)) {
+    auto text = read_file(nvidia);
+    if (!text) return text.error();
+    auto log = telemetry::parse_nvidia_smi_csv(*text, {offset, {}});
+    if (!log) return Error{fmt::format("{}: {}", nvidia.string(), log.error().message)};
+    out.tool = "nvidia-smi (Slurm job)";
+    out.log = std::move(*log);
+    return out;
+  }
+  if (fs::exists(amd, ec)) {
+    auto text = read_file(amd);
+    if (!text) return text.error();
+    auto log = telemetry::parse_amd_smi_csv(*text, offset);
+    if (!log) return Error{fmt::format("{}: {}", amd.string(), log.error().message)};
+    out.tool = "amd-smi (Slurm job)";
+    out.log = std::move(*log);
+    return out;
+  }
+  return Error{"the Slurm job started no GPU power sampler: the node has neither nvidia-smi nor "
+               "amd-smi on its PATH"};
 }
 
 }  // namespace ib::load

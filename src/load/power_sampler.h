@@ -20,14 +20,25 @@ enum class PowerMode {
   kOff,
   kNvidiaSmi,
   kAmdSmi,
+  kDcgm,  // no sampler: dcgm-exporter's DCGM_FI_DEV_* series in the server-metrics scrapes
 };
 
-/// "auto", "off", "nvidia-smi", "amd-smi" (the --gpu-power values).
+/// "auto", "off", "nvidia-smi", "amd-smi", "dcgm" (the --gpu-power values).
 std::optional<PowerMode> parse_power_mode(std::string_view text);
 
-/// The sampler `mode` resolves to for a server at `host`: nullopt (with `why`) when none.
+/// The sampler process `mode` resolves to for a server at `host`: nullopt (with `why`) when none
+/// (always for kDcgm, whose readings come with the scrapes).
 std::optional<PowerMode> resolve_power_mode(PowerMode mode, const std::string& host,
                                             std::string* why);
+
+/// What a sampler started beside a remote server wrote into `dir` (telemetry::kPowerFile*):
+/// the tool's name and its parsed samples, timestamps read with the node's `date +%z`. Error
+/// when no sampler output is there (the node had neither tool) or it does not parse.
+struct RemotePower {
+  std::string tool;
+  telemetry::PowerLog log;
+};
+Expected<RemotePower> read_remote_power(const std::filesystem::path& dir);
 
 class PowerSampler {
  public:

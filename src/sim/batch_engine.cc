@@ -21,6 +21,10 @@ int64_t to_ns(Clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
 }
 
+double steady_seconds(Clock::time_point t) {
+  return std::chrono::duration<double>(t.time_since_epoch()).count();
+}
+
 }  // namespace
 
 class BatchEngine::Request final : public Generation {
@@ -163,11 +167,12 @@ void BatchEngine::start_step() {
   for (const Scheduler::Entry& e : plan_.entries) {
     if (e.first) static_cast<Request*>(e.owner)->on_admitted();
   }
-  const double seconds = cost_->step_seconds(plan_.batch);
+  const auto [seconds, activity] = cost_->time_step(plan_.batch);
   busy_seconds_ += seconds;
   const Clock::time_point start = back_to_back_ ? step_end_ : Clock::now();
   step_end_ = start + std::chrono::duration_cast<Clock::duration>(
                           std::chrono::duration<double>(seconds / time_scale_));
+  if (power_) power_->step(steady_seconds(start), steady_seconds(step_end_), activity);
   step_in_flight_ = true;
   back_to_back_ = true;
   timer_.expires_at(step_end_);

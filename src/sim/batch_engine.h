@@ -12,6 +12,7 @@
 
 #include "sim/engine.h"
 #include "sim/perf_model.h"
+#include "sim/power_model.h"
 #include "sim/scheduler.h"
 
 namespace ib::sim {
@@ -36,6 +37,8 @@ class BatchEngine final : public Engine {
   const Scheduler& scheduler() const { return scheduler_; }
   /// Model seconds of all steps started so far (before time scaling).
   double busy_seconds() const { return busy_seconds_; }
+  /// Records every step's wall-clock span and activity (--power-model); nullptr: none.
+  void set_power_meter(std::shared_ptr<PowerMeter> meter) { power_ = std::move(meter); }
 
  private:
   class Request;
@@ -57,6 +60,7 @@ class BatchEngine final : public Engine {
   bool back_to_back_ = false;  // the next step starts when the last one ended, not now
   boost::asio::steady_timer::time_point step_end_;
   double busy_seconds_ = 0;
+  std::shared_ptr<PowerMeter> power_;
   int live_requests_ = 0;
 };
 

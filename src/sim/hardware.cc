@@ -20,16 +20,19 @@ namespace {
 //    Fabric links of 128 GB/s bidirectional each (896 GB/s).
 //  MI355X: AMD Instinct MI355X: BF16 2.5, FP8 5.0, FP4 10 PFLOPS dense; 288 GB HBM3E at 8 TB/s;
 //    7 links of 153.6 GB/s bidirectional (1075 GB/s).
+//  Board power (TDP), for serve-sim's --power-model: H100/H200 SXM 700 W (datasheets, "up to
+//    700W"), B200 1000 W and B300 1100 W (HGX per-GPU figures), MI300X 750 W, MI325X 1000 W,
+//    MI355X 1400 W (AMD Instinct datasheets).
 // clang-format off
 constexpr std::array<HardwareSpec, 7> kPresets = {{
-    {"H100", "sm90", Vendor::kNvidia, 80, 3.35, 989, 1979, 0, Fabric::kSwitch, 450, 8},
-    {"H200", "sm90", Vendor::kNvidia, 141, 4.8, 989, 1979, 0, Fabric::kSwitch, 450, 8},
-    {"B200", "sm100", Vendor::kNvidia, 180, 8.0, 2250, 4500, 9000, Fabric::kSwitch, 900, 8},
-    {"B300", "sm103", Vendor::kNvidia, 288, 8.0, 2250, 4500, 13000, Fabric::kSwitch, 900, 8},
-    {"MI300X", "gfx942", Vendor::kAmd, 192, 5.3, 1307.4, 2614.9, 0, Fabric::kMesh, 64, 8},
-    {"MI325X", "gfx942", Vendor::kAmd, 256, 6.0, 1307.4, 2614.9, 0, Fabric::kMesh, 64, 8},
+    {"H100", "sm90", Vendor::kNvidia, 80, 3.35, 989, 1979, 0, Fabric::kSwitch, 450, 8, 700, "NVIDIA H100 80GB HBM3"},
+    {"H200", "sm90", Vendor::kNvidia, 141, 4.8, 989, 1979, 0, Fabric::kSwitch, 450, 8, 700, "NVIDIA H200"},
+    {"B200", "sm100", Vendor::kNvidia, 180, 8.0, 2250, 4500, 9000, Fabric::kSwitch, 900, 8, 1000, "NVIDIA B200"},
+    {"B300", "sm103", Vendor::kNvidia, 288, 8.0, 2250, 4500, 13000, Fabric::kSwitch, 900, 8, 1100, "NVIDIA B300"},
+    {"MI300X", "gfx942", Vendor::kAmd, 192, 5.3, 1307.4, 2614.9, 0, Fabric::kMesh, 64, 8, 750, "AMD Instinct MI300X"},
+    {"MI325X", "gfx942", Vendor::kAmd, 256, 6.0, 1307.4, 2614.9, 0, Fabric::kMesh, 64, 8, 1000, "AMD Instinct MI325X"},
     {"MI355X", "gfx950", Vendor::kAmd, 288, 8.0, 2516.6, 5033.2, 10066.3, Fabric::kMesh, 76.8,
-     8},
+     8, 1400, "AMD Instinct MI355X"},
 }};
 // clang-format on
 

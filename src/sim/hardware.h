@@ -41,6 +41,8 @@ struct HardwareSpec {
   Fabric fabric;
   double link_gb_s;   // kSwitch: per GPU, one direction; kMesh: per peer link, one direction
   int gpus_per_node;  // GPUs in one scale-up domain (largest tensor-parallel size)
+  double tdp_w;       // board power limit (TDP), watts
+  std::string_view product;  // the name the driver reports (nvidia-smi name, DCGM modelName)
 
   /// Peak dense throughput for GEMMs on weights of precision `p`, in FLOP/s: FP4 falls back to
   /// BF16 where there are no FP4 units (weight-only dequantization, as Marlin-style kernels do).

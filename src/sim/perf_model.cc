@@ -1,5 +1,7 @@
 #include "sim/perf_model.h"
 
+#include "sim/power_model.h"
+
 #include <algorithm>
 #include <cassert>
 #include <cmath>
@@ -154,6 +156,11 @@ StepCost PerfModel::step_cost(const StepBatch& b) const {
   }
   c.overhead_s = settings_.step_overhead_s;
   return c;
+}
+
+std::pair<double, double> PerfModel::time_step(const StepBatch& batch) const {
+  const StepCost c = step_cost(batch);
+  return {c.total_s(), step_activity(c)};
 }
 
 }  // namespace ib::sim

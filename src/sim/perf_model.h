@@ -5,6 +5,8 @@
 // and every constant's source: docs/perf-model.md.
 #pragma once
 
+#include <utility>
+
 #include "sim/allreduce.h"
 #include "sim/hardware.h"
 #include "sim/model_spec.h"
@@ -68,6 +70,11 @@ class StepCostModel {
   virtual ~StepCostModel() = default;
   /// Seconds one step with this work takes. REQUIRES: !batch.empty().
   virtual double step_seconds(const StepBatch& batch) const = 0;
+  /// The step's seconds and its power activity, 0..1 (sim/power_model.h); models without a
+  /// roofline report full activity.
+  virtual std::pair<double, double> time_step(const StepBatch& batch) const {
+    return {step_seconds(batch), 1.0};
+  }
   /// The model's sliding window, for StepBatch::add (0: none).
   virtual int sliding_window() const { return 0; }
 };
@@ -79,6 +86,7 @@ class PerfModel final : public StepCostModel {
 
   StepCost step_cost(const StepBatch& batch) const;
   double step_seconds(const StepBatch& batch) const override { return step_cost(batch).total_s(); }
+  std::pair<double, double> time_step(const StepBatch& batch) const override;
   int sliding_window() const override { return model_.sliding_window; }
 
   /// Bytes of weights resident on each GPU.

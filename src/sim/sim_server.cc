@@ -1,5 +1,7 @@
 #include "sim/sim_server.h"
 
+#include <unistd.h>
+
 #include <fmt/format.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
@@ -91,6 +93,9 @@ Status validate(const SimArgs& args) {
     return s;
   }
   if (auto s = check_number("time_scale", args.time_scale, 0, false); !s) return s;
+  if (args.power_model && args.timing_model != TimingModelKind::kRoofline) {
+    return Error{"the power model needs the roofline timing model (its hardware and step costs)"};
+  }
   if (args.timing_model == TimingModelKind::kRoofline) {
     if (!args.engine) return Error{"the roofline timing model needs a resolved engine config"};
     const int64_t kv_tokens =
@@ -126,6 +131,7 @@ std::string format_sim_args(const SimArgs& args) {
         py_bool(e.scheduler.prefix_caching), py_bool(e.disable_custom_all_reduce),
         py_str(to_string(e.quick_reduce)), py_float(e.perf.compute_efficiency),
         py_float(e.perf.memory_efficiency), py_float(e.perf.step_overhead_s * 1e6));
+    out += fmt::format("power_model={}, ", py_bool(args.power_model));
   } else {
     out += fmt::format(
         "prefill_tok_s={}, prefill_overhead_ms={}, decode_base_ms={}, decode_per_running_ms={}, "
@@ -252,6 +258,16 @@ SimServer::SimServer(asio::io_context& io, SimArgs args, std::unique_ptr<Engine>
       started_unix_s_(static_cast<int64_t>(std::time(nullptr))),
       engine_(std::move(engine)),
       http_(io, router_.handler(), http_options(args_)) {
+  if (args_.power_model && args_.engine) {
+    if (auto* batch = dynamic_cast<BatchEngine*>(engine_.get())) {
+      const HardwareSpec& hw = *args_.engine->hardware;
+      power_ = std::make_shared<PowerMeter>(hw.tdp_w * kIdlePowerFraction, hw.tdp_w,
+                                            steady_now_s());
+      batch->set_power_meter(power_);
+    }
+  }
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) == 0) hostname_ = host;
   router_.add("GET", "/health", [this](const http::HttpRequest& r, http::ResponseWriter& w) {
     return handle_health(r, w);
   });
@@ -330,9 +346,26 @@ asio::awaitable<void> SimServer::handle_metrics(const http::HttpRequest&,
     cache = CacheConfigInfo{e.scheduler.block_size, e.scheduler.num_blocks, e.kv_cache_dtype,
                             e.scheduler.prefix_caching, e.gpu_memory_utilization};
   }
-  co_await writer.send(
-      200, kPrometheus,
-      render_metrics(args_.model, engine_->stats(), metrics_, cache ? &*cache : nullptr));
+  std::string body =
+      render_metrics(args_.model, engine_->stats(), metrics_, cache ? &*cache : nullptr);
+  if (power_) {
+    // Every rank of the tensor-parallel group runs the same steps; power.draw-like 1 s means.
+    const EngineConfig& e = *args_.engine;
+    const double now = steady_now_s();
+    std::vector<GpuPowerReading> gpus;
+    for (int g = 0; g < e.tensor_parallel_size; ++g) {
+      GpuPowerReading r;
+      r.gpu = g;
+      r.power_w = power_->average_power_w(now, 1.0);
+      r.energy_mj = power_->energy_j(now) * 1000.0;
+      r.util_pct = power_->busy_fraction(now, 1.0) * 100.0;
+      // vLLM-style engines take their memory share at startup and keep it.
+      r.fb_used_mib = e.gpu_memory_utilization * e.hardware->memory_gib * 1024.0;
+      gpus.push_back(r);
+    }
+    render_dcgm_metrics(body, gpus, e.hardware->product, hostname_);
+  }
+  co_await writer.send(200, kPrometheus, std::move(body));
 }
 
 asio::awaitable<void> SimServer::handle_generate(Api api, const http::HttpRequest& request,

@@ -15,6 +15,7 @@
 #include "http/server.h"
 #include "sim/config.h"
 #include "sim/engine.h"
+#include "sim/power_model.h"
 #include "sim/requests.h"
 #include "sim/server_metrics.h"
 #include "sim/timing_model.h"
@@ -45,6 +46,9 @@ struct SimArgs {
   std::string truth_log;               // --truth-log path; empty: none
   uint64_t seed = 0;                   // output lengths and texts depend on it
   double keep_alive_timeout_s = 5.0;   // idle keep-alive connections close after this; 0 = never
+  /// --power-model: /metrics also carries a GPU power trace per tensor-parallel rank in
+  /// dcgm-exporter's names, derived from the engine's steps (sim/power_model.h). Roofline only.
+  bool power_model = false;
 };
 
 /// Error naming the first setting out of range.
@@ -98,6 +102,8 @@ class SimServer {
   ServerMetrics metrics_;
   std::unique_ptr<TruthLog> truth_log_;
   std::unique_ptr<Engine> engine_;
+  std::shared_ptr<PowerMeter> power_;  // --power-model: every rank draws the same
+  std::string hostname_;
   http::HttpRouter router_;
   http::HttpServer http_;
 };

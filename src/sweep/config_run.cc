@@ -272,7 +272,8 @@ bool ConfigRunner::run(const ConfigPlan& cfg, size_t index) {
       all_ok = false;
       break;
     }
-    metrics::PointResult p = measure(cfg, pending[i], dir, session.url(), unverified);
+    metrics::PointResult p = measure(cfg, pending[i], dir, session.url(), unverified,
+                                       session.server().power_dir());
     std::string failure_kind = unverified.valid() ? "point" : "";
     std::string tail;
     if (p.status == metrics::PointStatus::kFailed) {

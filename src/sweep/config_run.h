@@ -30,7 +30,8 @@ class ConfigRunner {
   metrics::PointIdentity identity(const ConfigPlan& cfg, int64_t conc) const;
   metrics::PointResult measure(const ConfigPlan& cfg, int64_t conc,
                                const std::filesystem::path& dir, const std::string& url,
-                               const metrics::Validity& unverified);
+                               const metrics::Validity& unverified,
+                               const std::optional<std::filesystem::path>& power_dir);
   bool fail_config(const ConfigPlan& cfg, const std::vector<int64_t>& concs,
                    store::ServerConfigRecord& rec, const std::string& kind, const std::string& why);
   void emit(metrics::PointResult p);

@@ -39,7 +39,8 @@ std::vector<std::string> client_health_problems(const load::ClientHealth& h, int
 
 metrics::PointResult ConfigRunner::measure(const ConfigPlan& cfg, int64_t conc, const fs::path& dir,
                                            const std::string& url,
-                                           const metrics::Validity& unverified) {
+                                           const metrics::Validity& unverified,
+                                           const std::optional<fs::path>& power_dir) {
   metrics::PointResult p;
   p.id = identity(cfg, conc);
   p.artifacts_dir = dir.string();
@@ -62,6 +63,7 @@ metrics::PointResult ConfigRunner::measure(const ConfigPlan& cfg, int64_t conc, 
   bs.slice_s = o_.slice_s;
   bs.power = o_.power;
   bs.require_power = o_.require_power;
+  bs.remote_power_dir = power_dir;
   if (plan->agentic) {
     // The replay bounds itself (warmup grace, duration, grace); the point timeout only guards
     // against a hang beyond that.

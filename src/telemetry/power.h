@@ -17,6 +17,15 @@
 
 namespace ib::telemetry {
 
+/// The fields inferbench's nvidia-smi samplers ask for (power.draw is the board power).
+inline constexpr std::string_view kNvidiaSmiQuery =
+    "timestamp,index,power.draw,utilization.gpu,memory.used,clocks.sm";
+/// What a sampler started beside a remote server (the Slurm job script) writes into the server's
+/// artifact folder: the tool's CSV (one of the two) and the node's `date +%z`.
+inline constexpr std::string_view kPowerFileNvidiaSmi = "gpu_power.nvidia-smi.csv";
+inline constexpr std::string_view kPowerFileAmdSmi = "gpu_power.amd-smi.csv";
+inline constexpr std::string_view kPowerFileUtcOffset = "gpu_power.utc_offset";
+
 /// One reading of one GPU.
 struct PowerSample {
   double t_s = 0;  // unix seconds

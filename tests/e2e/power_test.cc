@@ -1,6 +1,6 @@
 // GPU power during a point, end to end: `inferbench bench --gpu-power nvidia-smi` against
 // serve-sim, with a stand-in `nvidia-smi` on PATH that prints what the real one prints
-// (`--query-gpu=... --format=csv,nounits -lms=N`: a header, then one line per GPU and interval).
+// (`--query-gpu=... --format=csv,nounits --loop-ms=N`: a header, then one line per GPU and interval).
 #include <sys/stat.h>
 
 #include <fstream>

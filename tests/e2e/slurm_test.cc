@@ -234,3 +234,70 @@ TEST_F(SlurmLauncherE2E, SweepRunsTheSimulatorThroughSlurm) {
 
 }  // namespace
 }  // namespace ib::e2e
+
+namespace ib::e2e {
+namespace {
+
+// GPU power through Slurm: the job script starts the node's nvidia-smi (here a stand-in on the
+// PATH sbatch exports) beside the server; the client reads its samples after each point and
+// integrates them over the point's window.
+TEST_F(SlurmLauncherE2E, SweepSamplesGpuPowerInsideTheJob) {
+  REQUIRE_SLURM_OR_SKIP();
+  const fs::path bin = dir.path() / "bin";
+  fs::create_directories(bin);
+  {
+    std::ofstream f(bin / "nvidia-smi");
+    f << "#!/bin/sh\n"
+         "echo 'timestamp, index, power.draw [W], utilization.gpu [%], memory.used [MiB], "
+         "clocks.sm [MHz]'\n"
+         "while true; do\n"
+         "  echo \"$(date +'%Y/%m/%d %H:%M:%S.%3N'), 0, 300.00, 90, 70000, 1980\"\n"
+         "  sleep 0.1\n"
+         "done\n";
+  }
+  fs::permissions(bin / "nvidia-smi", fs::perms::owner_all, fs::perm_options::replace);
+  const std::string model = unique_name("slurm-power-model");
+  const fs::path recipe = dir.path() / "recipe.yaml";
+  std::ofstream(recipe)
+      << "sim-power:\n"
+         "  image: inferbench/serve-sim\n"
+         "  model: "
+      << model
+      << "\n"
+         "  model-prefix: sim\n"
+         "  precision: bf16\n"
+         "  framework: serve-sim\n"
+         "  runner: local\n"
+         "  multinode: false\n"
+         "  serve:\n"
+         "    command: [inferbench, serve-sim, --timing-model, simple, --decode-base-ms, \"5\",\n"
+         "              --model, \"{served-model}\", --host, \"{host}\", --port, \"{port}\"]\n"
+         "  scenarios:\n"
+         "    fixed-seq-len:\n"
+         "    - { isl: 32, osl: 64, search-space: [{ tp: 1, conc-list: [2] }] }\n";
+  const fs::path runs = dir.path() / "runs";
+  const char* path = std::getenv("PATH");
+  auto r = run_inferbench({"sweep", recipe.string(), "--launcher", "slurm", "--runs-dir",
+                           runs.string(), "--startup-timeout", "60", "--require-power"},
+                          dir.path() / "sweep.log", std::chrono::seconds(120),
+                          {{"PATH", bin.string() + ":" + (path ? path : "/usr/bin:/bin")}});
+  ASSERT_FALSE(r.timed_out) << r.output;
+  ASSERT_EQ(r.exit.code, 0) << r.output;
+  auto db = store::Store::open_existing(runs / "inferbench.db");
+  ASSERT_TRUE(db.ok()) << db.error().message;
+  auto listed = db->list_runs();
+  ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(listed->size(), 1u);
+  auto points = db->points(listed->front().run.id);
+  ASSERT_TRUE(points.ok()) << points.error().message;
+  ASSERT_EQ(points->size(), 1u);
+  const auto& e = (*points)[0].result.at("energy").as_object();
+  ASSERT_TRUE(e.at("power_valid").as_bool()) << boost::json::serialize(e);
+  EXPECT_EQ(e.at("tool").as_string(), "nvidia-smi (Slurm job)");
+  EXPECT_NEAR(e.at("avg_power_w").to_number<double>(), 300.0, 1e-6);
+  EXPECT_EQ(queued_jobs("ib-sim-power"), "");
+  EXPECT_EQ(processes_with(model), 0);
+}
+
+}  // namespace
+}  // namespace ib::e2e

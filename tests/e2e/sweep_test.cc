@@ -613,6 +613,34 @@ TEST(Sweep, BundledRecipeRunsByDefault) {
   ASSERT_EQ(r.exit.code, 0) << r.output;
   EXPECT_NE(r.output.find("llama8b-bf16-h200-servesim"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("p50 TPOT ms"), std::string::npos) << r.output;
+  // Its serve-sim runs with --power-model: the point has a valid energy figure from the
+  // dcgm-exporter series in the server metrics, within the H200's idle..TDP range.
+  auto db = store::Store::open_existing(dir.path() / "runs" / "inferbench.db");
+  ASSERT_TRUE(db.ok()) << db.error().message;
+  auto listed = db->list_runs();
+  ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(listed->size(), 1u);
+  auto points = db->points(listed->front().run.id);
+  ASSERT_TRUE(points.ok());
+  ASSERT_EQ(points->size(), 1u);
+  const auto& e = (*points)[0].result.at("energy").as_object();
+  ASSERT_TRUE(e.at("power_valid").as_bool()) << boost::json::serialize(e);
+  EXPECT_EQ(e.at("tool").as_string(), "dcgm-exporter (server metrics)");
+  EXPECT_EQ(e.at("power_column").as_string(), "DCGM_FI_DEV_POWER_USAGE");
+  const double watts = e.at("avg_power_w").to_number<double>();
+  EXPECT_GT(watts, 0.15 * 700 - 1e-6);
+  EXPECT_LT(watts, 700 + 1e-6);
+  EXPECT_GT(e.at("joules_per_output_token").to_number<double>(), 0);
+  // The modelled energy counter is exported too, so the cross-check runs (a point this short,
+  // sampled once a second, may well miss it: that is what the check is for).
+  EXPECT_TRUE(e.at("accumulator_check").at("available").as_bool()) << boost::json::serialize(e);
+  EXPECT_GT(e.at("accumulator_check").at("accumulator_delta_j").to_number<double>(), 0);
+  auto show = run_inferbench({"show", std::to_string(listed->front().run.id), "--db",
+                              (dir.path() / "runs" / "inferbench.db").string()},
+                             dir.path() / "show.log");
+  ASSERT_EQ(show.exit.code, 0) << show.output;
+  EXPECT_NE(show.output.find("J/OUT TOK"), std::string::npos) << show.output;
+  EXPECT_NE(show.output.find(" valid"), std::string::npos) << show.output;
 }
 
 }  // namespace
