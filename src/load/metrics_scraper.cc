@@ -88,10 +88,16 @@ MetricsScraper::~MetricsScraper() {
 }
 
 void MetricsScraper::start() {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (started_ || targets_.empty()) return;
-  started_ = true;
-  thread_ = std::thread([this] { loop(); });
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (started_ || targets_.empty()) return;
+    started_ = true;
+  }
+  // The first round before returning, so that it precedes the load: counters' increases and GPU
+  // power need a reading at or before the window's start.
+  const int64_t first = mono_ns();
+  round();
+  thread_ = std::thread([this, first] { loop(first); });
 }
 
 void MetricsScraper::stop() {
@@ -127,11 +133,9 @@ void MetricsScraper::round() {
   }
 }
 
-void MetricsScraper::loop() {
+void MetricsScraper::loop(int64_t next) {
   const int64_t period = static_cast<int64_t>(slice_s_ * 1e9);
-  int64_t next = mono_ns();
   for (;;) {
-    round();
     next += period;
     const int64_t now = mono_ns();
     if (next < now) {  // the round overran its slice: skip to the next slot, counted
@@ -145,6 +149,8 @@ void MetricsScraper::loop() {
                        [this] { return stopping_; })) {
       return;
     }
+    lock.unlock();
+    round();
   }
 }
 

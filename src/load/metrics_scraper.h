@@ -65,7 +65,8 @@ class MetricsScraper {
   MetricsScraper(const MetricsScraper&) = delete;
   MetricsScraper& operator=(const MetricsScraper&) = delete;
 
-  /// Starts scraping now (one round at once, then every slice).
+  /// Starts scraping: one round before returning (so it precedes the load), then every slice on
+  /// the scraper's thread.
   void start();
   /// Takes one last round and stops; idempotent.
   void stop();
@@ -74,7 +75,7 @@ class MetricsScraper {
   ScrapeCost cost() const;
 
  private:
-  void loop();
+  void loop(int64_t first_ns);
   void round();
 
   std::vector<ScrapeTarget> targets_;

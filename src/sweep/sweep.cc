@@ -75,7 +75,7 @@ const report::Table& point_table() {
   static const report::Table t = [] {
     std::vector<report::Column> cols = {
         {"config", report::Align::kLeft, 28, 28},
-        {"workload", report::Align::kLeft, 17, 17},
+        {"workload", report::Align::kLeft, 23, 23},
         {"conc", report::Align::kRight, 5, 0},
     };
     for (const auto& k : metrics::kHeadlineMetrics) {
