@@ -31,7 +31,7 @@ struct BenchOptions {
   double connect_timeout_s = 10;
   double first_byte_timeout_s = 300;
   double idle_timeout_s = 300;
-  double request_timeout_s = 0;
+  double request_timeout_s = 21600;  // 6 h, as vLLM's benchmark_serving
   bool no_request_ids = false;
   // --workload agentic (AgentX replay).
   std::string workload = "fixed";
@@ -371,10 +371,11 @@ RunFn register_bench(CLI::App& root) {
                   "Seconds from sending to the first response byte (0 = none)")
       ->capture_default_str();
   app->add_option("--idle-timeout", o->idle_timeout_s,
-                  "Seconds of silence allowed while reading a response (0 = none)")
+                  "Seconds without progress while reading a response: an event stream progresses "
+                  "with data events, not keep-alive comments (0 = none)")
       ->capture_default_str();
   app->add_option("--request-timeout", o->request_timeout_s,
-                  "Seconds for a whole request (0 = none)")
+                  "Seconds for a whole request (default 6 h, as vLLM's benchmark_serving; 0 = none)")
       ->capture_default_str();
   app->add_option("--max-retries", o->spec.max_retries,
                   "Re-sends of a request that failed before any response byte")

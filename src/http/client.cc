@@ -233,9 +233,12 @@ asio::awaitable<HttpOutcome> HttpConnection::request(http::verb verb, std::strin
       if (used > 0 || got > 0) continue;  // parse the rest of what is buffered
     }
     // More bytes needed: wait for them until the current deadline.
-    deadline_ns_ =
-        std::min(total_ns, out.response_started ? (idle_ns > 0 ? mono_ns() + idle_ns : INT64_MAX)
-                                                : first_byte_ns);
+    int64_t idle_deadline = INT64_MAX;
+    if (idle_ns > 0) {
+      const std::optional<int64_t> progress = sink.progress_ns();
+      idle_deadline = (progress ? *progress : mono_ns()) + idle_ns;
+    }
+    deadline_ns_ = std::min(total_ns, out.response_started ? idle_deadline : first_byte_ns);
     boost::system::error_code ec = co_await wait_readable();
     if (timed_out_) {
       fail(beast::error::timeout, true);
@@ -364,10 +367,14 @@ class CollectSink : public ResponseSink {
 
 Expected<SimpleResponse> http_get(const Endpoint& endpoint, std::string_view path,
                                   std::chrono::milliseconds timeout) {
+  return http_get(endpoint, path, ClientTimeouts{timeout, timeout, timeout, timeout});
+}
+
+Expected<SimpleResponse> http_get(const Endpoint& endpoint, std::string_view path,
+                                  const ClientTimeouts& t) {
   auto addresses = resolve(endpoint);
   if (!addresses) return addresses.error();
   asio::io_context io;
-  ClientTimeouts t{timeout, timeout, timeout, timeout};
   HttpConnection conn(io.get_executor(), endpoint, *addresses, t);
   CollectSink sink;
   std::optional<HttpOutcome> outcome;
@@ -378,8 +385,31 @@ Expected<SimpleResponse> http_get(const Endpoint& endpoint, std::string_view pat
         conn.close();
       },
       asio::detached);
-  io.run_for(timeout + std::chrono::milliseconds(100));
+  // The connection enforces each limit; this bound only guards against a bug there.
+  const auto bound = t.total.count() > 0 ? t.total : t.connect + t.first_byte + t.idle;
+  io.run_for(bound + std::chrono::milliseconds(100));
   if (!outcome) return Error{fmt::format("GET {}{}: timed out", endpoint.url(), path)};
+  if (outcome->timed_out()) {
+    const double limit_s = static_cast<double>(outcome->timeout_limit.count()) / 1000.0;
+    const char* what = "";
+    switch (outcome->timeout) {
+      case TimeoutKind::kConnect:
+        what = "not connected within {} s (--connect-timeout)";
+        break;
+      case TimeoutKind::kFirstByte:
+        what = "no first byte within {} s (--first-byte-timeout)";
+        break;
+      case TimeoutKind::kIdle:
+        what = "no progress for {} s (--idle-timeout)";
+        break;
+      case TimeoutKind::kTotal:
+      case TimeoutKind::kNone:
+        what = "not complete within {} s (--request-timeout)";
+        break;
+    }
+    return Error{fmt::format("GET {}{}: {}", endpoint.url(), path,
+                             fmt::format(fmt::runtime(what), limit_s))};
+  }
   if (outcome->ec) {
     return Error{fmt::format("GET {}{}: {}", endpoint.url(), path, outcome->ec.message())};
   }

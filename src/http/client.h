@@ -41,7 +41,9 @@ struct ClientTimeouts {
   std::chrono::milliseconds connect{10'000};
   std::chrono::milliseconds first_byte{300'000};  // send → first response byte
   std::chrono::milliseconds idle{300'000};        // longest silence while a response is read
-  std::chrono::milliseconds total{0};             // send → response complete; 0: unlimited
+  // send → response complete; 0: unlimited. Finite by default, as vLLM's benchmark_serving's
+  // aiohttp session (6 h): nothing waits forever.
+  std::chrono::milliseconds total{6 * 3600 * 1000};
 };
 
 /// Receives a response as it arrives. Times are monotonic nanoseconds (ib::mono_ns clock) of
@@ -53,6 +55,10 @@ class ResponseSink {
   virtual ~ResponseSink() = default;
   virtual void on_headers(int status, int64_t t_ns) = 0;
   virtual void on_body(std::string_view bytes, int64_t t_ns) = 0;
+  /// When the response last made progress, for the idle timeout: an event stream's keep-alive
+  /// comments (`: ping`) are bytes but not progress, so a server that only pings still times
+  /// out. nullopt (the default): every byte is progress.
+  virtual std::optional<int64_t> progress_ns() const { return std::nullopt; }
 };
 
 /// Which limit ended an exchange.
@@ -145,5 +151,9 @@ struct SimpleResponse {
 /// failure or timeout.
 Expected<SimpleResponse> http_get(const Endpoint& endpoint, std::string_view path,
                                   std::chrono::milliseconds timeout);
+/// The same with the request's own limits (connect, first byte, idle, total); a timeout's error
+/// names the limit and its option ("no first byte within 5 s (--first-byte-timeout)").
+Expected<SimpleResponse> http_get(const Endpoint& endpoint, std::string_view path,
+                                  const ClientTimeouts& timeouts);
 
 }  // namespace ib::http

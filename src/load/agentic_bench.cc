@@ -74,7 +74,7 @@ Expected<BenchReport> run_agentic_bench(const BenchSpec& spec, const workload::P
   if (!endpoint) return endpoint.error();
   std::string model = spec.model;
   if (model.empty()) {
-    auto m = discover_model(*endpoint);
+    auto m = discover_model(*endpoint, spec.timeouts);
     if (!m) return m.error();
     model = *m;
   }

@@ -47,8 +47,15 @@ Status validate(const BenchSpec& spec) {
   return Status::Ok();
 }
 
-Expected<std::vector<std::string>> list_models(const http::Endpoint& endpoint) {
-  auto resp = http::http_get(endpoint, "/v1/models", std::chrono::seconds(10));
+Expected<std::vector<std::string>> list_models(const http::Endpoint& endpoint,
+                                               const http::ClientTimeouts& timeouts) {
+  // The probe is bounded like a request, but never by the (long) whole-request limit.
+  http::ClientTimeouts t = timeouts;
+  if (t.total.count() <= 0 || t.total > t.connect + t.first_byte + t.idle) {
+    t.total = t.connect + t.first_byte + t.idle;
+  }
+  if (t.total.count() <= 0) t.total = kProbeTimeouts.total;
+  auto resp = http::http_get(endpoint, "/v1/models", t);
   if (!resp) return resp.error();
   if (resp->status != 200) {
     return Error{fmt::format("GET {}/v1/models returned HTTP {}; pass --model", endpoint.url(),
@@ -68,8 +75,9 @@ Expected<std::vector<std::string>> list_models(const http::Endpoint& endpoint) {
   return ids;
 }
 
-Expected<std::string> discover_model(const http::Endpoint& endpoint) {
-  auto ids = list_models(endpoint);
+Expected<std::string> discover_model(const http::Endpoint& endpoint,
+                                     const http::ClientTimeouts& timeouts) {
+  auto ids = list_models(endpoint, timeouts);
   if (!ids) return ids.error();
   if (ids->empty()) {
     return Error{fmt::format("GET {}/v1/models listed no model; pass --model", endpoint.url())};
@@ -122,7 +130,7 @@ Expected<BenchReport> run_bench(const BenchSpec& spec, const workload::PointPlan
   if (auto s = validate(runner_config(spec, *endpoint)); !s) return s.error();
   std::string model = spec.model;
   if (model.empty()) {
-    auto m = discover_model(*endpoint);
+    auto m = discover_model(*endpoint, spec.timeouts);
     if (!m) return m.error();
     model = *m;
   }

@@ -99,11 +99,18 @@ Expected<BenchReport> run_bench(const BenchSpec& spec);
 /// not used, plan.describe goes into the result JSON.
 Expected<BenchReport> run_bench(const BenchSpec& spec, const workload::PointPlan& plan);
 
-/// Asks GET /v1/models for the served model id.
-Expected<std::string> discover_model(const http::Endpoint& endpoint);
+/// The limits of the /v1/models probe where no request limits are given.
+inline const http::ClientTimeouts kProbeTimeouts{std::chrono::seconds(10), std::chrono::seconds(10),
+                                                 std::chrono::seconds(10), std::chrono::seconds(30)};
+
+/// Asks GET /v1/models for the served model id, within `timeouts` (the run's connect, first-byte
+/// and idle limits).
+Expected<std::string> discover_model(const http::Endpoint& endpoint,
+                                     const http::ClientTimeouts& timeouts = kProbeTimeouts);
 
 /// Every model id GET /v1/models lists (empty when the body lists none).
-Expected<std::vector<std::string>> list_models(const http::Endpoint& endpoint);
+Expected<std::vector<std::string>> list_models(
+    const http::Endpoint& endpoint, const http::ClientTimeouts& timeouts = kProbeTimeouts);
 
 /// Fraction of failed requests above which a point fails (vLLM benchmark_serving's rule).
 inline constexpr double kMaxFailureRate = 0.05;

@@ -11,6 +11,7 @@ void StreamingResponse::reset(metrics::RequestRecord* record) {
   streaming_ = false;
   done_ = false;
   failed_ = false;
+  progress_ns_ = 0;
 }
 
 void StreamingResponse::fail(metrics::FailureCause cause, std::string message) {
@@ -24,6 +25,7 @@ void StreamingResponse::on_headers(int status, int64_t t_ns) {
   record_->http_status = status;
   record_->first_byte_ns = t_ns;
   streaming_ = status == 200;
+  progress_ns_ = t_ns;
 }
 
 void StreamingResponse::on_body(std::string_view bytes, int64_t t_ns) {
@@ -35,6 +37,7 @@ void StreamingResponse::on_body(std::string_view bytes, int64_t t_ns) {
 }
 
 void StreamingResponse::on_event(const http::SseEvent& event, int64_t t_ns) {
+  if (!event.data.empty() || !event.unknown_field.empty()) progress_ns_ = t_ns;
   if (!event.unknown_field.empty() && event.data.empty()) {
     // e.g. `error: {...}` lines of older llama.cpp builds.
     if (event.unknown_field == "error") {

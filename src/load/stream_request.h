@@ -28,6 +28,11 @@ class StreamingResponse : public http::ResponseSink {
 
   void on_headers(int status, int64_t t_ns) override;
   void on_body(std::string_view bytes, int64_t t_ns) override;
+  /// An event stream makes progress with its data events (a role or usage chunk too), never with
+  /// comments; another body with every byte.
+  std::optional<int64_t> progress_ns() const override {
+    return streaming_ ? std::optional<int64_t>(progress_ns_) : std::nullopt;
+  }
 
   /// Classifies the finished exchange into record->failure / record->error.
   void finish(const http::HttpOutcome& outcome);
@@ -44,6 +49,7 @@ class StreamingResponse : public http::ResponseSink {
   bool streaming_ = false;  // 200 with an event stream
   bool done_ = false;       // saw [DONE]
   bool failed_ = false;
+  int64_t progress_ns_ = 0;  // the headers' or the last data event's arrival
 };
 
 }  // namespace ib::load

@@ -163,3 +163,32 @@ TEST(StreamingResponse, MissingUsageLeavesCountsUnset) {
 
 }  // namespace
 }  // namespace ib::load
+
+namespace ib::load {
+namespace {
+
+// The idle timeout counts progress, not bytes: keep-alive comments (`: ping`) do not reset it.
+TEST(StreamingResponse, ProgressIsDataEventsNotComments) {
+  metrics::RequestRecord rec;
+  StreamingResponse resp;
+  resp.reset(&rec);
+  EXPECT_FALSE(resp.progress_ns().has_value() && *resp.progress_ns() != 0);
+  resp.on_headers(200, 10);
+  ASSERT_TRUE(resp.progress_ns().has_value());
+  EXPECT_EQ(*resp.progress_ns(), 10);
+  resp.on_body(": ping\n\n: ping\n\n", 20);
+  EXPECT_EQ(*resp.progress_ns(), 10);
+  resp.on_body("data: {\"choices\":[{\"delta\":{\"role\":\"assistant\"}}]}\n\n", 30);
+  EXPECT_EQ(*resp.progress_ns(), 30);
+  resp.on_body(": ping\n\n", 40);
+  EXPECT_EQ(*resp.progress_ns(), 30);
+
+  // A non-streamed body (an error) progresses with every byte.
+  metrics::RequestRecord rec2;
+  resp.reset(&rec2);
+  resp.on_headers(500, 50);
+  EXPECT_FALSE(resp.progress_ns().has_value());
+}
+
+}  // namespace
+}  // namespace ib::load
