@@ -6,6 +6,8 @@
 #include <cassert>
 #include <chrono>
 
+#include "sim/server_metrics.h"
+
 namespace ib::sim {
 
 namespace {
@@ -83,23 +85,6 @@ double PowerMeter::busy_fraction(double t_s, double window_s) const {
   return std::clamp((busy_s(t_s) - busy_s(from)) / (t_s - from), 0.0, 1.0);
 }
 
-namespace {
-
-std::string escape(std::string_view v) {
-  std::string out;
-  for (char c : v) {
-    if (c == '\\' || c == '"') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out;
-}
-
-}  // namespace
-
 void render_dcgm_metrics(std::string& out, const std::vector<GpuPowerReading>& gpus,
                          std::string_view product, std::string_view hostname) {
   struct Field {
@@ -123,7 +108,7 @@ void render_dcgm_metrics(std::string& out, const std::vector<GpuPowerReading>& g
       out += fmt::format(
           "{}{{gpu=\"{}\",UUID=\"GPU-00000000-0000-4000-8000-{:012d}\",device=\"nvidia{}\","
           "modelName=\"{}\",Hostname=\"{}\"}} {}\n",
-          f.name, g.gpu, g.gpu, g.gpu, escape(product), escape(hostname),
+          f.name, g.gpu, g.gpu, g.gpu, escape_label(product), escape_label(hostname),
           f.value == &GpuPowerReading::energy_mj ? fmt::format("{:.0f}", g.*(f.value))
                                                  : fmt::format("{:.3f}", g.*(f.value)));
     }

@@ -44,6 +44,8 @@ void histogram(std::string& out, std::string_view name, std::string_view help,
                  labels, h.sum());
 }
 
+}  // namespace
+
 std::string escape_label(std::string_view v) {
   std::string out;
   for (char c : v) {
@@ -56,8 +58,6 @@ std::string escape_label(std::string_view v) {
   }
   return out;
 }
-
-}  // namespace
 
 Histogram::Histogram(std::span<const double> bounds)
     : bounds_(bounds), counts_(bounds.size() + 1, 0) {}

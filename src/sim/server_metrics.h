@@ -56,6 +56,9 @@ struct CacheConfigInfo {
   double gpu_memory_utilization = 0;
 };
 
+/// A Prometheus label value escaped for the text format (backslash, double quote, newline).
+std::string escape_label(std::string_view v);
+
 /// The whole /metrics body. Every series carries model_name="<model>" and engine="0".
 std::string render_metrics(std::string_view model, const EngineStats& engine,
                            const ServerMetrics& server, const CacheConfigInfo* cache);

@@ -187,29 +187,38 @@ TEST_F(SlurmLauncherE2E, InterruptWhileWaitingCancelsTheJob) {
 namespace ib::e2e {
 namespace {
 
+// A serve-sim recipe with one configuration `key` serving `model` (simple timing model,
+// `decode_ms` per token) at ISL 32 / OSL `osl` and concurrencies `concs`.
+void write_sim_recipe(const fs::path& path, const std::string& key, const std::string& model,
+                      const std::string& decode_ms, int osl, const std::string& concs) {
+  std::ofstream(path) << key << ":\n"
+                      << "  image: inferbench/serve-sim\n"
+                      << "  model: " << model << "\n"
+                      << "  model-prefix: sim\n"
+                      << "  precision: bf16\n"
+                      << "  framework: serve-sim\n"
+                      << "  runner: local\n"
+                      << "  multinode: false\n"
+                      << "  serve:\n"
+                      << "    command: [inferbench, serve-sim, --timing-model, simple, "
+                         "--decode-base-ms, \""
+                      << decode_ms
+                      << "\",\n"
+                         "              --model, \"{served-model}\", --host, \"{host}\", "
+                         "--port, \"{port}\"]\n"
+                      << "  scenarios:\n"
+                      << "    fixed-seq-len:\n"
+                      << "    - { isl: 32, osl: " << osl << ", search-space: [{ tp: 1, conc-list: ["
+                      << concs << "] }] }\n";
+}
+
 // The main job through Slurm: `inferbench sweep --launcher slurm` runs a simulator recipe as one
 // batch job per server configuration and stores the points.
 TEST_F(SlurmLauncherE2E, SweepRunsTheSimulatorThroughSlurm) {
   REQUIRE_SLURM_OR_SKIP();
   const std::string model = unique_name("slurm-sweep-model");
   const fs::path recipe = dir.path() / "recipe.yaml";
-  std::ofstream(recipe)
-      << "sim-slurm:\n"
-         "  image: inferbench/serve-sim\n"
-         "  model: "
-      << model
-      << "\n"
-         "  model-prefix: sim\n"
-         "  precision: bf16\n"
-         "  framework: serve-sim\n"
-         "  runner: local\n"
-         "  multinode: false\n"
-         "  serve:\n"
-         "    command: [inferbench, serve-sim, --timing-model, simple, --decode-base-ms, \"2\",\n"
-         "              --model, \"{served-model}\", --host, \"{host}\", --port, \"{port}\"]\n"
-         "  scenarios:\n"
-         "    fixed-seq-len:\n"
-         "    - { isl: 32, osl: 8, search-space: [{ tp: 1, conc-list: [1, 2] }] }\n";
+  write_sim_recipe(recipe, "sim-slurm", model, "2", 8, "1, 2");
   const fs::path runs = dir.path() / "runs";
   auto r = run_inferbench({"sweep", recipe.string(), "--launcher", "slurm", "--runs-dir",
                            runs.string(), "--startup-timeout", "60"},
@@ -258,23 +267,7 @@ TEST_F(SlurmLauncherE2E, SweepSamplesGpuPowerInsideTheJob) {
   fs::permissions(bin / "nvidia-smi", fs::perms::owner_all, fs::perm_options::replace);
   const std::string model = unique_name("slurm-power-model");
   const fs::path recipe = dir.path() / "recipe.yaml";
-  std::ofstream(recipe)
-      << "sim-power:\n"
-         "  image: inferbench/serve-sim\n"
-         "  model: "
-      << model
-      << "\n"
-         "  model-prefix: sim\n"
-         "  precision: bf16\n"
-         "  framework: serve-sim\n"
-         "  runner: local\n"
-         "  multinode: false\n"
-         "  serve:\n"
-         "    command: [inferbench, serve-sim, --timing-model, simple, --decode-base-ms, \"5\",\n"
-         "              --model, \"{served-model}\", --host, \"{host}\", --port, \"{port}\"]\n"
-         "  scenarios:\n"
-         "    fixed-seq-len:\n"
-         "    - { isl: 32, osl: 64, search-space: [{ tp: 1, conc-list: [2] }] }\n";
+  write_sim_recipe(recipe, "sim-power", model, "5", 64, "2");
   const fs::path runs = dir.path() / "runs";
   const char* path = std::getenv("PATH");
   auto r = run_inferbench({"sweep", recipe.string(), "--launcher", "slurm", "--runs-dir",
