@@ -111,7 +111,7 @@ int run_report(const ReportOptions& o) {
   }
   const std::string html = report::render_html(in);
   if (auto w = write_file_atomic(out, html); !w) {
-    fmt::print(stderr, "inferbench report: cannot write -o {}: {}\n", o.output, w.error().message);
+    fmt::print(stderr, "inferbench report: cannot write the report: {}\n", w.error().message);
     return kExitFailure;
   }
   size_t points = 0;

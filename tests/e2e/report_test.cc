@@ -25,7 +25,7 @@ std::string own_model() {
   return "sim-report-" + std::to_string(::getpid());
 }
 
-// Two configurations (two series: bf16 and fp8 labels) × two concurrencies, simple timing model.
+// Two configurations (two series: bf16 and fp8 labels) × three concurrencies, simple timing model.
 std::string recipe(const std::string& fast_decode_ms) {
   auto key = [&](const std::string& name, const std::string& precision, const std::string& ms) {
     return name + ":\n  image: inferbench/serve-sim\n  model: " + own_model() +
@@ -40,9 +40,9 @@ std::string recipe(const std::string& fast_decode_ms) {
            "  scenarios:\n"
            "    fixed-seq-len:\n"
            "    - isl: 32\n"
-           "      osl: 16\n"
+           "      osl: 32\n"
            "      search-space:\n"
-           "      - { tp: 1, conc-list: [1, 4] }\n";
+           "      - { tp: 1, conc-list: [1, 4, 8] }\n";
   };
   return key("sim-a", "bf16", fast_decode_ms) + key("sim-b", "fp8", "4");
 }
@@ -52,7 +52,7 @@ std::string sweep(const TempDir& dir, const std::string& recipe_text, const std:
   const fs::path file = dir.path() / ("recipe-" + tag + ".yaml");
   std::ofstream(file) << recipe_text;
   auto r = run_inferbench({"sweep", file.string(), "--runs-dir", (dir.path() / "runs").string(),
-                           "--startup-timeout", "30", "--point-timeout", "60"},
+                           "--startup-timeout", "30", "--point-timeout", "60", "--slice-duration", "0.1"},
                           dir.path() / ("sweep-" + tag + ".log"));
   EXPECT_FALSE(r.timed_out) << r.output;
   EXPECT_EQ(r.exit.code, 0) << r.output;
@@ -305,7 +305,7 @@ TEST(Report, SweepReportAndChromium) {
   ASSERT_TRUE(head_run.ok() && head_run->has_value());
   auto stored = st->points((*head_run)->id);
   ASSERT_TRUE(stored.ok());
-  ASSERT_EQ(stored->size(), 4u);
+  ASSERT_EQ(stored->size(), 6u);
 
   // An output that cannot be written: named, exit 1, nothing left behind.
   const fs::path blocked = dir.path() / "file-not-folder";

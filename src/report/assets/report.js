@@ -38,6 +38,7 @@
     if (v == null || !isFinite(v)) return '\u2013';
     if (digits != null) return v.toFixed(digits);
     const a = Math.abs(v);
+    if (Number.isInteger(v) && a < 1e4) return String(v);
     if (a >= 1000) return Math.round(v).toLocaleString('en-US');
     if (a >= 100) return v.toFixed(0);
     if (a >= 10) return v.toFixed(1);
@@ -132,6 +133,8 @@
     panels.forEach((pn, i) => { pn.id = 'panel-' + i; });
   }
   const anyFixed = panels.some((p) => !p.agentic);
+  const anyEnergy = points.some((p) => p.m.j_per_output_token != null);
+  const multiRun = DATA.runs.length > 1;
   const anyAgentic = panels.some((p) => p.agentic);
   const offeredPcts = Object.keys(PCTS).filter((q) =>
     points.some((p) => p.m.percentiles.includes(q)));
@@ -483,13 +486,14 @@
   // Tables
 
   function table(headers, rows, opts) {
+    headers = headers.filter((h) => h != null);
     const t = el('table', opts && opts.attrs);
     t.append(el('thead', null, el('tr', null, headers.map((h) =>
       el('th', { class: h.num ? 'num' : null }, h.title || h)))));
     const body = el('tbody');
     for (const r of rows) body.append(r);
     t.append(body);
-    return t;
+    return el('div', { class: 'table-wrap' }, t);
   }
   function cell(v, num, cls) { return el('td', { class: [num ? 'num' : '', cls || ''].join(' ').trim() || null }, v); }
   function deltaCell(d, higherBetter) {
@@ -504,11 +508,11 @@
     const onFront = new Set();
     for (const f of fronts) for (const v of f.front) onFront.add(v.p.uid);
     const headers = [
-      'Run', 'Config', 'Series', 'Parallelism', { title: 'Conc', num: true }, 'Status',
+      multiRun ? 'Run' : null, 'Config', 'Series', 'Parallelism', { title: 'Conc', num: true }, 'Status',
       { title: 'tok/s/GPU', num: true }, { title: 'out tok/s/GPU', num: true },
       { title: 'Intvty ' + q + ' (tok/s/user)', num: true },
       { title: 'TTFT ' + q + ' (ms)', num: true }, { title: 'E2E ' + q + ' (s)', num: true },
-      { title: '$/M out tok', num: true }, { title: 'J/out tok', num: true }, 'Frontier', 'Note'];
+      { title: '$/M out tok', num: true }, anyEnergy ? { title: 'J/out tok', num: true } : null, 'Frontier', 'Note'];
     const rows = [];
     const sorted = panel.points.slice().sort((a, b) => a.role.localeCompare(b.role) ||
       a.series.localeCompare(b.series) || a.config_key.localeCompare(b.config_key) || a.concurrency - b.concurrency);
@@ -517,13 +521,13 @@
         : (validityText(p) || p.error);
       rows.push(el('tr', { class: 'clickable' + (p.valid ? '' : ' invalid'), 'data-row': p.uid,
         onclick: () => selectPoint(p.uid) },
-      cell((runs.get(p.run) || {}).name + (DATA.comparison ? ' (' + p.role + ')' : '')),
-      cell(p.config_key), cell(p.series), cell(p.cfg ? p.cfg.identity.parallelism : ''),
+      multiRun ? cell(DATA.comparison ? p.role : (runs.get(p.run) || {}).name, false, p.role === 'base' ? 'muted' : '') : null,
+      cell(p.config_key), cell(p.series, false, 'nowrap'), cell(p.cfg ? p.cfg.identity.parallelism : ''),
       cell(p.concurrency, true), cell(p.valid ? p.status : '\u2715 ' + p.status),
       cell(fmt(p.m.tput_per_gpu), true), cell(fmt(p.m.output_tput_per_gpu), true),
       cell(fmt(p.m.intvty[q]), true), cell(fmt(p.m.ttft_ms[q]), true),
       cell(fmt(p.m.e2el_ms[q] == null ? null : p.m.e2el_ms[q] / 1000), true),
-      cell(fmt(costPerMOut(p), 3), true), cell(fmt(p.m.j_per_output_token, 3), true),
+      cell(fmt(costPerMOut(p), 3), true), anyEnergy ? cell(fmt(p.m.j_per_output_token, 3), true) : null,
       cell(onFront.has(p.uid) ? 'yes' : p.valid ? 'dominated' : 'excluded'),
       cell(note.length > 140 ? note.slice(0, 137) + '...' : note)));
     }
@@ -595,8 +599,8 @@
         deltaCell(pctDelta(b.m.tput_per_gpu, h.m.tput_per_gpu), true),
         cell(fmt(X.get(b, q)), true), cell(fmt(X.get(h, q)), true), deltaCell(pctDelta(X.get(b, q), X.get(h, q)), X.higher),
         cell(fmt(b.m.ttft_ms[q]), true), cell(fmt(h.m.ttft_ms[q]), true), deltaCell(pctDelta(b.m.ttft_ms[q], h.m.ttft_ms[q]), false),
-        cell(fmt(b.m.j_per_output_token, 3), true), cell(fmt(h.m.j_per_output_token, 3), true),
-        deltaCell(pctDelta(b.m.j_per_output_token, h.m.j_per_output_token), false),
+        anyEnergy ? [cell(fmt(b.m.j_per_output_token, 3), true), cell(fmt(h.m.j_per_output_token, 3), true),
+          deltaCell(pctDelta(b.m.j_per_output_token, h.m.j_per_output_token), false)] : null,
         cell(b.valid && h.valid ? '' : 'invalid: ' + [b, h].filter((p) => !p.valid).map((p) => p.role).join(', '))));
     }
     const box = el('div', { class: 'matched' });
@@ -609,7 +613,7 @@
       { title: 'base tok/s/GPU', num: true }, { title: 'head tok/s/GPU', num: true }, { title: '\u0394', num: true },
       { title: 'base ' + X.name + ' ' + q, num: true }, { title: 'head', num: true }, { title: '\u0394', num: true },
       { title: 'base TTFT ' + q + ' ms', num: true }, { title: 'head', num: true }, { title: '\u0394', num: true },
-      { title: 'base J/out tok', num: true }, { title: 'head', num: true }, { title: '\u0394', num: true }, 'Validity'],
+      ...(anyEnergy ? [{ title: 'base J/out tok', num: true }, { title: 'head', num: true }, { title: '\u0394', num: true }] : []), 'Validity'],
     rows, { attrs: { class: 'matched-table' } }));
     box.append(el('p', { class: 'sub' }, 'Green: better, red: worse (throughput and interactivity higher is better; latency and energy lower). \u2715: invalid point: its numbers are shown but may not be used.'));
     return box;
@@ -638,8 +642,11 @@
     for (const t of niceTicks(0, xmax, 5)) {
       axis.append(sv('text', { x: sx(t), y: h - m.b + 14, 'text-anchor': 'middle', style: 'font-size:11px' }, tickText(t)));
     }
-    axis.append(sv('text', { x: w - m.r, y: h - 2, 'text-anchor': 'end', style: 'font-size:11px' }, 'time in point (s)'));
     s.append(grid, axis);
+    if (!series.some((ser) => ser.values.some((v) => v != null))) {
+      s.append(sv('text', { x: (m.l + w - m.r) / 2, y: (m.t + h - m.b) / 2, 'text-anchor': 'middle', fill: '#555', style: 'font-size:13px' },
+        'not reported by the server'));
+    }
     series.forEach((ser, i) => {
       let d = '';
       let pen = false;
@@ -650,6 +657,12 @@
         pen = true;
       }
       s.append(sv('path', { d, fill: 'none', stroke: PALETTE[i], 'stroke-width': 2 }));
+      // Short points have few slices: mark each so a lone value is still seen.
+      if (xs.length <= 40) {
+        for (let k = 0; k < xs.length; k++) {
+          if (ser.values[k] != null) s.append(sv('circle', { cx: sx(xs[k]), cy: sy(ser.values[k]), r: 2.8, fill: PALETTE[i] }));
+        }
+      }
     });
     box.append(s);
     if (series.length > 1) {
@@ -718,35 +731,37 @@
         grid.append(smallChart('1/TPOT, mean of requests finishing in the slice', 'tok/s/user', [{ name: '1/TPOT', values: sl.client.map((r) => r.mean_inverse_tpot) }], xs));
       }
       box.append(grid);
-      box.append(el('p', { class: 'sub' }, 'GPU power: ' + (p.m.avg_power_w != null ? fmt(p.m.avg_power_w) + ' W per GPU on average over the window' : 'not measured') +
+      box.append(el('p', { class: 'sub' }, 'x axes: seconds from the start of the point\u2019s measured window (server slices from its metrics scrapes, client slices from the request records; docs/telemetry.md). GPU power: ' + (p.m.avg_power_w != null ? fmt(p.m.avg_power_w) + ' W per GPU on average over the window' : 'not measured') +
         '; the database keeps the energy summary, not the power samples (those are in the run folder).'));
     } else {
       box.append(el('p', { class: 'sub' }, 'No timeslices stored for this point.'));
     }
     if (p.cfg) {
-      box.append(el('h3', null, 'Identity'));
-      box.append(kvTable([['model', id.model], ['image', id.image], ['engine', id.engine + (id.engine_version ? ' ' + id.engine_version : '')],
+      const left = el('div'), right = el('div');
+      box.append(el('div', { class: 'two-col' }, left, right));
+      left.append(el('h3', null, 'Identity'));
+      left.append(kvTable([['model', id.model], ['image', id.image], ['engine', id.engine + (id.engine_version ? ' ' + id.engine_version : '')],
         ['hardware', id.hardware], ['runner', id.runner], ['precision', id.precision], ['spec decoding', id.spec_decoding],
         ['parallelism', id.parallelism], ['fingerprint', p.cfg.fingerprint], ['launcher', p.cfg.launcher]]));
       const ec = p.cfg.effective_config || {};
       const settings = ec.settings || {};
-      box.append(el('h3', null, 'Effective configuration (what the server showed' + (ec.engine ? ', engine ' + ec.engine : '') + ')'));
+      right.append(el('h3', null, 'Effective configuration (what the server showed' + (ec.engine ? ', engine ' + ec.engine : '') + ')'));
       const keys = Object.keys(settings).sort();
       if (keys.length) {
-        box.append(table(['Setting', 'Value'], keys.map((k) => el('tr', null, cell(k),
+        right.append(table(['Setting', 'Value'], keys.map((k) => el('tr', null, cell(k),
           cell(typeof settings[k] === 'object' ? JSON.stringify(settings[k]) : String(settings[k])))), { attrs: { class: 'kv' } }));
       } else {
-        box.append(el('p', { class: 'sub' }, 'None captured.'));
+        right.append(el('p', { class: 'sub' }, 'None captured.'));
       }
-      for (const w of ec.warnings || []) box.append(el('div', { class: 'note warn' }, w));
+      for (const w of ec.warnings || []) right.append(el('div', { class: 'note warn' }, w));
       const env = p.cfg.env_reads;
-      box.append(el('h3', null, 'Environment variables of the recipe'));
+      left.append(el('h3', null, 'Environment variables of the recipe'));
       if (!env.traced) {
-        box.append(el('p', { class: 'sub' }, 'Not traced (the launcher could not observe the server\u2019s processes).'));
+        left.append(el('p', { class: 'sub' }, 'Not traced (the launcher could not observe the server\u2019s processes).'));
       } else {
         const rows = env.read.map((v) => el('tr', null, cell(v.name), cell('read by ' + v.readers.join(', '))))
           .concat(env.never_read.map((v) => el('tr', { class: 'invalid' }, cell(v.name), cell('never read'))));
-        box.append(rows.length ? table(['Variable', 'Read'], rows) : el('p', { class: 'sub' }, 'The recipe sets no variables.'));
+        left.append(rows.length ? table(['Variable', 'Read'], rows) : el('p', { class: 'sub' }, 'The recipe sets no variables.'));
       }
     }
     return box;
@@ -938,20 +953,18 @@
   function render() {
     writeHash();
     const main = el('main');
-    main.append(header(), controls(), semanticsNote());
+    main.append(header(), controls());
+    // The selected point's detail opens at the top, under the controls.
+    const d = detail();
+    if (d) main.append(d);
+    main.append(semanticsNote());
     if (DATA.comparison) main.append(confounderBox());
     if (!points.length) main.append(el('div', { class: 'note warn' }, 'These runs stored no points.'));
     for (const panel of panels) main.append(panelBox(panel));
-    const d = detail();
-    if (d) main.append(d);
     main.append(costBox(), method(), provenance());
     app.replaceChildren(main, tip);
   }
   readHash();
   render();
-  if (state.point) {
-    const d = document.getElementById('detail');
-    if (d) d.scrollIntoView({ block: 'start' });
-  }
   window.addEventListener('hashchange', () => { readHash(); render(); });
 })();
