@@ -152,7 +152,7 @@
   };
   function readHash() {
     const h = new URLSearchParams(location.hash.replace(/^#/, ''));
-    if (PCTS[h.get('pct')]) state.pct = h.get('pct');
+    if (offeredPcts.includes(h.get('pct'))) state.pct = h.get('pct');
     if (XS[h.get('x')]) state.x = h.get('x');
     if (YS[h.get('y')]) state.y = h.get('y');
     if (h.get('point')) state.point = h.get('point');
@@ -499,7 +499,8 @@
   function deltaCell(d, higherBetter) {
     if (d == null) return cell('\u2013', true);
     const good = higherBetter ? d > 0 : d < 0;
-    return cell((d > 0 ? '+' : '') + d.toFixed(1) + '%', true, Math.abs(d) < 0.05 ? '' : good ? 'delta-pos' : 'delta-neg');
+    if (Math.abs(d) < 0.05) return cell('0.0%', true);
+    return cell((d > 0 ? '+' : '') + d.toFixed(1) + '%', true, good ? 'delta-pos' : 'delta-neg');
   }
 
   function pointsTable(panel) {
@@ -757,7 +758,7 @@
       const env = p.cfg.env_reads;
       left.append(el('h3', null, 'Environment variables of the recipe'));
       if (!env.traced) {
-        left.append(el('p', { class: 'sub' }, 'Not traced (the launcher could not observe the server\u2019s processes).'));
+        left.append(el('p', { class: 'sub' }, 'No environment reads recorded: the recipe sets no variables, or the launcher cannot trace the server\u2019s processes (docs/env-trace.md).'));
       } else {
         const rows = env.read.map((v) => el('tr', null, cell(v.name), cell('read by ' + v.readers.join(', '))))
           .concat(env.never_read.map((v) => el('tr', { class: 'invalid' }, cell(v.name), cell('never read'))));
