@@ -26,36 +26,47 @@ std::string own_model() {
 }
 
 // Two configurations (two series: bf16 and fp8 labels) × three concurrencies, simple timing model.
-std::string recipe(const std::string& fast_decode_ms) {
-  auto key = [&](const std::string& name, const std::string& precision, const std::string& ms) {
+// The head run (`head`) also has a third configuration whose `expect` fails (its one point is
+// measured but invalid), and a recipe string that tries to close the page's data element.
+std::string recipe(const std::string& fast_decode_ms, bool head) {
+  auto key = [&](const std::string& name, const std::string& precision, const std::string& ms,
+                 const std::string& concs, const std::string& extra) {
     return name + ":\n  image: inferbench/serve-sim\n  model: " + own_model() +
            "\n  model-prefix: sim\n  precision: " + precision +
-           "\n  framework: serve-sim\n  runner: local\n  multinode: false\n"
+           "\n  framework: serve-sim\n  runner: local\n  multinode: false\n" + extra +
            "  serve:\n"
            "    command: [inferbench, serve-sim, --timing-model, simple, --decode-base-ms, \"" +
            ms +
            "\",\n"
            "              --model, \"{served-model}\", --host, \"{host}\", --port, \"{port}\"]\n"
+           "    env: { SIM_NOTE: \"</script><script>document.title='broken out'</script>\" }\n"
            "  workload: { prompts-per-conc: 4, min-prompts: 8, warmups-per-conc: 1 }\n"
            "  scenarios:\n"
            "    fixed-seq-len:\n"
            "    - isl: 32\n"
            "      osl: 32\n"
            "      search-space:\n"
-           "      - { tp: 1, conc-list: [1, 4, 8] }\n";
+           "      - { tp: 1, conc-list: [" + concs + "] }\n";
   };
-  return key("sim-a", "bf16", fast_decode_ms) + key("sim-b", "fp8", "4");
+  std::string text = key("sim-a", "bf16", fast_decode_ms, "1, 4, 8", "") +
+                     key("sim-b", "fp8", "4", "1, 4, 8", "");
+  if (head) {
+    text += key("sim-c", "fp8", "3", "2", "  expect:\n    server-metrics: ['sglang:']\n");
+  }
+  return text;
 }
 
-// Runs a sweep of `recipe_text` into dir/runs; returns the run's name.
-std::string sweep(const TempDir& dir, const std::string& recipe_text, const std::string& tag) {
+// Runs a sweep of `recipe_text` into dir/runs; returns the run's name. A sweep with an invalid
+// point exits 1.
+std::string sweep(const TempDir& dir, const std::string& recipe_text, const std::string& tag,
+                  int expected_exit) {
   const fs::path file = dir.path() / ("recipe-" + tag + ".yaml");
   std::ofstream(file) << recipe_text;
   auto r = run_inferbench({"sweep", file.string(), "--runs-dir", (dir.path() / "runs").string(),
                            "--startup-timeout", "30", "--point-timeout", "60", "--slice-duration", "0.1"},
                           dir.path() / ("sweep-" + tag + ".log"));
   EXPECT_FALSE(r.timed_out) << r.output;
-  EXPECT_EQ(r.exit.code, 0) << r.output;
+  EXPECT_EQ(r.exit.code, expected_exit) << r.output;
   auto st = store::Store::open_existing(dir.path() / "runs" / "inferbench.db");
   EXPECT_TRUE(st.ok());
   auto runs = st->list_runs();
@@ -295,8 +306,8 @@ TEST(Report, UsageErrorsNameWhatIsWrong) {
 
 TEST(Report, SweepReportAndChromium) {
   TempDir dir;
-  const std::string base = sweep(dir, recipe("2"), "base");
-  const std::string head = sweep(dir, recipe("1"), "head");
+  const std::string base = sweep(dir, recipe("2", false), "base", 0);
+  const std::string head = sweep(dir, recipe("1", true), "head", 1);
   ASSERT_NE(base, head);
   const fs::path db = dir.path() / "runs" / "inferbench.db";
   auto st = store::Store::open_existing(db);
@@ -305,7 +316,14 @@ TEST(Report, SweepReportAndChromium) {
   ASSERT_TRUE(head_run.ok() && head_run->has_value());
   auto stored = st->points((*head_run)->id);
   ASSERT_TRUE(stored.ok());
-  ASSERT_EQ(stored->size(), 6u);
+  ASSERT_EQ(stored->size(), 7u);
+  auto base_run = st->find_run(base);
+  ASSERT_TRUE(base_run.ok() && base_run->has_value());
+  auto base_points = st->points((*base_run)->id);
+  ASSERT_TRUE(base_points.ok());
+  size_t invalid = 0;
+  for (const auto& p : *stored) invalid += p.status == metrics::PointStatus::kInvalid;
+  ASSERT_EQ(invalid, 1u);
 
   // An output that cannot be written: named, exit 1, nothing left behind.
   const fs::path blocked = dir.path() / "file-not-folder";
@@ -348,6 +366,8 @@ TEST(Report, SweepReportAndChromium) {
 
   const std::string dom = browser.load("file://" + single.string(), leaks);
   ASSERT_NE(dom.find("data-point="), std::string::npos) << dom.substr(0, 2000);
+  // The hostile recipe string stayed data: the page's scripts ran and nothing else did.
+  EXPECT_EQ(dom.find("broken out</title>"), std::string::npos);
   // One marker per stored point; a frontier line per series (two: bf16 and fp8).
   EXPECT_EQ(count(dom, "data-point=\""), stored->size());
   std::set<std::string> series;
@@ -356,6 +376,15 @@ TEST(Report, SweepReportAndChromium) {
     series.insert((*it)[1].str());
   }
   EXPECT_EQ(series.size(), 2u);
+  // The invalid point is drawn, marked, counted and on no frontier.
+  EXPECT_EQ(count(dom, "class=\"pt head invalid\""), invalid);
+  std::regex inv("class=\"pt head invalid\" data-point=\"[^\"]+\" data-x=\"[^\"]+\" "
+                 "data-y=\"[^\"]+\" data-frontier=\"0\"");
+  EXPECT_EQ(static_cast<size_t>(std::distance(
+                std::sregex_iterator(dom.begin(), dom.end(), inv), std::sregex_iterator())),
+            invalid);
+  EXPECT_NE(dom.find("id=\"invalid-count\""), std::string::npos);
+  EXPECT_NE(dom.find("1 invalid (\u2715, excluded from frontiers)"), std::string::npos);
   EXPECT_EQ(count(dom, "data-row=\""), stored->size());  // the points table
   EXPECT_NE(dom.find("id=\"tail-semantics\""), std::string::npos);
   EXPECT_NE(dom.find("id=\"dl-csv\""), std::string::npos);
@@ -384,7 +413,7 @@ TEST(Report, SweepReportAndChromium) {
 
   // Comparison: both runs overlaid, deltas, matched concurrencies, confounders.
   const std::string dcmp = browser.load("file://" + cmp.string(), leaks);
-  EXPECT_EQ(count(dcmp, "data-point=\""), 2 * stored->size());
+  EXPECT_EQ(count(dcmp, "data-point=\""), stored->size() + base_points->size());
   EXPECT_GE(count(dcmp, "class=\"frontier base\""), 1u);
   EXPECT_GE(count(dcmp, "class=\"frontier head\""), 1u);
   EXPECT_NE(dcmp.find("class=\"matched-table\""), std::string::npos);
