@@ -1,5 +1,6 @@
 // `inferbench report RUN... [-o report.html] [--baseline RUN] [--db DB]`: one self-contained,
-// offline HTML report of stored runs (docs/report.md). The page is made by src/report/html_report.h.
+// offline HTML report of stored runs (docs/report.md). The page is made by
+// src/report/html_report.h.
 #include <fmt/format.h>
 
 #include <ctime>
@@ -37,7 +38,8 @@ Expected<report::ReportRun> load_run(store::Store& st, const ReportOptions& o,
   if (!found) return found.error();
   if (!*found) {
     code = kExitUsage;
-    return Error{fmt::format("no run '{}' in {} (see `inferbench runs --db {}`)", which, o.db, o.db)};
+    return Error{
+        fmt::format("no run '{}' in {} (see `inferbench runs --db {}`)", which, o.db, o.db)};
   }
   report::ReportRun r;
   r.run = std::move(**found);
@@ -52,8 +54,8 @@ Expected<report::ReportRun> load_run(store::Store& st, const ReportOptions& o,
   r.points = std::move(*points);
   if (r.points.empty()) {
     code = kExitUsage;
-    return Error{fmt::format("run '{}' ({}) has no points to report (status {})", which,
-                             r.run.name, r.run.status)};
+    return Error{fmt::format("run '{}' ({}) has no points to report (status {})", which, r.run.name,
+                             r.run.status)};
   }
   auto failures = st.failures(r.run.id);
   if (!failures) return failures.error();
@@ -73,9 +75,10 @@ int run_report(const ReportOptions& o) {
   };
   std::error_code ec;
   if (!fs::exists(o.db, ec)) {
-    return usage(fmt::format("no results database at {} (a sweep creates it; choose another with "
-                             "--db)",
-                             o.db));
+    return usage(
+        fmt::format("no results database at {} (a sweep creates it; choose another with "
+                    "--db)",
+                    o.db));
   }
   if (o.output.empty()) return usage("-o/--output: empty file name");
   const fs::path out(o.output);
@@ -118,8 +121,8 @@ int run_report(const ReportOptions& o) {
   for (const auto& r : in.runs) points += r.points.size();
   if (in.baseline) points += in.baseline->points.size();
   fmt::print(stderr, "inferbench report: wrote {} ({} run{}{}, {} points, {} KiB)\n", o.output,
-             in.runs.size(), in.runs.size() == 1 ? "" : "s",
-             in.baseline ? " and a baseline" : "", points, (html.size() + 1023) / 1024);
+             in.runs.size(), in.runs.size() == 1 ? "" : "s", in.baseline ? " and a baseline" : "",
+             points, (html.size() + 1023) / 1024);
   fmt::print("{}\n", o.output);
   return kExitOk;
 }

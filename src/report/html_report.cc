@@ -158,8 +158,8 @@ json::object point_metrics(const store::PointRecord& p) {
   m["num_gpus"] = num_or_null(num_at(r, "num_gpus"));
   m["duration_s"] = num_or_null(num_at(r, "duration"));
   // Energy only when the measurement is valid (docs/telemetry.md); the block itself goes along.
-  if (const auto* e = obj_at(r, "energy"); e && e->contains("power_valid") &&
-                                           e->at("power_valid") == true) {
+  if (const auto* e = obj_at(r, "energy");
+      e && e->contains("power_valid") && e->at("power_valid") == true) {
     m["j_per_output_token"] = num_or_null(num_at(*e, "joules_per_output_token"));
     m["j_per_total_token"] = num_or_null(num_at(*e, "joules_per_total_token"));
     m["avg_power_w"] = num_or_null(num_at(*e, "avg_power_w"));
@@ -173,13 +173,20 @@ json::object point_metrics(const store::PointRecord& p) {
 
 // The server's own slice rows, with the columns the detail charts draw.
 json::array slice_rows(const std::vector<store::TimesliceRecord>& rows, const std::string& source) {
-  static const std::vector<std::string_view> kServer = {
-      "start_s",          "end_s",           "running_mean", "waiting_mean",
-      "kv_usage",         "kv_usage_max",    "prefix_hit_rate", "prompt_tokens_per_s",
-      "generation_tokens_per_s", "preemptions", "spec_acceptance_length"};
+  static const std::vector<std::string_view> kServer = {"start_s",
+                                                        "end_s",
+                                                        "running_mean",
+                                                        "waiting_mean",
+                                                        "kv_usage",
+                                                        "kv_usage_max",
+                                                        "prefix_hit_rate",
+                                                        "prompt_tokens_per_s",
+                                                        "generation_tokens_per_s",
+                                                        "preemptions",
+                                                        "spec_acceptance_length"};
   static const std::vector<std::string_view> kClient = {
-      "start_s", "end_s", "started", "finished", "failed", "output_tokens", "mean_ttft_ms",
-      "mean_inverse_tpot"};
+      "start_s", "end_s",         "started",      "finished",
+      "failed",  "output_tokens", "mean_ttft_ms", "mean_inverse_tpot"};
   const auto& keys = source == "server" ? kServer : kClient;
   json::array out;
   for (const auto& t : rows) {
@@ -209,8 +216,8 @@ json::object env_reads_summary(const json::object& env_reads) {
             if (!reader.is_object()) continue;
             std::string exe = str_at(reader.as_object(), "exe");
             exe = exe.substr(exe.rfind('/') + 1);
-            readers.emplace_back(fmt::format("{} ({})", exe,
-                                             str_at(reader.as_object(), "function")));
+            readers.emplace_back(
+                fmt::format("{} ({})", exe, str_at(reader.as_object(), "function")));
           }
         }
       }
@@ -468,12 +475,23 @@ std::string html_escape(std::string_view s) {
   out.reserve(s.size());
   for (char ch : s) {
     switch (ch) {
-      case '&': out.append("&amp;"); break;
-      case '<': out.append("&lt;"); break;
-      case '>': out.append("&gt;"); break;
-      case '"': out.append("&quot;"); break;
-      case '\'': out.append("&#39;"); break;
-      default: out.push_back(ch);
+      case '&':
+        out.append("&amp;");
+        break;
+      case '<':
+        out.append("&lt;");
+        break;
+      case '>':
+        out.append("&gt;");
+        break;
+      case '"':
+        out.append("&quot;");
+        break;
+      case '\'':
+        out.append("&#39;");
+        break;
+      default:
+        out.push_back(ch);
     }
   }
   return out;

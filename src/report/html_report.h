@@ -32,10 +32,10 @@ struct ReportRun {
 };
 
 struct ReportInput {
-  std::vector<ReportRun> runs;      // the runs reported on ("head" in comparison mode)
+  std::vector<ReportRun> runs;        // the runs reported on ("head" in comparison mode)
   std::optional<ReportRun> baseline;  // --baseline
-  std::string command_line;         // how the report was made
-  int64_t generated_at = 0;         // unix seconds
+  std::string command_line;           // how the report was made
+  int64_t generated_at = 0;           // unix seconds
 };
 
 /// A server configuration's identity: what a point is, in the terms of the field's dashboards.

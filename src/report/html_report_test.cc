@@ -10,7 +10,8 @@ namespace {
 
 namespace json = boost::json;
 
-store::ServerConfigRecord sim_config(int64_t id, const std::string& image = "inferbench/serve-sim") {
+store::ServerConfigRecord sim_config(int64_t id,
+                                     const std::string& image = "inferbench/serve-sim") {
   store::ServerConfigRecord c;
   c.id = id;
   c.run_id = 1;
@@ -23,7 +24,8 @@ store::ServerConfigRecord sim_config(int64_t id, const std::string& image = "inf
       "spec-decoding":"none","isl":512,"osl":64})")
               .as_object();
   c.effective_config =
-      json::parse(R"({"engine":"serve-sim","settings":{"hardware":"H200","engine-version":"0.1.0"}})")
+      json::parse(
+          R"({"engine":"serve-sim","settings":{"hardware":"H200","engine-version":"0.1.0"}})")
           .as_object();
   c.status = "ok";
   return c;
@@ -199,7 +201,8 @@ TEST(HtmlReport, PageIsSelfContainedWithTheDataEmbeddedSafely) {
     EXPECT_EQ(html.find(marker), std::string::npos) << marker;
   }
   // The title is escaped; the data block holds exactly one closing tag (its own).
-  EXPECT_NE(html.find("<title>inferbench report: run-&lt;/script&gt;-1</title>"), std::string::npos);
+  EXPECT_NE(html.find("<title>inferbench report: run-&lt;/script&gt;-1</title>"),
+            std::string::npos);
   const json::value d = embedded_data(html);
   EXPECT_EQ(d.at("runs").at(0).at("name"), "run-</script>-1");
   EXPECT_EQ(d.at("configs").at(0).at("row").at("serve").at("command"), "echo </script><b>x</b>");

@@ -46,10 +46,11 @@ std::string recipe(const std::string& fast_decode_ms, bool head) {
            "    - isl: 32\n"
            "      osl: 32\n"
            "      search-space:\n"
-           "      - { tp: 1, conc-list: [" + concs + "] }\n";
+           "      - { tp: 1, conc-list: [" +
+           concs + "] }\n";
   };
-  std::string text = key("sim-a", "bf16", fast_decode_ms, "1, 4, 8", "") +
-                     key("sim-b", "fp8", "4", "1, 4, 8", "");
+  std::string text =
+      key("sim-a", "bf16", fast_decode_ms, "1, 4, 8", "") + key("sim-b", "fp8", "4", "1, 4, 8", "");
   if (head) {
     text += key("sim-c", "fp8", "3", "2", "  expect:\n    server-metrics: ['sglang:']\n");
   }
@@ -62,9 +63,10 @@ std::string sweep(const TempDir& dir, const std::string& recipe_text, const std:
                   int expected_exit) {
   const fs::path file = dir.path() / ("recipe-" + tag + ".yaml");
   std::ofstream(file) << recipe_text;
-  auto r = run_inferbench({"sweep", file.string(), "--runs-dir", (dir.path() / "runs").string(),
-                           "--startup-timeout", "30", "--point-timeout", "60", "--slice-duration", "0.1"},
-                          dir.path() / ("sweep-" + tag + ".log"));
+  auto r = run_inferbench(
+      {"sweep", file.string(), "--runs-dir", (dir.path() / "runs").string(), "--startup-timeout",
+       "30", "--point-timeout", "60", "--slice-duration", "0.1"},
+      dir.path() / ("sweep-" + tag + ".log"));
   EXPECT_FALSE(r.timed_out) << r.output;
   EXPECT_EQ(r.exit.code, expected_exit) << r.output;
   auto st = store::Store::open_existing(dir.path() / "runs" / "inferbench.db");
@@ -92,12 +94,12 @@ std::optional<std::string> find_chromium() {
 }
 
 // Skips without Chromium, unless IB_REQUIRE_CHROMIUM=1 (CI), where that is a failure.
-#define REQUIRE_CHROMIUM(var)                                                                    \
+#define REQUIRE_CHROMIUM(var)                                                                   \
   const std::optional<std::string> var = find_chromium();                                       \
-  if (!var) {                                                                                    \
-    const char* req = std::getenv("IB_REQUIRE_CHROMIUM");                                        \
+  if (!var) {                                                                                   \
+    const char* req = std::getenv("IB_REQUIRE_CHROMIUM");                                       \
     if (req && std::string(req) == "1") FAIL() << "chromium not found (IB_REQUIRE_CHROMIUM=1)"; \
-    GTEST_SKIP() << "chromium not found on PATH (scripts/install-deps.sh installs it)";          \
+    GTEST_SKIP() << "chromium not found on PATH (scripts/install-deps.sh installs it)";         \
   }
 
 // A listening socket given to Chromium as its proxy: every request the browser makes, for the
@@ -210,7 +212,10 @@ struct Browser {
     ++runs;
     std::string cmd = "exec";
     for (const auto& a : args) cmd.append(" ").append(shell_quote(a));
-    cmd.append(" >").append(shell_quote(out.string())).append(" 2>").append(shell_quote(err.string()));
+    cmd.append(" >")
+        .append(shell_quote(out.string()))
+        .append(" 2>")
+        .append(shell_quote(err.string()));
     SpawnOptions so;
     so.argv = {"/bin/sh", "-c", cmd};
     auto child = ChildProcess::spawn(so);
@@ -244,7 +249,8 @@ size_t count(const std::string& text, const std::string& needle) {
 std::vector<double> point_attr(const std::string& dom, const std::string& attr) {
   std::vector<double> out;
   std::regex re("data-point=\"[^\"]+\" " + attr + "=\"([-0-9.e+]+)\"");
-  for (auto it = std::sregex_iterator(dom.begin(), dom.end(), re); it != std::sregex_iterator(); ++it) {
+  for (auto it = std::sregex_iterator(dom.begin(), dom.end(), re); it != std::sregex_iterator();
+       ++it) {
     out.push_back(std::stod((*it)[1].str()));
   }
   return out;
@@ -328,8 +334,9 @@ TEST(Report, SweepReportAndChromium) {
   // An output that cannot be written: named, exit 1, nothing left behind.
   const fs::path blocked = dir.path() / "file-not-folder";
   std::ofstream(blocked) << "x";
-  auto bad = run_inferbench({"report", head, "--db", db.string(), "-o", (blocked / "r.html").string()},
-                            dir.path() / "bad.log");
+  auto bad =
+      run_inferbench({"report", head, "--db", db.string(), "-o", (blocked / "r.html").string()},
+                     dir.path() / "bad.log");
   EXPECT_EQ(bad.exit.code, 1) << bad.output;
   EXPECT_NE(bad.output.find((blocked / "r.html").string()), std::string::npos) << bad.output;
 
@@ -372,16 +379,18 @@ TEST(Report, SweepReportAndChromium) {
   EXPECT_EQ(count(dom, "data-point=\""), stored->size());
   std::set<std::string> series;
   std::regex fr("class=\"frontier head\" data-series=\"([^\"]+)\"");
-  for (auto it = std::sregex_iterator(dom.begin(), dom.end(), fr); it != std::sregex_iterator(); ++it) {
+  for (auto it = std::sregex_iterator(dom.begin(), dom.end(), fr); it != std::sregex_iterator();
+       ++it) {
     series.insert((*it)[1].str());
   }
   EXPECT_EQ(series.size(), 2u);
   // The invalid point is drawn, marked, counted and on no frontier.
   EXPECT_EQ(count(dom, "class=\"pt head invalid\""), invalid);
-  std::regex inv("class=\"pt head invalid\" data-point=\"[^\"]+\" data-x=\"[^\"]+\" "
-                 "data-y=\"[^\"]+\" data-frontier=\"0\"");
-  EXPECT_EQ(static_cast<size_t>(std::distance(
-                std::sregex_iterator(dom.begin(), dom.end(), inv), std::sregex_iterator())),
+  std::regex inv(
+      "class=\"pt head invalid\" data-point=\"[^\"]+\" data-x=\"[^\"]+\" "
+      "data-y=\"[^\"]+\" data-frontier=\"0\"");
+  EXPECT_EQ(static_cast<size_t>(std::distance(std::sregex_iterator(dom.begin(), dom.end(), inv),
+                                              std::sregex_iterator())),
             invalid);
   EXPECT_NE(dom.find("id=\"invalid-count\""), std::string::npos);
   EXPECT_NE(dom.find("1 invalid (\u2715, excluded from frontiers)"), std::string::npos);
