@@ -77,7 +77,10 @@ std::string sweep(const TempDir& dir, const std::string& recipe_text, const std:
 }
 
 std::optional<std::string> find_chromium() {
-  if (const char* env = std::getenv("IB_CHROMIUM"); env && *env) return std::string(env);
+  if (const char* env = std::getenv("IB_CHROMIUM"); env && *env) {
+    if (::access(env, X_OK) == 0) return std::string(env);
+    return std::nullopt;  // named but not there: as absent
+  }
   const char* path = std::getenv("PATH");
   std::string dirs = path ? path : "/usr/bin:/bin";
   for (const char* name : {"chromium", "chromium-browser", "google-chrome"}) {
