@@ -81,9 +81,18 @@ bool is_agentic(const json::object& result) {
 std::string workload_label(const store::PointRecord& p) {
   std::string label = str_at(p.result, "workload_label");
   if (!label.empty()) return label;
-  const auto isl = num_at(p.result, "random_input_len");
-  const auto osl = num_at(p.result, "random_output_len");
-  if (isl && osl) return fmt::format("isl {} / osl {}", *isl, *osl);
+  // A point that measured nothing has no result: its workload key ("fixed-seq-len:{...}") still
+  // says the lengths, in the sweep's own label form.
+  const size_t colon = p.workload_key.find(':');
+  if (colon != std::string::npos) {
+    json::error_code ec;
+    auto key = json::parse(std::string_view(p.workload_key).substr(colon + 1), ec);
+    if (!ec && key.is_object()) {
+      const auto isl = num_at(key.as_object(), "isl");
+      const auto osl = num_at(key.as_object(), "osl");
+      if (isl && osl) return fmt::format("isl {:g} / osl {:g}", *isl, *osl);
+    }
+  }
   return p.workload_key.empty() ? "unknown workload" : p.workload_key;
 }
 

@@ -146,6 +146,25 @@ TEST(HtmlReport, DataHasFlatMetricsPerPercentileAndValidity) {
   EXPECT_TRUE(d.at("confounders").as_array().empty());
 }
 
+TEST(HtmlReport, AFailedPointWithoutResultKeepsItsWorkloadPanel) {
+  ReportInput in;
+  in.runs.push_back(sim_run("head"));
+  store::PointRecord failed;
+  failed.id = 3;
+  failed.server_config_id = 1;
+  failed.concurrency = 16;
+  failed.status = metrics::PointStatus::kFailed;
+  failed.error = "server exited during startup (exit code 2)";
+  failed.workload_key = R"(fixed-seq-len:{"isl":512,"osl":64,"prompts":160})";
+  in.runs[0].points.push_back(failed);
+  const json::object d = report_data(in);
+  const auto& p = d.at("points").as_array()[2].as_object();
+  EXPECT_EQ(p.at("workload"), "isl 512 / osl 64");  // the same panel as the measured points
+  EXPECT_EQ(p.at("measured"), false);
+  EXPECT_EQ(p.at("valid"), false);
+  EXPECT_TRUE(p.at("m").at("tput_per_gpu").is_null());
+}
+
 TEST(HtmlReport, AgenticPointsReadTheAgenticBlock) {
   ReportInput in;
   in.runs.push_back(sim_run("head"));

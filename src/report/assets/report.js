@@ -905,12 +905,14 @@
   function panelBox(panel) {
     const q = panelPct(panel);
     const measured = panel.points.filter((p) => p.measured);
-    const invalid = panel.points.filter((p) => !p.valid);
-    const unplotted = panel.points.filter((p) => !p.measured || XS[state.x].get(p, q) == null || YS[state.y].get(p) == null);
+    const invalid = panel.points.filter((p) => !p.valid && p.measured);
+    const unmeasured = panel.points.filter((p) => !p.measured);
+    const unplotted = panel.points.filter((p) => p.measured && (XS[state.x].get(p, q) == null || YS[state.y].get(p) == null));
     const box = el('section', { class: 'panel', id: panel.id, 'data-agentic': panel.agentic ? 1 : 0 });
     box.append(el('p', { class: 'panel-title' }, panel.model + ' \u00b7 ' + (panel.agentic ? 'agentic: ' : '') + panel.workload));
     const cap = [measured.length + ' of ' + panel.points.length + ' points measured',
       invalid.length + ' invalid (\u2715, excluded from frontiers)'];
+    if (unmeasured.length) cap.push(unmeasured.length + ' failed without numbers (listed in the table)');
     if (unplotted.length) cap.push(unplotted.length + ' without a value on these axes (listed in the table, not drawn)');
     if (q !== state.pct) cap.push(state.pct + ' is not measured for ' + (panel.agentic ? 'agentic' : 'fixed-sequence') + ' points: showing ' + q);
     box.append(el('p', { class: 'panel-caption' }, cap.join(' \u00b7 ')));
