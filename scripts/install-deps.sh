@@ -9,6 +9,7 @@ packages=(
   libsimdjson-dev libyaml-cpp-dev libcli11-dev libfmt-dev libspdlog-dev
   libsqlite3-dev libssl-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev clang-format
   slurmctld slurmd slurm-client munge
+  chromium
 )
 
 missing=()

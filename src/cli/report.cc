@@ -1,0 +1,153 @@
+// `inferbench report RUN... [-o report.html] [--baseline RUN] [--db DB]`: one self-contained,
+// offline HTML report of stored runs (docs/report.md). The page is made by
+// src/report/html_report.h.
+#include <fmt/format.h>
+
+#include <ctime>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "core/clock.h"
+#include "core/files.h"
+#include "report/html_report.h"
+#include "store/store.h"
+
+namespace ib::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct ReportOptions {
+  std::vector<std::string> runs;
+  std::string output = "report.html";
+  std::string baseline;
+  std::string db = std::string(store::kDefaultDatabase);
+  std::string command_line;
+};
+
+// Reads one run and everything the report shows about it. Usage errors (no such run, a run
+// without points) return exit code 2 in `code`.
+Expected<report::ReportRun> load_run(store::Store& st, const ReportOptions& o,
+                                     const std::string& which, int& code) {
+  code = kExitFailure;
+  auto found = st.find_run(which);
+  if (!found) return found.error();
+  if (!*found) {
+    code = kExitUsage;
+    return Error{
+        fmt::format("no run '{}' in {} (see `inferbench runs --db {}`)", which, o.db, o.db)};
+  }
+  report::ReportRun r;
+  r.run = std::move(**found);
+  auto counts = st.point_counts(r.run.id);
+  if (!counts) return counts.error();
+  r.counts = *counts;
+  auto configs = st.server_configs(r.run.id);
+  if (!configs) return configs.error();
+  r.configs = std::move(*configs);
+  auto points = st.points(r.run.id);
+  if (!points) return points.error();
+  r.points = std::move(*points);
+  if (r.points.empty()) {
+    code = kExitUsage;
+    return Error{fmt::format("run '{}' ({}) has no points to report (status {})", which, r.run.name,
+                             r.run.status)};
+  }
+  auto failures = st.failures(r.run.id);
+  if (!failures) return failures.error();
+  r.failures = std::move(*failures);
+  for (const auto& p : r.points) {
+    auto slices = st.timeslices(p.id);
+    if (!slices) return slices.error();
+    if (!slices->empty()) r.timeslices[p.id] = std::move(*slices);
+  }
+  return r;
+}
+
+int run_report(const ReportOptions& o) {
+  auto usage = [](const std::string& why) {
+    fmt::print(stderr, "inferbench report: {}\n", why);
+    return kExitUsage;
+  };
+  std::error_code ec;
+  if (!fs::exists(o.db, ec)) {
+    return usage(
+        fmt::format("no results database at {} (a sweep creates it; choose another with "
+                    "--db)",
+                    o.db));
+  }
+  if (o.output.empty()) return usage("-o/--output: empty file name");
+  const fs::path out(o.output);
+  if (fs::is_directory(out, ec)) {
+    return usage(fmt::format("-o/--output: {} is a folder; name the HTML file to write", o.output));
+  }
+  auto st = store::Store::open_existing(o.db);
+  if (!st) return usage(st.error().message);
+
+  report::ReportInput in;
+  in.command_line = o.command_line;
+  in.generated_at = static_cast<int64_t>(std::time(nullptr));
+  for (const auto& name : o.runs) {
+    if (!o.baseline.empty() && name == o.baseline) {
+      return usage(fmt::format("run '{}' is both reported and the --baseline", name));
+    }
+    int code = kExitFailure;
+    auto r = load_run(*st, o, name, code);
+    if (!r) {
+      fmt::print(stderr, "inferbench report: {}\n", r.error().message);
+      return code;
+    }
+    in.runs.push_back(std::move(*r));
+  }
+  if (!o.baseline.empty()) {
+    int code = kExitFailure;
+    auto b = load_run(*st, o, o.baseline, code);
+    if (!b) {
+      fmt::print(stderr, "inferbench report: --baseline: {}\n", b.error().message);
+      return code;
+    }
+    in.baseline = std::move(*b);
+  }
+  const std::string html = report::render_html(in);
+  if (auto w = write_file_atomic(out, html); !w) {
+    fmt::print(stderr, "inferbench report: cannot write the report: {}\n", w.error().message);
+    return kExitFailure;
+  }
+  size_t points = 0;
+  for (const auto& r : in.runs) points += r.points.size();
+  if (in.baseline) points += in.baseline->points.size();
+  fmt::print(stderr, "inferbench report: wrote {} ({} run{}{}, {} points, {} KiB)\n", o.output,
+             in.runs.size(), in.runs.size() == 1 ? "" : "s", in.baseline ? " and a baseline" : "",
+             points, (html.size() + 1023) / 1024);
+  fmt::print("{}\n", o.output);
+  return kExitOk;
+}
+
+}  // namespace
+
+RunFn register_report(CLI::App& root) {
+  auto o = std::make_shared<ReportOptions>();
+  CLI::App* app = root.add_subcommand(
+      "report", "Write one self-contained, offline HTML report of stored runs (docs/report.md)");
+  app->add_option("run", o->runs, "Run ids or names to report on")->required();
+  app->add_option("-o,--output", o->output, "HTML file to write")->capture_default_str();
+  app->add_option("--baseline", o->baseline,
+                  "Compare against this run: overlaid frontiers, deltas, confounders");
+  app->add_option("--db", o->db, "Results database file")->capture_default_str();
+  app->final_callback([o, app]() {
+    // The report records how it was made; rebuilt from what was parsed (argv is not kept).
+    std::string cl = "inferbench report";
+    for (const auto& r : o->runs) cl.append(" ").append(r);
+    cl.append(" -o ").append(o->output);
+    if (!o->baseline.empty()) cl.append(" --baseline ").append(o->baseline);
+    if (app->count("--db") > 0) cl.append(" --db ").append(o->db);
+    o->command_line = std::move(cl);
+  });
+  return [o]() { return run_report(*o); };
+}
+
+}  // namespace ib::cli
