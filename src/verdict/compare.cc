@@ -251,7 +251,9 @@ Comparison compare(const Side& base, const Side& head, const CompareOptions& o) 
     const std::string head_key = pair_it == o.pairs.end() ? config : pair_it->second;
     auto it = gh.find({head_key, workload, conc});
     if (it == gh.end()) continue;
-    CurveResult& cr = curves[{config, head_key, workload}];
+    // One curve per configuration and workload shape: the workload key also names the
+    // concurrency's prompt count, so the curve groups by the label ("isl 1024 / osl 1024").
+    CurveResult& cr = curves[{config, head_key, pts.front()->workload_label}];
     cr.base_key = config;
     cr.head_key = head_key;
     cr.workload_label = pts.front()->workload_label;
