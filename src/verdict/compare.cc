@@ -294,6 +294,10 @@ std::string Comparison::verdict_line() const {
       "(at {:g}% confidence, min effect {:g}%)",
       improved, regressed, unchanged, no_interval, options.confidence * 100,
       options.min_effect_pct);
+  if (improved + regressed + unchanged == 0) {
+    return "NO VERDICT: no metric has an interval (no per-request records and no repeated runs): " +
+           counts;
+  }
   if (regressed > 0 && improved > 0) return "MIXED: " + counts;
   if (regressed > 0) return "REGRESSED: " + counts;
   if (improved > 0) return "IMPROVED: " + counts;

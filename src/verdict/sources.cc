@@ -202,7 +202,7 @@ SidePoint point_from_result(const json::object& r, const std::string& source) {
   }
   p.workload_key = str_of(r, "workload_key");
   if (p.workload_key.empty()) p.workload_key = p.workload_label;
-  if (p.workload_label.empty()) p.workload_label = "-";
+  if (p.workload_label.empty()) p.workload_label.assign(1, '-');  // not = "-": a GCC 12 -O3 -Wrestrict false positive
   p.identity["workload"] = p.workload_label;
   p.identity["validity"] = p.validity.valid() ? "valid" : "invalid";
   return p;
