@@ -424,6 +424,15 @@ std::string comparison_markdown(const Comparison& c) {
   std::string out = "### inferbench compare: " + c.verdict_line() + "\n\n";
   out += fmt::format("Base: {}  \nHead: {}\n\n", markdown_cell(c.base_label),
                      markdown_cell(c.head_label));
+  // Confounders before any number; their values follow the table.
+  if (c.confounders.empty()) {
+    out += "Identity fields that differ besides the change: none.\n\n";
+  } else {
+    std::vector<std::string> fields;
+    for (const auto& cf : c.confounders) fields.push_back(cf.field);
+    out += fmt::format("Identity fields that differ besides the change: **{}** (values below).\n\n",
+                       fmt::join(fields, ", "));
+  }
   if (c.confounded) {
     out += "> **Confounded: not evidence for this change.** The sides differ in model, image or "
            "hardware (below); the numbers describe that difference too.\n\n";
