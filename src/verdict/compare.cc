@@ -53,29 +53,27 @@ double rel_pct(double base, double head) {
 std::vector<std::vector<double>> bootstrap_deltas(const std::vector<const SidePoint*>& base,
                                                   const std::vector<const SidePoint*>& head,
                                                   const CompareOptions& o) {
-  struct Prepared {
-    std::vector<RequestFeatures> req;
-    int gpus;
-  };
   auto prepare = [](const std::vector<const SidePoint*>& pts) {
-    std::vector<Prepared> out;
-    for (const auto* p : pts) out.push_back({request_features(p->records), p->gpus});
+    std::vector<PointResampler> out;
+    for (const auto* p : pts) out.emplace_back(p->records, p->gpus);
     return out;
   };
   const auto pb = prepare(base), ph = prepare(head);
   std::mt19937_64 rng(o.seed);
-  ResampleScratch scratch;
-  std::vector<size_t> pick;
+  std::vector<uint32_t> counts;
   std::vector<std::vector<double>> reps(metrics::kHeadlineCount);
   for (auto& r : reps) r.reserve(static_cast<size_t>(o.resamples));
-  auto side_value = [&](const std::vector<Prepared>& side, std::array<double, metrics::kHeadlineCount>& v) {
+  auto side_value = [&](const std::vector<PointResampler>& side,
+                        std::array<double, metrics::kHeadlineCount>& v) {
     v.fill(0);
     for (const auto& p : side) {
-      std::uniform_int_distribution<size_t> u(0, p.req.size() - 1);
-      pick.resize(p.req.size());
-      for (auto& k : pick) k = u(rng);
-      const metrics::Headline h = headline_of(p.req, pick, p.gpus, scratch);
-      for (size_t i = 0; i < metrics::kHeadlineCount; ++i) v[i] += h.at(i) / static_cast<double>(side.size());
+      std::uniform_int_distribution<size_t> u(0, p.requests() - 1);
+      counts.assign(p.requests(), 0);
+      for (size_t k = 0; k < p.requests(); ++k) ++counts[u(rng)];
+      const metrics::Headline h = p.headline(counts);
+      for (size_t i = 0; i < metrics::kHeadlineCount; ++i) {
+        v[i] += h.at(i) / static_cast<double>(side.size());
+      }
     }
   };
   std::array<double, metrics::kHeadlineCount> vb{}, vh{};

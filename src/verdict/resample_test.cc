@@ -2,7 +2,6 @@
 
 #include <gtest/gtest.h>
 
-#include <numeric>
 
 #include "metrics/result.h"
 
@@ -43,11 +42,27 @@ TEST(VerdictResample, FullSampleGivesTheHeadlineOfComputeMetrics) {
   metrics::MetricsOptions mo;
   mo.num_gpus = 2;
   const metrics::Headline want = metrics::Headline::from_metrics(metrics::compute_metrics(rs, mo), mo);
-  const auto f = request_features(rs);
-  std::vector<size_t> all(rs.size());
-  std::iota(all.begin(), all.end(), 0);
-  ResampleScratch scratch;
-  const metrics::Headline got = headline_of(f, all, 2, scratch);
+  const PointResampler resampler(rs, 2);
+  const std::vector<uint32_t> once(rs.size(), 1);
+  const metrics::Headline got = resampler.headline(once);
+  for (size_t i = 0; i < metrics::kHeadlineCount; ++i) {
+    EXPECT_NEAR(got.at(i), want.at(i), 1e-9 * std::max(1.0, std::fabs(want.at(i))))
+        << metrics::kHeadlineMetrics[i].key;
+  }
+}
+
+TEST(VerdictResample, CountsActAsRepeatedRequests) {
+  // Drawing request i counts[i] times gives the headline of the records repeated that often.
+  const auto rs = records(12);
+  std::vector<uint32_t> counts = {0, 3, 1, 0, 2, 0, 1, 1, 0, 2, 1, 1};
+  std::vector<metrics::RequestRecord> expanded;
+  for (size_t i = 0; i < rs.size(); ++i) {
+    for (uint32_t k = 0; k < counts[i]; ++k) expanded.push_back(rs[i]);
+  }
+  metrics::MetricsOptions mo;
+  const metrics::Headline want =
+      metrics::Headline::from_metrics(metrics::compute_metrics(expanded, mo), mo);
+  const metrics::Headline got = PointResampler(rs, 1).headline(counts);
   for (size_t i = 0; i < metrics::kHeadlineCount; ++i) {
     EXPECT_NEAR(got.at(i), want.at(i), 1e-9 * std::max(1.0, std::fabs(want.at(i))))
         << metrics::kHeadlineMetrics[i].key;
