@@ -170,5 +170,37 @@ TEST(VerdictCompare, ExplicitPairsMatchDifferentKeys) {
   EXPECT_EQ(c.pairs[0].head_key, "new");
 }
 
+TEST(VerdictCompare, AgenticCurvesUseE2eNormalizedInteractivity) {
+  auto agentic = [](double gap, uint64_t seed, int64_t conc, double norm) {
+    auto p = point(gap, seed, conc);
+    p.agentic = true;
+    p.e2e_norm_intvty = norm;
+    return p;
+  };
+  const auto c = compare(side({agentic(10, 1, 2, 50), agentic(10, 2, 8, 30)}),
+                         side({agentic(8, 3, 2, 60), agentic(8, 4, 8, 40)}), fast());
+  ASSERT_EQ(c.curves.size(), 1u);
+  EXPECT_EQ(c.curves[0].x_metric, "e2e_norm_intvty_p90");
+  ASSERT_EQ(c.curves[0].base_frontier.size(), 2u);
+  EXPECT_DOUBLE_EQ(c.curves[0].base_frontier[0].x, 30);
+  EXPECT_DOUBLE_EQ(c.curves[0].base_frontier[1].x, 50);
+  EXPECT_TRUE(c.curves[0].delta.overlap);  // [40, 50] is covered by both
+  EXPECT_DOUBLE_EQ(c.curves[0].delta.lo, 40);
+  EXPECT_DOUBLE_EQ(c.curves[0].delta.hi, 50);
+}
+
+TEST(VerdictCompare, MarkdownPutsTheVerdictFirstAndNamesConfoundersBeforeTheTable) {
+  const auto c = compare(side({point(10, 1, 4, 60, "model-a")}),
+                         side({point(7, 2, 4, 60, "model-b")}), fast());
+  const std::string md = comparison_markdown(c);
+  EXPECT_TRUE(md.starts_with("### inferbench compare: " + c.verdict_line() + "\n"));
+  const auto named = md.find("differ besides the change: **model**");
+  ASSERT_NE(named, std::string::npos) << md;
+  EXPECT_LT(named, md.find("| CONFIG |"));
+  EXPECT_LT(md.find("| CONFIG |"), md.find("**Excluded**"));
+  const std::string text = comparison_text(c);
+  EXPECT_LT(text.find("CONFOUNDERS"), text.find("METRICS"));
+}
+
 }  // namespace
 }  // namespace ib::verdict
