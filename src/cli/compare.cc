@@ -218,7 +218,8 @@ RunFn register_compare(CLI::App& root) {
   app->add_option("--db", o->db, "Results database file")->capture_default_str();
   app->add_option("--pair", o->pairs,
                   "Pair base config key A with head config key B (A=B; repeatable; default: "
-                  "equal keys)");
+                  "equal keys)")
+      ->allow_extra_args(false);  // one value each, so `--pair A=B BASE HEAD` works
   app->add_option("--confidence", o->confidence, "Confidence level in percent")
       ->capture_default_str();
   app->add_option("--min-effect", o->min_effect,
@@ -226,7 +227,8 @@ RunFn register_compare(CLI::App& root) {
       ->capture_default_str();
   app->add_option("--accept-confounder", o->accept,
                   "Do not label the comparison confounded by this differing field (model, "
-                  "image, hardware, ...; repeatable)");
+                  "image, hardware, ...; repeatable)")
+      ->allow_extra_args(false);
   app->add_option("--resamples", o->resamples, "Bootstrap resamples")->capture_default_str();
   app->add_option("--seed", o->seed, "Bootstrap seed")->capture_default_str();
   app->add_flag("--json", o->json, "Print the comparison as JSON");

@@ -183,7 +183,7 @@ TEST(CompareCli, ADifferentModelIsConfounded) {
   EXPECT_NE(r.output.find("VERDICT: CONFOUNDED: not evidence for this change"), std::string::npos);
   auto c = f.compare_json({base, head});
   EXPECT_TRUE(c.at("confounded").as_bool());
-  c = f.compare_json({base, head, "--accept-confounder", "model"});
+  c = f.compare_json({"--accept-confounder", "model", base, head});  // one value per option
   EXPECT_FALSE(c.at("confounded").as_bool());
   EXPECT_FALSE(verdict_of(c).starts_with("CONFOUNDED")) << verdict_of(c);
   EXPECT_EQ(metric(c, 0, "median_tpot_ms").at("verdict").as_string(), "improved");
