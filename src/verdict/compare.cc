@@ -47,6 +47,18 @@ double rel_pct(double base, double head) {
   return (head - base) / base * 100;
 }
 
+// Requests beyond a tail percentile that its bootstrap interval needs (e.g. p99: 500 requests).
+constexpr double kMinTailSamples = 5;
+
+// The fraction of samples above the percentile a headline key reports ("p99_..." → 0.01); 0 for
+// the median, means and throughputs.
+double tail_fraction(std::string_view key) {
+  if (key.starts_with("p99.9_")) return 0.001;
+  if (key.starts_with("p99_")) return 0.01;
+  if (key.starts_with("p90_")) return 0.10;
+  return 0;
+}
+
 // Bootstrap replicates of every headline metric's relative change: per replicate, each repeat of
 // each side is resampled (its requests, with replacement) and the side's value is the mean over
 // its repeats. replicates[metric][b].
@@ -117,7 +129,21 @@ PairResult compare_pair(const std::vector<const SidePoint*>& base,
       pr.metrics.push_back(std::move(d));
       continue;
     }
-    if (!reps.empty()) d.bootstrap_pct = percentile_interval(reps[i], o.confidence);
+    if (!reps.empty()) {
+      // A tail percentile needs enough requests beyond it: resampling 40 requests' p99 only
+      // reshuffles the largest few, which gives a narrow interval that means nothing.
+      const double tail = tail_fraction(k.key);
+      size_t fewest = std::numeric_limits<size_t>::max();
+      for (const auto* side : {&base, &head}) {
+        for (const auto* p : *side) fewest = std::min(fewest, p->records.size());
+      }
+      if (tail > 0 && tail * static_cast<double>(fewest) < kMinTailSamples) {
+        d.note = fmt::format("{} requests: too few for a bootstrap interval of a p{:g} (needs {:g})",
+                             fewest, (1 - tail) * 100, std::ceil(kMinTailSamples / tail));
+      } else {
+        d.bootstrap_pct = percentile_interval(reps[i], o.confidence);
+      }
+    }
     if (repeats && d.base != 0) {
       std::vector<double> a, b;
       for (const auto* p : base) {
@@ -139,7 +165,7 @@ PairResult compare_pair(const std::vector<const SidePoint*>& base,
       d.verdict = decide(d.bootstrap_pct, d.higher_is_better, o.min_effect_pct);
     } else {
       d.interval = "none";
-      d.note = records ? "no interval" : "no per-request records: no interval";
+      if (d.note.empty()) d.note = records ? "no interval" : "no per-request records: no interval";
     }
     pr.metrics.push_back(std::move(d));
   }

@@ -78,6 +78,12 @@ TEST(VerdictCompare, FasterDecodeIsImprovedWithAnIntervalExcludingZero) {
   const auto& intvty = metric(c.pairs[0], "median_intvty");
   EXPECT_EQ(intvty.verdict, Verdict::kImproved);
   EXPECT_GT(intvty.bootstrap_pct.lo, 0);
+  // 60 requests are too few for a p99's bootstrap interval (5 beyond it need 500).
+  const auto& p99 = metric(c.pairs[0], "p99_tpot_ms");
+  EXPECT_EQ(p99.interval, "none");
+  EXPECT_NE(p99.note.find("too few for a bootstrap interval of a p99 (needs 500)"),
+            std::string::npos)
+      << p99.note;
   EXPECT_FALSE(c.confounded);
   EXPECT_EQ(c.regressed, 0);
   EXPECT_TRUE(c.verdict_line().starts_with("IMPROVED")) << c.verdict_line();
