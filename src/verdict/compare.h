@@ -6,6 +6,7 @@
 
 #include <boost/json.hpp>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <set>
 #include <string>
