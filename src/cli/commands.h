@@ -23,6 +23,7 @@ RunFn register_changed(CLI::App& root);
 RunFn register_verify(CLI::App& root);
 RunFn register_changelog(CLI::App& root);
 RunFn register_trace(CLI::App& root);
+RunFn register_compare(CLI::App& root);
 RunFn register_report(CLI::App& root);
 
 /// Option checks with plain messages ("--time-scale: must be a positive number, got 0"), instead

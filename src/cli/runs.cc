@@ -170,6 +170,17 @@ std::string show_text(const RunDetails& d) {
   }
   out += '\n';
   out += fmt::format("  labels {}\n", labels_text(r.labels));
+  // `sweep --repeat N`: which repeat this run is (compare reads the group's runs together).
+  if (const auto* rep = r.options.if_contains("repeat"); rep && rep->is_object()) {
+    const auto& ro = rep->as_object();
+    const auto* index = ro.if_contains("index");
+    const auto* count = ro.if_contains("count");
+    const auto* group = ro.if_contains("group");
+    if (index && index->is_int64() && count && count->is_int64() && group && group->is_string()) {
+      out += fmt::format("  repeat {} of {} (group {})\n", index->as_int64(), count->as_int64(),
+                         std::string(group->as_string()));
+    }
+  }
   if (!r.command_line.empty()) out += fmt::format("  command {}\n", r.command_line);
   out += fmt::format("  points {} ok, {} failed, {} reused, {} invalid\n", d.counts.ok,
                      d.counts.failed, d.counts.reused, d.counts.invalid);

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "core/clock.h"
 #include "core/files.h"
 #include "core/interrupt.h"
 
@@ -37,6 +38,7 @@ struct SweepCliOptions {
   double time_scale = 0;
   std::string gpu_power = "auto";
   bool json = false;
+  int repeat = 1;  // --repeat N: the whole sweep N times, one run each (one repeat group)
 };
 
 // The bundled example: in the working directory, else in the source tree this binary was built
@@ -65,6 +67,46 @@ std::vector<std::string> own_argv() {
     start = end + 1;
   }
   return out;
+}
+
+// One run of the sweep (one repeat of --repeat): prints its table and summary; the outcome JSON
+// is added to `outcomes`.
+int run_once(const SweepCliOptions& c, const sweep::SweepOptions& o, std::FILE* table,
+             boost::json::array& outcomes) {
+  fmt::print(table, "sweep: {}\n", fmt::join(c.recipes, " "));
+  std::fflush(table);
+  auto outcome = sweep::run_sweep(o, table);
+  if (!outcome) {
+    fmt::print(stderr, "inferbench sweep: {}\n", outcome.error().message);
+    return kExitUsage;
+  }
+  for (const auto& n : outcome->notes) fmt::print(table, "note: {}\n", n);
+  // The final summary: every point that did not succeed, with its reason.
+  const std::string failures = sweep::not_measured_text(outcome->points);
+  if (!failures.empty()) fmt::print(table, "not measured:\n{}", failures);
+  for (const auto& e : outcome->errors) fmt::print(stderr, "inferbench sweep: {}\n", e);
+  // Points by status, in a fixed order, only the statuses that occurred.
+  std::string counts;
+  for (metrics::PointStatus s : {metrics::PointStatus::kOk, metrics::PointStatus::kInvalid,
+                                 metrics::PointStatus::kFailed, metrics::PointStatus::kSkipped,
+                                 metrics::PointStatus::kReused, metrics::PointStatus::kResumed}) {
+    const auto n = std::count_if(outcome->points.begin(), outcome->points.end(),
+                                 [&](const metrics::PointResult& p) { return p.status == s; });
+    if (n > 0)
+      counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", n, metrics::status_name(s));
+  }
+  fmt::print(table, "run {} (id {}): {}; points: {}\nresults: {} (database {})\n",
+             outcome->run_name, outcome->run_id, outcome->status(),
+             counts.empty() ? "none" : counts, outcome->run_dir.string(), outcome->db.string());
+  outcomes.push_back(outcome->to_json());
+  if (outcome->interrupted) {
+    fmt::print(stderr,
+               "inferbench sweep: interrupted; finished points are kept (continue with "
+               "--resume {})\n",
+               outcome->run_name);
+    return kExitInterrupted;
+  }
+  return outcome->status() == "ok" ? kExitOk : kExitFailure;
 }
 
 int run(SweepCliOptions& c) {
@@ -123,44 +165,40 @@ int run(SweepCliOptions& c) {
   if (!o.endpoint_url.empty() && o.launcher.empty()) o.launcher = "endpoint";
   install_interrupt_handlers();
 
-  std::FILE* table = c.json ? stderr : stdout;
-  fmt::print(table, "sweep: {}\n", fmt::join(c.recipes, " "));
-  std::fflush(table);
-  auto outcome = sweep::run_sweep(o, table);
-  if (!outcome) {
-    fmt::print(stderr, "inferbench sweep: {}\n", outcome.error().message);
+  if (c.repeat > 1 && o.reuse) {
+    fmt::print(stderr, "inferbench sweep: --repeat cannot be combined with --reuse (a repeat "
+                       "would copy the first one's points instead of measuring them again)\n");
     return kExitUsage;
   }
-  for (const auto& n : outcome->notes) fmt::print(table, "note: {}\n", n);
-  // The final summary: every point that did not succeed, with its reason.
-  const std::string failures = sweep::not_measured_text(outcome->points);
-  if (!failures.empty()) fmt::print(table, "not measured:\n{}", failures);
-  for (const auto& e : outcome->errors) fmt::print(stderr, "inferbench sweep: {}\n", e);
-  // Points by status, in a fixed order, only the statuses that occurred.
-  std::string counts;
-  for (metrics::PointStatus s : {metrics::PointStatus::kOk, metrics::PointStatus::kInvalid,
-                                 metrics::PointStatus::kFailed, metrics::PointStatus::kSkipped,
-                                 metrics::PointStatus::kReused, metrics::PointStatus::kResumed}) {
-    const auto n = std::count_if(outcome->points.begin(), outcome->points.end(),
-                                 [&](const metrics::PointResult& p) { return p.status == s; });
-    if (n > 0)
-      counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", n, metrics::status_name(s));
+  if (c.repeat > 1 && !o.resume.empty()) {
+    fmt::print(stderr, "inferbench sweep: --repeat cannot be combined with --resume (resume one "
+                       "repeat's run by itself)\n");
+    return kExitUsage;
   }
-  fmt::print(table, "run {} (id {}): {}; points: {}\nresults: {} (database {})\n",
-             outcome->run_name, outcome->run_id, outcome->status(),
-             counts.empty() ? "none" : counts, outcome->run_dir.string(), outcome->db.string());
+  std::FILE* table = c.json ? stderr : stdout;
+  // --repeat N: N runs of the same plan, one after the other, recorded as one repeat group (each
+  // run's options.repeat = {group, index, count}; `inferbench compare` reads a group as repeated
+  // measurements). The group is named by the first run's start time and this process.
+  if (c.repeat > 1) {
+    o.repeat_count = c.repeat;
+    o.repeat_group = fmt::format("{}-{}", utc_time_text("%Y%m%d-%H%M%S"), ::getpid());
+  }
+  boost::json::array outcomes;
+  int rc = kExitOk;
+  for (int rep = 1; rep <= std::max(1, c.repeat); ++rep) {
+    o.repeat_index = c.repeat > 1 ? rep : 0;
+    if (c.repeat > 1) fmt::print(table, "repeat {} of {} (group {})\n", rep, c.repeat, o.repeat_group);
+    const int one = run_once(c, o, table, outcomes);
+    if (one == kExitUsage || one == kExitInterrupted) return one;
+    if (one != kExitOk) rc = one;
+  }
   if (c.json) {
-    std::string text = boost::json::serialize(outcome->to_json()) + "\n";
+    std::string text = boost::json::serialize(c.repeat > 1 ? boost::json::value(outcomes)
+                                                           : outcomes.front()) +
+                       "\n";
     std::fwrite(text.data(), 1, text.size(), stdout);
   }
-  if (outcome->interrupted) {
-    fmt::print(stderr,
-               "inferbench sweep: interrupted; finished points are kept (continue with "
-               "--resume {})\n",
-               outcome->run_name);
-    return kExitInterrupted;
-  }
-  return outcome->status() == "ok" ? kExitOk : kExitFailure;
+  return rc;
 }
 
 }  // namespace
@@ -259,6 +297,10 @@ RunFn register_sweep(CLI::App& root) {
   app->add_option("--server-arg", o.extra_server_args,
                   "Extra argument for every server command (repeatable)")
       ->allow_extra_args(false);
+  app->add_option("--repeat", c->repeat,
+                  "Run the whole sweep N times, one run each, recorded as one repeat group "
+                  "(for `inferbench compare`'s interval over runs)")
+      ->check(CLI::Range(1, 1000));
   app->add_flag("--json", c->json,
                 "Print the outcome as JSON on stdout (the table goes to stderr)");
   return [c]() { return run(*c); };

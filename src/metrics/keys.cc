@@ -28,39 +28,39 @@ double p99(const Summary& s, const MetricsOptions& o) {
 // Interactivity is 1000 / TPOT (ms) at the same statistic (docs/architecture.md, "Metric
 // definitions"); 0 when TPOT is 0.
 const std::array<MetricKey, kHeadlineCount> kHeadlineMetrics = {{
-    {"request_throughput", "req/s", 2, false, true,
+    {"request_throughput", "req/s", 2, false, true, true,
      [](const BenchMetrics& m, const MetricsOptions&) { return m.request_throughput; }},
-    {"output_throughput", "out tok/s", 1, false, true,
+    {"output_throughput", "out tok/s", 1, false, true, true,
      [](const BenchMetrics& m, const MetricsOptions&) { return m.output_throughput; }},
-    {"total_token_throughput", "total tok/s", 1, false, false,
+    {"total_token_throughput", "total tok/s", 1, false, false, true,
      [](const BenchMetrics& m, const MetricsOptions&) { return m.total_token_throughput; }},
-    {"median_ttft_ms", "p50 TTFT ms", 2, false, true,
+    {"median_ttft_ms", "p50 TTFT ms", 2, false, true, false,
      [](const BenchMetrics& m, const MetricsOptions&) { return m.ttft_ms.median; }},
-    {"p99_ttft_ms", "p99 TTFT ms", 2, false, false,
+    {"p99_ttft_ms", "p99 TTFT ms", 2, false, false, false,
      [](const BenchMetrics& m, const MetricsOptions& o) { return p99(m.ttft_ms, o); }},
-    {"median_tpot_ms", "p50 TPOT ms", 2, false, true,
+    {"median_tpot_ms", "p50 TPOT ms", 2, false, true, false,
      [](const BenchMetrics& m, const MetricsOptions&) { return m.tpot_ms.median; }},
-    {"p99_tpot_ms", "p99 TPOT ms", 2, false, false,
+    {"p99_tpot_ms", "p99 TPOT ms", 2, false, false, false,
      [](const BenchMetrics& m, const MetricsOptions& o) { return p99(m.tpot_ms, o); }},
-    {"median_itl_ms", "p50 ITL ms", 2, false, false,
+    {"median_itl_ms", "p50 ITL ms", 2, false, false, false,
      [](const BenchMetrics& m, const MetricsOptions&) { return m.itl_ms.median; }},
-    {"median_e2el_ms", "p50 E2EL ms", 1, false, false,
+    {"median_e2el_ms", "p50 E2EL ms", 1, false, false, false,
      [](const BenchMetrics& m, const MetricsOptions&) { return m.e2el_ms.median; }},
-    {"median_intvty", "tok/s/user", 1, false, true,
+    {"median_intvty", "tok/s/user", 1, false, true, true,
      [](const BenchMetrics& m, const MetricsOptions&) {
        return m.tpot_ms.median > 0 ? 1000.0 / m.tpot_ms.median : 0.0;
      }},
-    {"tput_per_gpu", "tput/gpu", 1, false, true,
+    {"tput_per_gpu", "tput/gpu", 1, false, true, true,
      [](const BenchMetrics& m, const MetricsOptions& o) {
        return per_gpu(m.total_token_throughput, o);
      }},
-    {"output_tput_per_gpu", "out tput/gpu", 1, false, false,
+    {"output_tput_per_gpu", "out tput/gpu", 1, false, false, true,
      [](const BenchMetrics& m, const MetricsOptions& o) {
        return per_gpu(m.output_throughput, o);
      }},
-    {"completed", "completed", 0, true, false,
+    {"completed", "completed", 0, true, false, true,
      [](const BenchMetrics& m, const MetricsOptions&) { return static_cast<double>(m.completed); }},
-    {"failed", "failed", 0, true, false,
+    {"failed", "failed", 0, true, false, false,
      [](const BenchMetrics& m, const MetricsOptions&) { return static_cast<double>(m.failed); }},
 }};
 

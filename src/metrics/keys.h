@@ -21,6 +21,9 @@ struct MetricKey {
   int decimals;            // shown with this many decimals
   bool integer;            // a count (stored as INTEGER)
   bool table;              // a column of the point tables (sweep, show)
+  /// The good direction, for verdicts (`inferbench compare`): throughput, interactivity and
+  /// completed requests are better higher; latencies and failures better lower.
+  bool higher_is_better;
   /// The value from a point's metrics (per-GPU keys use options.num_gpus; a percentile not in
   /// options.percentiles is NaN).
   double (*value)(const BenchMetrics& m, const MetricsOptions& options);

@@ -229,6 +229,10 @@ Expected<SweepOutcome> run_sweep(const SweepOptions& o, std::FILE* table_out) {
   if (o.workload.warmups_per_conc) fresh.options["warmups_per_conc"] = *o.workload.warmups_per_conc;
   fresh.options["api"] = api_name(o.api);
   fresh.options["check_expect"] = o.check_expect;
+  if (o.repeat_count > 1) {
+    fresh.options["repeat"] = json::object{
+        {"group", o.repeat_group}, {"index", o.repeat_index}, {"count", o.repeat_count}};
+  }
   const fs::path db_path = o.db.empty() ? o.runs_dir / "inferbench.db" : o.db;
   auto recorder = RunRecorder::open(db_path, o.runs_dir, o.resume, std::move(fresh));
   if (!recorder) return recorder.error();

@@ -52,6 +52,12 @@ struct SweepOptions {
   std::filesystem::path inferbench_exe;  // what "inferbench" in a serve command means
   std::string command_line;
   bool show_progress = true;
+  /// `sweep --repeat N`: this run is repeat `repeat_index` (1-based) of `repeat_count`, all of
+  /// them one group (recorded in the run's options as repeat: {group, index, count}; compare
+  /// takes a group's runs as repeated measurements). repeat_count <= 1: not a repeat.
+  int repeat_index = 0;
+  int repeat_count = 0;
+  std::string repeat_group;
 };
 
 struct SweepOutcome {

@@ -1,0 +1,241 @@
+// `inferbench compare BASE HEAD`: is HEAD better than BASE, by how much, and is the comparison fair
+// (docs/compare.md). The statistics and rendering live in src/verdict/; this file resolves the
+// sides (stored runs, git revisions, folders of result files) and the options.
+#include <fmt/format.h>
+
+#include <boost/json.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "core/files.h"
+#include "govern/git.h"
+#include "store/store.h"
+#include "verdict/compare.h"
+#include "verdict/sources.h"
+
+namespace ib::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CompareCliOptions {
+  std::vector<std::string> sides;  // positional: BASE HEAD (or one, with --base-rev/--head-rev)
+  std::string base_rev, head_rev;
+  std::string db = std::string(store::kDefaultDatabase);
+  std::vector<std::string> pairs;
+  std::vector<std::string> accept;
+  std::string confidence = "95";
+  std::string min_effect = "2";
+  int resamples = 2000;
+  uint64_t seed = 20261201;
+  bool json = false;
+  std::string markdown;
+  bool exit_code = false;
+};
+
+int usage(const std::string& msg) {
+  fmt::print(stderr, "inferbench compare: {}\n", msg);
+  return kExitUsage;
+}
+
+// "95", "95%", "0.95" -> 0.95; nullopt when not in (0, 1).
+std::optional<double> parse_confidence(std::string s) {
+  if (!s.empty() && s.back() == '%') s.pop_back();
+  try {
+    size_t used = 0;
+    double v = std::stod(s, &used);
+    if (used != s.size()) return std::nullopt;
+    if (v >= 1) v /= 100;
+    if (v > 0 && v < 1) return v;
+  } catch (const std::exception&) {
+  }
+  return std::nullopt;
+}
+
+std::optional<double> parse_percent(std::string s) {
+  if (!s.empty() && s.back() == '%') s.pop_back();
+  try {
+    size_t used = 0;
+    const double v = std::stod(s, &used);
+    if (used == s.size() && v >= 0 && std::isfinite(v)) return v;
+  } catch (const std::exception&) {
+  }
+  return std::nullopt;
+}
+
+struct Resolver {
+  const CompareCliOptions& o;
+  std::optional<store::Store> st;
+
+  Expected<store::Store*> store() {
+    if (st) return &*st;
+    std::error_code ec;
+    if (!fs::exists(o.db, ec)) {
+      return Error{fmt::format("no results database at {} (a sweep creates it; choose another "
+                               "with --db, or give two folders of result files)",
+                               o.db)};
+    }
+    auto s = store::Store::open_existing(o.db);
+    if (!s) return s.error();
+    st.emplace(std::move(*s));
+    return &*st;
+  }
+
+  // A folder of result files, or a stored run (with its repeat group).
+  Expected<verdict::Side> side(const std::string& spec) {
+    std::error_code ec;
+    if (fs::is_directory(spec, ec)) return verdict::side_from_folder(spec);
+    if (fs::exists(spec, ec)) {
+      return Error{fmt::format("{}: a file; give a folder of result files or a run id or name",
+                               spec)};
+    }
+    auto s = store();
+    if (!s) return s.error();
+    auto runs = verdict::runs_of(**s, spec);
+    if (!runs) return runs.error();
+    std::vector<std::string> names;
+    for (const auto& r : *runs) names.push_back(r.name);
+    const std::string label =
+        runs->size() == 1
+            ? fmt::format("run {} ({})", runs->front().id, runs->front().name)
+            : fmt::format("runs {} (repeat group of {})", fmt::join(names, ", "), spec);
+    return verdict::side_from_runs(**s, *runs, label);
+  }
+
+  Expected<verdict::Side> revision_side(const std::string& rev, const char* option) {
+    auto s = store();
+    if (!s) return s.error();
+    auto runs = verdict::runs_at_revision(**s, rev);
+    if (!runs) return runs.error();
+    std::string full = rev;
+    if (runs->empty()) {
+      // A name git knows (main, HEAD~1, a tag): its commit, if the working directory is a checkout.
+      auto commit = govern::git(".", {"rev-parse", "--verify", "--quiet", rev + "^{commit}"});
+      if (commit) {
+        full = *commit;
+        while (!full.empty() && (full.back() == '\n' || full.back() == '\r')) full.pop_back();
+        runs = verdict::runs_at_revision(**s, full);
+        if (!runs) return runs.error();
+      }
+    }
+    if (runs->empty()) {
+      return Error{fmt::format("{} {}: no finished run in {} recorded that git revision (the "
+                               "GIT column of `inferbench runs`)",
+                               option, rev, o.db)};
+    }
+    std::vector<std::string> names;
+    for (const auto& r : *runs) names.push_back(r.name);
+    return verdict::side_from_runs(
+        **s, *runs,
+        fmt::format("rev {} ({} run(s): {})", runs->front().git_revision.substr(0, 12),
+                    runs->size(), fmt::join(names, ", ")));
+  }
+};
+
+void write_out(const std::string& text) {
+  std::fwrite(text.data(), 1, text.size(), stdout);
+}
+
+int run_compare(const CompareCliOptions& o) {
+  verdict::CompareOptions co;
+  auto conf = parse_confidence(o.confidence);
+  if (!conf) return usage("--confidence: a level in (0, 100) percent, e.g. 95, got " + o.confidence);
+  co.confidence = *conf;
+  auto me = parse_percent(o.min_effect);
+  if (!me) return usage("--min-effect: a percentage >= 0, e.g. 2, got " + o.min_effect);
+  co.min_effect_pct = *me;
+  if (o.resamples < 100) return usage(fmt::format("--resamples: at least 100, got {}", o.resamples));
+  co.resamples = o.resamples;
+  co.seed = o.seed;
+  for (const auto& p : o.pairs) {
+    const size_t eq = p.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == p.size()) {
+      return usage("--pair: BASE_KEY=HEAD_KEY, got '" + p + "'");
+    }
+    co.pairs[p.substr(0, eq)] = p.substr(eq + 1);
+  }
+  for (const auto& f : o.accept) {
+    bool known = false;
+    for (const char* k : verdict::kIdentityFields) known |= f == k;
+    if (!known) {
+      std::vector<std::string> names(std::begin(verdict::kIdentityFields),
+                                     std::end(verdict::kIdentityFields));
+      return usage(fmt::format("--accept-confounder: unknown field '{}' (one of: {})", f,
+                               fmt::join(names, ", ")));
+    }
+    co.accepted_confounders.insert(f);
+  }
+  const size_t wanted = 2 - (o.base_rev.empty() ? 0 : 1) - (o.head_rev.empty() ? 0 : 1);
+  if (o.sides.size() != wanted) {
+    return usage(fmt::format(
+        "expected {} (BASE and HEAD: run ids or names, or folders of result files; --base-rev "
+        "REV and --head-rev REV each replace one), got {} argument(s)",
+        wanted == 2 ? "BASE HEAD" : (wanted == 1 ? "one side" : "no positional argument"),
+        o.sides.size()));
+  }
+  Resolver r{o, std::nullopt};
+  size_t next = 0;
+  auto base = o.base_rev.empty() ? r.side(o.sides[next++]) : r.revision_side(o.base_rev, "--base-rev");
+  if (!base) return usage(base.error().message);
+  auto head = o.head_rev.empty() ? r.side(o.sides[next++]) : r.revision_side(o.head_rev, "--head-rev");
+  if (!head) return usage(head.error().message);
+
+  const verdict::Comparison c = verdict::compare(*base, *head, co);
+  if (!o.markdown.empty()) {
+    if (auto st = write_file_atomic(o.markdown, verdict::comparison_markdown(c)); !st) {
+      fmt::print(stderr, "inferbench compare: --markdown: {}\n", st.error().message);
+      return kExitUsage;
+    }
+  }
+  if (o.json) {
+    write_out(boost::json::serialize(verdict::comparison_json(c)) + "\n");
+  } else {
+    write_out(verdict::comparison_text(c));
+  }
+  return o.exit_code && c.regressed > 0 ? kExitFailure : kExitOk;
+}
+
+}  // namespace
+
+RunFn register_compare(CLI::App& root) {
+  auto o = std::make_shared<CompareCliOptions>();
+  CLI::App* app = root.add_subcommand(
+      "compare",
+      "Compare two sides (stored runs, git revisions' runs, or folders of result files): "
+      "per-metric changes with confidence intervals and verdicts, frontiers, confounders");
+  app->add_option("sides", o->sides,
+                  "BASE HEAD: run ids or names (a run of a `sweep --repeat` group brings its "
+                  "repeats), or folders of result JSON files");
+  app->add_option("--base-rev", o->base_rev,
+                  "Base side: the stored runs whose recorded git revision is REV");
+  app->add_option("--head-rev", o->head_rev,
+                  "Head side: the stored runs whose recorded git revision is REV");
+  app->add_option("--db", o->db, "Results database file")->capture_default_str();
+  app->add_option("--pair", o->pairs,
+                  "Pair base config key A with head config key B (A=B; repeatable; default: "
+                  "equal keys)")
+      ->allow_extra_args(false);  // one value each, so `--pair A=B BASE HEAD` works
+  app->add_option("--confidence", o->confidence, "Confidence level in percent")
+      ->capture_default_str();
+  app->add_option("--min-effect", o->min_effect,
+                  "Smallest change in percent that counts as improved or regressed")
+      ->capture_default_str();
+  app->add_option("--accept-confounder", o->accept,
+                  "Do not label the comparison confounded by this differing field (model, "
+                  "image, hardware, ...; repeatable)")
+      ->allow_extra_args(false);
+  app->add_option("--resamples", o->resamples, "Bootstrap resamples")->capture_default_str();
+  app->add_option("--seed", o->seed, "Bootstrap seed")->capture_default_str();
+  app->add_flag("--json", o->json, "Print the comparison as JSON");
+  app->add_option("--markdown", o->markdown,
+                  "Also write the comparison as markdown (a PR comment) to FILE");
+  app->add_flag("--exit-code", o->exit_code, "Exit 1 when any metric regressed");
+  return [o]() { return run_compare(*o); };
+}
+
+}  // namespace ib::cli

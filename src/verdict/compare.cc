@@ -1,0 +1,615 @@
+#include "verdict/compare.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <tuple>
+
+#include "report/table.h"
+#include "verdict/resample.h"
+
+namespace ib::verdict {
+
+namespace json = boost::json;
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+using GroupKey = std::tuple<std::string, std::string, int64_t>;  // config, workload, conc
+
+bool is_confounding(const std::string& field) {
+  for (const char* f : kConfoundingFields) {
+    if (field == f) return true;
+  }
+  return false;
+}
+
+double mean_finite(const std::vector<const SidePoint*>& pts, size_t i) {
+  double sum = 0;
+  int n = 0;
+  for (const auto* p : pts) {
+    const double v = p->headline.at(i);
+    if (std::isfinite(v)) {
+      sum += v;
+      ++n;
+    }
+  }
+  return n == 0 ? kNaN : sum / n;
+}
+
+double rel_pct(double base, double head) {
+  if (!std::isfinite(base) || !std::isfinite(head)) return kNaN;
+  if (base == 0) return head == 0 ? 0.0 : kNaN;
+  return (head - base) / base * 100;
+}
+
+// Requests beyond a tail percentile that its bootstrap interval needs (e.g. p99: 500 requests).
+constexpr double kMinTailSamples = 5;
+
+// The fraction of samples above the percentile a headline key reports ("p99_..." → 0.01); 0 for
+// the median, means and throughputs.
+double tail_fraction(std::string_view key) {
+  if (key.starts_with("p99.9_")) return 0.001;
+  if (key.starts_with("p99_")) return 0.01;
+  if (key.starts_with("p90_")) return 0.10;
+  return 0;
+}
+
+// Bootstrap replicates of every headline metric's relative change: per replicate, each repeat of
+// each side is resampled (its requests, with replacement) and the side's value is the mean over
+// its repeats. replicates[metric][b].
+std::vector<std::vector<double>> bootstrap_deltas(const std::vector<const SidePoint*>& base,
+                                                  const std::vector<const SidePoint*>& head,
+                                                  const CompareOptions& o) {
+  auto prepare = [](const std::vector<const SidePoint*>& pts) {
+    std::vector<PointResampler> out;
+    for (const auto* p : pts) out.emplace_back(p->records, p->gpus);
+    return out;
+  };
+  const auto pb = prepare(base), ph = prepare(head);
+  std::mt19937_64 rng(o.seed);
+  std::vector<uint32_t> counts;
+  std::vector<std::vector<double>> reps(metrics::kHeadlineCount);
+  for (auto& r : reps) r.reserve(static_cast<size_t>(o.resamples));
+  auto side_value = [&](const std::vector<PointResampler>& side,
+                        std::array<double, metrics::kHeadlineCount>& v) {
+    v.fill(0);
+    for (const auto& p : side) {
+      std::uniform_int_distribution<size_t> u(0, p.requests() - 1);
+      counts.assign(p.requests(), 0);
+      for (size_t k = 0; k < p.requests(); ++k) ++counts[u(rng)];
+      const metrics::Headline h = p.headline(counts);
+      for (size_t i = 0; i < metrics::kHeadlineCount; ++i) {
+        v[i] += h.at(i) / static_cast<double>(side.size());
+      }
+    }
+  };
+  std::array<double, metrics::kHeadlineCount> vb{}, vh{};
+  for (int b = 0; b < o.resamples; ++b) {
+    side_value(pb, vb);
+    side_value(ph, vh);
+    for (size_t i = 0; i < metrics::kHeadlineCount; ++i) reps[i].push_back(rel_pct(vb[i], vh[i]));
+  }
+  return reps;
+}
+
+PairResult compare_pair(const std::vector<const SidePoint*>& base,
+                        const std::vector<const SidePoint*>& head, const CompareOptions& o) {
+  PairResult pr;
+  pr.base_key = base.front()->config_key;
+  pr.head_key = head.front()->config_key;
+  pr.workload_key = base.front()->workload_key;
+  pr.workload_label = base.front()->workload_label;
+  pr.concurrency = base.front()->concurrency;
+  pr.base_repeats = base.size();
+  pr.head_repeats = head.size();
+  bool records = true;
+  for (const auto* side : {&base, &head}) {
+    for (const auto* p : *side) records &= p->has_records && p->records.size() >= 2;
+  }
+  pr.records = records;
+  std::vector<std::vector<double>> reps;
+  if (records && o.resamples >= 2) reps = bootstrap_deltas(base, head, o);
+  const bool repeats = base.size() >= 2 || head.size() >= 2;
+  for (size_t i = 0; i < metrics::kHeadlineCount; ++i) {
+    const metrics::MetricKey& k = metrics::kHeadlineMetrics[i];
+    MetricDelta d;
+    d.key = std::string(k.key);
+    d.higher_is_better = k.higher_is_better;
+    d.base = mean_finite(base, i);
+    d.head = mean_finite(head, i);
+    d.delta_pct = rel_pct(d.base, d.head);
+    if (!std::isfinite(d.delta_pct)) {
+      d.note = std::isfinite(d.base) && std::isfinite(d.head) ? "base is 0" : "not measured";
+      d.interval = "none";
+      pr.metrics.push_back(std::move(d));
+      continue;
+    }
+    if (!reps.empty()) {
+      // A tail percentile needs enough requests beyond it: resampling 40 requests' p99 only
+      // reshuffles the largest few, which gives a narrow interval that means nothing.
+      const double tail = tail_fraction(k.key);
+      size_t fewest = std::numeric_limits<size_t>::max();
+      for (const auto* side : {&base, &head}) {
+        for (const auto* p : *side) fewest = std::min(fewest, p->records.size());
+      }
+      if (tail > 0 && tail * static_cast<double>(fewest) < kMinTailSamples) {
+        d.note = fmt::format("{} requests: too few for a bootstrap interval of a p{:g} (needs {:g})",
+                             fewest, (1 - tail) * 100, std::ceil(kMinTailSamples / tail));
+      } else {
+        d.bootstrap_pct = percentile_interval(reps[i], o.confidence);
+      }
+    }
+    if (repeats && d.base != 0) {
+      std::vector<double> a, b;
+      for (const auto* p : base) {
+        if (std::isfinite(p->headline.at(i))) a.push_back(p->headline.at(i));
+      }
+      for (const auto* p : head) {
+        if (std::isfinite(p->headline.at(i))) b.push_back(p->headline.at(i));
+      }
+      if (auto w = welch_interval(a, b, o.confidence)) {
+        d.welch_pct = {w->ci.lo / d.base * 100, w->ci.hi / d.base * 100};
+      }
+    }
+    // Run-to-run variation, when measured, is the larger and the honest one.
+    if (d.welch_pct.valid()) {
+      d.interval = "welch";
+      d.verdict = decide(d.welch_pct, d.higher_is_better, o.min_effect_pct);
+    } else if (d.bootstrap_pct.valid()) {
+      d.interval = "bootstrap";
+      d.verdict = decide(d.bootstrap_pct, d.higher_is_better, o.min_effect_pct);
+    } else {
+      d.interval = "none";
+      if (d.note.empty()) d.note = records ? "no interval" : "no per-request records: no interval";
+    }
+    pr.metrics.push_back(std::move(d));
+  }
+  return pr;
+}
+
+std::string join_set(const std::set<std::string>& s) {
+  std::string out;
+  for (const auto& v : s) {
+    if (!out.empty()) out += ", ";
+    out += v.empty() ? "(unknown)" : v;
+  }
+  return out.empty() ? "-" : out;
+}
+
+double curve_x(const SidePoint& p) {
+  return p.agentic ? p.e2e_norm_intvty : p.headline.get("median_intvty");
+}
+
+}  // namespace
+
+Comparison compare(const Side& base, const Side& head, const CompareOptions& o) {
+  Comparison c;
+  c.options = o;
+  c.base_label = base.label;
+  c.head_label = head.label;
+
+  // Confounders: every identity field whose values differ between the sides.
+  for (const char* field : kIdentityFields) {
+    Confounder cf;
+    cf.field = field;
+    for (const auto& p : base.points) {
+      auto it = p.identity.find(field);
+      cf.base.insert(it == p.identity.end() ? "" : it->second);
+    }
+    for (const auto& p : head.points) {
+      auto it = p.identity.find(field);
+      cf.head.insert(it == p.identity.end() ? "" : it->second);
+    }
+    if (cf.base == cf.head) continue;
+    cf.confounding = is_confounding(cf.field);
+    cf.accepted = o.accepted_confounders.count(cf.field) > 0;
+    if (cf.confounding && !cf.accepted) c.confounded = true;
+    c.confounders.push_back(std::move(cf));
+  }
+
+  // Usable points grouped; the rest excluded (and counted).
+  auto group = [&](const Side& s, const char* name) {
+    std::map<GroupKey, std::vector<const SidePoint*>> g;
+    for (const auto& p : s.points) {
+      if (!p.usable()) {
+        std::string why = p.status;
+        if (!p.validity.valid()) {
+          why = "invalid: " + p.validity.text();
+        } else if (!p.error.empty()) {
+          why += ": " + p.error;
+        }
+        c.excluded.push_back({name, p.source, p.config_key, p.workload_label, p.concurrency, why});
+        continue;
+      }
+      g[{p.config_key, p.workload_key, p.concurrency}].push_back(&p);
+    }
+    return g;
+  };
+  auto gb = group(base, "base");
+  auto gh = group(head, "head");
+  std::set<GroupKey> matched_head;
+  for (const auto& [key, pts] : gb) {
+    const auto& [config, workload, conc] = key;
+    auto pair_it = o.pairs.find(config);
+    const std::string head_key = pair_it == o.pairs.end() ? config : pair_it->second;
+    auto it = gh.find({head_key, workload, conc});
+    if (it == gh.end()) {
+      for (const auto* p : pts) {
+        c.excluded.push_back({"base", p->source, config, p->workload_label, conc,
+                              fmt::format("no partner in head ({} at conc {})", head_key, conc)});
+      }
+      continue;
+    }
+    matched_head.insert(it->first);
+    c.pairs.push_back(compare_pair(pts, it->second, o));
+  }
+  for (const auto& [key, pts] : gh) {
+    if (matched_head.count(key)) continue;
+    for (const auto* p : pts) {
+      c.excluded.push_back({"head", p->source, p->config_key, p->workload_label,
+                            p->concurrency, "no partner in base"});
+    }
+  }
+  for (const auto& pr : c.pairs) {
+    for (const auto& m : pr.metrics) {
+      switch (m.verdict) {
+        case Verdict::kImproved: ++c.improved; break;
+        case Verdict::kRegressed: ++c.regressed; break;
+        case Verdict::kNoChange: ++c.unchanged; break;
+        case Verdict::kNoInterval: ++c.no_interval; break;
+      }
+    }
+  }
+
+  // Curves: per paired configuration and workload, the frontier of each side's usable points
+  // (means over repeats), throughput per GPU against interactivity.
+  std::map<std::tuple<std::string, std::string, std::string>, CurveResult> curves;
+  for (const auto& [key, pts] : gb) {
+    const auto& [config, workload, conc] = key;
+    auto pair_it = o.pairs.find(config);
+    const std::string head_key = pair_it == o.pairs.end() ? config : pair_it->second;
+    auto it = gh.find({head_key, workload, conc});
+    if (it == gh.end()) continue;
+    // One curve per configuration and workload shape: the workload key also names the
+    // concurrency's prompt count, so the curve groups by the label ("isl 1024 / osl 1024").
+    CurveResult& cr = curves[{config, head_key, pts.front()->workload_label}];
+    cr.base_key = config;
+    cr.head_key = head_key;
+    cr.workload_label = pts.front()->workload_label;
+    cr.x_metric = pts.front()->agentic ? "e2e_norm_intvty_p90" : "median_intvty";
+    auto point_of = [&](const std::vector<const SidePoint*>& side) {
+      double x = 0, y = 0;
+      for (const auto* p : side) {
+        x += curve_x(*p) / static_cast<double>(side.size());
+        y += p->headline.get("tput_per_gpu") / static_cast<double>(side.size());
+      }
+      return CurvePoint{x, y, conc};
+    };
+    cr.base_frontier.push_back(point_of(pts));
+    cr.head_frontier.push_back(point_of(it->second));
+  }
+  for (auto& [key, cr] : curves) {
+    cr.base_frontier = pareto_frontier(std::move(cr.base_frontier));
+    cr.head_frontier = pareto_frontier(std::move(cr.head_frontier));
+    cr.delta = compare_frontiers(cr.base_frontier, cr.head_frontier);
+    c.curves.push_back(std::move(cr));
+  }
+  return c;
+}
+
+std::string Comparison::verdict_line() const {
+  if (confounded) {
+    std::string what;
+    for (const auto& cf : confounders) {
+      if (!cf.confounding || cf.accepted) continue;
+      if (!what.empty()) what += "; ";
+      what += fmt::format("{} differs: {} \u2192 {}", cf.field, join_set(cf.base), join_set(cf.head));
+    }
+    return fmt::format("CONFOUNDED: not evidence for this change ({})", what);
+  }
+  if (pairs.empty()) return "NOTHING COMPARED: no point of one side has a partner in the other";
+  const std::string counts = fmt::format(
+      "{} improved, {} regressed, {} no significant change, {} without interval "
+      "(at {:g}% confidence, min effect {:g}%)",
+      improved, regressed, unchanged, no_interval, options.confidence * 100,
+      options.min_effect_pct);
+  if (improved + regressed + unchanged == 0) {
+    return "NO VERDICT: no metric has an interval (no per-request records and no repeated runs): " +
+           counts;
+  }
+  if (regressed > 0 && improved > 0) return "MIXED: " + counts;
+  if (regressed > 0) return "REGRESSED: " + counts;
+  if (improved > 0) return "IMPROVED: " + counts;
+  return "NO SIGNIFICANT CHANGE: " + counts;
+}
+
+namespace {
+
+std::string pct_text(double v) {
+  if (!std::isfinite(v)) return "-";
+  return fmt::format("{:+.1f}%", v);
+}
+
+std::string interval_text(const Interval& i) {
+  if (!i.valid()) return "no interval";
+  return fmt::format("[{:+.1f}%, {:+.1f}%]", i.lo, i.hi);
+}
+
+std::string value_text(double v, size_t metric) {
+  return report::fixed(v, metrics::kHeadlineMetrics[metric].decimals);
+}
+
+std::string decided_interval(const MetricDelta& m) {
+  if (m.interval == "welch") return interval_text(m.welch_pct) + " welch";
+  if (m.interval == "bootstrap") return interval_text(m.bootstrap_pct) + " bootstrap";
+  return m.note.empty() ? "no interval" : m.note;
+}
+
+std::vector<std::vector<std::string>> metric_rows(const Comparison& c) {
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& pr : c.pairs) {
+    const std::string config =
+        pr.base_key == pr.head_key ? pr.base_key : pr.base_key + " \u2192 " + pr.head_key;
+    for (size_t i = 0; i < pr.metrics.size(); ++i) {
+      const auto& m = pr.metrics[i];
+      rows.push_back({config, pr.workload_label, std::to_string(pr.concurrency),
+                      fmt::format("{}{}", m.key, m.higher_is_better ? " \u2191" : " \u2193"),
+                      value_text(m.base, i), value_text(m.head, i), pct_text(m.delta_pct),
+                      decided_interval(m), std::string(verdict_name(m.verdict)),
+                      fmt::format("{}/{}", pr.base_repeats, pr.head_repeats)});
+    }
+  }
+  return rows;
+}
+
+const std::vector<std::string> kMetricTitles = {
+    "CONFIG", "WORKLOAD", "CONC", "METRIC", "BASE", "HEAD", "DELTA", "INTERVAL", "VERDICT",
+    "RUNS B/H"};
+
+std::string confounder_value_text(const Confounder& cf) {
+  std::string tag;
+  if (cf.confounding) tag = cf.accepted ? " (accepted with --accept-confounder)" : " (confounded)";
+  return fmt::format("{}: {} \u2192 {}{}", cf.field, join_set(cf.base), join_set(cf.head), tag);
+}
+
+std::string curves_text(const Comparison& c, bool markdown) {
+  std::string out;
+  for (const auto& cr : c.curves) {
+    const std::string config =
+        cr.base_key == cr.head_key ? cr.base_key : cr.base_key + " \u2192 " + cr.head_key;
+    const auto& d = cr.delta;
+    std::string line = fmt::format("{} {}: frontier {} point(s) base, {} head (tput/gpu vs {})",
+                                   config, cr.workload_label, cr.base_frontier.size(),
+                                   cr.head_frontier.size(), cr.x_metric);
+    if (!d.overlap) {
+      line += "; the interactivity ranges do not overlap: no equal-interactivity comparison";
+    } else {
+      line += fmt::format("; at equal interactivity ({:.1f}\u2013{:.1f}): throughput {} on mean",
+                          d.lo, d.hi, pct_text(d.mean_delta_pct));
+      std::vector<std::string> lv;
+      for (const auto& l : d.levels) lv.push_back(fmt::format("{:.1f}: {}", l.x, pct_text(l.delta_pct)));
+      line += fmt::format(" ({})", fmt::join(lv, ", "));
+      line += fmt::format("; frontier area {}", std::isfinite(d.area_delta_pct)
+                                                   ? pct_text(d.area_delta_pct)
+                                                   : std::string("- (range has no width)"));
+    }
+    out += (markdown ? "- " : "  ") + line + "\n";
+  }
+  return out;
+}
+
+std::string markdown_cell(std::string s) {
+  std::string out;
+  for (char ch : s) {
+    if (ch == '|') out += '\\';
+    out += ch;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string comparison_text(const Comparison& c) {
+  std::string out = fmt::format("compare: base {}  head {}\n", c.base_label, c.head_label);
+  out += "\nCONFOUNDERS (identity fields that differ besides the change)\n";
+  if (c.confounders.empty()) out += "  none\n";
+  for (const auto& cf : c.confounders) out += "  " + confounder_value_text(cf) + "\n";
+  out += "\nVERDICT: " + c.verdict_line() + "\n";
+  out += fmt::format("\nMETRICS (interval of the relative change at {:g}% confidence; min effect "
+                     "{:g}%; \u2191 higher is better, \u2193 lower)\n",
+                     c.options.confidence * 100, c.options.min_effect_pct);
+  std::vector<report::Column> cols;
+  for (const auto& t : kMetricTitles) {
+    const bool left = t == "CONFIG" || t == "WORKLOAD" || t == "METRIC" || t == "INTERVAL" ||
+                      t == "VERDICT";
+    cols.push_back({t, left ? report::Align::kLeft : report::Align::kRight, 0, 0});
+  }
+  report::Table table(std::move(cols));
+  for (auto& r : metric_rows(c)) table.add_row(std::move(r));
+  out += table.rows() > 0 ? table.render() : "  none paired\n";
+  out += "\nCURVES (Pareto frontier per configuration)\n";
+  out += c.curves.empty() ? "  none\n" : curves_text(c, false);
+  out += fmt::format("\nEXCLUDED ({} point(s): invalid, failed or without a partner; never compared)\n",
+                     c.excluded.size());
+  if (c.excluded.empty()) out += "  none\n";
+  for (const auto& e : c.excluded) {
+    out += fmt::format("  {} {} {} conc {} ({}): {}\n", e.side, e.config_key, e.workload_label,
+                       e.concurrency, e.source, e.why);
+  }
+  return out;
+}
+
+std::string comparison_markdown(const Comparison& c) {
+  std::string out = "### inferbench compare: " + c.verdict_line() + "\n\n";
+  out += fmt::format("Base: {}  \nHead: {}\n\n", markdown_cell(c.base_label),
+                     markdown_cell(c.head_label));
+  // Confounders before any number; their values follow the table.
+  if (c.confounders.empty()) {
+    out += "Identity fields that differ besides the change: none.\n\n";
+  } else {
+    std::vector<std::string> fields;
+    for (const auto& cf : c.confounders) fields.push_back(cf.field);
+    out += fmt::format("Identity fields that differ besides the change: **{}** (values below).\n\n",
+                       fmt::join(fields, ", "));
+  }
+  if (c.confounded) {
+    out += "> **Confounded: not evidence for this change.** The sides differ in model, image or "
+           "hardware (below); the numbers describe that difference too.\n\n";
+  }
+  out += fmt::format("Interval of the relative change at {:g}% confidence; a metric is improved "
+                     "or regressed only when the whole interval is beyond {:g}% in its good "
+                     "or bad direction (\u2191 higher is better, \u2193 lower).\n\n",
+                     c.options.confidence * 100, c.options.min_effect_pct);
+  out += "|";
+  for (const auto& t : kMetricTitles) out += " " + t + " |";
+  out += "\n|";
+  for (size_t i = 0; i < kMetricTitles.size(); ++i) out += i < 4 || i == 7 || i == 8 ? " --- |" : " ---: |";
+  out += "\n";
+  for (const auto& r : metric_rows(c)) {
+    out += "|";
+    for (size_t i = 0; i < r.size(); ++i) {
+      std::string cell = markdown_cell(r[i]);
+      if (i == 8 && (r[i] == "improved" || r[i] == "regressed")) cell = "**" + cell + "**";
+      out += " " + cell + " |";
+    }
+    out += "\n";
+  }
+  if (c.pairs.empty()) out += "\nNo pairs.\n";
+  out += "\n**Curves** (Pareto frontier, throughput per GPU vs interactivity)\n\n";
+  out += c.curves.empty() ? "none\n" : curves_text(c, true);
+  out += "\n**Confounders** (identity fields that differ besides the change)\n\n";
+  if (c.confounders.empty()) out += "none\n";
+  for (const auto& cf : c.confounders) out += "- " + markdown_cell(confounder_value_text(cf)) + "\n";
+  out += fmt::format("\n**Excluded** ({} point(s), never compared)\n\n", c.excluded.size());
+  if (c.excluded.empty()) out += "none\n";
+  for (const auto& e : c.excluded) {
+    out += markdown_cell(fmt::format("- {} {} {} conc {} ({}): {}", e.side, e.config_key,
+                                     e.workload_label, e.concurrency, e.source, e.why)) +
+           "\n";
+  }
+  return out;
+}
+
+namespace {
+
+json::value num_or_null(double v) {
+  if (!std::isfinite(v)) return nullptr;
+  return v;
+}
+
+json::value interval_json(const Interval& i) {
+  if (!i.valid()) return nullptr;
+  return json::array{i.lo, i.hi};
+}
+
+json::array strings(const std::set<std::string>& s) {
+  json::array a;
+  for (const auto& v : s) a.emplace_back(v);
+  return a;
+}
+
+json::array curve_json(const std::vector<CurvePoint>& f) {
+  json::array a;
+  for (const auto& p : f) a.push_back(json::object{{"x", p.x}, {"y", p.y}, {"concurrency", p.tag}});
+  return a;
+}
+
+}  // namespace
+
+json::object comparison_json(const Comparison& c) {
+  json::object o;
+  o["verdict"] = c.verdict_line();
+  o["confounded"] = c.confounded;
+  o["base"] = c.base_label;
+  o["head"] = c.head_label;
+  o["confidence"] = c.options.confidence;
+  o["min_effect_pct"] = c.options.min_effect_pct;
+  o["resamples"] = c.options.resamples;
+  o["seed"] = c.options.seed;
+  o["counts"] = json::object{{"improved", c.improved},
+                             {"regressed", c.regressed},
+                             {"no_significant_change", c.unchanged},
+                             {"no_interval", c.no_interval},
+                             {"pairs", static_cast<int64_t>(c.pairs.size())},
+                             {"excluded", static_cast<int64_t>(c.excluded.size())}};
+  json::array conf;
+  for (const auto& cf : c.confounders) {
+    conf.push_back(json::object{{"field", cf.field},
+                                {"base", strings(cf.base)},
+                                {"head", strings(cf.head)},
+                                {"confounding", cf.confounding},
+                                {"accepted", cf.accepted}});
+  }
+  o["confounders"] = std::move(conf);
+  json::array pairs;
+  for (const auto& pr : c.pairs) {
+    json::object p{{"base_config", pr.base_key},
+                   {"head_config", pr.head_key},
+                   {"workload_key", pr.workload_key},
+                   {"workload", pr.workload_label},
+                   {"concurrency", pr.concurrency},
+                   {"base_runs", static_cast<int64_t>(pr.base_repeats)},
+                   {"head_runs", static_cast<int64_t>(pr.head_repeats)},
+                   {"records", pr.records}};
+    json::object ms;
+    for (const auto& m : pr.metrics) {
+      ms[m.key] = json::object{{"higher_is_better", m.higher_is_better},
+                               {"base", num_or_null(m.base)},
+                               {"head", num_or_null(m.head)},
+                               {"delta_pct", num_or_null(m.delta_pct)},
+                               {"bootstrap_ci_pct", interval_json(m.bootstrap_pct)},
+                               {"welch_ci_pct", interval_json(m.welch_pct)},
+                               {"interval", m.interval},
+                               {"verdict", verdict_name(m.verdict)},
+                               {"note", m.note}};
+    }
+    p["metrics"] = std::move(ms);
+    pairs.push_back(std::move(p));
+  }
+  o["pairs"] = std::move(pairs);
+  json::array curves;
+  for (const auto& cr : c.curves) {
+    json::array levels;
+    for (const auto& l : cr.delta.levels) {
+      levels.push_back(json::object{{"x", l.x},
+                                    {"base_tput_per_gpu", l.base_y},
+                                    {"head_tput_per_gpu", l.head_y},
+                                    {"delta_pct", num_or_null(l.delta_pct)}});
+    }
+    json::object d{{"overlap", cr.delta.overlap}, {"levels", std::move(levels)}};
+    if (cr.delta.overlap) {
+      d["lo"] = cr.delta.lo;
+      d["hi"] = cr.delta.hi;
+      d["mean_delta_pct"] = num_or_null(cr.delta.mean_delta_pct);
+      d["base_area"] = cr.delta.base_area;
+      d["head_area"] = cr.delta.head_area;
+      d["area_delta_pct"] = num_or_null(cr.delta.area_delta_pct);
+    }
+    curves.push_back(json::object{{"base_config", cr.base_key},
+                                  {"head_config", cr.head_key},
+                                  {"workload", cr.workload_label},
+                                  {"x_metric", cr.x_metric},
+                                  {"base_frontier", curve_json(cr.base_frontier)},
+                                  {"head_frontier", curve_json(cr.head_frontier)},
+                                  {"equal_interactivity", std::move(d)}});
+  }
+  o["curves"] = std::move(curves);
+  json::array ex;
+  for (const auto& e : c.excluded) {
+    ex.push_back(json::object{{"side", e.side},
+                              {"source", e.source},
+                              {"config", e.config_key},
+                              {"workload", e.workload_label},
+                              {"concurrency", e.concurrency},
+                              {"why", e.why}});
+  }
+  o["excluded"] = std::move(ex);
+  return o;
+}
+
+}  // namespace ib::verdict

@@ -1,0 +1,132 @@
+// `inferbench compare BASE HEAD` (docs/compare.md): two sides' points paired by configuration,
+// workload and concurrency; per pair the change of every headline metric with a confidence
+// interval and a verdict; per configuration the Pareto frontiers; and, before any number, the
+// identity fields the sides differ in besides the change.
+#pragma once
+
+#include <boost/json.hpp>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "metrics/keys.h"
+#include "metrics/point.h"
+#include "metrics/record.h"
+#include "verdict/frontier.h"
+#include "verdict/stats.h"
+
+namespace ib::verdict {
+
+/// The identity fields that can confound a comparison, in the order they are listed.
+/// model, image and hardware make a side "confounded" (kConfoundingFields).
+inline constexpr const char* kIdentityFields[] = {
+    "model", "image", "hardware", "engine", "engine_version", "precision",
+    "workload", "tool_version", "host", "time_scale", "validity"};
+inline constexpr const char* kConfoundingFields[] = {"model", "image", "hardware"};
+
+/// One measured point of one side (from the store or from a result file).
+struct SidePoint {
+  std::string source;  // "run 20261201-1030 point 17", or the file
+  std::string run;     // the run's name ("" for files): repeats come from different runs
+  std::string config_key;
+  std::string workload_key;    // pairing key
+  std::string workload_label;  // for tables
+  int64_t concurrency = 0;
+  std::string status = "ok";  // ok | reused | invalid | failed (metrics::status_name)
+  metrics::Validity validity;
+  std::string error;
+  metrics::Headline headline;
+  double e2e_norm_intvty = std::numeric_limits<double>::quiet_NaN();  // p90; agentic only
+  bool agentic = false;
+  int gpus = 1;
+  bool has_records = false;
+  std::vector<metrics::RequestRecord> records;  // measured requests (records_conc_<C>.jsonl)
+  std::map<std::string, std::string> identity;  // kIdentityFields -> value ("" unknown)
+
+  bool usable() const { return (status == "ok" || status == "reused") && validity.valid(); }
+};
+
+struct Side {
+  std::string label;                 // "run 3 (20261201-1030)", "rev abc123 (2 runs)", a folder
+  std::vector<std::string> sources;  // run names or files
+  std::vector<SidePoint> points;
+};
+
+struct CompareOptions {
+  double confidence = 0.95;    // (0, 1)
+  double min_effect_pct = 2;   // >= 0
+  int resamples = 2000;        // bootstrap resamples
+  uint64_t seed = 20261201;    // bootstrap seed
+  std::map<std::string, std::string> pairs;  // base config key -> head config key (--pair)
+  std::set<std::string> accepted_confounders;  // --accept-confounder
+};
+
+struct MetricDelta {
+  std::string key;  // kHeadlineMetrics key
+  bool higher_is_better = true;
+  double base = 0, head = 0;  // means over repeats; NaN when not measured
+  double delta_pct = 0;       // (head - base) / base · 100
+  Interval bootstrap_pct;     // percentile bootstrap over per-request records
+  Interval welch_pct;         // over repeated runs
+  std::string interval;       // which decided: "welch" | "bootstrap" | "none"
+  Verdict verdict = Verdict::kNoInterval;
+  std::string note;           // why there is no interval
+};
+
+struct PairResult {
+  std::string base_key, head_key, workload_key, workload_label;
+  int64_t concurrency = 0;
+  size_t base_repeats = 0, head_repeats = 0;
+  bool records = false;  // both sides had per-request records
+  std::vector<MetricDelta> metrics;
+};
+
+struct Confounder {
+  std::string field;
+  std::set<std::string> base, head;  // the values seen on each side
+  bool confounding = false;          // model, image or hardware
+  bool accepted = false;             // --accept-confounder
+};
+
+struct Excluded {
+  std::string side;  // base | head
+  std::string source, config_key, workload_label;
+  int64_t concurrency = 0;
+  std::string why;  // "invalid: expect failed: ...", "failed: ...", "no partner in head"
+};
+
+struct CurveResult {
+  std::string base_key, head_key, workload_label;
+  std::string x_metric;  // median_intvty | e2e_norm_intvty_p90
+  std::vector<CurvePoint> base_frontier, head_frontier;
+  FrontierComparison delta;
+};
+
+struct Comparison {
+  CompareOptions options;
+  std::string base_label, head_label;
+  std::vector<Confounder> confounders;
+  bool confounded = false;  // an unaccepted model, image or hardware difference
+  std::vector<PairResult> pairs;
+  std::vector<Excluded> excluded;
+  std::vector<CurveResult> curves;
+  int improved = 0, regressed = 0, unchanged = 0, no_interval = 0;  // metric verdict counts
+
+  /// One line: "CONFOUNDED: not evidence for this change (model differs: a → b)",
+  /// "REGRESSED: 2 metrics regressed, 1 improved ...", "IMPROVED: ...", "NO SIGNIFICANT CHANGE".
+  std::string verdict_line() const;
+};
+
+/// Compares the sides. Never fails: what cannot be compared is listed in `excluded`.
+Comparison compare(const Side& base, const Side& head, const CompareOptions& options);
+
+/// The terminal form: verdict, confounders, the metric table, curves, exclusions.
+std::string comparison_text(const Comparison& c);
+/// The PR-comment form: verdict first, then the table, then confounders and exclusions.
+std::string comparison_markdown(const Comparison& c);
+boost::json::object comparison_json(const Comparison& c);
+
+}  // namespace ib::verdict

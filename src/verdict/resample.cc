@@ -1,0 +1,132 @@
+#include "verdict/resample.h"
+
+#include <algorithm>
+#include <limits>
+#include <numeric>
+
+#include "core/clock.h"
+
+namespace ib::verdict {
+
+PointResampler::PointResampler(std::span<const metrics::RequestRecord> records, int gpus)
+    : gpus_(gpus) {
+  for (size_t i = 0; i < records.size(); ++i) {
+    const auto& r = records[i];
+    const auto req = static_cast<uint32_t>(i);
+    send_ns_.push_back(r.send_ns);
+    done_ns_.push_back(r.done_ns);
+    const bool ok = r.ok() && !r.content_ns.empty();
+    ok_.push_back(ok);
+    input_tokens_.push_back(ok ? r.input_tokens() : 0);
+    output_tokens_.push_back(ok ? r.output_tokens() : 0);
+    if (!ok) continue;
+    const int64_t out = r.output_tokens();
+    const double ttft = ns_to_ms(r.content_ns.front() - r.send_ns);
+    const double e2el = ns_to_ms(r.content_ns.back() - r.send_ns);
+    ttft_.value.push_back(ttft);
+    ttft_.request.push_back(req);
+    e2el_.value.push_back(e2el);
+    e2el_.request.push_back(req);
+    if (out > 1) {
+      tpot_.value.push_back((e2el - ttft) / static_cast<double>(out - 1));
+      tpot_.request.push_back(req);
+    }
+    for (size_t k = 1; k < r.content_ns.size(); ++k) {
+      itl_.value.push_back(ns_to_ms(r.content_ns[k] - r.content_ns[k - 1]));
+      itl_.request.push_back(req);
+    }
+  }
+  for (Samples* s : {&ttft_, &tpot_, &itl_, &e2el_}) s->sort(records.size());
+}
+
+void PointResampler::Samples::sort(size_t requests) {
+  per_request.assign(requests, 0);
+  for (uint32_t r : request) ++per_request[r];
+  std::vector<size_t> order(value.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return value[a] < value[b]; });
+  std::vector<double> v;
+  std::vector<uint32_t> r;
+  v.reserve(order.size());
+  r.reserve(order.size());
+  for (size_t k : order) {
+    v.push_back(value[k]);
+    r.push_back(request[k]);
+  }
+  value = std::move(v);
+  request = std::move(r);
+}
+
+double PointResampler::Samples::percentile(std::span<const uint32_t> counts, double q) const {
+  uint64_t n = 0;
+  for (size_t r = 0; r < per_request.size(); ++r) n += uint64_t{counts[r]} * per_request[r];
+  if (n == 0) return 0;
+  // numpy linear: h = (n-1)·q/100; x[⌊h⌋] + (h-⌊h⌋)·(x[⌊h⌋+1] - x[⌊h⌋]) in the expanded multiset.
+  const double h = static_cast<double>(n - 1) * q / 100.0;
+  const auto lo = static_cast<uint64_t>(h);
+  const uint64_t hi = std::min(lo + 1, n - 1);
+  double x_lo = 0, x_hi = 0;
+  bool have_lo = false;
+  uint64_t seen = 0;  // expanded samples before this one
+  for (size_t k = 0; k < value.size(); ++k) {
+    const uint64_t w = counts[request[k]];
+    if (w == 0) continue;
+    if (!have_lo && lo < seen + w) {
+      x_lo = value[k];
+      have_lo = true;
+    }
+    if (hi < seen + w) {
+      x_hi = value[k];
+      break;
+    }
+    seen += w;
+  }
+  return x_lo + (h - static_cast<double>(lo)) * (x_hi - x_lo);
+}
+
+metrics::Headline PointResampler::headline(std::span<const uint32_t> counts) const {
+  int64_t first_send = std::numeric_limits<int64_t>::max();
+  int64_t last_done = std::numeric_limits<int64_t>::min();
+  int64_t completed = 0, failed = 0, in_tokens = 0, out_tokens = 0;
+  for (size_t i = 0; i < counts.size(); ++i) {
+    const uint32_t w = counts[i];
+    if (w == 0) continue;
+    if (send_ns_[i] > 0) first_send = std::min(first_send, send_ns_[i]);
+    if (done_ns_[i] > 0) last_done = std::max(last_done, done_ns_[i]);
+    if (!ok_[i]) {
+      failed += w;
+      continue;
+    }
+    completed += w;
+    in_tokens += w * input_tokens_[i];
+    out_tokens += w * output_tokens_[i];
+  }
+  double duration_s = 0;
+  if (first_send != std::numeric_limits<int64_t>::max() && last_done > first_send) {
+    duration_s = ns_to_s(last_done - first_send);
+  }
+  const double req_tput = duration_s > 0 ? static_cast<double>(completed) / duration_s : 0;
+  const double out_tput = duration_s > 0 ? static_cast<double>(out_tokens) / duration_s : 0;
+  const double total_tput =
+      duration_s > 0 ? static_cast<double>(in_tokens + out_tokens) / duration_s : 0;
+  const double per_gpu = static_cast<double>(std::max(1, gpus_));
+  const double median_tpot = tpot_.percentile(counts, 50);
+  metrics::Headline h;
+  h.set("request_throughput", req_tput);
+  h.set("output_throughput", out_tput);
+  h.set("total_token_throughput", total_tput);
+  h.set("median_ttft_ms", ttft_.percentile(counts, 50));
+  h.set("p99_ttft_ms", ttft_.percentile(counts, 99));
+  h.set("median_tpot_ms", median_tpot);
+  h.set("p99_tpot_ms", tpot_.percentile(counts, 99));
+  h.set("median_itl_ms", itl_.percentile(counts, 50));
+  h.set("median_e2el_ms", e2el_.percentile(counts, 50));
+  h.set("median_intvty", median_tpot > 0 ? 1000.0 / median_tpot : 0.0);
+  h.set("tput_per_gpu", total_tput / per_gpu);
+  h.set("output_tput_per_gpu", out_tput / per_gpu);
+  h.set("completed", static_cast<double>(completed));
+  h.set("failed", static_cast<double>(failed));
+  return h;
+}
+
+}  // namespace ib::verdict
