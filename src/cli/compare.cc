@@ -185,6 +185,11 @@ int run_compare(const CompareCliOptions& o) {
   auto head = o.head_rev.empty() ? r.side(o.sides[next++]) : r.revision_side(o.head_rev, "--head-rev");
   if (!head) return usage(head.error().message);
 
+  if (base->label == head->label) {
+    return usage(fmt::format("BASE and HEAD are the same ({}): compare two different runs, "
+                             "revisions or folders",
+                             base->label));
+  }
   const verdict::Comparison c = verdict::compare(*base, *head, co);
   if (!o.markdown.empty()) {
     if (auto st = write_file_atomic(o.markdown, verdict::comparison_markdown(c)); !st) {

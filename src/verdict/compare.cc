@@ -248,6 +248,12 @@ Comparison compare(const Side& base, const Side& head, const CompareOptions& o) 
     matched_head.insert(it->first);
     c.pairs.push_back(compare_pair(pts, it->second, o));
   }
+  // Read in the order people look for: configuration, workload, then concurrency ascending (the
+  // workload key may differ per concurrency, e.g. its prompt count, so the map's order is not it).
+  std::stable_sort(c.pairs.begin(), c.pairs.end(), [](const PairResult& a, const PairResult& b) {
+    return std::tie(a.base_key, a.workload_label, a.concurrency) <
+           std::tie(b.base_key, b.workload_label, b.concurrency);
+  });
   for (const auto& [key, pts] : gh) {
     if (matched_head.count(key)) continue;
     for (const auto* p : pts) {

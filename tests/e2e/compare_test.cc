@@ -275,8 +275,15 @@ TEST(CompareCli, BadInputIsAUsageErrorNamingIt) {
   EXPECT_EQ(r.exit.code, 2);
   EXPECT_NE(r.output.find((bad / "conc_1.json").string() + ": not valid JSON"), std::string::npos)
       << r.output;
+  // The same side twice is a usage error, not a comparison.
+  r = f.compare({good.string(), good.string()});
+  EXPECT_EQ(r.exit.code, 2);
+  EXPECT_NE(r.output.find("BASE and HEAD are the same"), std::string::npos) << r.output;
   // A vLLM-style result without records: the point estimate only, "no interval".
-  const auto c = f.compare_json({good.string(), good.string()});
+  const fs::path good2 = f.dir.path() / "good2";
+  fs::create_directories(good2);
+  fs::copy_file(good / "r.json", good2 / "r.json");
+  const auto c = f.compare_json({good.string(), good2.string()});
   EXPECT_TRUE(verdict_of(c).starts_with("NO VERDICT")) << verdict_of(c);
   EXPECT_EQ(c.at("pairs").as_array().size(), 1u);
   EXPECT_NE(std::string(metric(c, 0, "median_ttft_ms").at("note").as_string())
