@@ -12,7 +12,6 @@
 #include <netinet/tcp.h>
 #include <pthread.h>
 #include <sys/epoll.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -26,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/process.h"
 #include "sim/batch_engine.h"
 #include "sim/sim_server.h"
 
@@ -53,13 +53,6 @@ double thread_cpu_seconds(pthread_t thread) {
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-void raise_fd_limit() {
-  rlimit r{};
-  getrlimit(RLIMIT_NOFILE, &r);
-  r.rlim_cur = r.rlim_max;
-  setrlimit(RLIMIT_NOFILE, &r);
 }
 
 // A SimServer with a fixed-step BatchEngine on its own thread.
@@ -192,7 +185,7 @@ Figures run_once(int streams, double step_s, double window_s) {
 
 // range(0): concurrent streams; range(1): engine step in microseconds.
 void BM_SimServerStreaming(benchmark::State& state) {
-  raise_fd_limit();
+  ib::raise_open_file_limit();
   const int streams = static_cast<int>(state.range(0));
   const double step_s = static_cast<double>(state.range(1)) * 1e-6;
   for (auto _ : state) {

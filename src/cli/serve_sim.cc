@@ -1,7 +1,6 @@
 // `inferbench serve-sim`: runs the embedded simulated OpenAI-compatible engine (docs/serve-sim.md)
 // until SIGINT or SIGTERM.
 #include <fmt/format.h>
-#include <sys/resource.h>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -16,6 +15,7 @@
 
 #include "cli/commands.h"
 #include "core/files.h"
+#include "core/process.h"
 #include "core/strings.h"
 #include "report/table.h"
 #include "sim/config.h"
@@ -56,19 +56,6 @@ struct ServeSimOptions {
 template <class T>
 std::optional<T> given(const CLI::Option* opt, const T& value) {
   return opt != nullptr && opt->count() > 0 ? std::optional<T>(value) : std::nullopt;
-}
-
-// Lets serve-sim hold thousands of connections: the soft open-files limit up to the hard one.
-void raise_open_files_limit() {
-  rlimit limit{};
-  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
-  rlim_t want = limit.rlim_max == RLIM_INFINITY ? rlim_t{1} << 20 : limit.rlim_max;
-  if (limit.rlim_cur >= want) return;
-  limit.rlim_cur = want;
-  if (setrlimit(RLIMIT_NOFILE, &limit) != 0) {
-    fmt::print(stderr, "serve-sim: cannot raise the open-files limit to {}\n",
-               static_cast<uint64_t>(want));
-  }
 }
 
 // The table's lines, each indented by two spaces.
@@ -188,7 +175,7 @@ int run(ServeSimOptions& o) {
     fmt::print(stderr, "inferbench serve-sim: {}\n", valid.error().message);
     return kExitUsage;
   }
-  raise_open_files_limit();
+  raise_open_file_limit();  // thousands of connections
   // Declared first, destroyed last: the server's pending work refers to it.
   boost::asio::io_context io(1);
   sim::SimServer server(io, o.args);

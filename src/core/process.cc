@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -183,6 +184,19 @@ std::string file_tail(const std::filesystem::path& path, size_t max_bytes) {
     if (nl != std::string::npos) s.erase(0, nl + 1);
   }
   return s;
+}
+
+int64_t raise_open_file_limit() {
+  rlimit rl{};
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return 0;
+  // An unlimited hard limit cannot be the soft one (the kernel caps it at nr_open): 2^20 then.
+  const rlim_t target = rl.rlim_max == RLIM_INFINITY ? rlim_t{1} << 20 : rl.rlim_max;
+  if (rl.rlim_cur < target) {
+    rlimit want = rl;
+    want.rlim_cur = target;
+    if (setrlimit(RLIMIT_NOFILE, &want) == 0) rl = want;
+  }
+  return static_cast<int64_t>(rl.rlim_cur);
 }
 
 }  // namespace ib

@@ -59,6 +59,10 @@ class ChildProcess {
   std::optional<ExitInfo> exit_;
 };
 
+/// Raises this process's soft open-file limit to the hard limit (a client or a server with 10k+
+/// connections needs more than the usual 1024); returns the new soft limit, 0 when unknown.
+int64_t raise_open_file_limit();
+
 /// The last `max_bytes` of a file, cut at a line start; empty when unreadable.
 std::string file_tail(const std::filesystem::path& path, size_t max_bytes = 4096);
 

@@ -22,23 +22,13 @@
 #include "core/clock.h"
 #include "core/interrupt.h"
 #include "load/stream_request.h"
+#include "core/process.h"
 #include "metrics/stats.h"
 
 namespace ib::load {
 
 namespace asio = boost::asio;
 using steady_time = std::chrono::steady_clock::time_point;
-
-int64_t raise_open_file_limit() {
-  rlimit rl{};
-  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return 0;
-  if (rl.rlim_cur < rl.rlim_max) {
-    rlimit want = rl;
-    want.rlim_cur = rl.rlim_max;
-    if (setrlimit(RLIMIT_NOFILE, &want) == 0) rl = want;
-  }
-  return static_cast<int64_t>(rl.rlim_cur);
-}
 
 Status validate(const RunnerConfig& config) {
   const LoadShape& s = config.shape;

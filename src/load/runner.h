@@ -95,7 +95,5 @@ Expected<RunnerResult> run_load(const RunnerConfig& config,
                                 const std::vector<PreparedRequest>& warmup,
                                 const std::vector<PreparedRequest>& measured);
 
-/// Raises the soft open-file limit to the hard limit; returns the new soft limit.
-int64_t raise_open_file_limit();
 
 }  // namespace ib::load
