@@ -42,6 +42,13 @@ double local_utc_offset_s() {
   return static_cast<double>(local.tm_gmtoff);
 }
 
+// What a sampler printed, parsed as its tool's CSV.
+Expected<telemetry::PowerLog> parse_tool_output(PowerMode mode, std::string_view text,
+                                                double utc_offset_s) {
+  return mode == PowerMode::kNvidiaSmi ? telemetry::parse_nvidia_smi_csv(text, {utc_offset_s, {}})
+                                       : telemetry::parse_amd_smi_csv(text, utc_offset_s);
+}
+
 }  // namespace
 
 std::optional<PowerMode> parse_power_mode(std::string_view text) {
@@ -140,45 +147,36 @@ Expected<telemetry::PowerLog> PowerSampler::stop() {
   }
   auto text = read_file(file_);
   if (!text) return Error{fmt::format("{}: no output: {}", tool_, text.error().message)};
-  auto log = mode_ == PowerMode::kNvidiaSmi
-                 ? telemetry::parse_nvidia_smi_csv(*text, {utc_offset_s_, {}})
-                 : telemetry::parse_amd_smi_csv(*text, utc_offset_s_);
+  auto log = parse_tool_output(mode_, *text, utc_offset_s_);
   if (!log) return Error{fmt::format("{} output: {}", tool_, log.error().message)};
   return log;
 }
 
 Expected<RemotePower> read_remote_power(const fs::path& dir) {
-  double offset = 0;
   const fs::path tz = dir / telemetry::kPowerFileUtcOffset;
-  if (auto text = read_file(tz); text) {
-    auto parsed = telemetry::parse_utc_offset(trim(*text));
-    if (!parsed) return Error{fmt::format("{}: {}", tz.string(), parsed.error().message)};
-    offset = *parsed;
-  } else {
+  auto tz_text = read_file(tz);
+  if (!tz_text) {
     return Error{fmt::format("no GPU power sampler output beside the server ({} is missing)",
                              tz.string())};
   }
-  const fs::path nvidia = dir / telemetry::kPowerFileNvidiaSmi;
-  const fs::path amd = dir / telemetry::kPowerFileAmdSmi;
-  std::error_code ec;
-  RemotePower out;
-  if (fs::exists(nvidia, ec)) {
-    auto text = read_file(nvidia);
+  auto offset = telemetry::parse_utc_offset(trim(*tz_text));
+  if (!offset) return Error{fmt::format("{}: {}", tz.string(), offset.error().message)};
+  // The job script starts one of the two (nvidia-smi first).
+  const struct {
+    std::string_view file;
+    PowerMode mode;
+    const char* tool;
+  } kOutputs[] = {{telemetry::kPowerFileNvidiaSmi, PowerMode::kNvidiaSmi, "nvidia-smi (Slurm job)"},
+                  {telemetry::kPowerFileAmdSmi, PowerMode::kAmdSmi, "amd-smi (Slurm job)"}};
+  for (const auto& o : kOutputs) {
+    const fs::path path = dir / o.file;
+    std::error_code ec;
+    if (!fs::exists(path, ec)) continue;
+    auto text = read_file(path);
     if (!text) return text.error();
-    auto log = telemetry::parse_nvidia_smi_csv(*text, {offset, {}});
-    if (!log) return Error{fmt::format("{}: {}", nvidia.string(), log.error().message)};
-    out.tool = "nvidia-smi (Slurm job)";
-    out.log = std::move(*log);
-    return out;
-  }
-  if (fs::exists(amd, ec)) {
-    auto text = read_file(amd);
-    if (!text) return text.error();
-    auto log = telemetry::parse_amd_smi_csv(*text, offset);
-    if (!log) return Error{fmt::format("{}: {}", amd.string(), log.error().message)};
-    out.tool = "amd-smi (Slurm job)";
-    out.log = std::move(*log);
-    return out;
+    auto log = parse_tool_output(o.mode, *text, *offset);
+    if (!log) return Error{fmt::format("{}: {}", path.string(), log.error().message)};
+    return RemotePower{o.tool, std::move(*log)};
   }
   return Error{"the Slurm job started no GPU power sampler: the node has neither nvidia-smi nor "
                "amd-smi on its PATH"};

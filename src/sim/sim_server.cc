@@ -352,17 +352,14 @@ asio::awaitable<void> SimServer::handle_metrics(const http::HttpRequest&,
     // Every rank of the tensor-parallel group runs the same steps; power.draw-like 1 s means.
     const EngineConfig& e = *args_.engine;
     const double now = steady_now_s();
-    std::vector<GpuPowerReading> gpus;
-    for (int g = 0; g < e.tensor_parallel_size; ++g) {
-      GpuPowerReading r;
-      r.gpu = g;
-      r.power_w = power_->average_power_w(now, 1.0);
-      r.energy_mj = power_->energy_j(now) * 1000.0;
-      r.util_pct = power_->busy_fraction(now, 1.0) * 100.0;
-      // vLLM-style engines take their memory share at startup and keep it.
-      r.fb_used_mib = e.gpu_memory_utilization * e.hardware->memory_gib * 1024.0;
-      gpus.push_back(r);
-    }
+    GpuPowerReading r;
+    r.power_w = power_->average_power_w(now, 1.0);
+    r.energy_mj = power_->energy_j(now) * 1000.0;
+    r.util_pct = power_->busy_fraction(now, 1.0) * 100.0;
+    // vLLM-style engines take their memory share at startup and keep it.
+    r.fb_used_mib = e.gpu_memory_utilization * e.hardware->memory_gib * 1024.0;
+    std::vector<GpuPowerReading> gpus(static_cast<size_t>(e.tensor_parallel_size), r);
+    for (int g = 0; g < e.tensor_parallel_size; ++g) gpus[static_cast<size_t>(g)].gpu = g;
     render_dcgm_metrics(body, gpus, e.hardware->product, hostname_);
   }
   co_await writer.send(200, kPrometheus, std::move(body));

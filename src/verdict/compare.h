@@ -23,7 +23,7 @@ namespace ib::verdict {
 /// The identity fields that can confound a comparison, in the order they are listed.
 /// model, image and hardware make a side "confounded" (kConfoundingFields).
 inline constexpr const char* kIdentityFields[] = {
-    "model", "image", "hardware", "engine", "engine_version", "precision",
+    "model", "image", "hardware", "engine", "engine_version", "precision", "spec_decoding",
     "workload", "tool_version", "host", "time_scale", "validity"};
 inline constexpr const char* kConfoundingFields[] = {"model", "image", "hardware"};
 

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "core/files.h"
+#include "report/html_report.h"
 
 namespace ib::verdict {
 
@@ -232,15 +233,15 @@ Expected<Side> side_from_runs(store::Store& st, const std::vector<store::RunReco
       if (const auto it = by_id.find(rec.server_config_id); it != by_id.end()) {
         const auto& c = *it->second;
         p.config_key = c.config_key;
-        p.identity["model"] = str_of(c.row, "model");
-        p.identity["image"] = str_of(c.row, "image");
-        p.identity["hardware"] = str_of(c.row, "runner");
-        p.identity["precision"] = str_of(c.row, "precision");
-        std::string engine = str_of(c.effective_config, "engine");
-        p.identity["engine"] = engine.empty() ? str_of(c.row, "framework") : engine;
-        if (const auto* s = c.effective_config.if_contains("settings"); s && s->is_object()) {
-          p.identity["engine_version"] = str_of(s->as_object(), "engine-version");
-        }
+        // The identity `report` shows too, so both commands name the same confounders.
+        const report::Identity id = report::identity_of(c);
+        p.identity["model"] = id.model;
+        p.identity["image"] = id.image;
+        p.identity["hardware"] = id.hardware;
+        p.identity["precision"] = id.precision;
+        p.identity["engine"] = id.engine;
+        p.identity["engine_version"] = id.engine_version;
+        p.identity["spec_decoding"] = id.spec_decoding;
       }
       p.identity["tool_version"] = run.tool_version;
       p.identity["host"] = run.host;

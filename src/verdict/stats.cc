@@ -3,24 +3,17 @@
 #include <algorithm>
 #include <random>
 
-namespace ib::verdict {
+#include "metrics/stats.h"
 
-double percentile_sorted_copy(std::vector<double> values, double q) {
-  std::sort(values.begin(), values.end());
-  if (values.size() == 1) return values[0];
-  const double pos = q / 100.0 * static_cast<double>(values.size() - 1);
-  const size_t i = static_cast<size_t>(std::floor(pos));
-  if (i + 1 >= values.size()) return values.back();
-  const double frac = pos - static_cast<double>(i);
-  return values[i] + (values[i + 1] - values[i]) * frac;
-}
+namespace ib::verdict {
 
 Interval percentile_interval(std::vector<double> replicates, double confidence) {
   std::erase_if(replicates, [](double v) { return !std::isfinite(v); });
   if (replicates.size() < 2) return {};
   const double tail = (1.0 - confidence) / 2.0 * 100.0;
   std::sort(replicates.begin(), replicates.end());
-  return {percentile_sorted_copy(replicates, tail), percentile_sorted_copy(replicates, 100 - tail)};
+  return {metrics::percentile_sorted(replicates, tail),
+          metrics::percentile_sorted(replicates, 100 - tail)};
 }
 
 Interval bootstrap_mean(std::span<const double> samples, int resamples, uint64_t seed,

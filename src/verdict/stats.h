@@ -19,10 +19,6 @@ struct Interval {
   bool valid() const { return std::isfinite(lo) && std::isfinite(hi); }
 };
 
-/// numpy's default percentile (linear interpolation between order statistics) of `values`,
-/// q in [0, 100]. REQUIRES: values not empty. Sorts `values`.
-double percentile_sorted_copy(std::vector<double> values, double q);
-
 /// The percentile interval [(1-c)/2, (1+c)/2] of bootstrap replicates (NaN replicates dropped;
 /// no interval when fewer than 2 remain). `confidence` in (0, 1).
 Interval percentile_interval(std::vector<double> replicates, double confidence);
