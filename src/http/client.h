@@ -7,7 +7,6 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/verb.hpp>
 #include <chrono>
@@ -79,9 +78,20 @@ struct HttpOutcome {
   bool reset() const;
 };
 
+namespace detail {
+class StreamPoller;
+}  // namespace detail
+
 /// One keep-alive connection. Not thread-safe: one request at a time, on one executor.
 /// Memory per connection is bounded: a small read buffer and a small body window, whatever the
 /// response length: the client must scale to 10k+ streams.
+///
+/// Cost per event: Asio connects; once connected the socket is taken out of Asio's reactor and
+/// watched by one level-triggered epoll set per io_context (detail::StreamPoller), itself one
+/// descriptor in Asio's reactor. A readable socket is read (recvmsg with its kernel timestamp),
+/// parsed and handed to the sink right in the poller's dispatch, with no coroutine resumption, no
+/// reactor re-arm and no timer operation per read: the request's coroutine sleeps on one timer
+/// that is its deadline, and wakes once, when the exchange ends or the deadline passes.
 class HttpConnection {
  public:
   /// `source` (optional) is the local address to bind before connecting, to spread many
@@ -110,33 +120,49 @@ class HttpConnection {
   /// Closes the socket; a request in progress completes with an error.
   void close();
 
+  ~HttpConnection();
+  HttpConnection(const HttpConnection&) = delete;
+  HttpConnection& operator=(const HttpConnection&) = delete;
+
+  /// Called by the poller when the socket is ready (epoll event bits). Internal.
+  void on_ready(uint32_t events);
+
  private:
+  enum class Phase { kIdle, kWriting, kReading, kDone };
+  struct Exchange;
   boost::asio::awaitable<boost::system::error_code> connect();
-  // Waits until the socket is readable or the current deadline passes (sets timed_out_).
-  boost::asio::awaitable<boost::system::error_code> wait_readable();
-  // Reads what is available into buffer_; returns bytes read (0: orderly close), sets rx_ns.
-  ssize_t receive(boost::system::error_code& ec, int64_t& rx_ns);
-  void arm_deadline_timer();
-  void disarm_deadline_timer();
+  // Reads what is available into `into`; returns bytes read (0: orderly close), sets rx_ns.
+  ssize_t receive(char* into, size_t size, boost::system::error_code& ec, int64_t& rx_ns);
+  // Sends what remains of the request; true when all of it is written (or it failed).
+  bool send_some();
+  // Feeds `input` to the parser and the sink, keeping what it could not parse yet in pending_;
+  // false when the exchange ended.
+  bool parse(std::string_view input, int64_t rx_ns);
+  // Ends the exchange: records ec (empty: complete) and wakes the request's coroutine.
+  void finish(boost::system::error_code ec, TimeoutKind timeout = TimeoutKind::kNone);
+  // The deadline now in force: first byte or idle (from the sink's progress), capped by total.
+  int64_t current_deadline() const;
+  void close_socket();
 
   const Endpoint* endpoint_;
   const boost::asio::ip::tcp::resolver::results_type* addresses_;
   ClientTimeouts timeouts_;
   std::optional<boost::asio::ip::address> source_;
-  boost::beast::tcp_stream stream_;
-  boost::beast::flat_buffer buffer_;
+  boost::beast::tcp_stream stream_;  // connects; then the descriptor is released to fd_
+  detail::StreamPoller* poller_;
+  int fd_ = -1;
+  std::string pending_;  // bytes a read left unparsed (a partial chunk header); usually empty
   std::string host_header_;
-  std::unique_ptr<char[]> body_window_;
+  std::string head_;  // the request's header block, reused
+  std::unique_ptr<Exchange> exchange_;
+  Phase phase_ = Phase::kIdle;
   bool open_ = false;
   int requests_on_connection_ = 0;
-  // Lazy deadline: reads move deadline_ns_ forward with a plain store; the timer, armed at most
-  // once per deadline period, re-arms itself when it finds the deadline has moved.
+  // The request's coroutine sleeps on this timer, set to the exchange's deadline: the poller
+  // cancels it when the exchange ends; when it fires, the deadline is recomputed (reads move the
+  // idle deadline with a plain store) and the timer re-armed, or the exchange times out.
   boost::asio::steady_timer deadline_timer_;
-  int64_t deadline_ns_ = 0;
-  int64_t timer_at_ns_ = 0;
-  bool timer_armed_ = false;
-  bool waiting_ = false;
-  bool timed_out_ = false;
+  int64_t timer_at_ns_ = INT64_MAX;  // when deadline_timer_ is set to fire
   int64_t last_rx_ns_ = 0;
   uint64_t reads_ = 0;
   uint64_t stamped_reads_ = 0;
