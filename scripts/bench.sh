@@ -10,3 +10,5 @@ for b in build/bench/*_bench; do
 done
 echo "== client scale and fidelity"
 ./bench/client_scale.sh
+echo "== client cost per event, fidelity at 100 / 1,000 / 16,000 streams, kernel floor"
+./bench/client_cost.sh
