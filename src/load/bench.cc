@@ -243,6 +243,9 @@ Expected<BenchReport> run_bench(const BenchSpec& spec, const workload::PointPlan
   client["source_addresses"] = h.source_addresses;
   client["open_file_limit"] = h.open_file_limit;
   client["kernel_timestamp_fraction"] = h.kernel_timestamp_fraction;
+  client["reads"] = h.reads;
+  client["content_events"] = h.content_events;
+  client["cpu_us_per_content_event"] = h.cpu_us_per_content_event;
   client["rss_before_kib"] = h.rss_before_kib;
   client["peak_rss_kib"] = h.peak_rss_kib;
   finish_result(report, spec, std::move(j), std::move(client));

@@ -526,6 +526,12 @@ Expected<RunnerResult> run_load(const RunnerConfig& config,
     stamped += st;
   }
   h.kernel_timestamp_fraction = reads > 0 ? static_cast<double>(stamped) / reads : 0.0;
+  h.reads = reads;
+  for (auto& lane : lanes) {
+    for (const auto& r : lane->records(true)) h.content_events += r.content_ns.size();
+  }
+  h.cpu_us_per_content_event =
+      h.content_events > 0 ? h.cpu_seconds * 1e6 / static_cast<double>(h.content_events) : 0.0;
   if (h.event_loop_lag_p99_ms > 1.0) {
     if (h.kernel_timestamp_fraction >= 0.99) {
       h.warnings.push_back(fmt::format(

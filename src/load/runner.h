@@ -67,6 +67,9 @@ struct ClientHealth {
   int source_addresses = 1;
   int64_t open_file_limit = 0;
   double kernel_timestamp_fraction = 0;  // reads timed by the kernel (SO_TIMESTAMPNS)
+  uint64_t reads = 0;                    // recvmsg calls that returned bytes
+  uint64_t content_events = 0;           // content events of the measured requests
+  double cpu_us_per_content_event = 0;   // cpu_seconds per content event, in microseconds
   int64_t rss_before_kib = 0;            // resident memory when the measured phase started
   int64_t peak_rss_kib = 0;              // peak resident memory of the process (getrusage)
   std::vector<std::string> warnings;     // when any of the above could have distorted results
