@@ -150,9 +150,9 @@ void BM_LoopbackEventFloor(benchmark::State& state) {
 }
 
 BENCHMARK(BM_LoopbackEventFloor)
-    ->Args({100, 10000})    // 10k msg/s
-    ->Args({1000, 10000})   // 100k msg/s: the issue-15 scenario's event rate
-    ->Args({8000, 50000})   // 160k msg/s over 8,000 streams (both ends in this process: 16k fds)
+    ->Args({100, 10000})   // 10k msg/s
+    ->Args({1000, 10000})  // 100k msg/s: the issue-15 scenario's event rate
+    ->Args({8000, 50000})  // 160k msg/s over 8,000 streams (both ends in this process: 16k fds)
     ->Iterations(1)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);

@@ -1,11 +1,11 @@
 #include "http/client.h"
 
-#include <fmt/format.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
-#include <unistd.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -290,7 +290,8 @@ asio::awaitable<boost::system::error_code> HttpConnection::connect() {
   }
   stream_.expires_never();
   if (ec) co_return ec;
-  if (!poller_->usable()) co_return boost::system::error_code(EMFILE, boost::system::system_category());
+  if (!poller_->usable())
+    co_return boost::system::error_code(EMFILE, boost::system::system_category());
   stream_.socket().set_option(tcp::no_delay(true), ec);
   // Kernel receive timestamps; failure only costs precision.
   const int on = 1;
@@ -415,8 +416,7 @@ asio::awaitable<HttpOutcome> HttpConnection::request(http::verb verb, std::strin
   // the last progress (kept by the sink, or the last read).
   x.out.send_ns = mono_ns();
   auto after_send = [&](std::chrono::milliseconds limit) {
-    return limit.count() > 0 ? x.out.send_ns + std::chrono::nanoseconds(limit).count()
-                             : INT64_MAX;
+    return limit.count() > 0 ? x.out.send_ns + std::chrono::nanoseconds(limit).count() : INT64_MAX;
   };
   x.total_deadline = after_send(timeouts_.total);
   x.first_byte_deadline = after_send(timeouts_.first_byte);

@@ -116,7 +116,9 @@ class CollectSink : public ResponseSink {
 
 struct Client {
   Client(const Endpoint& e, ClientTimeouts t = {})
-      : endpoint(e), addresses(*resolve(endpoint)), conn(io.get_executor(), endpoint, addresses, t) {}
+      : endpoint(e),
+        addresses(*resolve(endpoint)),
+        conn(io.get_executor(), endpoint, addresses, t) {}
   // Runs one request to completion on the io_context.
   HttpOutcome run(std::string_view body, CollectSink& sink) {
     std::optional<HttpOutcome> out;
@@ -144,8 +146,8 @@ TEST(HttpConnection, WritesABodyMuchLargerThanTheSocketBuffer) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     const long got = read_request(fd);
     const std::string body = std::to_string(got);
-    send_all(fd, "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) +
-                     "\r\n\r\n" + body);
+    send_all(fd, "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" +
+                     body);
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   });
   Client client(server.endpoint());
@@ -240,8 +242,7 @@ TEST(HttpConnection, ManyExchangesShareOneIoContext) {
   // Each connection gets an event stream of 20 events, 2 ms apart.
   RawServer server([](int fd) {
     read_request(fd);
-    send_all(fd,
-             "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n");
+    send_all(fd, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n");
     for (int i = 0; i < 20; ++i) {
       send_all(fd, "data: {\"i\":" + std::to_string(i) + "}\n\n");
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
