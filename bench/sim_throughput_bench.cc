@@ -19,6 +19,7 @@
 #include <netinet/tcp.h>
 #include <pthread.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -87,6 +88,18 @@ std::pair<double, double> threads_user_sys_s(std::string_view prefix) {
     sys += static_cast<double>(stime) / tick;
   }
   return {user, sys};
+}
+
+// 10,000 connections need 20,000 descriptors and more (both ends live in this process): raise
+// the hard limit too where allowed (root), else the soft limit to the hard one.
+void raise_fd_limit() {
+  rlimit want{1 << 16, 1 << 16};
+  rlimit have{};
+  if (getrlimit(RLIMIT_NOFILE, &have) == 0 && have.rlim_max >= want.rlim_max) {
+    ib::raise_open_file_limit();
+    return;
+  }
+  if (setrlimit(RLIMIT_NOFILE, &want) != 0) ib::raise_open_file_limit();
 }
 
 double now_s() {
@@ -267,7 +280,7 @@ void report(benchmark::State& state, const Figures& f, int streams, double step_
 // range(0): concurrent streams; range(1): engine step in microseconds; range(2): I/O threads
 // (serve-sim --threads).
 void BM_SimServerStreaming(benchmark::State& state) {
-  ib::raise_open_file_limit();
+  raise_fd_limit();
   const int streams = static_cast<int>(state.range(0));
   const double step_s = static_cast<double>(state.range(1)) * 1e-6;
   const int threads = static_cast<int>(state.range(2));
@@ -380,7 +393,7 @@ Figures run_send_floor(int streams, double step_s, double window_s, int sender_t
 // range(0): connections; range(1): period in microseconds (one send per connection per period);
 // range(2): sender threads.
 void BM_LoopbackSendFloor(benchmark::State& state) {
-  ib::raise_open_file_limit();
+  raise_fd_limit();
   const int streams = static_cast<int>(state.range(0));
   const double step_s = static_cast<double>(state.range(1)) * 1e-6;
   const int sender_threads = static_cast<int>(state.range(2));
