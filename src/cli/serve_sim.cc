@@ -32,6 +32,7 @@ struct ServeSimOptions {
   sim::SimArgs args;
   std::string port_file;
   std::string timing_model;
+  std::string threads = "auto";
   bool list_presets = false;
   // Roofline settings.
   std::string hardware, model_preset, quantization, kv_cache_dtype;
@@ -171,6 +172,7 @@ int run(ServeSimOptions& o) {
     return kExitOk;
   }
   if (int rc = resolve(o); rc != kExitOk) return rc;
+  o.args.threads = o.threads == "auto" ? sim::default_io_threads() : std::stoi(o.threads);
   if (auto valid = sim::validate(o.args); !valid) {
     fmt::print(stderr, "inferbench serve-sim: {}\n", valid.error().message);
     return kExitUsage;
@@ -202,7 +204,9 @@ int run(ServeSimOptions& o) {
                signal_number == SIGINT ? "SIGINT" : "SIGTERM");
     server.stop();
   });
-  // Returns once stop() has closed every connection and the cancelled requests have unwound.
+  // The engine (and, with --threads 1, every connection) runs on this thread. Returns once stop()
+  // has closed every connection, the cancelled requests have unwound and the I/O threads are
+  // done; the server's destructor joins them.
   io.run();
 
   if (!o.port_file.empty()) {
@@ -261,6 +265,16 @@ RunFn register_serve_sim(CLI::App& root) {
                 "Export a modelled GPU power trace per tensor-parallel rank on /metrics, in "
                 "dcgm-exporter's names (DCGM_FI_DEV_POWER_USAGE, ..._TOTAL_ENERGY_CONSUMPTION), "
                 "derived from the engine's steps (roofline only; docs/serve-sim.md)");
+  app->add_option("--threads", o->threads,
+                  fmt::format("HTTP I/O threads: 1 serves the engine and every connection on one "
+                              "thread; N > 1 spreads connections over N threads, the engine "
+                              "keeping its own (at most {}); auto = min(4, cores / 2), at least 1 "
+                              "(here {})",
+                              sim::kMaxIoThreads, sim::default_io_threads()))
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto"}) |
+              CLI::Range(1, sim::kMaxIoThreads).description("1.." +
+                                                            std::to_string(sim::kMaxIoThreads)));
   app->add_option("--keep-alive-timeout-s", a.keep_alive_timeout_s,
                   "Close keep-alive connections idle this long (0 = never)")
       ->capture_default_str()

@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include <array>
+#include <atomic>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/deferred.hpp>
@@ -72,6 +73,7 @@ std::string_view http_reason(int status) {
 
 Status ResponseWriter::fail(const error_code& ec) {
   state_ = State::kFailed;
+  error_ = ec;
   return gone_error(ec);
 }
 
@@ -129,88 +131,120 @@ asio::awaitable<Status> ResponseWriter::begin_stream(std::string_view content_ty
   co_return Status{};
 }
 
-namespace {
-
-// Appends an HTTP/1.1 chunk holding `bytes` (size line, data, CRLF) to `out`.
-void append_chunk(std::string& out, std::string_view bytes) {
-  char hex[2 * sizeof(std::size_t)];
-  char* end = hex + sizeof hex;
-  char* p = end;
-  std::size_t n = bytes.size();
-  do {
-    *--p = "0123456789abcdef"[n & 0xf];
-    n >>= 4;
-  } while (n != 0);
-  out.append(p, static_cast<std::size_t>(end - p));
-  out.append("\r\n");
-  out.append(bytes);
-  out.append("\r\n");
+Status ResponseWriter::gone() const {
+  return gone_error(error_ ? error_ : error_code(asio::error::not_connected));
 }
 
-}  // namespace
-
-asio::awaitable<Status> ResponseWriter::write_frame() {
+ResponseWriter::TryWrite ResponseWriter::write_now(bool last) {
   error_code ec;
   if (!non_blocking_) {
     // Non-blocking mode makes write_some() return would_block instead of blocking the event
     // loop; the server's other operations on the socket are asynchronous and unaffected.
     socket_.non_blocking(true, ec);
-    if (ec) co_return fail(ec);
+    if (ec) {
+      fail(ec);
+      return TryWrite::kFailed;
+    }
     non_blocking_ = true;
   }
-  std::size_t written = socket_.write_some(asio::buffer(frame_), ec);
-  if (ec == asio::error::would_block || ec == asio::error::try_again) {
-    ec = {};
-    written = 0;
+  frame_last_ = last;
+  const std::size_t remaining = frame_.size() - frame_sent_;
+  std::size_t written = 0;
+  if (remaining > 0) {
+    written = socket_.write_some(asio::buffer(frame_.data() + frame_sent_, remaining), ec);
+    if (ec == asio::error::would_block || ec == asio::error::try_again) {
+      ec = {};
+      written = 0;
+    }
+    if (ec) {
+      fail(ec);
+      return TryWrite::kFailed;
+    }
   }
+  frame_sent_ += written;
+  if (frame_sent_ < frame_.size()) {
+    pending_ = true;
+    return TryWrite::kPending;
+  }
+  if (last) state_ = State::kDone;
+  return TryWrite::kDone;
+}
+
+std::string& ResponseWriter::begin_chunk() {
+  frame_.assign(kChunkRoom, '\0');
+  return frame_;
+}
+
+ResponseWriter::TryWrite ResponseWriter::try_write_built(bool last) {
+  if (state_ != State::kStreaming || pending_ || frame_.size() < kChunkRoom) {
+    if (state_ != State::kFailed) error_ = asio::error::operation_not_supported;
+    state_ = State::kFailed;  // a misuse: the response cannot be completed any more
+    return TryWrite::kFailed;
+  }
+  std::size_t start = kChunkRoom;
+  if (chunked_) {
+    if (std::size_t n = frame_.size() - kChunkRoom; n > 0) {  // an empty chunk would end the body
+      // The chunk-size line goes right before the data, in the room kept for it.
+      char* p = frame_.data() + kChunkRoom;
+      *--p = '\n';
+      *--p = '\r';
+      do {
+        *--p = "0123456789abcdef"[n & 0xf];
+        n >>= 4;
+      } while (n != 0);
+      start = static_cast<std::size_t>(p - frame_.data());
+      frame_.append("\r\n");
+    }
+    if (last) frame_.append("0\r\n\r\n");  // the last-chunk, in the same write
+  }
+  // HTTP/1.0 (not chunked): the bytes as they are; the body ends when the connection closes.
+  frame_sent_ = start;
+  return write_now(last);
+}
+
+ResponseWriter::TryWrite ResponseWriter::try_write_chunk(std::string_view bytes, bool last) {
+  if (state_ != State::kStreaming || pending_) return try_write_built(last);  // fails
+  begin_chunk().append(bytes);
+  return try_write_built(last);
+}
+
+asio::awaitable<Status> ResponseWriter::finish_write() {
+  if (state_ == State::kFailed) co_return gone();
+  if (!pending_) co_return Status{};
+  auto [ec, n] = co_await asio::async_write(
+      socket_, asio::buffer(frame_.data() + frame_sent_, frame_.size() - frame_sent_), use_tuple);
   if (ec) co_return fail(ec);
-  if (written < frame_.size()) {
-    std::tie(ec, std::ignore) = co_await asio::async_write(
-        socket_, asio::buffer(frame_.data() + written, frame_.size() - written), use_tuple);
-    if (ec) co_return fail(ec);
-  }
+  pending_ = false;
+  frame_sent_ = frame_.size();
+  if (frame_last_) state_ = State::kDone;
   co_return Status{};
+}
+
+asio::awaitable<Status> ResponseWriter::write_all(std::string_view bytes, bool last) {
+  if (state_ == State::kFailed) co_return gone();
+  if (state_ != State::kStreaming) co_return Error{"no stream in progress"};
+  switch (try_write_chunk(bytes, last)) {
+    case TryWrite::kDone:
+      co_return Status{};
+    case TryWrite::kPending:
+      co_return co_await finish_write();
+    case TryWrite::kFailed:
+      break;
+  }
+  co_return gone();
 }
 
 asio::awaitable<Status> ResponseWriter::write_chunk(std::string_view bytes) {
-  if (state_ == State::kFailed) co_return gone_error(asio::error::not_connected);
-  if (state_ != State::kStreaming) co_return Error{"write_chunk: no stream in progress"};
-  if (bytes.empty()) co_return Status{};  // an empty chunk would end the body
-  frame_.clear();
-  if (chunked_) {
-    append_chunk(frame_, bytes);
-  } else {
-    frame_.append(bytes);
-  }
-  co_return co_await write_frame();
+  if (bytes.empty() && state_ == State::kStreaming) co_return Status{};
+  co_return co_await write_all(bytes, /*last=*/false);
 }
 
 asio::awaitable<Status> ResponseWriter::end_stream(std::string_view last_bytes) {
-  if (last_bytes.empty()) co_return co_await end_stream();
-  if (state_ == State::kFailed) co_return gone_error(asio::error::not_connected);
-  if (state_ != State::kStreaming) co_return Error{"end_stream: no stream in progress"};
-  frame_.clear();
-  if (chunked_) {
-    // The data chunk and the terminating last-chunk in one write.
-    append_chunk(frame_, last_bytes);
-    frame_.append("0\r\n\r\n");
-  } else {
-    frame_.append(last_bytes);
-  }
-  Status s = co_await write_frame();
-  if (s) state_ = State::kDone;
-  co_return s;
+  co_return co_await write_all(last_bytes, /*last=*/true);
 }
 
 asio::awaitable<Status> ResponseWriter::end_stream() {
-  if (state_ == State::kFailed) co_return gone_error(asio::error::not_connected);
-  if (state_ != State::kStreaming) co_return Error{"end_stream: no stream in progress"};
-  if (chunked_) {
-    auto [ec, n] = co_await asio::async_write(socket_, http::make_chunk_last(), use_tuple);
-    if (ec) co_return fail(ec);
-  }
-  state_ = State::kDone;
-  co_return Status{};
+  co_return co_await write_all({}, /*last=*/true);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -218,28 +252,43 @@ asio::awaitable<Status> ResponseWriter::end_stream() {
 
 namespace detail {
 
-struct HttpServerState {
-  HttpServerState(asio::io_context& io_context, HttpHandler h, HttpServerOptions o)
-      : io(io_context), handler(std::move(h)), options(std::move(o)), acceptor(io_context) {}
+// One io_context and the connections it serves; touched only on its thread (but in the
+// destructor, after every run() returned).
+struct IoShard {
+  asio::io_context* io = nullptr;
+  std::list<tcp::socket*> sockets;  // open connections, for stop()
+  bool stopped = false;
+};
 
-  void do_stop() {
-    if (stopped) return;
-    stopped = true;
+struct HttpServerState {
+  HttpServerState(std::vector<asio::io_context*> ios, HttpHandler h, HttpServerOptions o)
+      : handler(std::move(h)), options(std::move(o)), acceptor(*ios.at(0)) {
+    shards.resize(ios.size());
+    for (std::size_t i = 0; i < ios.size(); ++i) shards[i].io = ios[i];
+  }
+
+  asio::io_context& io() { return *shards[0].io; }  // the acceptor's
+
+  // On shard `i`'s thread: stops accepting (shard 0) and closes its connections.
+  void stop_shard(std::size_t i) {
+    IoShard& shard = shards[i];
+    if (shard.stopped) return;
+    shard.stopped = true;
     error_code ec;
-    acceptor.close(ec);
+    if (i == 0) acceptor.close(ec);
     // Closing a socket aborts the operations pending on it; each session then unwinds.
-    for (tcp::socket* socket : sockets) {
+    for (tcp::socket* socket : shard.sockets) {
       socket->shutdown(tcp::socket::shutdown_both, ec);
       socket->close(ec);
     }
   }
 
-  asio::io_context& io;
   HttpHandler handler;
   HttpServerOptions options;
   tcp::acceptor acceptor;
-  std::list<tcp::socket*> sockets;  // open connections, for stop()
-  bool stopped = false;
+  std::vector<IoShard> shards;  // fixed after construction
+  std::size_t next_shard = 0;   // the accept loop's round-robin position
+  std::atomic<std::size_t> connections{0};
 };
 
 }  // namespace detail
@@ -355,19 +404,25 @@ int error_status(const error_code& ec) {
   return 0;  // socket errors, timeouts, stop()
 }
 
-asio::awaitable<void> session(ServerState state, tcp::socket socket) {
-  auto registration = state->sockets.insert(state->sockets.end(), &socket);
+asio::awaitable<void> session(ServerState state, tcp::socket socket, std::size_t shard_index) {
+  detail::IoShard& shard = state->shards[shard_index];
+  auto registration = shard.sockets.insert(shard.sockets.end(), &socket);
+  state->connections.fetch_add(1, std::memory_order_relaxed);
   struct Unregister {
     HttpServerState& state;
+    detail::IoShard& shard;
     std::list<tcp::socket*>::iterator it;
-    ~Unregister() { state.sockets.erase(it); }
-  } unregister{*state, registration};
+    ~Unregister() {
+      shard.sockets.erase(it);
+      state.connections.fetch_sub(1, std::memory_order_relaxed);
+    }
+  } unregister{*state, shard, registration};
 
   error_code ignored;
   socket.set_option(tcp::no_delay(true), ignored);
   beast::flat_buffer buffer;
   try {
-    while (!state->stopped) {
+    while (!shard.stopped) {
       RequestParser parser;
       parser.header_limit(static_cast<std::uint32_t>(state->options.max_header_bytes));
       parser.body_limit(state->options.max_body_bytes);
@@ -393,6 +448,7 @@ asio::awaitable<void> session(ServerState state, tcp::socket socket) {
       bool keep_alive = parser.get().keep_alive();
       HttpRequest request = to_request(parser.release());
       request.received_ns = received_ns;
+      request.io_index = shard_index;
       if (!co_await serve_request(state, socket, buffer, request, keep_alive)) break;
     }
   } catch (const std::exception& e) {
@@ -403,28 +459,38 @@ asio::awaitable<void> session(ServerState state, tcp::socket socket) {
 }
 
 asio::awaitable<void> accept_loop(ServerState state) {
-  while (!state->stopped) {
-    auto [ec, socket] = co_await state->acceptor.async_accept(use_tuple);
-    if (state->stopped || ec == asio::error::operation_aborted) break;
+  detail::IoShard& first = state->shards[0];
+  while (!first.stopped) {
+    // The next connection goes to the next io_context in turn; its socket is created on it.
+    const std::size_t target = state->next_shard;
+    asio::any_io_executor executor = state->shards[target].io->get_executor();
+    auto [ec, socket] = co_await state->acceptor.async_accept(executor, use_tuple);
+    if (first.stopped || ec == asio::error::operation_aborted) break;
     if (ec) {
       // E.g. out of file descriptors: back off briefly instead of spinning.
       server_log().warn("accept failed: {}", ec.message());
-      asio::steady_timer backoff(state->io, std::chrono::milliseconds(50));
+      asio::steady_timer backoff(state->io(), std::chrono::milliseconds(50));
       co_await backoff.async_wait(use_tuple);
       continue;
     }
-    asio::co_spawn(state->io, session(state, std::move(socket)), asio::detached);
+    state->next_shard = (target + 1) % state->shards.size();
+    asio::co_spawn(executor, session(state, std::move(socket), target), asio::detached);
   }
 }
 
 }  // namespace
 
 HttpServer::HttpServer(asio::io_context& io, HttpHandler handler, HttpServerOptions options)
-    : state_(
-          std::make_shared<detail::HttpServerState>(io, std::move(handler), std::move(options))) {}
+    : HttpServer(std::vector<asio::io_context*>{&io}, std::move(handler), std::move(options)) {}
+
+HttpServer::HttpServer(std::vector<asio::io_context*> ios, HttpHandler handler,
+                       HttpServerOptions options)
+    : state_(std::make_shared<detail::HttpServerState>(std::move(ios), std::move(handler),
+                                                       std::move(options))) {}
 
 HttpServer::~HttpServer() {
-  state_->do_stop();
+  // Every io_context's run() has returned (REQUIRES), so no shard's thread touches its state.
+  for (std::size_t i = 0; i < state_->shards.size(); ++i) state_->stop_shard(i);
 }
 
 Expected<uint16_t> HttpServer::listen(const std::string& host, uint16_t port) {
@@ -435,7 +501,7 @@ Expected<uint16_t> HttpServer::listen(const std::string& host, uint16_t port) {
   if (state_->acceptor.is_open())
     return Error{fmt::format("listen {}: already listening", where())};
   error_code ec;
-  tcp::resolver resolver(state_->io);
+  tcp::resolver resolver(state_->io());
   auto results = resolver.resolve(host, std::to_string(port),
                                   tcp::resolver::passive | tcp::resolver::numeric_service, ec);
   if (ec) return Error{fmt::format("cannot listen on {}: {}", where(), ec.message())};
@@ -452,7 +518,7 @@ Expected<uint16_t> HttpServer::listen(const std::string& host, uint16_t port) {
     if (!step) {
       auto bound = acceptor.local_endpoint(step);
       if (!step) {
-        asio::co_spawn(state_->io, accept_loop(state_), asio::detached);
+        asio::co_spawn(state_->io(), accept_loop(state_), asio::detached);
         return bound.port();
       }
     }
@@ -464,11 +530,13 @@ Expected<uint16_t> HttpServer::listen(const std::string& host, uint16_t port) {
 }
 
 void HttpServer::stop() {
-  asio::post(state_->io, [state = state_] { state->do_stop(); });
+  for (std::size_t i = 0; i < state_->shards.size(); ++i) {
+    asio::post(*state_->shards[i].io, [state = state_, i] { state->stop_shard(i); });
+  }
 }
 
 std::size_t HttpServer::open_connections() const {
-  return state_->sockets.size();
+  return state_->connections.load(std::memory_order_relaxed);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -2,9 +2,11 @@
 // and chunked streaming responses (Server-Sent Events) written one flushed chunk at a time.
 // Requests are served by one coroutine handler; HttpRouter maps method and path to handlers.
 //
-// Threading: all connections run on the io_context given at construction. The io_context must be
-// run by ONE thread (handlers may share state without locks); stop() may be called from any
-// thread.
+// Threading: every connection runs on one io_context, run by ONE thread, so a connection's
+// handlers need no locks. Either all connections share the io_context given at construction, or
+// (the constructor taking several) one acceptor hands accepted connections to several io_contexts
+// in turn, each run by its own thread; handlers of different io_contexts then run concurrently
+// and must synchronise what they share. stop() may be called from any thread.
 #pragma once
 
 #include <boost/asio/awaitable.hpp>
@@ -38,6 +40,9 @@ struct HttpRequest {
   std::string body;
   /// ib::mono_ns() when the server finished reading the request header (its arrival).
   int64_t received_ns = 0;
+  /// Index of the io_context (so the thread) serving the connection, in the order given to
+  /// HttpServer; 0 with a single io_context.
+  std::size_t io_index = 0;
 
   /// Value of the first header named `name` (case-insensitive); empty when absent.
   std::string_view header(std::string_view name) const;
@@ -85,6 +90,26 @@ class ResponseWriter {
   /// where end_stream() after write_chunk() needs two). Empty `last_bytes` is end_stream().
   boost::asio::awaitable<Status> end_stream(std::string_view last_bytes);
 
+  /// The streaming fast path for code that is not a coroutine (a callback delivering tokens):
+  /// frames `bytes` as one chunk (with `last`, followed by the end of the body) and writes what
+  /// the socket takes now, without waiting and without a trip through the event loop.
+  enum class TryWrite {
+    kDone,     // all written; with `last` the response is complete
+    kPending,  // the rest is kept: co_await finish_write() must write it before anything else
+    kFailed,   // the client is gone (client_gone())
+  };
+  /// REQUIRES: begin_stream() succeeded, the stream was not ended, !write_pending().
+  TryWrite try_write_chunk(std::string_view bytes, bool last = false);
+  /// try_write_chunk() without copying the bytes: begin_chunk() returns the writer's own buffer,
+  /// holding only room for the chunk-size line; append the chunk's bytes to it (nothing else),
+  /// then try_write_built() frames and writes them. REQUIRES (both): as try_write_chunk().
+  std::string& begin_chunk();
+  TryWrite try_write_built(bool last = false);
+  /// Writes what try_write_chunk() left pending; at once when nothing is.
+  boost::asio::awaitable<Status> finish_write();
+  /// True while bytes of the last try_write_chunk() wait for finish_write().
+  bool write_pending() const { return pending_; }
+
   /// True once a write failed or the connection was closed under the handler.
   bool client_gone() const { return state_ == State::kFailed; }
   /// True once any response bytes were sent (or attempted).
@@ -102,9 +127,11 @@ class ResponseWriter {
  private:
   enum class State { kIdle, kStreaming, kDone, kFailed };
   Status fail(const boost::system::error_code& ec);
-  // Writes `frame_` completely: at once when the socket takes it (the common case, no trip
-  // through the event loop), else the rest asynchronously.
-  boost::asio::awaitable<Status> write_frame();
+  Status gone() const;
+  // Writes `frame_` as far as the socket takes it now.
+  TryWrite write_now(bool last);
+  // try_write_chunk() then finish_write(): the whole chunk, asynchronously when it must wait.
+  boost::asio::awaitable<Status> write_all(std::string_view bytes, bool last);
 
   boost::asio::ip::tcp::socket& socket_;
   std::string_view server_;
@@ -113,8 +140,15 @@ class ResponseWriter {
   bool chunked_ = true;
   int status_ = 0;
   State state_ = State::kIdle;
-  bool non_blocking_ = false;  // the socket was switched to non-blocking mode for write_frame()
+  // Room at the front of frame_ for a chunk-size line: 16 hex digits and CRLF.
+  static constexpr std::size_t kChunkRoom = 2 * sizeof(std::size_t) + 2;
+
+  bool non_blocking_ = false;  // the socket was switched to non-blocking mode for write_now()
+  bool frame_last_ = false;    // frame_ ends the body
+  bool pending_ = false;       // frame_ has bytes left for finish_write()
   std::string frame_;          // the chunk being written (reused: no allocation per chunk)
+  std::size_t frame_sent_ = 0;  // frame_ is written up to here
+  boost::system::error_code error_;  // why the client is gone
 };
 
 /// Serves one request. Exceptions escaping a handler are logged and answered with 500 when no
@@ -136,22 +170,30 @@ struct HttpServerOptions {
 /// operation_aborted) when the client disconnects, so abandoned requests stop early.
 class HttpServer {
  public:
+  /// Serves every connection on `io`.
   HttpServer(boost::asio::io_context& io, HttpHandler handler, HttpServerOptions options = {});
+  /// Serves connections on several io_contexts, each run by its own thread: the acceptor runs on
+  /// the first and hands accepted connections to all of them in turn (round-robin); a connection
+  /// stays on its io_context. The caller keeps each io_context running (a work guard) until
+  /// stop(). REQUIRES: `ios` not empty; they outlive the server.
+  HttpServer(std::vector<boost::asio::io_context*> ios, HttpHandler handler,
+             HttpServerOptions options = {});
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
-  /// Binds host:port (port 0 picks a free port) and starts accepting once the io_context runs.
-  /// Returns the bound port, or an Error naming the address and the OS reason.
-  /// REQUIRES: called once, before the io_context runs or on its thread.
+  /// Binds host:port (port 0 picks a free port) and starts accepting once the (first)
+  /// io_context runs. Returns the bound port, or an Error naming the address and the OS reason.
+  /// REQUIRES: called once, before the io_contexts run or on the first one's thread.
   Expected<uint16_t> listen(const std::string& host, uint16_t port);
 
-  /// Stops accepting and closes every connection; handlers in progress are cancelled. The
-  /// io_context's run() then returns once they have unwound (nothing else pending). Idempotent;
-  /// safe from any thread. Destroy the server only after run() has returned.
+  /// Stops accepting and closes every connection (each on its own io_context's thread); handlers
+  /// in progress are cancelled. An io_context's run() then returns once they have unwound
+  /// (nothing else pending). Idempotent; safe from any thread. Destroy the server only after
+  /// every io_context's run() has returned.
   void stop();
 
-  /// Number of open connections (for tests and diagnostics; read on the io_context's thread).
+  /// Number of open connections (for tests and diagnostics; safe from any thread).
   std::size_t open_connections() const;
 
  private:

@@ -67,10 +67,19 @@ class BatchEngine::Request final : public Generation {
   int cached_tokens() const override { return cached_tokens_; }
   int preemptions() const override { return preemptions_; }
 
+  void listen(GenerationListener* listener) override {
+    listener_ = listener;
+    record_due_times_ = false;  // the listener gets them
+  }
+
   // Engine side.
   Scheduler::Id id() const { return id_; }
   void on_admitted() {
     admitted_ = true;
+    if (listener_ != nullptr) {
+      listener_->on_admitted();
+      return;
+    }
     wake();
   }
   void on_token(int64_t due_ns, const Scheduler::Emission& e) {
@@ -78,8 +87,13 @@ class BatchEngine::Request final : public Generation {
     ++produced_;
     cached_tokens_ = e.cached_tokens;
     preemptions_ = e.preemptions;
-    if (record_due_times_) due_ns_.push_back(due_ns);
     if (e.finished) finished_ = true;  // the scheduler already let it go
+    if (listener_ != nullptr) {
+      taken_ = produced_;
+      listener_->on_tokens(1, due_ns, e.finished);
+      return;
+    }
+    if (record_due_times_) due_ns_.push_back(due_ns);
     wake();
   }
 
@@ -100,7 +114,8 @@ class BatchEngine::Request final : public Generation {
   }
 
   BatchEngine& engine_;
-  const bool record_due_times_;
+  bool record_due_times_;
+  GenerationListener* listener_ = nullptr;
   asio::steady_timer timer_;
   Scheduler::Id id_ = 0;
   int produced_ = 0;

@@ -88,14 +88,7 @@ class SimpleEngine::Request final : public Generation {
   asio::awaitable<int> next_tokens() override {
     if (!admitted_) co_await admitted();
     if (produced_ >= output_tokens_) co_return 0;
-    const TimingModel& model = *engine_.model_;
-    const double scale = engine_.time_scale_;
-    if (produced_ == 0) {
-      next_at_ = admitted_at_ +
-                 to_duration(model.prefill_seconds(prompt_tokens_, engine_.running_) / scale);
-    } else {
-      next_at_ += to_duration(model.decode_step_seconds(engine_.running_) / scale);
-    }
+    advance_next_at();
     timer_.expires_at(next_at_);
     auto [ec] = co_await timer_.async_wait(use_tuple);
     if (ec) throw boost::system::system_error(ec);
@@ -111,6 +104,57 @@ class SimpleEngine::Request final : public Generation {
  private:
   friend class SimpleEngine;
 
+  // When the next token is due: the prefill after admission, then one decode step after another
+  // (at `running` when the step starts).
+  void advance_next_at() {
+    const TimingModel& model = *engine_.model_;
+    const double scale = engine_.time_scale_;
+    if (produced_ == 0) {
+      next_at_ = admitted_at_ +
+                 to_duration(model.prefill_seconds(prompt_tokens_, engine_.running_) / scale);
+    } else {
+      next_at_ += to_duration(model.decode_step_seconds(engine_.running_) / scale);
+    }
+  }
+
+ public:
+  // Push mode: the request drives itself with callbacks on its timer.
+  void listen(GenerationListener* listener) override {
+    listener_ = listener;
+    alive_ = std::make_shared<int>(0);
+    if (engine_.try_admit(*this)) {
+      on_slot();
+    } else {
+      queue_pos_ = engine_.queue_.insert(engine_.queue_.end(), this);
+      queued_ = true;
+    }
+  }
+
+ private:
+  // Push mode: the request holds a slot now.
+  void on_slot() {
+    admitted_ = true;
+    admitted_at_ = Clock::now();
+    listener_->on_admitted();
+    schedule_next();
+  }
+  void schedule_next() {
+    advance_next_at();
+    timer_.expires_at(next_at_);
+    // A completion already queued when the request is destroyed still runs: `alive` tells.
+    timer_.async_wait([this, alive = std::weak_ptr<int>(alive_)](const boost::system::error_code& ec) {
+      if (ec || alive.expired()) return;
+      ++produced_;
+      const bool last = produced_ == output_tokens_;
+      if (last && holds_slot_) {
+        holds_slot_ = false;  // done generating: the slot goes to the next request right away
+        engine_.release_slot();
+      }
+      listener_->on_tokens(1, to_ns(next_at_), last);
+      if (!last) schedule_next();
+    });
+  }
+
   SimpleEngine& engine_;
   const int prompt_tokens_;
   const int output_tokens_;
@@ -123,6 +167,8 @@ class SimpleEngine::Request final : public Generation {
   int produced_ = 0;
   Clock::time_point admitted_at_;
   Clock::time_point next_at_;
+  GenerationListener* listener_ = nullptr;  // push mode
+  std::shared_ptr<int> alive_;              // push mode: expires with the request
 };
 
 SimpleEngine::SimpleEngine(asio::any_io_executor executor, std::shared_ptr<const TimingModel> model,
@@ -160,7 +206,11 @@ void SimpleEngine::release_slot() {
   queue_.pop_front();
   next->queued_ = false;
   next->holds_slot_ = true;  // the running count is unchanged: the slot changes hands
-  next->timer_.cancel();
+  if (next->listener_ != nullptr) {
+    next->on_slot();
+  } else {
+    next->timer_.cancel();
+  }
 }
 
 }  // namespace ib::sim

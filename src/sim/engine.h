@@ -3,7 +3,8 @@
 // different models (SimpleEngine here, the continuous-batching BatchEngine of batch_engine.h)
 // plug in without touching them (docs/serve-sim.md).
 //
-// Threading: an engine and its generations live on one single-threaded executor.
+// Threading: an engine and its generations live on one single-threaded executor (the engine
+// thread); a Generation is used and destroyed only there.
 #pragma once
 
 #include <boost/asio/any_io_executor.hpp>
@@ -45,11 +46,33 @@ struct EngineStats {
   int block_size = 0;
 };
 
+/// Push mode (Generation::listen): the engine tells a generation's news as it happens, on the
+/// engine's executor, with no coroutine resumption or timer per token.
+class GenerationListener {
+ public:
+  /// The request was admitted (got a running slot / was first scheduled). May come more than
+  /// once (readmission after a preemption).
+  virtual void on_admitted() = 0;
+  /// `n` >= 1 new tokens exist; the engine step (or decode step) that made them ended at
+  /// `due_ns` (steady-clock ns). `finished`: they include the last one.
+  virtual void on_tokens(int n, int64_t due_ns, bool finished) = 0;
+
+ protected:
+  ~GenerationListener() = default;
+};
+
 /// One request inside the engine, from submission to its last token. Destroying it at any point
 /// (finished, client gone, cancelled) removes the request from the engine and frees its slot.
 class Generation {
  public:
   virtual ~Generation() = default;
+
+  /// Switches to push mode: from now on the engine calls `listener` instead of waking
+  /// admitted() / next_tokens(), which must not be used any more (due_times() stays empty: the
+  /// listener gets each due time). on_admitted() may come before listen() returns. REQUIRES:
+  /// called once, right after submit(), before anything awaited the generation; `listener`
+  /// outlives the generation.
+  virtual void listen(GenerationListener* listener) = 0;
 
   /// Waits until the request is admitted (holds a running slot / was first scheduled).
   /// Cancelling the awaiting coroutine throws boost::system::system_error (operation_aborted).

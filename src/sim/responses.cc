@@ -68,12 +68,21 @@ ResponseFormatter::ResponseFormatter(Api api, std::string_view id, int64_t creat
 }
 
 std::string ResponseFormatter::role_event(const Usage* usage) const {
-  std::string json = chunk_prefix_;
-  json += R"("choices":[{"index":0,"delta":{"role":"assistant","content":""},)"
-          R"("logprobs":null,"finish_reason":null}])";
-  if (usage != nullptr) json += R"(,"usage":)" + usage_json(*usage);
-  json += '}';
-  return sse_event(json);
+  std::string event;
+  append_role_event(event, usage);
+  return event;
+}
+
+void ResponseFormatter::append_role_event(std::string& out, const Usage* usage) const {
+  out += "data: ";
+  out += chunk_prefix_;
+  out += R"("choices":[{"index":0,"delta":{"role":"assistant","content":""},)"
+         R"("logprobs":null,"finish_reason":null}])";
+  if (usage != nullptr) {
+    out += R"(,"usage":)";
+    append_usage_json(out, *usage);
+  }
+  out += "}\n\n";
 }
 
 std::string ResponseFormatter::token_event(std::string_view text,

@@ -35,6 +35,7 @@ class ResponseFormatter {
   /// Chat only: the first stream event, {"delta":{"role":"assistant","content":""}}. With
   /// `usage` (continuous usage stats) it carries usage with completion_tokens 0.
   std::string role_event(const Usage* usage) const;
+  void append_role_event(std::string& out, const Usage* usage) const;
 
   /// One generated token's stream event: choices[0].text (completions) or
   /// choices[0].delta.content (chat). The last one has `finish` set and also carries

@@ -69,6 +69,14 @@ void Histogram::observe(double value) {
   sum_ += value;
 }
 
+void Histogram::add(const Histogram& other) {
+  for (size_t i = 0; i < counts_.size() && i < other.counts_.size(); ++i) {
+    counts_[i] += other.counts_[i];
+  }
+  count_ += other.count_;
+  sum_ += other.sum_;
+}
+
 uint64_t Histogram::cumulative(size_t i) const {
   uint64_t total = 0;
   for (size_t j = 0; j <= i && j < counts_.size(); ++j) total += counts_[j];
@@ -83,6 +91,16 @@ std::span<const double> e2e_latency_buckets() {
 }
 
 ServerMetrics::ServerMetrics() : ttft(kTtftBuckets), e2e(kE2eBuckets) {}
+
+void ServerMetrics::add(const ServerMetrics& other) {
+  prompt_tokens += other.prompt_tokens;
+  generation_tokens += other.generation_tokens;
+  finished_stop += other.finished_stop;
+  finished_length += other.finished_length;
+  finished_abort += other.finished_abort;
+  ttft.add(other.ttft);
+  e2e.add(other.e2e);
+}
 
 std::string render_metrics(std::string_view model, const EngineStats& engine,
                            const ServerMetrics& server, const CacheConfigInfo* cache) {

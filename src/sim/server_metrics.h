@@ -18,6 +18,8 @@ class Histogram {
   /// REQUIRES: `bounds` ascending; it must outlive the histogram.
   explicit Histogram(std::span<const double> bounds);
   void observe(double value);
+  /// Adds `other`'s observations. REQUIRES: the same bounds.
+  void add(const Histogram& other);
   uint64_t count() const { return count_; }
   double sum() const { return sum_; }
   /// Observations <= bounds[i] (cumulative); i == bounds.size() is +Inf.
@@ -35,9 +37,12 @@ class Histogram {
 std::span<const double> ttft_buckets();
 std::span<const double> e2e_latency_buckets();
 
-/// Request-level counters of the server (both timing models).
+/// Request-level counters of the server (both timing models). With several I/O threads each
+/// keeps its own (under its own lock) and /metrics adds them up.
 struct ServerMetrics {
   ServerMetrics();
+  /// Adds `other`'s counts.
+  void add(const ServerMetrics& other);
   int64_t prompt_tokens = 0;      // of requests that produced a first token
   int64_t generation_tokens = 0;  // tokens sent
   int64_t finished_stop = 0;

@@ -1,13 +1,22 @@
 #include "sim/sim_server.h"
 
+#include <pthread.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
+#include <boost/system/system_error.hpp>
 #include <chrono>
 #include <cmath>
 #include <ctime>
@@ -77,6 +86,15 @@ Status check_number(const char* name, double value, double min, bool inclusive) 
 
 }  // namespace
 
+int default_io_threads() {
+  // The cores this process may run on (taskset, cpusets), else the machine's.
+  int cores = static_cast<int>(std::thread::hardware_concurrency());
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) == 0) cores = CPU_COUNT(&set);
+  return std::clamp(cores / 2, 1, 4);
+}
+
 std::string_view to_string(TimingModelKind kind) {
   return kind == TimingModelKind::kSimple ? "simple" : "roofline";
 }
@@ -93,6 +111,10 @@ Status validate(const SimArgs& args) {
     return s;
   }
   if (auto s = check_number("time_scale", args.time_scale, 0, false); !s) return s;
+  if (args.threads < 1 || args.threads > kMaxIoThreads) {
+    return Error{fmt::format("threads must be between 1 and {}, got {}", kMaxIoThreads,
+                             args.threads)};
+  }
   if (args.power_model && args.timing_model != TimingModelKind::kRoofline) {
     return Error{"the power model needs the roofline timing model (its hardware and step costs)"};
   }
@@ -140,10 +162,10 @@ std::string format_sim_args(const SimArgs& args) {
         py_float(args.timing.decode_base_ms), py_float(args.timing.decode_per_running_ms),
         args.max_running);
   }
-  out += fmt::format("time_scale={}, truth_log={}, seed={}, keep_alive_timeout_s={})",
+  out += fmt::format("time_scale={}, truth_log={}, seed={}, keep_alive_timeout_s={}, threads={})",
                      py_float(args.time_scale),
                      args.truth_log.empty() ? "None" : py_str(args.truth_log), args.seed,
-                     py_float(args.keep_alive_timeout_s));
+                     py_float(args.keep_alive_timeout_s), args.threads);
   return out;
 }
 
@@ -169,14 +191,16 @@ std::unique_ptr<Engine> default_engine(asio::io_context& io, const SimArgs& args
                                         args.max_running, args.time_scale);
 }
 
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
 // What the server records about one generation request: metrics when it ends and, with
 // --truth-log, its truth record. Ends as "abort" unless completed() was called (the destructor
-// also runs when the handler is cancelled because the client went away).
+// also runs when the handler is cancelled because the client went away). Lives on the request's
+// I/O thread; `metrics` is that thread's shard.
 class RequestTrace {
  public:
-  RequestTrace(ServerMetrics& metrics, TruthLog* log, const http::HttpRequest& request, Api api,
-               std::string_view id, bool stream, int prompt_tokens, FinishReason finish,
-               const Generation& generation)
+  RequestTrace(SimServer::MetricsShard& metrics, TruthLog* log, const http::HttpRequest& request,
+               Api api, std::string_view id, bool stream, int prompt_tokens, FinishReason finish)
       : metrics_(metrics),
         log_(log),
         request_(request),
@@ -185,32 +209,48 @@ class RequestTrace {
         stream_(stream),
         prompt_tokens_(prompt_tokens),
         finish_(finish),
-        generation_(generation),
         arrival_ns_(request.received_ns != 0 ? request.received_ns : mono_ns()) {}
 
   RequestTrace(const RequestTrace&) = delete;
   RequestTrace& operator=(const RequestTrace&) = delete;
 
+  // The engine made `n` more tokens in a step that ended at `due_ns`.
+  void tokens_due(int n, int64_t due_ns) {
+    if (log_ != nullptr) due_ns_.insert(due_ns_.end(), static_cast<size_t>(n), due_ns);
+  }
+  void engine_counts(int cached_tokens, int preemptions) {
+    cached_tokens_ = cached_tokens;
+    preemptions_ = preemptions;
+  }
+
   // `n` more tokens are handed to the socket now.
   void tokens_sent(int n, int64_t now_ns) {
-    if (sent_ == 0) {
-      metrics_.prompt_tokens += prompt_tokens_;
-      metrics_.ttft.observe(ns_to_s(now_ns - arrival_ns_));
+    {
+      std::lock_guard lock(metrics_.mutex);
+      ServerMetrics& m = metrics_.metrics;
+      if (sent_ == 0) {
+        m.prompt_tokens += prompt_tokens_;
+        m.ttft.observe(ns_to_s(now_ns - arrival_ns_));
+      }
+      m.generation_tokens += n;
     }
     sent_ += n;
     last_ns_ = now_ns;
-    metrics_.generation_tokens += n;
     if (log_ != nullptr) token_ns_.insert(token_ns_.end(), static_cast<size_t>(n), now_ns);
   }
 
   void completed() { completed_ = true; }
 
   ~RequestTrace() {
-    if (completed_) {
-      (finish_ == FinishReason::kStop ? metrics_.finished_stop : metrics_.finished_length) += 1;
-      metrics_.e2e.observe(ns_to_s(last_ns_ - arrival_ns_));
-    } else {
-      metrics_.finished_abort += 1;
+    {
+      std::lock_guard lock(metrics_.mutex);
+      ServerMetrics& m = metrics_.metrics;
+      if (completed_) {
+        (finish_ == FinishReason::kStop ? m.finished_stop : m.finished_length) += 1;
+        m.e2e.observe(ns_to_s(last_ns_ - arrival_ns_));
+      } else {
+        m.finished_abort += 1;
+      }
     }
     if (log_ == nullptr) return;
     TruthRecord r;
@@ -221,17 +261,17 @@ class RequestTrace {
     r.arrival_ns = arrival_ns_;
     r.prompt_tokens = prompt_tokens_;
     r.completion_tokens = sent_;
-    r.cached_tokens = generation_.cached_tokens();
-    r.preemptions = generation_.preemptions();
+    r.cached_tokens = cached_tokens_;
+    r.preemptions = preemptions_;
     r.finish_reason = completed_ ? to_string(finish_) : "abort";
     r.token_ns = token_ns_;
-    auto due = generation_.due_times();
-    r.due_ns = due.subspan(0, std::min(due.size(), static_cast<size_t>(sent_)));
+    r.due_ns = std::span<const int64_t>(due_ns_).subspan(
+        0, std::min(due_ns_.size(), static_cast<size_t>(sent_)));
     log_->write(r);
   }
 
  private:
-  ServerMetrics& metrics_;
+  SimServer::MetricsShard& metrics_;
   TruthLog* log_;
   const http::HttpRequest& request_;
   Api api_;
@@ -239,13 +279,219 @@ class RequestTrace {
   bool stream_;
   int prompt_tokens_;
   FinishReason finish_;
-  const Generation& generation_;
   int64_t arrival_ns_;
   int64_t last_ns_ = 0;
   int sent_ = 0;
+  int cached_tokens_ = 0;
+  int preemptions_ = 0;
   bool completed_ = false;
   std::vector<int64_t> token_ns_;
+  std::vector<int64_t> due_ns_;
 };
+
+// What a generation request produces, and how: the output plan, the stream's events.
+struct RequestPlan {
+  Api api;
+  bool stream;
+  bool include_usage;
+  bool continuous_usage;
+  OutputPlan output;
+  uint64_t stream_seed;
+
+  // With finish "stop" the last token is EOS, which detokenizes to "" (as in vLLM).
+  std::string_view token_text(int index) const {
+    if (output.finish == FinishReason::kStop && index == output.tokens - 1) return "";
+    return output_token_text(stream_seed, index);
+  }
+};
+
+// Receives one request's news on its I/O thread (TokenRelay). For a stream it formats the SSE
+// events straight into the writer's chunk buffer and writes them to the socket from the delivery
+// callback (commit(): one write for everything a delivery brought): no coroutine resumption,
+// timer or allocation per token. The handler coroutine only waits (wait()) for the end, for a
+// write the socket could not take at once, or for the client to go away (its cancellation).
+class RequestReceiver final : public NewsReceiver {
+ public:
+  RequestReceiver(asio::any_io_executor executor, http::ResponseWriter& writer,
+                  RequestTrace& trace, const ResponseFormatter& format, const RequestPlan& plan,
+                  int prompt_tokens)
+      : writer_(writer),
+        trace_(trace),
+        format_(format),
+        plan_(plan),
+        usage_{prompt_tokens, 0},
+        timer_(std::move(executor)) {}
+
+  void on_news(const TokenNews& news) override {
+    trace_.engine_counts(news.cached_tokens, news.preemptions);
+    const bool admission = (news.admitted || news.tokens > 0) && !admitted_;
+    if (admission) admitted_ = true;
+    if (news.tokens > 0) trace_.tokens_due(news.tokens, news.due_ns);
+    if (!plan_.stream) {
+      usage_.completion_tokens += news.tokens;
+      if (news.finished || usage_.completion_tokens >= plan_.output.tokens) finished_ = true;
+      return;
+    }
+    // The chat role event goes out at admission, before the prefill ends (vLLM's order).
+    if (admission && plan_.api == Api::kChat) format_.append_role_event(sink(), running_usage());
+    // Tokens that exist together go out in one write (one HTTP chunk holding their events); the
+    // final events and the end of the body go with the last token.
+    for (int i = 0; i < news.tokens; ++i) {
+      const int index = usage_.completion_tokens++;
+      std::optional<FinishReason> finish;
+      if (usage_.completion_tokens == plan_.output.tokens) finish = plan_.output.finish;
+      format_.append_token_event(sink(), plan_.token_text(index), finish, running_usage());
+    }
+    unsent_tokens_ += news.tokens;
+    if ((news.finished || usage_.completion_tokens >= plan_.output.tokens) && !finished_) {
+      finished_ = true;
+      std::string& out = sink();
+      if (plan_.include_usage) format_.append_usage_event(out, usage_);
+      out += kSseDone;
+      end_queued_ = true;
+    }
+  }
+
+  void commit() override {
+    if (!plan_.stream) {
+      if (finished_) wake();
+      return;
+    }
+    write();
+  }
+
+  // Handler side. The response header is out: events can be written.
+  void header_sent() {
+    header_sent_ = true;
+    write();
+  }
+  // Writes what the news left unwritten (after finish_write() completed).
+  void write_done() { write(); }
+
+  // Parks the handler until it has something to do: failed(), writer.write_pending(),
+  // end_written(), or (not streamed) finished(). Cancellation of the handler throws.
+  asio::awaitable<void> wait() {
+    if (handler_has_work()) co_return;
+    waiting_ = true;
+    timer_.expires_at(asio::steady_timer::time_point::max());
+    auto [ec] = co_await timer_.async_wait(use_tuple);
+    waiting_ = false;
+    if (!woken_) throw boost::system::system_error(ec ? ec : asio::error::operation_aborted);
+    woken_ = false;
+  }
+
+  bool failed() const { return failed_; }
+  bool finished() const { return finished_; }
+  bool end_written() const { return end_written_; }
+  const Usage& usage() const { return usage_; }
+
+ private:
+  const Usage* running_usage() const { return plan_.continuous_usage ? &usage_ : nullptr; }
+
+  bool handler_has_work() const {
+    return failed_ || writer_.write_pending() || end_written_ || (!plan_.stream && finished_);
+  }
+  void wake() {
+    if (!waiting_ || woken_) return;
+    woken_ = true;
+    timer_.cancel();
+  }
+
+  // Where events go: straight into the writer's chunk buffer when the socket can be written
+  // now (the common case: no copy), else into out_ until it can.
+  std::string& sink() {
+    if (building_ != nullptr) return *building_;
+    if (header_sent_ && !failed_ && !end_written_ && !writer_.write_pending() &&
+        !writer_.client_gone() && out_.empty()) {
+      building_ = &writer_.begin_chunk();
+      return *building_;
+    }
+    return out_;
+  }
+
+  // Writes the events not written yet, as far as the socket takes them now.
+  void write() {
+    using TryWrite = http::ResponseWriter::TryWrite;
+    TryWrite result;
+    // The time the tokens' bytes are handed to the socket (the truth log's token_ns).
+    int64_t now = 0;
+    if (building_ != nullptr) {
+      building_ = nullptr;
+      now = mono_ns();
+      result = writer_.try_write_built(end_queued_);
+    } else {
+      if (!header_sent_ || failed_ || end_written_ || writer_.write_pending()) return;
+      if (out_.empty()) return;
+      now = mono_ns();
+      result = writer_.try_write_chunk(out_, end_queued_);
+      out_.clear();
+    }
+    if (result == TryWrite::kFailed) {
+      failed_ = true;
+      wake();
+      return;
+    }
+    if (unsent_tokens_ > 0) trace_.tokens_sent(unsent_tokens_, now);
+    unsent_tokens_ = 0;
+    if (end_queued_) end_written_ = true;
+    if (result == TryWrite::kPending || end_written_) wake();
+  }
+
+  http::ResponseWriter& writer_;
+  RequestTrace& trace_;
+  const ResponseFormatter& format_;
+  const RequestPlan& plan_;
+  Usage usage_;
+  asio::steady_timer timer_;
+  std::string out_;  // events waiting for the socket (the header, a pending write)
+  std::string* building_ = nullptr;  // the writer's chunk buffer holding this delivery's events
+  int unsent_tokens_ = 0;
+  bool admitted_ = false;
+  bool finished_ = false;     // every token arrived
+  bool end_queued_ = false;   // the final events were formatted
+  bool end_written_ = false;  // the write ending the body was started
+  bool header_sent_ = false;
+  bool failed_ = false;
+  bool waiting_ = false;
+  bool woken_ = false;
+};
+
+}  // namespace
+
+struct SimServer::IoThread {
+  asio::io_context io{1};
+  asio::executor_work_guard<asio::io_context::executor_type> guard{io.get_executor()};
+  std::thread thread;
+};
+
+std::vector<std::unique_ptr<SimServer::IoThread>> SimServer::make_io_threads(int threads) {
+  std::vector<std::unique_ptr<IoThread>> out;
+  if (threads > 1) {
+    for (int i = 0; i < threads; ++i) out.push_back(std::make_unique<IoThread>());
+  }
+  return out;
+}
+
+std::vector<asio::io_context*> SimServer::http_contexts() {
+  std::vector<asio::io_context*> ios;
+  for (auto& t : io_threads_) ios.push_back(&t->io);
+  if (ios.empty()) ios.push_back(&io_);
+  return ios;
+}
+
+namespace {
+
+std::unique_ptr<TokenRelay> make_relay(Engine& engine, asio::io_context& engine_io,
+                                       const std::vector<asio::io_context*>& ios) {
+  std::vector<asio::any_io_executor> executors;
+  std::vector<bool> shares_engine;
+  for (asio::io_context* io : ios) {
+    executors.emplace_back(io->get_executor());
+    shares_engine.push_back(io == &engine_io);
+  }
+  return std::make_unique<TokenRelay>(engine, engine_io.get_executor(), std::move(executors),
+                                      std::move(shares_engine));
+}
 
 }  // namespace
 
@@ -253,11 +499,17 @@ SimServer::SimServer(asio::io_context& io, SimArgs args)
     : SimServer(io, args, default_engine(io, args)) {}
 
 SimServer::SimServer(asio::io_context& io, SimArgs args, std::unique_ptr<Engine> engine)
-    : args_(std::move(args)),
+    : io_(io),
+      args_(std::move(args)),
       served_{args_.model, args_.max_model_len},
       started_unix_s_(static_cast<int64_t>(std::time(nullptr))),
       engine_(std::move(engine)),
-      http_(io, router_.handler(), http_options(args_)) {
+      io_threads_(make_io_threads(args_.threads)),
+      relay_(make_relay(*engine_, io_, http_contexts())),
+      http_(http_contexts(), router_.handler(), http_options(args_)) {
+  for (std::size_t i = 0; i < std::max<std::size_t>(io_threads_.size(), 1); ++i) {
+    metrics_.push_back(std::make_unique<MetricsShard>());
+  }
   if (args_.power_model && args_.engine) {
     if (auto* batch = dynamic_cast<BatchEngine*>(engine_.get())) {
       const HardwareSpec& hw = *args_.engine->hardware;
@@ -287,7 +539,16 @@ SimServer::SimServer(asio::io_context& io, SimArgs args, std::unique_ptr<Engine>
               });
 }
 
-SimServer::~SimServer() = default;
+SimServer::~SimServer() {
+  if (!io_threads_.empty()) {
+    stop();
+    for (auto& t : io_threads_) {
+      if (t->thread.joinable()) t->thread.join();
+    }
+  }
+  // Requests of a forced teardown (run() stopped early) no longer reach the engine.
+  relay_->close();
+}
 
 Expected<uint16_t> SimServer::listen() {
   if (!args_.truth_log.empty() && truth_log_ == nullptr) {
@@ -298,6 +559,21 @@ Expected<uint16_t> SimServer::listen() {
   auto port = http_.listen(args_.host, args_.port);
   if (!port) return port;
   args_.port = *port;
+  if (!io_threads_.empty()) {
+    // The I/O threads post to the engine's io_context: it keeps running until they are done.
+    engine_guard_.emplace(io_.get_executor());
+    io_threads_running_.store(static_cast<int>(io_threads_.size()));
+    for (std::size_t i = 0; i < io_threads_.size(); ++i) {
+      IoThread* thread = io_threads_[i].get();
+      thread->thread = std::thread([this, thread, i] {
+        // Named for top -H, perf and the throughput benchmark ("sim-io-0", ...).
+        const std::string name = fmt::format("sim-io-{}", i);
+        ::pthread_setname_np(::pthread_self(), name.c_str());
+        thread->io.run();
+        on_io_thread_exit();
+      });
+    }
+  }
   sim_log().info("server_args={}", format_sim_args(args_));
   if (args_.timing_model == TimingModelKind::kRoofline && args_.engine) {
     for (const std::string& line : args_.engine->decisions) sim_log().info("{}", line);
@@ -305,13 +581,62 @@ Expected<uint16_t> SimServer::listen() {
   return port;
 }
 
+void SimServer::on_io_thread_exit() {
+  // The last I/O thread out lets the engine's run() return, after the releases they posted.
+  if (io_threads_running_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    asio::post(io_, [this] { engine_guard_.reset(); });
+  }
+}
+
 void SimServer::stop() {
   http_.stop();
+  for (auto& t : io_threads_) {
+    // After the server closed this thread's connections: its run() returns once they unwound.
+    asio::post(t->io, [thread = t.get()] { thread->guard.reset(); });
+  }
+}
+
+std::vector<std::thread::native_handle_type> SimServer::io_thread_handles() {
+  std::vector<std::thread::native_handle_type> out;
+  for (auto& t : io_threads_) out.push_back(t->thread.native_handle());
+  return out;
+}
+
+ServerMetrics SimServer::metrics() const {
+  ServerMetrics total;
+  for (const auto& shard : metrics_) {
+    std::lock_guard lock(shard->mutex);
+    total.add(shard->metrics);
+  }
+  return total;
+}
+
+SimServer::EngineSnapshot SimServer::engine_snapshot_now() const {
+  EngineSnapshot snap;
+  snap.stats = engine_->stats();
+  if (power_) {
+    // Every rank of the tensor-parallel group runs the same steps; power.draw-like 1 s means.
+    const EngineConfig& e = *args_.engine;
+    const double now = steady_now_s();
+    GpuPowerReading r;
+    r.power_w = power_->average_power_w(now, 1.0);
+    r.energy_mj = power_->energy_j(now) * 1000.0;
+    r.util_pct = power_->busy_fraction(now, 1.0) * 100.0;
+    // vLLM-style engines take their memory share at startup and keep it.
+    r.fb_used_mib = e.gpu_memory_utilization * e.hardware->memory_gib * 1024.0;
+    snap.power = r;
+  }
+  return snap;
+}
+
+asio::awaitable<SimServer::EngineSnapshot> SimServer::engine_snapshot_coro() const {
+  co_return engine_snapshot_now();
 }
 
 std::string SimServer::next_request_id(Api api) {
-  // 32 hex digits like vLLM's ids; unique per server run, reproducible for a seed.
-  uint64_t n = ++request_counter_;
+  // 32 hex digits like vLLM's ids; unique per server run, reproducible for a seed (and, with
+  // one I/O thread, for the order requests arrive in).
+  uint64_t n = request_counter_.fetch_add(1, std::memory_order_relaxed) + 1;
   return fmt::format("{}{:016x}{:016x}", api == Api::kChat ? "chatcmpl-" : "cmpl-",
                      mix64(args_.seed ^ 0x5eedULL), mix64(n));
 }
@@ -346,19 +671,15 @@ asio::awaitable<void> SimServer::handle_metrics(const http::HttpRequest&,
     cache = CacheConfigInfo{e.scheduler.block_size, e.scheduler.num_blocks, e.kv_cache_dtype,
                             e.scheduler.prefix_caching, e.gpu_memory_utilization};
   }
-  std::string body =
-      render_metrics(args_.model, engine_->stats(), metrics_, cache ? &*cache : nullptr);
-  if (power_) {
-    // Every rank of the tensor-parallel group runs the same steps; power.draw-like 1 s means.
+  // The engine's state is read on its own thread.
+  const EngineSnapshot snap =
+      io_threads_.empty()
+          ? engine_snapshot_now()
+          : co_await asio::co_spawn(io_, engine_snapshot_coro(), asio::use_awaitable);
+  std::string body = render_metrics(args_.model, snap.stats, metrics(), cache ? &*cache : nullptr);
+  if (snap.power) {
     const EngineConfig& e = *args_.engine;
-    const double now = steady_now_s();
-    GpuPowerReading r;
-    r.power_w = power_->average_power_w(now, 1.0);
-    r.energy_mj = power_->energy_j(now) * 1000.0;
-    r.util_pct = power_->busy_fraction(now, 1.0) * 100.0;
-    // vLLM-style engines take their memory share at startup and keep it.
-    r.fb_used_mib = e.gpu_memory_utilization * e.hardware->memory_gib * 1024.0;
-    std::vector<GpuPowerReading> gpus(static_cast<size_t>(e.tensor_parallel_size), r);
+    std::vector<GpuPowerReading> gpus(static_cast<size_t>(e.tensor_parallel_size), *snap.power);
     for (int g = 0; g < e.tensor_parallel_size; ++g) gpus[static_cast<size_t>(g)].gpu = g;
     render_dcgm_metrics(body, gpus, e.hardware->product, hostname_);
   }
@@ -374,76 +695,62 @@ asio::awaitable<void> SimServer::handle_generate(Api api, const http::HttpReques
     co_return;
   }
   GenerateRequest& req = std::get<GenerateRequest>(parsed);
-  const OutputPlan plan =
+  RequestPlan plan;
+  plan.api = api;
+  plan.stream = req.stream;
+  plan.include_usage = req.include_usage;
+  plan.continuous_usage = req.continuous_usage;
+  plan.output =
       plan_output(req.prompt_hash, args_.seed, req.max_tokens, req.min_tokens, req.ignore_eos);
-  const uint64_t stream_seed = mix64(req.prompt_hash ^ mix64(args_.seed + 1));
+  plan.stream_seed = mix64(req.prompt_hash ^ mix64(args_.seed + 1));
   const std::string id = next_request_id(api);
   const ResponseFormatter format(api, id, static_cast<int64_t>(std::time(nullptr)), args_.model);
-  // With finish "stop" the last token is EOS, which detokenizes to "" (as in vLLM).
-  auto token_text = [&](int index) -> std::string_view {
-    if (plan.finish == FinishReason::kStop && index == plan.tokens - 1) return "";
-    return output_token_text(stream_seed, index);
-  };
-  Usage usage{req.prompt_tokens, 0};
 
   GenerationRequest submission;
   submission.prompt_tokens = req.prompt_tokens;
-  submission.output_tokens = plan.tokens;
+  submission.output_tokens = plan.output.tokens;
   submission.prompt_keys = std::move(req.prompt_keys);
-  submission.output_seed = stream_seed;
-  submission.ends_with_eos = plan.finish == FinishReason::kStop;
-  submission.record_due_times = truth_log_ != nullptr;
-  std::unique_ptr<Generation> generation = engine_->submit(std::move(submission));
-  // Declared after the generation, so it is destroyed first and can still read it.
-  RequestTrace trace(metrics_, truth_log_.get(), request, api, id, req.stream, req.prompt_tokens,
-                     plan.finish, *generation);
+  submission.output_seed = plan.stream_seed;
+  submission.ends_with_eos = plan.output.finish == FinishReason::kStop;
+
+  // Destroyed in reverse order: the ticket first (no more news, the engine drops the request),
+  // then the receiver, then the trace (which writes the truth record).
+  RequestTrace trace(*metrics_.at(request.io_index), truth_log_.get(), request, api, id,
+                     req.stream, req.prompt_tokens, plan.output.finish);
+  auto executor = co_await asio::this_coro::executor;
+  RequestReceiver receiver(executor, writer, trace, format, plan, req.prompt_tokens);
+  // Submitted before the response header is written, so the request joins the next step.
+  TokenRelay::Ticket ticket = relay_->submit(request.io_index, receiver, std::move(submission));
 
   if (!req.stream) {
+    while (!receiver.finished()) co_await receiver.wait();
     std::string text;
-    while (const int n = co_await generation->next_tokens()) {
-      for (int i = 0; i < n; ++i) text += token_text(usage.completion_tokens++);
-    }
-    trace.tokens_sent(usage.completion_tokens, mono_ns());
-    if (co_await writer.send(200, kJson, format.full_response(text, plan.finish, usage))) {
+    for (int i = 0; i < receiver.usage().completion_tokens; ++i) text += plan.token_text(i);
+    trace.tokens_sent(receiver.usage().completion_tokens, mono_ns());
+    if (co_await writer.send(200, kJson,
+                             format.full_response(text, plan.output.finish, receiver.usage()))) {
       trace.completed();
     }
     co_return;
   }
 
-  // Like vLLM, the response header goes out at once; tokens follow as the engine makes them.
+  // Like vLLM, the response header goes out at once; the events follow as the engine makes the
+  // tokens, written by the receiver (about one socket write per engine step per stream).
   if (!co_await writer.begin_stream()) co_return;
-  co_await generation->admitted();
-  const Usage* running_usage = req.continuous_usage ? &usage : nullptr;
-  if (api == Api::kChat) {
-    if (!co_await writer.write_chunk(format.role_event(running_usage))) co_return;
-  }
-  // Tokens that exist together go out in one write (one HTTP chunk holding their events), and
-  // the final events and the end of the body go with the last token, so a stream costs about
-  // one socket write per engine step.
-  std::string chunk;
-  chunk.reserve(1024);
+  receiver.header_sent();
   while (true) {
-    const int n = co_await generation->next_tokens();
-    if (n == 0) break;
-    chunk.clear();
-    for (int i = 0; i < n; ++i) {
-      const int index = usage.completion_tokens++;
-      std::optional<FinishReason> finish;
-      if (usage.completion_tokens == plan.tokens) finish = plan.finish;
-      format.append_token_event(chunk, token_text(index), finish, running_usage);
-    }
-    const bool last = usage.completion_tokens == plan.tokens;
-    if (last) {
-      if (req.include_usage) format.append_usage_event(chunk, usage);
-      chunk += kSseDone;
-    }
-    trace.tokens_sent(n, mono_ns());
-    if (!last) {
-      if (!co_await writer.write_chunk(chunk)) co_return;
+    if (receiver.failed()) co_return;  // the client is gone: the trace records an abort
+    if (writer.write_pending()) {
+      // The socket's buffer was full: the rest goes out asynchronously, then what came meanwhile.
+      if (!co_await writer.finish_write()) co_return;
+      receiver.write_done();
       continue;
     }
-    if (co_await writer.end_stream(chunk)) trace.completed();
-    co_return;
+    if (receiver.end_written()) {
+      if (writer.complete()) trace.completed();
+      co_return;
+    }
+    co_await receiver.wait();
   }
 }
 

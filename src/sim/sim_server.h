@@ -2,14 +2,25 @@
 // /v1/models, /metrics, /v1/completions and /v1/chat/completions with vLLM's wire format, timed
 // by an Engine (engine.h): the continuous-batching BatchEngine on the roofline PerfModel, or the
 // per-request SimpleEngine whose timing tests know exactly. See docs/serve-sim.md.
+//
+// Threading (SimArgs::threads, docs/serve-sim.md "Threads"): the engine always runs on the
+// io_context given at construction, run by the caller's thread. With threads == 1 the HTTP
+// connections run there too. With threads == N > 1 the server starts N I/O threads of its own
+// and spreads the connections over them; the engine's news reaches them through a TokenRelay
+// (token_relay.h), one post per I/O thread per engine step.
 #pragma once
 
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "core/expected.h"
 #include "http/server.h"
@@ -19,6 +30,7 @@
 #include "sim/requests.h"
 #include "sim/server_metrics.h"
 #include "sim/timing_model.h"
+#include "sim/token_relay.h"
 #include "sim/truth_log.h"
 
 namespace ib::sim {
@@ -49,7 +61,21 @@ struct SimArgs {
   /// --power-model: /metrics also carries a GPU power trace per tensor-parallel rank in
   /// dcgm-exporter's names, derived from the engine's steps (sim/power_model.h). Roofline only.
   bool power_model = false;
+  /// --threads: 1 serves everything (engine and connections) on one thread; N > 1 adds N I/O
+  /// threads for the connections, the engine keeping its own. serve-sim defaults to
+  /// default_io_threads().
+  int threads = 1;
 };
+
+/// The most I/O threads --threads accepts.
+inline constexpr int kMaxIoThreads = 64;
+
+/// serve-sim's --threads auto: min(4, cores / 2), at least 1, counting the cores this process
+/// may run on. Half the cores, because
+/// the load generator usually runs on the same host; at most 4, because one I/O thread streams
+/// well over 100k tokens/s and the kernel's loopback cost, not the thread count, is the limit
+/// beyond that. 1 (everything on one thread, no cross-thread hand-off) on a 2- or 3-core host.
+int default_io_threads();
 
 /// Error naming the first setting out of range.
 Status validate(const SimArgs& args);
@@ -65,24 +91,29 @@ class SimServer {
   /// Serves with the given engine; args' timing settings are then only reported. The engine must
   /// run on `io`.
   SimServer(boost::asio::io_context& io, SimArgs args, std::unique_ptr<Engine> engine);
+  /// Joins the I/O threads. REQUIRES: `io`'s run() returned (after stop()), or never ran.
   ~SimServer();
   SimServer(const SimServer&) = delete;
   SimServer& operator=(const SimServer&) = delete;
 
-  /// Opens the truth log (when asked), binds args.host:args.port and logs the server_args line
-  /// (with the bound port) and the configuration decisions to stderr. Returns the bound port or
-  /// an Error naming the address or file.
+  /// Opens the truth log (when asked), binds args.host:args.port, starts the I/O threads (when
+  /// args.threads > 1) and logs the server_args line (with the bound port) and the configuration
+  /// decisions to stderr. Returns the bound port or an Error naming the address or file.
   Expected<uint16_t> listen();
 
   /// Stops accepting and closes connections; in-flight requests are cancelled. The io_context's
-  /// run() returns once they have unwound. Safe from any thread. Destroy the server only after
-  /// run() returned.
+  /// run() returns once they have unwound and every I/O thread has finished. Safe from any
+  /// thread. Destroy the server only after run() returned.
   void stop();
 
   /// The settings, with the bound port once listening.
   const SimArgs& args() const { return args_; }
+  /// Read on the engine's thread (or once run() returned).
   const Engine& engine() const { return *engine_; }
-  const ServerMetrics& metrics() const { return metrics_; }
+  /// The request counters of all I/O threads added up (safe from any thread).
+  ServerMetrics metrics() const;
+  /// Native handles of the I/O threads (empty with threads == 1), e.g. to read their CPU time.
+  std::vector<std::thread::native_handle_type> io_thread_handles();
 
  private:
   boost::asio::awaitable<void> handle_health(const http::HttpRequest& request,
@@ -95,17 +126,44 @@ class SimServer {
                                                http::ResponseWriter& writer);
   std::string next_request_id(Api api);
 
+ public:
+  /// One I/O thread's request counters (public for the request code in sim_server.cc).
+  struct MetricsShard {
+    std::mutex mutex;  // taken by its thread per update, by /metrics to add them up
+    ServerMetrics metrics;
+  };
+  /// Engine state read on the engine's thread for one /metrics scrape.
+  struct EngineSnapshot {
+    EngineStats stats;
+    std::optional<GpuPowerReading> power;  // --power-model: every rank's reading
+  };
+
+ private:
+  struct IoThread;
+  static std::vector<std::unique_ptr<IoThread>> make_io_threads(int threads);
+  std::vector<boost::asio::io_context*> http_contexts();
+  EngineSnapshot engine_snapshot_now() const;
+  boost::asio::awaitable<EngineSnapshot> engine_snapshot_coro() const;
+  void on_io_thread_exit();
+
+  boost::asio::io_context& io_;  // the engine's
   SimArgs args_;
   ServedModel served_;
   int64_t started_unix_s_;
-  uint64_t request_counter_ = 0;
-  ServerMetrics metrics_;
+  std::atomic<uint64_t> request_counter_{0};
+  std::vector<std::unique_ptr<MetricsShard>> metrics_;  // one per I/O thread
   std::unique_ptr<TruthLog> truth_log_;
   std::unique_ptr<Engine> engine_;
   std::shared_ptr<PowerMeter> power_;  // --power-model: every rank draws the same
   std::string hostname_;
   http::HttpRouter router_;
+  std::vector<std::unique_ptr<IoThread>> io_threads_;  // threads > 1
+  std::unique_ptr<TokenRelay> relay_;
   http::HttpServer http_;
+  /// Keeps the engine's run() going while I/O threads run (they post to it); threads > 1.
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>>
+      engine_guard_;
+  std::atomic<int> io_threads_running_{0};
 };
 
 }  // namespace ib::sim

@@ -76,18 +76,26 @@ class SimServerThread : public testing::ServerOnThread<SimServer> {
       : ServerOnThread([](SimServer& s) { return s.listen(); }, std::move(args)) {}
 };
 
-class SimServerTest : public ::testing::Test {
+SimArgs with_threads(SimArgs args, int threads) {
+  args.threads = threads;
+  return args;
+}
+
+// Every case runs with the engine and the connections on one thread, and with three I/O threads.
+class SimServerTest : public ::testing::TestWithParam<int> {
  protected:
-  SimServerThread sim_{fast_args()};
+  SimServerThread sim_{with_threads(fast_args(), GetParam())};
   uint16_t port() const { return sim_.port(); }
 };
 
-TEST_F(SimServerTest, ListensOnAnEphemeralPort) {
+INSTANTIATE_TEST_SUITE_P(Threads, SimServerTest, ::testing::Values(1, 3));
+
+TEST_P(SimServerTest, ListensOnAnEphemeralPort) {
   EXPECT_NE(port(), 0);
   EXPECT_EQ(sim_.server().args().port, port());
 }
 
-TEST_F(SimServerTest, Health) {
+TEST_P(SimServerTest, Health) {
   TestClient client(port());
   Response r = client.request(http::verb::get, "/health");
   ASSERT_FALSE(r.ec) << r.ec.message();
@@ -95,7 +103,7 @@ TEST_F(SimServerTest, Health) {
   EXPECT_EQ(r.body, "");
 }
 
-TEST_F(SimServerTest, Models) {
+TEST_P(SimServerTest, Models) {
   TestClient client(port());
   Response r = client.request(http::verb::get, "/v1/models");
   ASSERT_FALSE(r.ec);
@@ -111,7 +119,7 @@ TEST_F(SimServerTest, Models) {
   EXPECT_GT(card.at("created").as_int64(), 0);
 }
 
-TEST_F(SimServerTest, NonStreamingCompletionWithIgnoreEos) {
+TEST_P(SimServerTest, NonStreamingCompletionWithIgnoreEos) {
   TestClient client(port());
   Response r = client.post(
       "/v1/completions",
@@ -130,7 +138,7 @@ TEST_F(SimServerTest, NonStreamingCompletionWithIgnoreEos) {
   EXPECT_EQ(v.at("usage").at("total_tokens").as_int64(), 8);
 }
 
-TEST_F(SimServerTest, NaturalStopIsConsistentAndDeterministic) {
+TEST_P(SimServerTest, NaturalStopIsConsistentAndDeterministic) {
   // Over a few prompts, both endings occur and usage always matches the text.
   int stops = 0;
   TestClient client(port());
@@ -157,7 +165,7 @@ TEST_F(SimServerTest, NaturalStopIsConsistentAndDeterministic) {
   EXPECT_GT(stops, 0);
 }
 
-TEST_F(SimServerTest, StreamingChatEventSequence) {
+TEST_P(SimServerTest, StreamingChatEventSequence) {
   TestClient client(port());
   Response r = client.post(
       "/v1/chat/completions",
@@ -202,7 +210,7 @@ TEST_F(SimServerTest, StreamingChatEventSequence) {
             2 + kChatTokensPerMessage + kChatTokensPerRequest);
 }
 
-TEST_F(SimServerTest, StreamingCompletionWithContinuousUsage) {
+TEST_P(SimServerTest, StreamingCompletionWithContinuousUsage) {
   TestClient client(port());
   Response r =
       client.post("/v1/completions",
@@ -222,7 +230,7 @@ TEST_F(SimServerTest, StreamingCompletionWithContinuousUsage) {
   EXPECT_EQ(events[4], "[DONE]");
 }
 
-TEST_F(SimServerTest, StreamingWithoutUsageEndsWithDone) {
+TEST_P(SimServerTest, StreamingWithoutUsageEndsWithDone) {
   TestClient client(port());
   Response r = client.post("/v1/completions",
                            R"({"prompt":"x","max_tokens":2,"ignore_eos":true,"stream":true})");
@@ -232,7 +240,7 @@ TEST_F(SimServerTest, StreamingWithoutUsageEndsWithDone) {
   EXPECT_EQ(events[2], "[DONE]");
 }
 
-TEST_F(SimServerTest, MalformedJsonIs400AndServingContinues) {
+TEST_P(SimServerTest, MalformedJsonIs400AndServingContinues) {
   {
     TestClient client(port());
     Response r = client.post("/v1/completions", R"({"prompt": "a",)");
@@ -251,7 +259,7 @@ TEST_F(SimServerTest, MalformedJsonIs400AndServingContinues) {
   EXPECT_EQ(json::parse(r.body).at("usage").at("completion_tokens").as_int64(), 2);
 }
 
-TEST_F(SimServerTest, BadFieldIs400NamingIt) {
+TEST_P(SimServerTest, BadFieldIs400NamingIt) {
   TestClient client(port());
   Response r = client.post("/v1/chat/completions",
                            R"({"messages":[{"role":"user","content":"a"}],"max_tokens":0})");
@@ -262,27 +270,27 @@ TEST_F(SimServerTest, BadFieldIs400NamingIt) {
             std::string::npos);
 }
 
-TEST_F(SimServerTest, ContextOverflowIs400) {
+TEST_P(SimServerTest, ContextOverflowIs400) {
   TestClient client(port());
   Response r = client.post("/v1/completions", R"({"prompt":"a b","max_tokens":4095})");
   EXPECT_EQ(r.status, 400);
   EXPECT_EQ(json::parse(r.body).at("error").at("param").as_string(), "max_tokens");
 }
 
-TEST_F(SimServerTest, UnknownModelIs404) {
+TEST_P(SimServerTest, UnknownModelIs404) {
   TestClient client(port());
   Response r = client.post("/v1/completions", R"({"model":"other","prompt":"a"})");
   EXPECT_EQ(r.status, 404);
   EXPECT_EQ(json::parse(r.body).at("error").at("type").as_string(), "NotFoundError");
 }
 
-TEST_F(SimServerTest, RoutingErrors) {
+TEST_P(SimServerTest, RoutingErrors) {
   TestClient client(port());
   EXPECT_EQ(client.request(http::verb::get, "/v1/completions").status, 405);
   EXPECT_EQ(client.request(http::verb::get, "/v2/nothing").status, 404);
 }
 
-TEST_F(SimServerTest, KeepAliveTwoRequestsOnOneConnection) {
+TEST_P(SimServerTest, KeepAliveTwoRequestsOnOneConnection) {
   TestClient client(port());
   Response first = client.post("/v1/completions", R"({"prompt":"a","max_tokens":1})");
   ASSERT_FALSE(first.ec);
@@ -295,8 +303,11 @@ TEST_F(SimServerTest, KeepAliveTwoRequestsOnOneConnection) {
   EXPECT_EQ(sse_data(second.body).back(), "[DONE]");
 }
 
-TEST(SimServerStop, InFlightStreamIsCancelledAndRunReturns) {
-  SimArgs args = fast_args();
+class SimServerThreads : public ::testing::TestWithParam<int> {};
+INSTANTIATE_TEST_SUITE_P(Threads, SimServerThreads, ::testing::Values(1, 3));
+
+TEST_P(SimServerThreads, InFlightStreamIsCancelledAndRunReturns) {
+  SimArgs args = with_threads(fast_args(), GetParam());
   args.timing.decode_base_ms = 50.0;  // long enough that the stream is still running at stop()
   SimServerThread sim(args);
   TestClient client(sim.port());
@@ -312,8 +323,8 @@ TEST(SimServerStop, InFlightStreamIsCancelledAndRunReturns) {
       << closed.message();
 }
 
-TEST(SimServerQueue, ClientDisconnectFreesTheSlot) {
-  SimArgs args = fast_args();
+TEST_P(SimServerThreads, ClientDisconnectFreesTheSlot) {
+  SimArgs args = with_threads(fast_args(), GetParam());
   args.max_running = 1;
   args.timing.decode_base_ms = 20.0;
   SimServerThread sim(args);
@@ -344,6 +355,16 @@ TEST(SimArgsTest, ValidateNamesTheSetting) {
   SimArgs c;
   c.model = "";
   EXPECT_FALSE(validate(c).ok());
+  SimArgs d;
+  d.threads = 0;
+  ASSERT_FALSE(validate(d).ok());
+  EXPECT_NE(validate(d).error().message.find("threads"), std::string::npos);
+  d.threads = kMaxIoThreads + 1;
+  EXPECT_FALSE(validate(d).ok());
+  d.threads = 3;
+  EXPECT_TRUE(validate(d).ok());
+  EXPECT_GE(default_io_threads(), 1);
+  EXPECT_LE(default_io_threads(), 4);
 }
 
 TEST(SimArgsTest, FormatListsEverySettingPythonStyle) {
@@ -354,7 +375,8 @@ TEST(SimArgsTest, FormatListsEverySettingPythonStyle) {
   for (const char* part :
        {"host='127.0.0.1'", "port=8000", "model='sim-model'", "max_model_len=32768",
         "prefill_tok_s=20000.0", "prefill_overhead_ms=2.0", "decode_base_ms=5.0",
-        "decode_per_running_ms=0.1", "max_running=256", "seed=0", "keep_alive_timeout_s=5.0"}) {
+        "decode_per_running_ms=0.1", "max_running=256", "seed=0", "keep_alive_timeout_s=5.0",
+        "threads=1"}) {
     EXPECT_NE(s.find(part), std::string::npos) << part << " missing in " << s;
   }
   args.model = "it's";
@@ -596,6 +618,194 @@ TEST(SimServerTruthLog, OneLinePerRequestWithEveryTokenSendTime) {
     }
   }
   EXPECT_LE(sent.back().as_int64(), after);
+}
+
+// Many concurrent streams over three I/O threads (the engine on a fourth): every response is
+// complete and the same as the non-streamed answer to the same prompt, the truth log has one
+// well-formed line per request with its tokens' send times in order, and /metrics adds up the
+// counts of all threads.
+TEST(SimServerIoThreads, ManyConcurrentStreamsAreCompleteCorrectAndLogged) {
+  char path_template[] = "/tmp/ib_truth_XXXXXX";
+  const int fd = ::mkstemp(path_template);
+  ASSERT_GE(fd, 0);
+  ::close(fd);
+  SimArgs args = roofline_args();
+  args.threads = 3;
+  args.truth_log = path_template;
+  constexpr int kStreams = 90;
+  auto tokens_of = [](int i) { return 8 + i % 9; };
+  auto is_chat = [](int i) { return i % 3 == 0; };
+  auto body = [&](int i, bool stream) {
+    const std::string tail = R"("max_tokens":)" + std::to_string(tokens_of(i)) +
+                             R"(,"ignore_eos":true,"stream":)" + (stream ? "true" : "false") +
+                             (stream && i % 2 == 0 ? R"(,"stream_options":{"include_usage":true})"
+                                                   : "") +
+                             "}";
+    const std::string text = "stream number " + std::to_string(i) + " of many";
+    return is_chat(i) ? R"({"messages":[{"role":"user","content":")" + text + R"("}],)" + tail
+                      : R"({"prompt":")" + text + R"(",)" + tail;
+  };
+  auto path = [&](int i) { return is_chat(i) ? "/v1/chat/completions" : "/v1/completions"; };
+  int64_t total_tokens = 0;
+  {
+    SimServerThread sim(args);
+    std::vector<std::unique_ptr<TestClient>> clients;
+    for (int i = 0; i < kStreams; ++i) {
+      clients.push_back(std::make_unique<TestClient>(sim.port()));
+      ASSERT_FALSE(clients.back()->send(http::verb::post, path(i), body(i, true),
+                                        {{"X-Request-Id", "s" + std::to_string(i)}}));
+    }
+    TestClient reference(sim.port());
+    for (int i = 0; i < kStreams; ++i) {
+      Response r = clients[static_cast<size_t>(i)]->read();
+      ASSERT_FALSE(r.ec) << i << ": " << r.ec.message();
+      ASSERT_EQ(r.status, 200) << i;
+      std::vector<std::string> events = sse_data(r.body);
+      ASSERT_FALSE(events.empty());
+      EXPECT_EQ(events.back(), "[DONE]") << i;
+      std::string text;
+      int content_events = 0;
+      for (size_t e = 0; e + 1 < events.size(); ++e) {
+        const json::object ev = json::parse(events[e]).as_object();
+        const auto& choices = ev.at("choices").as_array();
+        if (choices.empty()) {  // the usage event
+          EXPECT_EQ(ev.at("usage").at("completion_tokens").as_int64(), tokens_of(i));
+          continue;
+        }
+        const json::object& c = choices[0].as_object();
+        if (is_chat(i)) {
+          const json::object& delta = c.at("delta").as_object();
+          if (delta.contains("role")) continue;  // the role event
+          text += delta.at("content").as_string();
+        } else {
+          text += c.at("text").as_string();
+        }
+        ++content_events;
+      }
+      EXPECT_EQ(content_events, tokens_of(i)) << i;
+      total_tokens += tokens_of(i);
+      // The same prompt and seed give the same text, streamed or not.
+      Response full = reference.post(path(i), body(i, false));
+      ASSERT_EQ(full.status, 200) << full.body;
+      const json::value full_json = json::parse(full.body);
+      const json::object& choice = full_json.at("choices").at(0).as_object();
+      const std::string want(is_chat(i) ? choice.at("message").at("content").as_string()
+                                        : choice.at("text").as_string());
+      EXPECT_EQ(text, want) << i;
+      total_tokens += tokens_of(i);
+    }
+    Response m = reference.request(http::verb::get, "/metrics");
+    ASSERT_EQ(m.status, 200);
+    EXPECT_EQ(metric(m.body, "vllm:generation_tokens_total"), total_tokens);
+    EXPECT_EQ(metric(m.body, "vllm:request_success_total", ",finished_reason=\"length\""),
+              2 * kStreams);
+    EXPECT_EQ(metric(m.body, "vllm:request_success_total", ",finished_reason=\"abort\""), 0);
+    EXPECT_EQ(metric(m.body, "vllm:time_to_first_token_seconds_count"), 2 * kStreams);
+    EXPECT_EQ(metric(m.body, "vllm:num_requests_running"), 0);
+    EXPECT_TRUE(sim.shut_down()) << "run() did not return after stop()";
+  }
+  std::vector<std::string> lines;
+  {
+    std::ifstream in(path_template);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+  }
+  ::unlink(path_template);
+  ASSERT_EQ(lines.size(), static_cast<size_t>(2 * kStreams)) << "one line per request";
+  int streamed = 0;
+  for (const std::string& line : lines) {
+    const json::object rec = json::parse(line).as_object();  // one whole record per line
+    EXPECT_EQ(rec.at("finish_reason").as_string(), "length");
+    const auto& sent = rec.at("token_ns").as_array();
+    const auto& due = rec.at("due_ns").as_array();
+    EXPECT_EQ(static_cast<int64_t>(sent.size()), rec.at("completion_tokens").as_int64());
+    ASSERT_EQ(due.size(), sent.size());
+    if (!rec.at("stream").as_bool()) continue;
+    ++streamed;
+    const std::string request_id(rec.at("request_id").as_string());
+    EXPECT_EQ(static_cast<int64_t>(sent.size()), tokens_of(std::stoi(request_id.substr(1))));
+    for (size_t t = 0; t < sent.size(); ++t) {
+      EXPECT_LE(due[t].as_int64(), sent[t].as_int64()) << "a token is sent after it exists";
+      if (t == 0) continue;
+      EXPECT_GT(due[t].as_int64(), due[t - 1].as_int64());
+      EXPECT_GE(sent[t].as_int64(), sent[t - 1].as_int64());
+    }
+  }
+  EXPECT_EQ(streamed, kStreams);
+}
+
+// A client that goes away mid-stream on one I/O thread cancels its request in the engine (on
+// another thread): the abort is counted and logged, and the other streams go on.
+TEST(SimServerIoThreads, DisconnectMidStreamCancelsTheRequest) {
+  char path_template[] = "/tmp/ib_truth_XXXXXX";
+  const int fd = ::mkstemp(path_template);
+  ASSERT_GE(fd, 0);
+  ::close(fd);
+  SimArgs args = roofline_args();
+  args.threads = 2;
+  args.time_scale = 1.0;  // 4000 tokens take seconds: both streams outlast the test's steps
+  args.truth_log = path_template;
+  {
+    SimServerThread sim(args);
+    TestClient leaver(sim.port());
+    TestClient stayer(sim.port());
+    for (TestClient* c : {&leaver, &stayer}) {
+      ASSERT_FALSE(c->send(http::verb::post, "/v1/completions",
+                           R"({"prompt":"a long one","max_tokens":4000,"ignore_eos":true,)"
+                           R"("stream":true})"));
+      ASSERT_FALSE(c->read_header().ec);
+    }
+    ASSERT_FALSE(leaver.read_some().empty());  // tokens are flowing
+    leaver.close();
+    ASSERT_FALSE(stayer.read_some().empty());
+    TestClient probe(sim.port());
+    double aborted = 0;
+    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    while (aborted < 1 && std::chrono::steady_clock::now() < deadline) {
+      Response m = probe.request(http::verb::get, "/metrics");
+      aborted = metric(m.body, "vllm:request_success_total", ",finished_reason=\"abort\"");
+      if (aborted < 1) std::this_thread::sleep_for(10ms);
+    }
+    EXPECT_EQ(aborted, 1);
+    Response m = probe.request(http::verb::get, "/metrics");
+    EXPECT_EQ(metric(m.body, "vllm:num_requests_running"), 1);  // the stayer's
+    EXPECT_FALSE(stayer.read_some().empty());
+    EXPECT_TRUE(sim.shut_down());
+    EXPECT_EQ(sim.server().engine().running(), 0);
+  }
+  std::vector<std::string> lines;
+  {
+    std::ifstream in(path_template);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+  }
+  ::unlink(path_template);
+  ASSERT_EQ(lines.size(), 2u);  // the leaver's, then the stayer's (cut by the shutdown)
+  for (const std::string& line : lines) {
+    EXPECT_EQ(json::parse(line).at("finish_reason").as_string(), "abort") << line;
+  }
+}
+
+// stop() with streams in flight on every I/O thread: every connection is closed and run()
+// returns (the I/O threads are joined by the server's destructor).
+TEST(SimServerIoThreads, StopClosesEveryThreadsStreamsAndRunReturns) {
+  SimArgs args = fast_args();
+  args.threads = 3;
+  args.timing.decode_base_ms = 20.0;
+  SimServerThread sim(args);
+  std::vector<std::unique_ptr<TestClient>> clients;
+  for (int i = 0; i < 6; ++i) {
+    clients.push_back(std::make_unique<TestClient>(sim.port()));
+    ASSERT_FALSE(clients.back()->send(
+        http::verb::post, "/v1/completions",
+        R"({"prompt":"a","max_tokens":1000,"ignore_eos":true,"stream":true})"));
+    ASSERT_EQ(clients.back()->read_header().status, 200);
+  }
+  EXPECT_TRUE(sim.shut_down()) << "io_context::run() did not return after stop()";
+  EXPECT_EQ(sim.server().engine().running(), 0);
+  for (auto& c : clients) {
+    const error_code closed = c->wait_closed();
+    EXPECT_TRUE(closed == asio::error::eof || closed == asio::error::connection_reset)
+        << closed.message();
+  }
 }
 
 }  // namespace

@@ -65,16 +65,20 @@ TruthLog::~TruthLog() {
 }
 
 void TruthLog::write(const TruthRecord& record) {
-  line_.clear();
-  append_truth(line_, record);
-  line_ += '\n';
+  // Formatted by the calling thread, outside the lock; a thread's buffer is reused.
+  thread_local std::string line;
+  line.clear();
+  append_truth(line, record);
+  line += '\n';
   // One write per request, flushed at once so a reader sees every finished request (requests
   // end far less often than tokens are sent, so this costs little).
-  std::fwrite(line_.data(), 1, line_.size(), file_);
+  std::lock_guard lock(mutex_);
+  std::fwrite(line.data(), 1, line.size(), file_);
   std::fflush(file_);
 }
 
 void TruthLog::flush() {
+  std::lock_guard lock(mutex_);
   std::fflush(file_);
 }
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -31,7 +32,8 @@ struct TruthRecord {
   std::span<const int64_t> due_ns;    // per token: the engine step that produced it ended
 };
 
-/// Appends TruthRecords to a file as JSON lines, each flushed when written. Single-threaded.
+/// Appends TruthRecords to a file as JSON lines, each flushed when written. Thread-safe: every
+/// record is one whole line, whichever thread writes it.
 class TruthLog {
  public:
   /// Creates (truncates) `path`. Error names the path and the OS reason.
@@ -46,7 +48,7 @@ class TruthLog {
  private:
   explicit TruthLog(std::FILE* file) : file_(file) {}
   std::FILE* file_;
-  std::string line_;
+  std::mutex mutex_;  // one writer at a time
 };
 
 /// The JSON line of `record` (without the newline).

@@ -101,6 +101,11 @@ class SimServer {
   std::string url() const { return endpoint().url(); }
   bool running() { return child_ && !child_->poll(); }
   std::string log() const { return file_tail(log_, 1 << 20); }
+  const fs::path& port_file() const { return port_file_; }
+  /// SIGTERM, then SIGKILL after `grace`; how serve-sim ended.
+  ExitInfo stop(std::chrono::milliseconds grace = std::chrono::milliseconds(10000)) {
+    return child_ ? child_->stop(grace) : ExitInfo{};
+  }
 
  private:
   fs::path port_file_, log_;
