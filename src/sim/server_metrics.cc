@@ -95,6 +95,7 @@ ServerMetrics::ServerMetrics() : ttft(kTtftBuckets), e2e(kE2eBuckets) {}
 void ServerMetrics::add(const ServerMetrics& other) {
   prompt_tokens += other.prompt_tokens;
   generation_tokens += other.generation_tokens;
+  token_writes += other.token_writes;
   finished_stop += other.finished_stop;
   finished_length += other.finished_length;
   finished_abort += other.finished_abort;
@@ -139,6 +140,13 @@ std::string render_metrics(std::string_view model, const EngineStats& engine,
   header(out, "vllm:generation_tokens_total", "counter", "Number of generation tokens processed.");
   sample(out, "vllm:generation_tokens_total", labels,
          static_cast<double>(server.generation_tokens));
+  // Tokens per write above 1 means tokens went out together: the client or the server fell
+  // behind the engine (ours: vLLM has no such counter).
+  header(out, "inferbench_sim:token_writes_total", "counter",
+         "Socket writes that carried generated tokens (a non-streamed response counts one) "
+         "(inferbench-sim).");
+  sample(out, "inferbench_sim:token_writes_total", labels,
+         static_cast<double>(server.token_writes));
   header(out, "vllm:request_success_total", "counter", "Count of successfully processed requests.");
   sample(out, "vllm:request_success_total", labels + R"(,finished_reason="stop")",
          static_cast<double>(server.finished_stop));

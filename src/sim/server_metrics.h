@@ -45,6 +45,7 @@ struct ServerMetrics {
   void add(const ServerMetrics& other);
   int64_t prompt_tokens = 0;      // of requests that produced a first token
   int64_t generation_tokens = 0;  // tokens sent
+  int64_t token_writes = 0;       // socket writes that carried them
   int64_t finished_stop = 0;
   int64_t finished_length = 0;
   int64_t finished_abort = 0;  // client went away or the server stopped mid-request

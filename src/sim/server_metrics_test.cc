@@ -35,6 +35,7 @@ TEST(RenderMetrics, VllmNamesTypesAndLabels) {
   ServerMetrics server;
   server.prompt_tokens = 1000;
   server.generation_tokens = 64;
+  server.token_writes = 40;
   server.finished_length = 2;
   server.ttft.observe(0.03);
   const std::string text = render_metrics("m\"x", engine, server, nullptr);
@@ -51,6 +52,7 @@ TEST(RenderMetrics, VllmNamesTypesAndLabels) {
            std::string("# TYPE inferbench_sim:kv_cache_evicted_blocks_total counter"),
            "vllm:prompt_tokens_total{" + labels + "} 1000",
            "vllm:generation_tokens_total{" + labels + "} 64",
+           "inferbench_sim:token_writes_total{" + labels + "} 40",
            "vllm:request_success_total{" + labels + R"(,finished_reason="length"} 2)",
            "vllm:time_to_first_token_seconds_bucket{" + labels + R"(,le="0.04"} 1)",
            "vllm:time_to_first_token_seconds_bucket{" + labels + R"(,le="0.02"} 0)",
@@ -64,6 +66,36 @@ TEST(RenderMetrics, VllmNamesTypesAndLabels) {
   CacheConfigInfo cache{16, 1234, "bf16", true, 0.9};
   EXPECT_NE(render_metrics("m", engine, server, &cache).find(R"(num_gpu_blocks="1234")"),
             std::string::npos);
+}
+
+// /metrics with several I/O threads adds up each thread's counters.
+TEST(ServerMetrics, AddSumsCountersAndHistograms) {
+  ServerMetrics a, b;
+  a.prompt_tokens = 10;
+  a.generation_tokens = 5;
+  a.token_writes = 3;
+  a.finished_length = 1;
+  a.ttft.observe(0.03);
+  a.e2e.observe(2.0);
+  b.prompt_tokens = 7;
+  b.generation_tokens = 4;
+  b.token_writes = 4;
+  b.finished_stop = 2;
+  b.finished_abort = 1;
+  b.ttft.observe(0.5);
+  ServerMetrics total;
+  total.add(a);
+  total.add(b);
+  EXPECT_EQ(total.prompt_tokens, 17);
+  EXPECT_EQ(total.generation_tokens, 9);
+  EXPECT_EQ(total.token_writes, 7);
+  EXPECT_EQ(total.finished_length, 1);
+  EXPECT_EQ(total.finished_stop, 2);
+  EXPECT_EQ(total.finished_abort, 1);
+  EXPECT_EQ(total.ttft.count(), 2u);
+  EXPECT_DOUBLE_EQ(total.ttft.sum(), 0.53);
+  EXPECT_EQ(total.ttft.cumulative(4), 1u);  // le="0.04"
+  EXPECT_EQ(total.e2e.count(), 1u);
 }
 
 TEST(TruthJson, OneParseableObject) {

@@ -233,6 +233,7 @@ class RequestTrace {
         m.ttft.observe(ns_to_s(now_ns - arrival_ns_));
       }
       m.generation_tokens += n;
+      m.token_writes += 1;
     }
     sent_ += n;
     last_ns_ = now_ns;

@@ -697,6 +697,9 @@ TEST(SimServerIoThreads, ManyConcurrentStreamsAreCompleteCorrectAndLogged) {
     Response m = reference.request(http::verb::get, "/metrics");
     ASSERT_EQ(m.status, 200);
     EXPECT_EQ(metric(m.body, "vllm:generation_tokens_total"), total_tokens);
+    // At least one write per request (the non-streamed ones: exactly one), at most one a token.
+    EXPECT_GE(metric(m.body, "inferbench_sim:token_writes_total"), 2 * kStreams);
+    EXPECT_LE(metric(m.body, "inferbench_sim:token_writes_total"), total_tokens);
     EXPECT_EQ(metric(m.body, "vllm:request_success_total", ",finished_reason=\"length\""),
               2 * kStreams);
     EXPECT_EQ(metric(m.body, "vllm:request_success_total", ",finished_reason=\"abort\""), 0);
