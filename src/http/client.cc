@@ -440,8 +440,9 @@ asio::awaitable<HttpOutcome> HttpConnection::request(http::verb verb, std::strin
   // Sleep until the exchange ends or its deadline passes.
   while (phase_ != Phase::kDone) {
     const int64_t deadline = current_deadline();
-    if (deadline != INT64_MAX && mono_ns() >= deadline) {
-      const TimeoutKind kind = mono_ns() >= x.total_deadline ? TimeoutKind::kTotal
+    const int64_t now = mono_ns();
+    if (deadline != INT64_MAX && now >= deadline) {
+      const TimeoutKind kind = now >= x.total_deadline ? TimeoutKind::kTotal
                                : x.out.response_started      ? TimeoutKind::kIdle
                                                              : TimeoutKind::kFirstByte;
       finish(beast::error::timeout, kind);
