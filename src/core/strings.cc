@@ -75,5 +75,31 @@ void append_json_escaped(std::string& out, std::string_view s) {
   }
 }
 
+std::string printable(std::string_view s, size_t cap) {
+  std::string out;
+  size_t end = s.size();
+  if (end > cap) {
+    end = cap;
+    // Back up to the start of a UTF-8 sequence, so the cut never leaves half a character.
+    while (end > 0 && (static_cast<unsigned char>(s[end]) & 0xC0) == 0x80) --end;
+  }
+  out.reserve(end + 16);
+  for (size_t i = 0; i < end; ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c < 0x20 || c == 0x7f) {
+      fmt::format_to(std::back_inserter(out), "\\x{:02x}", c);
+    } else {
+      out.push_back(static_cast<char>(c));
+    }
+  }
+  if (end < s.size()) fmt::format_to(std::back_inserter(out), "... ({} bytes in all)", s.size());
+  return out;
+}
 
 }  // namespace ib

@@ -37,4 +37,11 @@ std::vector<std::string> split(std::string_view s, char sep);
 /// characters escaped; other bytes, UTF-8 included, as they are).
 void append_json_escaped(std::string& out, std::string_view s);
 
+/// `s` made safe to echo in a message to a terminal or a log: control characters (ASCII < 0x20
+/// and 0x7f) are written as escapes (\n, \t, \r, \xNN), so a key or value from a recipe cannot
+/// move the cursor, clear the screen or fake a line of output; and text longer than `cap` bytes
+/// is cut there (never inside a UTF-8 sequence) and ends with "... (N bytes in all)". Use it for
+/// every value from outside input that a message repeats.
+std::string printable(std::string_view s, size_t cap = 120);
+
 }  // namespace ib

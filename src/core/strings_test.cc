@@ -66,5 +66,17 @@ TEST(Strings, SplitThenJoinRoundTrips) {
   }
 }
 
+TEST(Strings, PrintableEscapesControlCharactersAndCapsLength) {
+  EXPECT_EQ(printable("plain"), "plain");
+  EXPECT_EQ(printable("a\nb\tc\rd"), "a\\nb\\tc\\rd");
+  EXPECT_EQ(printable("\x1b[2J"), "\\x1b[2J");  // a terminal escape is shown, not obeyed
+  EXPECT_EQ(printable(std::string_view("x\0y", 3)), "x\\x00y");
+  EXPECT_EQ(printable("\x7f"), "\\x7f");
+  EXPECT_EQ(printable(std::string(1000, 'a'), 10), "aaaaaaaaaa... (1000 bytes in all)");
+  // "ä" is two bytes: a cut at byte 2 of "aä…" backs up to the character's start.
+  EXPECT_EQ(printable("a\xc3\xa4" "bbbb", 2), "a... (7 bytes in all)");
+  EXPECT_EQ(printable("\xc3\xa4"), "\xc3\xa4");  // UTF-8 is kept as it is
+}
+
 }  // namespace
 }  // namespace ib
