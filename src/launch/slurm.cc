@@ -473,17 +473,22 @@ Expected<std::string> slurm_batch_script(const ServerSpec& spec, const SlurmOpti
   }
 
   // GPU power beside the server, on the node that has its GPUs: the sampler runs in the batch
-  // step until the job ends (Slurm kills what the job started), writing into the log's folder on
-  // the shared filesystem; the client cuts each point's window out of it.
+  // step until the server's step ends, writing into the log's folder on the shared filesystem;
+  // the client cuts each point's window out of it. The script stops the sampler itself (an EXIT
+  // trap) rather than trusting Slurm to: with proctrack/linuxproc or pgid a background process
+  // of the batch script can outlive the job.
   if (o.gpu_power != "off") {
     const fs::path dir = spec.log_path.parent_path();
     const int ms = std::max(100, static_cast<int>(std::lround(o.power_interval_s * 1000)));
     const int secs = std::max(1, static_cast<int>(std::lround(o.power_interval_s)));
     const std::string nvidia = fmt::format(
-        "nvidia-smi --query-gpu={} --format=csv,nounits --loop-ms={} > {} 2>/dev/null &\n",
+        "nvidia-smi --query-gpu={} --format=csv,nounits --loop-ms={} > {} 2>/dev/null &\n"
+        "ib_sampler=$!\n",
         telemetry::kNvidiaSmiQuery, ms, shell_quote((dir / telemetry::kPowerFileNvidiaSmi).string()));
     const std::string amd = fmt::format(
-        "PYTHONUNBUFFERED=1 amd-smi metric -p -u -E -w {} --csv > {} 2>/dev/null &\n", secs,
+        "PYTHONUNBUFFERED=1 amd-smi metric -p -u -E -w {} --csv > {} 2>/dev/null &\n"
+        "ib_sampler=$!\n",
+        secs,
         shell_quote((dir / telemetry::kPowerFileAmdSmi).string()));
     out += "# GPU power beside the server (inferbench reads it after each point).\n";
     out += fmt::format("date +%z > {}\n",
@@ -499,16 +504,30 @@ Expected<std::string> slurm_batch_script(const ServerSpec& spec, const SlurmOpti
   }
 
   // srun makes the server a job step: signals from scancel reach it, and the step gets the
-  // job's resources (GPUs) bound as Slurm configures them.
-  out += "exec srun --ntasks=1 --kill-on-bad-exit=1 --";
+  // job's resources (GPUs) bound as Slurm configures them. Without a sampler the script becomes
+  // srun (exec). With one, the script stays to stop it: srun runs in the background so that a
+  // signal to the script (scancel, a time limit) is forwarded to it at once instead of after it
+  // exits, the script waits for srun to end, and the EXIT trap then stops the sampler.
+  std::string srun = "srun --ntasks=1 --kill-on-bad-exit=1 --";
   for (const std::string& a : substitute_address(spec.argv, "0.0.0.0", port)) {
     if (a.find('\0') != std::string::npos) {
       return Error{fmt::format("slurm: an argument of server {:?} contains a NUL byte", spec.name)};
     }
-    out += ' ';
-    out += shell_quote(a);
+    srun += ' ';
+    srun += shell_quote(a);
   }
-  out += '\n';
+  if (o.gpu_power == "off") {
+    out += "exec " + srun + '\n';
+    return out;
+  }
+  out += "trap 'if [ -n \"${ib_sampler:-}\" ]; then kill \"$ib_sampler\" 2>/dev/null; fi' EXIT\n";
+  out += "trap 'kill -TERM \"$ib_srun\" 2>/dev/null' TERM INT HUP\n";
+  out += srun + " &\n";
+  out += "ib_srun=$!\n";
+  out += "wait \"$ib_srun\"\nib_rc=$?\n";
+  // A trapped signal ends `wait` early: wait again until srun has really ended.
+  out += "while kill -0 \"$ib_srun\" 2>/dev/null; do wait \"$ib_srun\"; ib_rc=$?; done\n";
+  out += "exit \"$ib_rc\"\n";
   return out;
 }
 

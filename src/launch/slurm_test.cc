@@ -3,14 +3,18 @@
 #include "launch/slurm.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <optional>
 #include <filesystem>
 #include <string>
 #include <vector>
 
 #include "core/command.h"
+#include "core/process.h"
 #include "core/files.h"
 #include "core/temp_dir.h"
 
@@ -119,13 +123,18 @@ TEST(SlurmBatchScript, HasTheDirectivesBeforeAnyCommand) {
         "#SBATCH --time=\"00:30:00\"\n", "#SBATCH --partition=\"gpu\"\n",
         "#SBATCH --account=\"proj-1\"\n", "#SBATCH \"--qos=high\"\n",
         "#SBATCH \"--constraint=a100&nvlink\"\n",
-        "exec srun --ntasks=1 --kill-on-bad-exit=1 -- inferbench serve-sim --host 0.0.0.0 "
-        "--port 8123\n"}) {
+        "srun --ntasks=1 --kill-on-bad-exit=1 -- inferbench serve-sim --host 0.0.0.0 "
+        "--port 8123 &\n"}) {
     EXPECT_NE(s.find(want), std::string::npos) << "missing " << want << " in\n" << s;
   }
   // sbatch stops reading directives at the first line that is not a comment.
-  size_t first_command = s.find("\nexec ");
-  ASSERT_NE(first_command, std::string::npos);
+  size_t first_command = 0;
+  while (first_command < s.size() && s[first_command] == '#') {
+    first_command = s.find('\n', first_command);
+    ASSERT_NE(first_command, std::string::npos);
+    ++first_command;
+  }
+  ASSERT_LT(first_command, s.size());
   EXPECT_EQ(s.find("#SBATCH", first_command), std::string::npos) << s;
 }
 
@@ -142,11 +151,14 @@ TEST(SlurmBatchScript, StartsTheGpuPowerSamplerBesideTheServer) {
         "--format=csv,nounits --loop-ms=500 > '/shared/run 1/gpu_power.nvidia-smi.csv' "
         "2>/dev/null &\n",
         "elif command -v amd-smi >/dev/null 2>&1; then\n  PYTHONUNBUFFERED=1 amd-smi metric -p -u "
-        "-E -w 1 --csv > '/shared/run 1/gpu_power.amd-smi.csv' 2>/dev/null &\nfi\n"}) {
+        "-E -w 1 --csv > '/shared/run 1/gpu_power.amd-smi.csv' 2>/dev/null &\nib_sampler=$!\nfi\n",
+        "trap 'if [ -n \"${ib_sampler:-}\" ]; then kill \"$ib_sampler\" 2>/dev/null; fi' EXIT\n",
+        "srun --ntasks=1 --kill-on-bad-exit=1 -- server &\n"}) {
     EXPECT_NE(s.find(want), std::string::npos) << "missing " << want << " in\n" << s;
   }
-  // Before the server, which replaces the shell.
-  EXPECT_LT(s.find("nvidia-smi"), s.find("exec srun"));
+  // Before the server; the script stays (no exec) to stop the sampler when the server ends.
+  EXPECT_LT(s.find("nvidia-smi"), s.find("srun --ntasks"));
+  EXPECT_EQ(s.find("exec srun"), std::string::npos) << s;
 
   SlurmOptions only;
   only.gpu_power = "amd-smi";
@@ -161,6 +173,101 @@ TEST(SlurmBatchScript, StartsTheGpuPowerSamplerBesideTheServer) {
   auto none = slurm_batch_script(spec, off, 9000);
   ASSERT_TRUE(none) << none.error().message;
   EXPECT_EQ(none->find("gpu_power"), std::string::npos) << *none;
+  EXPECT_NE(none->find("exec srun --ntasks=1 --kill-on-bad-exit=1 -- server\n"), std::string::npos)
+      << *none;
+}
+
+// The job script run by /bin/sh outside Slurm, with stand-ins for srun and nvidia-smi that record
+// their pids: whether the server's step ends by itself or the job is cancelled (SIGTERM to the
+// script, as scancel sends), no sampler outlives the script, and its exit status is srun's.
+class SlurmScriptLifecycle : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    bin = dir.path() / "bin";
+    fs::create_directories(bin);
+    write_exe(bin / "nvidia-smi", "#!/bin/sh\necho $$ > \"$IB_TEST_DIR/sampler.pid\"\nexec sleep 300\n");
+  }
+  static void write_exe(const fs::path& p, const std::string& text) {
+    ASSERT_TRUE(write_file_atomic(p, text));
+    fs::permissions(p, fs::perms::owner_all, fs::perm_options::replace);
+  }
+  // Starts the script; returns once both stand-ins have written their pids.
+  std::optional<ChildProcess> start(const std::string& srun_body) {
+    write_exe(bin / "srun", "#!/bin/sh\necho $$ > \"$IB_TEST_DIR/srun.pid\"\n" + srun_body);
+    ServerSpec spec = spec_with({"server"});
+    spec.log_path = dir.path() / "server.log";
+    SlurmOptions o;
+    o.gpu_power = "nvidia-smi";
+    auto script = slurm_batch_script(spec, o, 9000);
+    EXPECT_TRUE(script) << script.error().message;
+    if (!script) return std::nullopt;
+    EXPECT_TRUE(write_file_atomic(dir.path() / "job.sh", *script));
+    SpawnOptions so;
+    so.argv = {"/bin/sh", (dir.path() / "job.sh").string()};
+    const char* path = std::getenv("PATH");
+    so.env_set = {{"PATH", bin.string() + ":" + (path ? path : "/usr/bin:/bin")},
+                  {"IB_TEST_DIR", dir.path().string()}};
+    so.log_path = dir.path() / "job.out";
+    auto child = ChildProcess::spawn(so);
+    EXPECT_TRUE(child) << child.error().message;
+    if (!child) return std::nullopt;
+    for (int i = 0; i < 1000 && !(fs::exists(dir.path() / "sampler.pid") &&
+                                  fs::exists(dir.path() / "srun.pid"));
+         ++i) {
+      ::usleep(10'000);
+    }
+    return std::move(*child);
+  }
+  pid_t pid_in(const char* name) {
+    auto text = read_file(dir.path() / name);
+    return text ? static_cast<pid_t>(std::atoi(text->c_str())) : -1;
+  }
+  // Alive and not a zombie waiting for its reaper.
+  static bool running(pid_t pid) {
+    auto stat = read_file(fs::path("/proc") / std::to_string(pid) / "stat");
+    if (!stat) return false;
+    const size_t close = stat->rfind(')');
+    return close != std::string::npos && close + 2 < stat->size() && (*stat)[close + 2] != 'Z';
+  }
+  ExitInfo wait_for(ChildProcess& child) {
+    for (int i = 0; i < 2000; ++i) {
+      if (auto e = child.poll()) return *e;
+      ::usleep(10'000);
+    }
+    ADD_FAILURE() << "the job script did not end: " << file_tail(dir.path() / "job.out");
+    return child.stop();
+  }
+  TempDir dir;
+  fs::path bin;
+};
+
+TEST_F(SlurmScriptLifecycle, SamplerStopsWhenTheServerStepEnds) {
+  auto child = start("sleep 0.3\nexit 3\n");
+  ASSERT_TRUE(child);
+  const pid_t sampler = pid_in("sampler.pid");
+  ASSERT_GT(sampler, 0) << file_tail(dir.path() / "job.out");
+  const ExitInfo e = wait_for(*child);
+  EXPECT_FALSE(e.signaled) << e.describe();
+  EXPECT_EQ(e.code, 3) << "the script's status is srun's";
+  for (int i = 0; i < 200 && running(sampler); ++i) ::usleep(10'000);  // the kill is asynchronous
+  EXPECT_FALSE(running(sampler)) << "the GPU power sampler outlived the job script";
+}
+
+TEST_F(SlurmScriptLifecycle, CancelledJobForwardsTheSignalAndStopsTheSampler) {
+  auto child = start("trap 'echo srun-got-term; kill $s; exit 143' TERM\nsleep 300 &\ns=$!\nwait $s\n");
+  ASSERT_TRUE(child);
+  const pid_t sampler = pid_in("sampler.pid");
+  const pid_t srun = pid_in("srun.pid");
+  ASSERT_GT(sampler, 0);
+  ASSERT_GT(srun, 0);
+  ASSERT_EQ(::kill(child->pid(), SIGTERM), 0);  // only the script, as scancel's first signal
+  const ExitInfo e = wait_for(*child);
+  EXPECT_EQ(e.code, 143) << e.describe() << "\n" << file_tail(dir.path() / "job.out");
+  EXPECT_NE(file_tail(dir.path() / "job.out").find("srun-got-term"), std::string::npos)
+      << "the signal was not forwarded to srun";
+  for (int i = 0; i < 200 && (running(sampler) || running(srun)); ++i) ::usleep(10'000);
+  EXPECT_FALSE(running(sampler)) << "the GPU power sampler outlived the job script";
+  EXPECT_FALSE(running(srun));
 }
 
 TEST(SlurmBatchScript, NoGpusNoPartitionNoAccount) {

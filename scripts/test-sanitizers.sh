@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Builds every C++ target with AddressSanitizer + UndefinedBehaviorSanitizer into build-asan/ (a
+# second build directory; -O1 with assertions on) and runs the unit, end-to-end and fuzz-corpus
+# tests there under ctest. Any sanitizer report ends the process that made it with an error, so the
+# test that ran it fails. CI runs this after ./scripts/test.sh (.ci/run); arguments go to ctest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/install-deps.sh
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1" \
+  -DINFERBENCH_SANITIZE=address,undefined -DINFERBENCH_BUILD_BENCH=OFF \
+  -DINFERBENCH_WERROR="${INFERBENCH_WERROR:-OFF}" >/dev/null
+cmake --build build-asan -j "${JOBS:-$(nproc)}"
+# Leaks are reported at exit (LeakSanitizer, part of ASan); halt on the first report of any kind.
+# verify_asan_link_order=0: the environment tracer (a plain C library) is LD_PRELOADed into
+# serve-sim, an ASan binary, by the verify tests: the order check would
+# refuse that, though a preloaded library without its own ASan runtime is supported.
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:halt_on_error=1:strict_string_checks=1:check_initialization_order=1:verify_asan_link_order=0}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$PWD/scripts/lsan.supp:print_suppressions=0}"
+ctest --test-dir build-asan --output-on-failure -j "${JOBS:-$(nproc)}" --timeout 600 "$@"
