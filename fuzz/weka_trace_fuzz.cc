@@ -10,7 +10,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto trace = ib::workload::parse_weka_trace(json, "fuzz.json");
   if (!trace) return 0;
   (void)ib::workload::trace_stats(*trace);
-  auto tree = ib::workload::build_replay_tree(*trace);
-  if (tree) (void)ib::workload::rewrite_models(*tree, {"served-a", "served-b"});
+  auto tree = ib::workload::agentic::build_replay_tree(*trace);
+  if (tree) (void)ib::workload::agentic::rewrite_models(*tree, {"served-a", "served-b"});
   return 0;
 }
