@@ -716,7 +716,9 @@ class Builder {
       scopes[scope_[s]].push_back(static_cast<int>(s));
     }
     auto end = [](const Turn& t) { return t.t + std::max(t.api_time, 0.0); };
-    for (const auto& [scope, members] : scopes) {
+    for (const auto& scope_members : scopes) {
+      // Not a structured binding: a lambda below uses it, which clang before 16 cannot capture.
+      const auto& members = scope_members.second;
       const size_t m = members.size();
       if (m < 2) continue;
       // frontier[i][k][j]: the latest turn of members[j] ended by the start of turn k of
