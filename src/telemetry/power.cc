@@ -746,7 +746,10 @@ EnergyResult integrate_power(const std::vector<PowerSample>& samples, double win
 
   double total = 0;
   bool all_integrated = true;
-  for (const auto& [gpu, p] : points) {
+  for (const auto& gpu_points : points) {
+    // Not a structured binding: the lambdas below use them, which clang before 16 cannot capture.
+    const auto gpu = gpu_points.first;
+    const auto& p = gpu_points.second;
     GpuEnergy g;
     g.gpu = gpu;
     g.samples = static_cast<int>(p.size());
