@@ -37,11 +37,16 @@ if ! command -v clang++ >/dev/null || [ ! -x /usr/bin/time ] || ! ls /usr/lib/ll
 fi
 ./scripts/install-deps.sh >/dev/null
 
-CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DINFERBENCH_FUZZ=ON -DINFERBENCH_BUILD_TESTS=OFF -DINFERBENCH_BUILD_BENCH=OFF >/dev/null
 build_targets=()
 for t in $selected; do build_targets+=(--target "ib_fuzz_$t"); done
-cmake --build build-fuzz -j "${JOBS:-$(nproc)}" "${build_targets[@]}"
+mkdir -p build-fuzz
+# One build at a time in build-fuzz/, so several fuzzers can be started side by side.
+(
+  flock 9
+  CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DINFERBENCH_FUZZ=ON -DINFERBENCH_BUILD_TESTS=OFF -DINFERBENCH_BUILD_BENCH=OFF >/dev/null
+  cmake --build build-fuzz -j "${JOBS:-$(nproc)}" "${build_targets[@]}"
+) 9>build-fuzz/.build.lock
 
 status=0
 for t in $selected; do
