@@ -317,7 +317,8 @@ TEST(AgenticScheduler, ContextOverflowEndsTheSessionAndReleasesTheJoin) {
   r.run();
   int child_turns = 0;
   const Sent* join = nullptr;
-  for (const auto& s : r.phase(ReplayPhase::kProfiling)) {
+  const auto sent = r.phase(ReplayPhase::kProfiling);  // alive as long as `join` points into it
+  for (const auto& s : sent) {
     if (s.d.instance != 0) continue;
     if (s.d.stream == 1) ++child_turns;
     if (s.d.stream == 0 && s.d.turn == 1) join = &s;

@@ -169,7 +169,9 @@ class MergeResolver {
     for (auto it = node.begin(); it != node.end(); ++it) {
       if (it->first.IsScalar() && it->first.Scalar() == "<<" && it->first.Tag() != "!") {
         merge_key = it->first;
-        const YAML::Node& v = it->second;
+        // A copy (a Node is a handle): `it->` yields a temporary proxy, so a reference to its
+        // member would dangle after this statement (ASan: stack-use-after-scope).
+        const YAML::Node v = it->second;
         const std::string p = field_path(path, "<<");
         if (v.IsMap()) {
           sources.push_back(v);
