@@ -3,13 +3,16 @@
 # second build directory; -O1 with assertions on) and runs the unit, end-to-end and fuzz-corpus
 # tests there under ctest. Any sanitizer report ends the process that made it with an error, so the
 # test that ran it fails. CI runs this after ./scripts/test.sh (.ci/run); arguments go to ctest.
+# Warnings are not errors here even in CI: with the sanitizers g++ 12 warns falsely inside
+# libstdc++'s <regex> and Asio (-Wmaybe-uninitialized, -Wmismatched-new-delete); the main build
+# (scripts/test.sh) is the one that holds the code to -Werror.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1" \
   -DINFERBENCH_SANITIZE=address,undefined -DINFERBENCH_BUILD_BENCH=OFF \
-  -DINFERBENCH_WERROR="${INFERBENCH_WERROR:-OFF}" >/dev/null
+  -DINFERBENCH_WERROR=OFF >/dev/null
 cmake --build build-asan -j "${JOBS:-$(nproc)}"
 # Leaks are reported at exit (LeakSanitizer, part of ASan); halt on the first report of any kind.
 # verify_asan_link_order=0: the environment tracer (a plain C library) is LD_PRELOADed into
