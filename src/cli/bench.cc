@@ -338,7 +338,7 @@ RunFn register_bench(CLI::App& root) {
                   "Server base URL: http://HOST:PORT, with or without a trailing /v1 (request "
                   "paths such as /v1/completions are added to it)")
       ->capture_default_str()
-      ->check(endpoint_url());
+      ->transform(endpoint_url());
   app->add_option("--model", o->spec.model, "Model name (default: first from /v1/models)");
   app->add_option("--api", o->api, "completions | chat")->capture_default_str();
   add_integer(app, "--isl", o->spec.workload.isl, "Input length in tokens", 1, kMaxTokens)
@@ -347,7 +347,7 @@ RunFn register_bench(CLI::App& root) {
       ->capture_default_str();
   app->add_option("--range-ratio", o->spec.workload.range_ratio, "Lengths uniform in [ratio*L, L]")
       ->capture_default_str()
-      ->check(positive_real(1));
+      ->transform(positive_real(1));
   add_integer(app, "--num-prompts", o->spec.workload.num_prompts, "Measured requests", 1,
               kMaxRequests)
       ->capture_default_str();
@@ -358,23 +358,23 @@ RunFn register_bench(CLI::App& root) {
                   1, kMaxConcurrency);
   app->add_option("--request-rate", o->request_rate,
                   "Open loop: requests per second on an absolute schedule (default: closed loop)")
-      ->check(positive_real(kMaxRequestRate));
+      ->transform(positive_real(kMaxRequestRate));
   app->add_option("--arrival", o->arrival, "Open-loop arrivals: constant | poisson | gamma")
       ->capture_default_str();
   app->add_option("--burstiness", o->spec.shape.arrivals.burstiness,
                   "Gamma shape of the gaps (1 = Poisson; < 1 burstier)")
       ->capture_default_str()
-      ->check(positive_real(1000));
+      ->transform(positive_real(1000));
   app->add_option("--duration", o->spec.shape.duration_s,
                   "Stop sending after this many seconds (prompts are reused cyclically); "
                   "agentic: recorded seconds of the profiling phase (default 3600)")
-      ->check(positive_real(kMaxSeconds));
+      ->transform(positive_real(kMaxSeconds));
   add_integer(app, "--warmups", o->spec.warmups, "Warmup requests (not measured)", 0, kMaxRequests)
       ->capture_default_str();
   o->seed_option =
       app->add_option("--seed", o->spec.workload.seed,
                       "Random seed (default 0; --workload agentic: 42, as InferenceX)")
-          ->check(unsigned_integer());
+          ->transform(unsigned_integer());
   add_integer(app, "--vocab-size", o->spec.workload.vocab_size, "Token ids are drawn below this",
               101, std::numeric_limits<int32_t>::max())
       ->capture_default_str();
@@ -389,20 +389,20 @@ RunFn register_bench(CLI::App& root) {
                 "Also request stream_options.continuous_usage_stats");
   app->add_option("--connect-timeout", o->connect_timeout_s, "Seconds")
       ->capture_default_str()
-      ->check(positive_real(kMaxSeconds));
+      ->transform(positive_real(kMaxSeconds));
   app->add_option("--first-byte-timeout", o->first_byte_timeout_s,
                   "Seconds from sending to the first response byte (0 = none)")
       ->capture_default_str()
-      ->check(real_in(0, kMaxSeconds));
+      ->transform(real_in(0, kMaxSeconds));
   app->add_option("--idle-timeout", o->idle_timeout_s,
                   "Seconds without progress while reading a response: an event stream progresses "
                   "with data events, not keep-alive comments (0 = none)")
       ->capture_default_str()
-      ->check(real_in(0, kMaxSeconds));
+      ->transform(real_in(0, kMaxSeconds));
   app->add_option("--request-timeout", o->request_timeout_s,
                   "Seconds for a whole request (default 6 h, as vLLM's benchmark_serving; 0 = none)")
       ->capture_default_str()
-      ->check(real_in(0, kMaxSeconds));
+      ->transform(real_in(0, kMaxSeconds));
   add_integer(app, "--max-retries", o->spec.max_retries,
               "Re-sends of a request that failed before any response byte", 0, 100)
       ->capture_default_str();
@@ -417,7 +417,8 @@ RunFn register_bench(CLI::App& root) {
                   "fixed (random prompts of --isl/--osl) | agentic (AgentX replay of --traces)")
       ->capture_default_str();
   app->add_option("--traces", o->agentic.traces,
-                  "agentic: Weka traces to replay (files, .jsonl corpora or folders)");
+                  "agentic: Weka traces to replay (files, .jsonl corpora or folders)")
+      ->check(existing_path());
   add_integer(app, "--max-traces", o->agentic.max_traces, "agentic: replay the first N traces only",
               1, kMaxTraces);
   o->warmup_per_lane_option =
@@ -429,22 +430,22 @@ RunFn register_bench(CLI::App& root) {
                   "agentic: divide every recorded delay, cap and duration by K (pair with "
                   "serve-sim --time-scale K; not submission-valid)")
       ->capture_default_str()
-      ->check(positive_real(kMaxTimeScale));
+      ->transform(positive_real(kMaxTimeScale));
   app->add_option("--trace-idle-cap", o->agentic.trace_idle_cap_s,
                   "agentic: per-tree idle cap in recorded seconds (0 = off)")
       ->capture_default_str()
-      ->check(real_in(0, kMaxSeconds));
+      ->transform(real_in(0, kMaxSeconds));
   app->add_option("--t-star-min", o->agentic.t_star_min,
                   "agentic: lanes start at t* in [min, max] of their trace's span")
       ->capture_default_str()
-      ->check(real_in(0, 1));
+      ->transform(real_in(0, 1));
   app->add_option("--t-star-max", o->agentic.t_star_max, "agentic: see --t-star-min")
       ->capture_default_str()
-      ->check(real_in(0, 1));
+      ->transform(real_in(0, 1));
   app->add_option("--grace", o->agentic.grace_s,
                   "agentic: recorded seconds in-flight requests may finish after the duration")
       ->capture_default_str()
-      ->check(real_in(0, kMaxSeconds));
+      ->transform(real_in(0, kMaxSeconds));
   app->add_flag("--agentx-fast", o->agentx_fast,
                 "agentic: InferenceX's fast mode (1200 s, 1 warmup request per lane)");
   app->add_option("--server-metrics-url", o->spec.server_metrics_urls,
@@ -453,7 +454,7 @@ RunFn register_bench(CLI::App& root) {
   app->add_option("--slice-duration", o->spec.slice_s,
                   "Seconds between server-metrics scrapes (the timeslice width)")
       ->capture_default_str()
-      ->check(positive_real(kMaxSeconds));
+      ->transform(positive_real(kMaxSeconds));
   app->add_flag_callback(
       "--no-server-metrics", [o] { o->spec.scrape_server_metrics = false; },
       "Do not scrape the server's metrics during the point");

@@ -248,7 +248,7 @@ RunFn register_compare(CLI::App& root) {
       ->capture_default_str();
   app->add_option("--seed", o->seed, "Bootstrap seed")
       ->capture_default_str()
-      ->check(unsigned_integer());
+      ->transform(unsigned_integer());
   app->add_flag("--json", o->json, "Print the comparison as JSON");
   app->add_option("--markdown", o->markdown,
                   "Also write the comparison as markdown (a PR comment) to FILE")

@@ -81,6 +81,27 @@ CLI::Validator integer_in(int64_t min, int64_t max) {
   return v;
 }
 
+CLI::Validator integer_list(int64_t min, int64_t max) {
+  CLI::Validator v(
+      [=](std::string& text) -> std::string {
+        std::vector<std::string> items = split(text, ',');
+        for (auto& item : items) {
+          auto value = parse_integer<int64_t>(item);
+          if (!value || *value < min || *value > max) {
+            return fmt::format("must be integers from {} to {} separated by commas, got {}{}", min,
+                               max, item.empty() ? "an empty item" : shown(item),
+                               items.size() > 1 ? " in " + shown(text) : "");
+          }
+          item = std::to_string(*value);
+        }
+        text = join(items, ",");
+        return "";
+      },
+      fmt::format("{}..{},...", min, max));
+  v.name(kRangeValidatorName);
+  return v;
+}
+
 CLI::Validator unsigned_integer() {
   CLI::Validator v(
       [](std::string& text) -> std::string {
@@ -225,6 +246,19 @@ CLI::Validator input_file() {
         return "";
       },
       "FILE");
+  v.name("ib-input");
+  return v;
+}
+
+CLI::Validator existing_path() {
+  CLI::Validator v(
+      [](std::string& text) -> std::string {
+        std::error_code ec;
+        if (text.empty()) return "an empty path";
+        if (!fs::exists(text, ec)) return fmt::format("{}: no such file or folder", shown(text));
+        return "";
+      },
+      "PATH");
   v.name("ib-input");
   return v;
 }

@@ -62,6 +62,9 @@ std::string bound_text(double v);
 /// add_integer, which checks that at compile time).
 CLI::Validator integer_in(int64_t min, int64_t max);
 CLI::Validator unsigned_integer();  // any uint64 (seeds): 0 to 18446744073709551615
+/// A comma-separated list of integers in [min, max] ("1,4,16"), checked whole: an empty item
+/// ("1,,4", "4,") is an error. Rewritten as canonical decimals joined by commas.
+CLI::Validator integer_list(int64_t min, int64_t max);
 
 /// A real-number option: finite, and min < v (min_open) or min <= v, and v <= max.
 CLI::Validator real_in(double min, double max, bool min_open = false);
@@ -78,7 +81,7 @@ CLI::Option* add_integer(CLI::App* app, const std::string& name, T& var,
        min < static_cast<int64_t>(std::numeric_limits<T>::min()))) {
     throw std::logic_error("add_integer: the range of " + name + " does not fit its variable");
   }
-  return app->add_option(name, var, help)->check(integer_in(min, max));
+  return app->add_option(name, var, help)->transform(integer_in(min, max));
 }
 
 /// "--endpoint": an http:// base URL with a host and a port in 1..65535 (none given: 80), no
@@ -96,6 +99,8 @@ CLI::Validator output_file(bool parent_must_exist = true);
 CLI::Validator folder_to_write();
 /// An existing file (not a folder) to read.
 CLI::Validator input_file();
+/// An existing file or folder to read (recipes, traces).
+CLI::Validator existing_path();
 
 /// Output paths of one command, each with the option it came from. Two that name the same file
 /// (compared after resolving ".", "..", symlinks and hard links) are a usage error: the second

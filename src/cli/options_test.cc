@@ -71,6 +71,16 @@ TEST(IntegerIn, ChecksRangeAndRewritesCanonically) {
   EXPECT_LT(shown.size(), 200u);
 }
 
+TEST(IntegerList, ChecksEveryItemAndRefusesEmptyOnes) {
+  const auto v = integer_list(1, 100);
+  EXPECT_EQ(check(v, "1,04,16"), std::make_pair(std::string(), std::string("1,4,16")));
+  EXPECT_EQ(check(v, "4,").first,
+            "must be integers from 1 to 100 separated by commas, got an empty item in '4,'");
+  for (const char* bad : {"", "1,,4", ",", "1,0", "1,101", "1,0x10", "[1,2]", "1, 2"}) {
+    EXPECT_FALSE(check(v, bad).first.empty()) << bad;
+  }
+}
+
 TEST(UnsignedInteger, TakesTheWholeRangeAndNothingNegative) {
   const auto v = unsigned_integer();
   EXPECT_EQ(check(v, "18446744073709551615").first, "");
@@ -116,6 +126,18 @@ TEST(AddInteger, ParsesThroughCli11WithTheOptionNamedInTheError) {
               std::string::npos)
         << e.what();
   }
+}
+
+TEST(Transforms, Cli11ConvertsTheCheckedCanonicalText) {
+  CLI::App app;
+  double rate = 0;
+  std::string url;
+  app.add_option("--rate", rate)->transform(positive_real(1e6));
+  app.add_option("--endpoint", url)->transform(endpoint_url());
+  app.parse(std::vector<std::string>{"http://h:8000/v1/", "--endpoint", "2.5", "--rate"});
+  EXPECT_EQ(rate, 2.5);
+  EXPECT_EQ(url, "http://h:8000");
+  EXPECT_THROW(app.parse(std::vector<std::string>{"nan", "--rate"}), CLI::ValidationError);
 }
 
 TEST(EndpointUrl, NormalizesTheBaseUrlOnce) {

@@ -226,8 +226,9 @@ CLI::Validator threads_value() {
   return CLI::Validator(
       [count](std::string& text) -> std::string {
         if (text == "auto") return "";
-        const std::string err = count(text);
-        return err.empty() ? err : err + " or 'auto'";
+        if (count(text).empty()) return "";
+        return fmt::format("must be auto or an integer from 1 to {}, got '{}'", sim::kMaxIoThreads,
+                           printable(text, 40));
       },
       "auto|1.." + std::to_string(sim::kMaxIoThreads));
 }
@@ -260,13 +261,13 @@ RunFn register_serve_sim(CLI::App& root) {
   app->add_option("--time-scale", a.time_scale,
                   "Run the same schedule this many times faster (durations divided by it)")
       ->capture_default_str()
-      ->check(positive_real(kMaxTimeScale));
+      ->transform(positive_real(kMaxTimeScale));
   app->add_option("--truth-log", a.truth_log,
                   "Write one JSON line per request with each token's send time (steady-clock ns)")
       ->check(output_file());
   app->add_option("--seed", a.seed, "Seed of output lengths and texts")
       ->capture_default_str()
-      ->check(unsigned_integer());
+      ->transform(unsigned_integer());
   app->add_flag("--power-model", a.power_model,
                 "Export a modelled GPU power trace per tensor-parallel rank on /metrics, in "
                 "dcgm-exporter's names (DCGM_FI_DEV_POWER_USAGE, ..._TOTAL_ENERGY_CONSUMPTION), "
@@ -278,11 +279,11 @@ RunFn register_serve_sim(CLI::App& root) {
                               "(here {})",
                               sim::kMaxIoThreads, sim::default_io_threads()))
       ->capture_default_str()
-      ->check(threads_value());
+      ->transform(threads_value());
   app->add_option("--keep-alive-timeout-s", a.keep_alive_timeout_s,
                   "Close keep-alive connections idle this long (0 = never)")
       ->capture_default_str()
-      ->check(real_in(0, kMaxSeconds));
+      ->transform(real_in(0, kMaxSeconds));
   o->max_num_seqs_opt =
       add_integer(app, "--max-num-seqs,--max-running", o->max_num_seqs,
                   "Requests running at once; later ones wait (default: 1024 roofline on "
@@ -325,7 +326,7 @@ RunFn register_serve_sim(CLI::App& root) {
       app->add_option("--gpu-memory-utilization", o->gpu_memory_utilization,
                       "Fraction of GPU memory for weights + KV cache (default 0.9; env "
                       "SIM_GPU_MEMORY_UTILIZATION)")
-          ->check(positive_real(1)));
+          ->transform(positive_real(1)));
   o->prefix_opt = roofline(app->add_flag(
       "--enable-prefix-caching,!--no-enable-prefix-caching", o->enable_prefix_caching,
       "Reuse KV blocks of shared prompt prefixes (default on; env SIM_ENABLE_PREFIX_CACHING)"));
@@ -334,13 +335,13 @@ RunFn register_serve_sim(CLI::App& root) {
                     "Use NCCL/RCCL for every all-reduce (env SIM_DISABLE_CUSTOM_ALL_REDUCE)"));
   o->compute_eff_opt = roofline(app->add_option("--compute-efficiency", o->compute_efficiency,
                                                 "Achieved / peak tensor FLOPS (default 0.6)")
-                                    ->check(positive_real(1)));
+                                    ->transform(positive_real(1)));
   o->memory_eff_opt = roofline(app->add_option("--memory-efficiency", o->memory_efficiency,
                                                "Achieved / peak HBM bandwidth (default 0.8)")
-                                   ->check(positive_real(1)));
+                                   ->transform(positive_real(1)));
   o->overhead_opt = roofline(app->add_option("--step-overhead-us", o->step_overhead_us,
                                              "Fixed cost of every engine step (default 1000)")
-                                 ->check(real_in(0, kMaxSeconds * 1e6)));
+                                 ->transform(real_in(0, kMaxSeconds * 1e6)));
 
   // Simple model.
   auto simple = [&](CLI::Option* opt) {
@@ -351,19 +352,19 @@ RunFn register_serve_sim(CLI::App& root) {
   simple(
       app->add_option("--prefill-tok-s", a.timing.prefill_tok_s, "Prefill speed, prompt tokens/s")
           ->capture_default_str()
-          ->check(positive_real(1e12)));
+          ->transform(positive_real(1e12)));
   simple(app->add_option("--prefill-overhead-ms", a.timing.prefill_overhead_ms,
                          "Fixed time added to every prefill")
              ->capture_default_str()
-             ->check(real_in(0, kMaxSeconds * 1000)));
+             ->transform(real_in(0, kMaxSeconds * 1000)));
   simple(app->add_option("--decode-base-ms", a.timing.decode_base_ms,
                          "Decode step time of a lone request")
              ->capture_default_str()
-             ->check(real_in(0, kMaxSeconds * 1000)));
+             ->transform(real_in(0, kMaxSeconds * 1000)));
   simple(app->add_option("--decode-per-running-ms", a.timing.decode_per_running_ms,
                          "Added to each decode step per running request")
              ->capture_default_str()
-             ->check(real_in(0, kMaxSeconds * 1000)));
+             ->transform(real_in(0, kMaxSeconds * 1000)));
   return [o]() { return run(*o); };
 }
 

@@ -11,6 +11,7 @@
 #include "core/clock.h"
 #include "core/files.h"
 #include "core/interrupt.h"
+#include "core/strings.h"
 
 namespace ib::cli {
 
@@ -22,7 +23,9 @@ struct SweepCliOptions {
   std::string runners;
   std::string runs_dir = "runs";
   std::string db;
-  std::vector<int64_t> concurrencies;
+  // --concurrency N,N,...: lists checked whole by integer_list (CLI11's own delimiter would drop
+  // empty items, so "1,,4" and "4," would pass), then read in run().
+  std::vector<std::string> concurrency_lists;
   std::string api = "completions";
   std::string slurm_partition;
   std::string slurm_account;
@@ -117,7 +120,9 @@ int run(SweepCliOptions& c) {
   o.runners = c.runners;
   o.runs_dir = c.runs_dir;
   o.db = c.db;
-  o.concurrencies = c.concurrencies;
+  for (const auto& list : c.concurrency_lists) {
+    for (const auto& item : split(list, ',')) o.concurrencies.push_back(std::stoll(item));
+  }
   auto api = openai::parse_api(c.api);
   if (!api) {
     fmt::print(stderr, "inferbench sweep: --api must be 'completions' or 'chat' (got '{}')\n",
@@ -210,7 +215,8 @@ RunFn register_sweep(CLI::App& root) {
       "Run recipes' benchmark matrix and store the results (default: the bundled "
       "simulator recipe)");
   sweep::SweepOptions& o = c->sweep;
-  app->add_option("recipes", c->recipes, "Recipe files (default: examples/recipes/serve-sim.yaml)");
+  app->add_option("recipes", c->recipes, "Recipe files (default: examples/recipes/serve-sim.yaml)")
+      ->check(existing_path());
   app->add_option("--runners", c->runners, "Runners file (hardware labels, launcher per label)")
       ->check(input_file());
   app->add_option("--keys", o.keys, "Only config keys matching these globs");
@@ -231,12 +237,12 @@ RunFn register_sweep(CLI::App& root) {
   app->add_option("--endpoint", o.endpoint_url,
                   "Base URL of a running server, http://HOST:PORT with or without a trailing /v1 "
                   "(implies --launcher endpoint)")
-      ->check(endpoint_url());
+      ->transform(endpoint_url());
   app->add_option("--slurm-partition", c->slurm_partition, "Slurm partition");
   app->add_option("--slurm-account", c->slurm_account, "Slurm account");
-  app->add_option("--concurrency", c->concurrencies, "Replace every row's concurrencies")
-      ->delimiter(',')
-      ->check(integer_in(1, kMaxConcurrency));
+  app->add_option("--concurrency", c->concurrency_lists,
+                  "Replace every row's concurrencies (N,N,...; repeatable)")
+      ->transform(integer_list(1, kMaxConcurrency));
   add_integer(app, "--prompts-per-conc", c->prompts_per_conc,
               "Requests per point = max(min-prompts, this x conc) (default: the recipe's "
               "workload block, else 10)",
@@ -248,13 +254,14 @@ RunFn register_sweep(CLI::App& root) {
   app->add_option("--range-ratio", c->range_ratio,
                   "Prompt and output lengths uniform in [ratio x L, L] (default: the recipe's, "
                   "else 0.8)")
-      ->check(positive_real(1));
+      ->transform(positive_real(1));
   add_integer(app, "--seed", c->seed, "Prompt seed (default: the recipe's, else 0)", 0,
               std::numeric_limits<int64_t>::max());
   app->add_option("--api", c->api, "completions | chat")->capture_default_str();
   app->add_option("--traces", c->traces,
                   "agentic-coding rows: Weka traces to replay (files, .jsonl corpora, folders; "
-                  "default: the recipe's workload.traces)");
+                  "default: the recipe's workload.traces)")
+      ->check(existing_path());
   add_integer(app, "--max-traces", c->max_traces, "agentic-coding: replay the first N traces only",
               1, kMaxTraces);
   add_integer(app, "--warmup-requests-per-lane", c->warmup_requests_per_lane,
@@ -264,17 +271,17 @@ RunFn register_sweep(CLI::App& root) {
   app->add_option("--agentic-duration", c->agentic_duration,
                   "agentic-coding: recorded seconds to replay (default: the row's, 3600; "
                   "agentx-fast 1200)")
-      ->check(positive_real(kMaxSeconds));
+      ->transform(positive_real(kMaxSeconds));
   app->add_option("--time-scale", c->time_scale,
                   "agentic-coding: divide every recorded delay, cap and duration by K (for "
                   "serve-sim --time-scale K; such points are not submission-valid)")
-      ->check(positive_real(kMaxTimeScale));
+      ->transform(positive_real(kMaxTimeScale));
   app->add_option("--server-metrics-url", o.server_metrics_urls,
                   "Prometheus endpoints to scrape during each point (repeatable; default: the "
                   "server's /metrics)");
   app->add_option("--slice-duration", o.slice_s, "Seconds between server-metrics scrapes")
       ->capture_default_str()
-      ->check(positive_real(kMaxSeconds));
+      ->transform(positive_real(kMaxSeconds));
   app->add_flag_callback(
       "--no-server-metrics", [&o] { o.scrape_server_metrics = false; },
       "Do not scrape the servers' metrics during points");
@@ -287,11 +294,11 @@ RunFn register_sweep(CLI::App& root) {
                 "Fail points whose GPU power is missing or not valid");
   app->add_option("--point-timeout", o.point_timeout_s, "Seconds before a point is cut short")
       ->capture_default_str()
-      ->check(positive_real(kMaxSeconds));
+      ->transform(positive_real(kMaxSeconds));
   app->add_option("--startup-timeout", o.startup_timeout_s,
                   "Seconds to wait for a server to be healthy")
       ->capture_default_str()
-      ->check(positive_real(kMaxSeconds));
+      ->transform(positive_real(kMaxSeconds));
   app->add_flag("--fail-fast", o.fail_fast, "A failure stops the rest of its group");
   app->add_flag("--no-expect", c->no_expect,
                 "Do not check the recipes' expect blocks (e.g. against an endpoint, whose log "

@@ -205,7 +205,7 @@ RunFn register_verify(CLI::App& root) {
   app->add_option("--ignore-setting", o->ignore, "Effective setting to ignore when diffing");
   app->add_option("--startup-timeout", o->startup_timeout_s, "Seconds to wait for each server")
       ->capture_default_str()
-      ->check(positive_real(kMaxSeconds));
+      ->transform(positive_real(kMaxSeconds));
   app->add_flag("--no-env-trace", o->no_env_trace, "Do not trace environment reads");
   app->add_flag("--json", o->json, "Print the report as JSON (default: markdown)");
   app->add_flag("--exit-code", o->exit_code, "Exit 1 when any changed key is a no-op");

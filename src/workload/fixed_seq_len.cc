@@ -90,17 +90,18 @@ PointPlan random_point_plan(const RandomWorkload& w, int warmups, int concurrenc
   return plan;
 }
 
+Status FixedSeqLenWorkload::check_point(int64_t c) const {
+  return check_point_size(
+      std::max<int64_t>(p_.min_prompts, times(p_.prompts_per_conc, c)),
+      times(p_.warmups_per_conc, c), p_.isl,
+      fmt::format("concurrency {} (prompts-per-conc {}, min-prompts {}, warmups-per-conc {})", c,
+                  p_.prompts_per_conc, p_.min_prompts, p_.warmups_per_conc));
+}
+
 Expected<PointPlan> FixedSeqLenWorkload::plan(int64_t c) const {
   if (c < 1) return Error{fmt::format("concurrency must be at least 1 (got {})", c)};
   if (auto s = p_.validate(); !s) return s.error();
-  if (auto s = check_point_size(
-          std::max<int64_t>(p_.min_prompts, times(p_.prompts_per_conc, c)),
-          times(p_.warmups_per_conc, c), p_.isl,
-          fmt::format("concurrency {} (prompts-per-conc {}, min-prompts {}, warmups-per-conc {})",
-                      c, p_.prompts_per_conc, p_.min_prompts, p_.warmups_per_conc));
-      !s) {
-    return s.error();
-  }
+  if (auto s = check_point(c); !s) return s.error();
   RandomWorkload w;
   w.isl = p_.isl;
   w.osl = p_.osl;
