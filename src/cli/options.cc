@@ -88,9 +88,14 @@ CLI::Validator integer_list(int64_t min, int64_t max) {
         for (auto& item : items) {
           auto value = parse_integer<int64_t>(item);
           if (!value || *value < min || *value > max) {
-            return fmt::format("must be integers from {} to {} separated by commas, got {}{}", min,
-                               max, item.empty() ? "an empty item" : shown(item),
-                               items.size() > 1 ? " in " + shown(text) : "");
+            if (items.size() == 1) {
+              return fmt::format("must be an integer from {} to {} (or a list of them separated "
+                                 "by commas), got {}",
+                                 min, max, text.empty() ? "nothing" : shown(text));
+            }
+            return fmt::format("must be integers from {} to {} separated by commas, got {} in {}",
+                               min, max, item.empty() ? "an empty item" : shown(item),
+                               shown(text));
           }
           item = std::to_string(*value);
         }
