@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "core/files.h"
 #include "core/interrupt.h"
+#include "core/strings.h"
 #include "workload/agentic_workload.h"
 
 namespace ib::cli {
@@ -53,25 +54,25 @@ Expected<metrics::GoodputSlo> parse_goodput(const std::vector<std::string>& item
   for (const auto& item : items) {
     auto colon = item.find(':');
     if (colon == std::string::npos) {
-      return Error{fmt::format("--goodput: '{}' is not METRIC:MS (ttft, tpot or e2el)", item)};
+      return Error{fmt::format("--goodput: '{}' is not METRIC:MS (ttft, tpot or e2el)",
+                               printable(item, 60))};
     }
     std::string key = item.substr(0, colon);
-    double value = 0;
-    try {
-      size_t used = 0;
-      value = std::stod(item.substr(colon + 1), &used);
-      if (used != item.size() - colon - 1 || !(value > 0)) throw std::invalid_argument(item);
-    } catch (const std::exception&) {
-      return Error{fmt::format("--goodput: '{}' needs a positive number of milliseconds", item)};
+    const auto value = parse_real(std::string_view(item).substr(colon + 1));
+    if (!value || !(*value > 0) || *value > kMaxSeconds * 1000) {
+      return Error{fmt::format(
+          "--goodput: '{}' needs a number of milliseconds above 0 and at most {}",
+          printable(item, 60), bound_text(kMaxSeconds * 1000))};
     }
     if (key == "ttft") {
-      slo.ttft_ms = value;
+      slo.ttft_ms = *value;
     } else if (key == "tpot") {
-      slo.tpot_ms = value;
+      slo.tpot_ms = *value;
     } else if (key == "e2el") {
-      slo.e2el_ms = value;
+      slo.e2el_ms = *value;
     } else {
-      return Error{fmt::format("--goodput: unknown metric '{}' (use ttft, tpot or e2el)", key)};
+      return Error{fmt::format("--goodput: unknown metric '{}' (use ttft, tpot or e2el)",
+                               printable(key, 40))};
     }
   }
   return slo;
@@ -82,14 +83,14 @@ Expected<std::vector<double>> parse_percentiles(const std::string& text) {
   std::stringstream ss(text);
   std::string item;
   while (std::getline(ss, item, ',')) {
-    try {
-      size_t used = 0;
-      double v = std::stod(item, &used);
-      if (used != item.size()) throw std::invalid_argument(item);
-      out.push_back(v);
-    } catch (const std::exception&) {
-      return Error{fmt::format("--percentiles: '{}' is not a number", item)};
+    const auto v = parse_real(item);
+    if (!v || !(*v > 0 && *v < 100)) {
+      return Error{fmt::format(
+          "--percentiles: '{}' is not a percentile; give numbers above 0 and below 100, "
+          "comma-separated (e.g. 90,99,99.9)",
+          printable(item, 40))};
     }
+    out.push_back(*v);
   }
   if (out.empty()) return Error{"--percentiles: empty list"};
   return out;
@@ -225,6 +226,11 @@ int run_agentic(BenchOptions& o) {
 }
 
 int run(BenchOptions& o) {
+  // Checked before anything runs: a point can take hours, and its result must not be lost.
+  if (auto same = same_output_files({{"--output", o.output}, {"--details", o.details}})) {
+    fmt::print(stderr, "inferbench bench: {}\n", *same);
+    return kExitUsage;
+  }
   auto power = load::parse_power_mode(o.gpu_power);
   if (!power) {
     fmt::print(
@@ -328,96 +334,118 @@ RunFn register_bench(CLI::App& root) {
   o->spec.workload.num_prompts = 100;
   CLI::App* app =
       root.add_subcommand("bench", "Run one benchmark point against an OpenAI-compatible server");
-  app->add_option("--endpoint", o->spec.endpoint_url, "Server base URL")->capture_default_str();
+  app->add_option("--endpoint", o->spec.endpoint_url,
+                  "Server base URL: http://HOST:PORT, with or without a trailing /v1 (request "
+                  "paths such as /v1/completions are added to it)")
+      ->capture_default_str()
+      ->transform(endpoint_url());
   app->add_option("--model", o->spec.model, "Model name (default: first from /v1/models)");
   app->add_option("--api", o->api, "completions | chat")->capture_default_str();
-  app->add_option("--isl", o->spec.workload.isl, "Input length in tokens")->capture_default_str();
-  app->add_option("--osl", o->spec.workload.osl, "Output length in tokens")->capture_default_str();
-  app->add_option("--range-ratio", o->spec.workload.range_ratio, "Lengths uniform in [ratio*L, L]")
+  add_integer(app, "--isl", o->spec.workload.isl, "Input length in tokens", 1, kMaxTokens)
       ->capture_default_str();
-  app->add_option("--num-prompts", o->spec.workload.num_prompts, "Measured requests")
+  add_integer(app, "--osl", o->spec.workload.osl, "Output length in tokens", 1, kMaxTokens)
+      ->capture_default_str();
+  app->add_option("--range-ratio", o->spec.workload.range_ratio, "Lengths uniform in [ratio*L, L]")
+      ->capture_default_str()
+      ->transform(positive_real(1));
+  add_integer(app, "--num-prompts", o->spec.workload.num_prompts, "Measured requests", 1,
+              kMaxRequests)
       ->capture_default_str();
   o->concurrency_option =
-      app->add_option("--concurrency,--max-concurrency", o->spec.shape.concurrency,
-                      "Closed loop: concurrent requests (default 1). Open loop: cap on requests in "
-                      "flight (default: none)");
+      add_integer(app, "--concurrency,--max-concurrency", o->spec.shape.concurrency,
+                  "Closed loop: concurrent requests (default 1). Open loop: cap on requests in "
+                  "flight (default: none)",
+                  1, kMaxConcurrency);
   app->add_option("--request-rate", o->request_rate,
-                  "Open loop: requests per second on an absolute schedule (default: closed loop)");
+                  "Open loop: requests per second on an absolute schedule (default: closed loop)")
+      ->transform(positive_real(kMaxRequestRate));
   app->add_option("--arrival", o->arrival, "Open-loop arrivals: constant | poisson | gamma")
       ->capture_default_str();
   app->add_option("--burstiness", o->spec.shape.arrivals.burstiness,
                   "Gamma shape of the gaps (1 = Poisson; < 1 burstier)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->transform(positive_real(1000));
   app->add_option("--duration", o->spec.shape.duration_s,
                   "Stop sending after this many seconds (prompts are reused cyclically); "
-                  "agentic: recorded seconds of the profiling phase (default 3600)");
-  app->add_option("--warmups", o->spec.warmups, "Warmup requests (not measured)")
+                  "agentic: recorded seconds of the profiling phase (default 3600)")
+      ->transform(positive_real(kMaxSeconds));
+  add_integer(app, "--warmups", o->spec.warmups, "Warmup requests (not measured)", 0, kMaxRequests)
       ->capture_default_str();
   o->seed_option =
       app->add_option("--seed", o->spec.workload.seed,
-                      "Random seed (default 0; --workload agentic: 42, as InferenceX)");
-  app->add_option("--vocab-size", o->spec.workload.vocab_size, "Token ids are drawn below this")
+                      "Random seed (default 0; --workload agentic: 42, as InferenceX)")
+          ->transform(unsigned_integer());
+  add_integer(app, "--vocab-size", o->spec.workload.vocab_size, "Token ids are drawn below this",
+              101, std::numeric_limits<int32_t>::max())
       ->capture_default_str();
   app->add_option("--percentiles", o->percentiles, "Percentiles to report besides the median")
       ->capture_default_str();
-  app->add_option("--num-gpus", o->spec.metrics.num_gpus, "GPUs serving (for per-GPU throughput)")
+  add_integer(app, "--num-gpus", o->spec.metrics.num_gpus, "GPUs serving (for per-GPU throughput)",
+              1, kMaxGpus)
       ->capture_default_str();
   app->add_option("--goodput", o->goodput, "SLOs for goodput, e.g. ttft:500 tpot:50 e2el:10000")
       ->expected(1, 3);
   app->add_flag("--continuous-usage", o->spec.continuous_usage,
                 "Also request stream_options.continuous_usage_stats");
-  app->add_option("--connect-timeout", o->connect_timeout_s, "Seconds")->capture_default_str();
+  app->add_option("--connect-timeout", o->connect_timeout_s, "Seconds")
+      ->capture_default_str()
+      ->transform(positive_real(kMaxSeconds));
   app->add_option("--first-byte-timeout", o->first_byte_timeout_s,
                   "Seconds from sending to the first response byte (0 = none)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->transform(real_in(0, kMaxSeconds));
   app->add_option("--idle-timeout", o->idle_timeout_s,
                   "Seconds without progress while reading a response: an event stream progresses "
                   "with data events, not keep-alive comments (0 = none)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->transform(real_in(0, kMaxSeconds));
   app->add_option("--request-timeout", o->request_timeout_s,
                   "Seconds for a whole request (default 6 h, as vLLM's benchmark_serving; 0 = none)")
+      ->capture_default_str()
+      ->transform(real_in(0, kMaxSeconds));
+  add_integer(app, "--max-retries", o->spec.max_retries,
+              "Re-sends of a request that failed before any response byte", 0, 100)
       ->capture_default_str();
-  app->add_option("--max-retries", o->spec.max_retries,
-                  "Re-sends of a request that failed before any response byte")
+  add_integer(app, "--threads", o->spec.threads, "Client event-loop threads (0 = automatic)", 0,
+              1024)
       ->capture_default_str();
-  app->add_option("--threads", o->spec.threads, "Client event-loop threads (0 = automatic)")
-      ->capture_default_str();
-  app->add_option("--source-addresses", o->spec.source_addresses,
-                  "Loopback targets: spread connections over 127.0.0.1..N (0 = automatic)")
+  add_integer(app, "--source-addresses", o->spec.source_addresses,
+              "Loopback targets: spread connections over 127.0.0.1..N (0 = automatic)", 0, 254)
       ->capture_default_str();
   app->add_flag("--no-request-ids", o->no_request_ids, "Do not send X-Request-Id headers");
   app->add_option("--workload", o->workload,
                   "fixed (random prompts of --isl/--osl) | agentic (AgentX replay of --traces)")
       ->capture_default_str();
   app->add_option("--traces", o->agentic.traces,
-                  "agentic: Weka traces to replay (files, .jsonl corpora or folders)");
-  app->add_option("--max-traces", o->agentic.max_traces, "agentic: replay the first N traces only")
-      ->check(positive_number());
+                  "agentic: Weka traces to replay (files, .jsonl corpora or folders)")
+      ->check(existing_path());
+  add_integer(app, "--max-traces", o->agentic.max_traces, "agentic: replay the first N traces only",
+              1, kMaxTraces);
   o->warmup_per_lane_option =
-      app->add_option("--warmup-requests-per-lane", o->agentic.warmup_requests_per_lane,
-                      "agentic: cache-pressure warmup requests per lane after the primers")
-          ->capture_default_str()
-          ->check(non_negative_number());
+      add_integer(app, "--warmup-requests-per-lane", o->agentic.warmup_requests_per_lane,
+                  "agentic: cache-pressure warmup requests per lane after the primers", 0,
+                  kMaxWarmupsPerLane)
+          ->capture_default_str();
   app->add_option("--time-scale", o->agentic.time_scale,
                   "agentic: divide every recorded delay, cap and duration by K (pair with "
                   "serve-sim --time-scale K; not submission-valid)")
       ->capture_default_str()
-      ->check(positive_number());
+      ->transform(positive_real(kMaxTimeScale));
   app->add_option("--trace-idle-cap", o->agentic.trace_idle_cap_s,
                   "agentic: per-tree idle cap in recorded seconds (0 = off)")
       ->capture_default_str()
-      ->check(non_negative_number());
+      ->transform(real_in(0, kMaxSeconds));
   app->add_option("--t-star-min", o->agentic.t_star_min,
                   "agentic: lanes start at t* in [min, max] of their trace's span")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 1.0));
+      ->transform(real_in(0, 1));
   app->add_option("--t-star-max", o->agentic.t_star_max, "agentic: see --t-star-min")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 1.0));
+      ->transform(real_in(0, 1));
   app->add_option("--grace", o->agentic.grace_s,
                   "agentic: recorded seconds in-flight requests may finish after the duration")
       ->capture_default_str()
-      ->check(non_negative_number());
+      ->transform(real_in(0, kMaxSeconds));
   app->add_flag("--agentx-fast", o->agentx_fast,
                 "agentic: InferenceX's fast mode (1200 s, 1 warmup request per lane)");
   app->add_option("--server-metrics-url", o->spec.server_metrics_urls,
@@ -426,7 +454,7 @@ RunFn register_bench(CLI::App& root) {
   app->add_option("--slice-duration", o->spec.slice_s,
                   "Seconds between server-metrics scrapes (the timeslice width)")
       ->capture_default_str()
-      ->check(positive_number());
+      ->transform(positive_real(kMaxSeconds));
   app->add_flag_callback(
       "--no-server-metrics", [o] { o->spec.scrape_server_metrics = false; },
       "Do not scrape the server's metrics during the point");
@@ -437,8 +465,9 @@ RunFn register_bench(CLI::App& root) {
       ->capture_default_str();
   app->add_flag("--require-power", o->spec.require_power,
                 "Fail the point when GPU power is missing or not valid");
-  app->add_option("--output", o->output, "Write the result JSON here");
-  app->add_option("--details", o->details, "Write per-request records (JSONL) here");
+  app->add_option("--output", o->output, "Write the result JSON here")->check(output_file());
+  app->add_option("--details", o->details, "Write per-request records (JSONL) here")
+      ->check(output_file());
   return [o]() { return run(*o); };
 }
 

@@ -36,8 +36,9 @@ int run(const ChangedCliOptions& o) {
     return kExitUsage;
   }
   govern::ChangedOptions co;
+  // Relative paths are taken from the repository directory (-C), as git -C does.
   for (const auto& p : o.paths.empty() ? default_recipe_paths() : o.paths) {
-    auto rel = head->relative(p);
+    auto rel = head->relative(in_repo(o.repo, p));
     if (!rel) {
       fmt::print(stderr, "inferbench changed: {}\n", rel.error().message);
       return kExitUsage;
@@ -45,7 +46,7 @@ int run(const ChangedCliOptions& o) {
     co.recipe_paths.push_back(*rel);
   }
   if (!o.runners.empty()) {
-    auto rel = head->relative(o.runners);
+    auto rel = head->relative(in_repo(o.repo, o.runners));
     if (!rel) {
       fmt::print(stderr, "inferbench changed: {}\n", rel.error().message);
       return kExitUsage;

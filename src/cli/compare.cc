@@ -12,6 +12,7 @@
 
 #include "cli/commands.h"
 #include "core/files.h"
+#include "core/strings.h"
 #include "govern/git.h"
 #include "store/store.h"
 #include "verdict/compare.h"
@@ -46,25 +47,18 @@ int usage(const std::string& msg) {
 // "95", "95%", "0.95" -> 0.95; nullopt when not in (0, 1).
 std::optional<double> parse_confidence(std::string s) {
   if (!s.empty() && s.back() == '%') s.pop_back();
-  try {
-    size_t used = 0;
-    double v = std::stod(s, &used);
-    if (used != s.size()) return std::nullopt;
-    if (v >= 1) v /= 100;
-    if (v > 0 && v < 1) return v;
-  } catch (const std::exception&) {
-  }
+  auto v = parse_real(s);  // strict: no nan, inf, hex or trailing text
+  if (!v) return std::nullopt;
+  if (*v >= 1) *v /= 100;
+  if (*v > 0 && *v < 1) return v;
   return std::nullopt;
 }
 
+// "2", "2%" -> 2; nullopt unless in [0, 1000].
 std::optional<double> parse_percent(std::string s) {
   if (!s.empty() && s.back() == '%') s.pop_back();
-  try {
-    size_t used = 0;
-    const double v = std::stod(s, &used);
-    if (used == s.size() && v >= 0 && std::isfinite(v)) return v;
-  } catch (const std::exception&) {
-  }
+  auto v = parse_real(s);
+  if (v && *v >= 0 && *v <= 1000) return v;
   return std::nullopt;
 }
 
@@ -92,7 +86,13 @@ struct Resolver {
     if (fs::is_directory(spec, ec)) return verdict::side_from_folder(spec);
     if (fs::exists(spec, ec)) {
       return Error{fmt::format("{}: a file; give a folder of result files or a run id or name",
-                               spec)};
+                               printable(spec))};
+    }
+    // Run names have no slash: a path that is not there is a missing folder, not a run.
+    if (spec.find('/') != std::string::npos) {
+      return Error{fmt::format("{}: no such folder (give a folder of result files, or a run id "
+                               "or name)",
+                               printable(spec))};
     }
     auto s = store();
     if (!s) return s.error();
@@ -144,13 +144,22 @@ void write_out(const std::string& text) {
 int run_compare(const CompareCliOptions& o) {
   verdict::CompareOptions co;
   auto conf = parse_confidence(o.confidence);
-  if (!conf) return usage("--confidence: a level in (0, 100) percent, e.g. 95, got " + o.confidence);
+  if (!conf) {
+    return usage("--confidence: must be a level above 0 and below 100 percent (e.g. 95, 95% or "
+                 "0.95), got '" + printable(o.confidence, 40) + "'");
+  }
   co.confidence = *conf;
   auto me = parse_percent(o.min_effect);
-  if (!me) return usage("--min-effect: a percentage >= 0, e.g. 2, got " + o.min_effect);
+  if (!me) {
+    return usage("--min-effect: must be a percentage from 0 to 1000 (e.g. 2 or 2%), got '" +
+                 printable(o.min_effect, 40) + "'");
+  }
   co.min_effect_pct = *me;
   co.resamples = o.resamples;
   co.seed = o.seed;
+  if (auto same = same_output_files({{"--db", o.db}, {"--markdown", o.markdown}})) {
+    return usage(*same);
+  }
   for (const auto& p : o.pairs) {
     const size_t eq = p.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == p.size()) {
@@ -235,13 +244,15 @@ RunFn register_compare(CLI::App& root) {
       ->allow_extra_args(false);
   // Bounded: each resample recomputes every metric of every pair, and a huge count would run for
   // hours without a word.
-  app->add_option("--resamples", o->resamples, "Bootstrap resamples (100 to 100000)")
+  add_integer(app, "--resamples", o->resamples, "Bootstrap resamples (100 to 100000)", 100, 100000)
+      ->capture_default_str();
+  app->add_option("--seed", o->seed, "Bootstrap seed")
       ->capture_default_str()
-      ->check(CLI::Range(100, 100000));
-  app->add_option("--seed", o->seed, "Bootstrap seed")->capture_default_str();
+      ->transform(unsigned_integer());
   app->add_flag("--json", o->json, "Print the comparison as JSON");
   app->add_option("--markdown", o->markdown,
-                  "Also write the comparison as markdown (a PR comment) to FILE");
+                  "Also write the comparison as markdown (a PR comment) to FILE")
+      ->check(output_file());
   app->add_flag("--exit-code", o->exit_code, "Exit 1 when any metric regressed");
   return [o]() { return run_compare(*o); };
 }

@@ -178,8 +178,8 @@ RunFn register_plan(CLI::App& root) {
   auto o = std::make_shared<PlanOptions>();
   CLI::App* app =
       root.add_subcommand("plan", "Validate recipe files and print their benchmark rows");
-  app->add_option("files", o->files, "Recipe (master-config) YAML files");
-  app->add_option("--runners", o->runners, "Runners file (labels, hardware)");
+  app->add_option("files", o->files, "Recipe (master-config) YAML files")->check(existing_path());
+  app->add_option("--runners", o->runners, "Runners file (labels, hardware)")->check(input_file());
   app->add_option("--keys", o->keys, "Only config keys matching these globs (fnmatch)");
   app->add_option("--labels", o->labels,
                   "Sweep labels (one primary: sweep-enabled, full-sweep-fail-fast, ...; modifiers: "

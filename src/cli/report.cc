@@ -81,6 +81,9 @@ int run_report(const ReportOptions& o) {
                     o.db));
   }
   if (o.output.empty()) return usage("-o/--output: empty file name");
+  if (auto same = same_output_files({{"--db", o.db}, {"-o/--output", o.output}})) {
+    return usage(*same);
+  }
   const fs::path out(o.output);
   if (fs::is_directory(out, ec)) {
     return usage(fmt::format("-o/--output: {} is a folder; name the HTML file to write", o.output));
@@ -134,7 +137,9 @@ RunFn register_report(CLI::App& root) {
   CLI::App* app = root.add_subcommand(
       "report", "Write one self-contained, offline HTML report of stored runs (docs/report.md)");
   app->add_option("run", o->runs, "Run ids or names to report on")->required();
-  app->add_option("-o,--output", o->output, "HTML file to write")->capture_default_str();
+  app->add_option("-o,--output", o->output, "HTML file to write")
+      ->capture_default_str()
+      ->check(output_file());
   app->add_option("--baseline", o->baseline,
                   "Compare against this run: overlaid frontiers, deltas, confounders");
   app->add_option("--db", o->db, "Results database file")->capture_default_str();

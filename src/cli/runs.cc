@@ -524,7 +524,9 @@ RunFn register_runs(CLI::App& root) {
   CLI::App* app = root.add_subcommand("runs", "List the runs in the results database");
   app->add_option("--db", o->db, "Results database file")->capture_default_str();
   app->add_flag("--json", o->json, "Print the runs as a JSON array");
-  app->add_option("--limit", o->limit, "Newest N runs (0: all)")->capture_default_str();
+  add_integer(app, "--limit", o->limit, "Newest N runs (0: all)", 0,
+              std::numeric_limits<int>::max())
+      ->capture_default_str();
   return [o]() { return run_runs(*o); };
 }
 
@@ -536,9 +538,9 @@ RunFn register_show(CLI::App& root) {
   app->add_option("--db", o->db, "Results database file")->capture_default_str();
   app->add_flag("--json", o->json,
                 "Print everything (full result JSON of each point included) as one JSON object");
-  app->add_option("--timeslices", o->timeslices_point,
-                  "Print the telemetry time series of point POINT (its id: the POINT column)")
-      ->check(positive_number());
+  add_integer(app, "--timeslices", o->timeslices_point,
+              "Print the telemetry time series of point POINT (its id: the POINT column)", 1,
+              std::numeric_limits<int64_t>::max());
   o->format_option = app->add_option("--format", o->format, "With --timeslices: table | csv | json")
                          ->capture_default_str();
   return [o]() { return run_show(*o); };

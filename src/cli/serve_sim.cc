@@ -171,6 +171,10 @@ int run(ServeSimOptions& o) {
     print_presets();
     return kExitOk;
   }
+  if (auto same = same_output_files({{"--port-file", o.port_file}, {"--truth-log", o.args.truth_log}})) {
+    fmt::print(stderr, "inferbench serve-sim: {}\n", *same);
+    return kExitUsage;
+  }
   if (int rc = resolve(o); rc != kExitOk) return rc;
   o.args.threads = o.threads == "auto" ? sim::default_io_threads() : std::stoi(o.threads);
   if (auto valid = sim::validate(o.args); !valid) {
@@ -216,18 +220,17 @@ int run(ServeSimOptions& o) {
   return kExitOk;
 }
 
-// A number check with a short message ("must be > 0, got -1"); CLI11's PositiveNumber prints the
-// whole double range instead.
-CLI::Validator number_at_least(double min, bool inclusive) {
-  std::string rule = fmt::format("{} {}", inclusive ? ">=" : ">", min);
+// --threads: "auto" or a thread count, rewritten in plain decimal for the std::stoi in run().
+CLI::Validator threads_value() {
+  const CLI::Validator count = integer_in(1, sim::kMaxIoThreads);
   return CLI::Validator(
-      [=](std::string& text) -> std::string {
-        double value = 0;
-        if (!CLI::detail::lexical_cast(text, value)) return "not a number: " + text;
-        bool ok = std::isfinite(value) && (inclusive ? value >= min : value > min);
-        return ok ? std::string() : fmt::format("must be {}, got {}", rule, text);
+      [count](std::string& text) -> std::string {
+        if (text == "auto") return "";
+        if (count(text).empty()) return "";
+        return fmt::format("must be auto or an integer from 1 to {}, got '{}'", sim::kMaxIoThreads,
+                           printable(text, 40));
       },
-      min == 0 ? (inclusive ? "NONNEGATIVE" : "POSITIVE") : rule);
+      "auto|1.." + std::to_string(sim::kMaxIoThreads));
 }
 
 }  // namespace
@@ -238,17 +241,18 @@ RunFn register_serve_sim(CLI::App& root) {
   CLI::App* app = root.add_subcommand(
       "serve-sim", "Run the embedded simulated OpenAI-compatible inference server");
   app->add_option("--host", a.host, "Address to listen on")->capture_default_str();
-  app->add_option("--port", a.port, "TCP port; 0 picks a free one (see --port-file)")
+  add_integer(app, "--port", a.port, "TCP port; 0 picks a free one (see --port-file)", 0, 65535)
       ->capture_default_str();
   app->add_option("--port-file", o->port_file,
-                  "Once listening, write the bound port and a newline here (atomically)");
+                  "Once listening, write the bound port and a newline here (atomically)")
+      ->check(output_file());
   app->add_option("--model", a.model, "Served model name")->capture_default_str();
   o->max_model_len_opt =
-      app->add_option("--max-model-len", a.max_model_len,
-                      "Context length: prompt + output tokens beyond it get 400 (default: "
-                      "roofline, the model preset's max_context capped to the KV cache; simple, "
-                      "32768)")
-          ->check(CLI::Range(2, std::numeric_limits<int>::max()));
+      add_integer(app, "--max-model-len", a.max_model_len,
+                  "Context length: prompt + output tokens beyond it get 400 (default: "
+                  "roofline, the model preset's max_context capped to the KV cache; simple, "
+                  "32768)",
+                  2, std::numeric_limits<int>::max());
   o->timing_model_opt =
       app->add_option("--timing-model", o->timing_model,
                       "roofline (continuous batching on a hardware/model performance model; the "
@@ -257,10 +261,13 @@ RunFn register_serve_sim(CLI::App& root) {
   app->add_option("--time-scale", a.time_scale,
                   "Run the same schedule this many times faster (durations divided by it)")
       ->capture_default_str()
-      ->check(number_at_least(0, false));
+      ->transform(positive_real(kMaxTimeScale));
   app->add_option("--truth-log", a.truth_log,
-                  "Write one JSON line per request with each token's send time (steady-clock ns)");
-  app->add_option("--seed", a.seed, "Seed of output lengths and texts")->capture_default_str();
+                  "Write one JSON line per request with each token's send time (steady-clock ns)")
+      ->check(output_file());
+  app->add_option("--seed", a.seed, "Seed of output lengths and texts")
+      ->capture_default_str()
+      ->transform(unsigned_integer());
   app->add_flag("--power-model", a.power_model,
                 "Export a modelled GPU power trace per tensor-parallel rank on /metrics, in "
                 "dcgm-exporter's names (DCGM_FI_DEV_POWER_USAGE, ..._TOTAL_ENERGY_CONSUMPTION), "
@@ -272,18 +279,16 @@ RunFn register_serve_sim(CLI::App& root) {
                               "(here {})",
                               sim::kMaxIoThreads, sim::default_io_threads()))
       ->capture_default_str()
-      ->check(CLI::IsMember({"auto"}) |
-              CLI::Range(1, sim::kMaxIoThreads).description("1.." +
-                                                            std::to_string(sim::kMaxIoThreads)));
+      ->transform(threads_value());
   app->add_option("--keep-alive-timeout-s", a.keep_alive_timeout_s,
                   "Close keep-alive connections idle this long (0 = never)")
       ->capture_default_str()
-      ->check(number_at_least(0, true));
+      ->transform(real_in(0, kMaxSeconds));
   o->max_num_seqs_opt =
-      app->add_option("--max-num-seqs,--max-running", o->max_num_seqs,
-                      "Requests running at once; later ones wait (default: 1024 roofline on "
-                      "GPUs >= 70 GiB, 256 simple; env SIM_MAX_NUM_SEQS)")
-          ->check(CLI::Range(1, std::numeric_limits<int>::max()));
+      add_integer(app, "--max-num-seqs,--max-running", o->max_num_seqs,
+                  "Requests running at once; later ones wait (default: 1024 roofline on "
+                  "GPUs >= 70 GiB, 256 simple; env SIM_MAX_NUM_SEQS)",
+                  1, kMaxRunning);
   app->add_flag("--list-presets", o->list_presets, "Print the hardware and model presets and exit");
 
   // Roofline model.
@@ -298,8 +303,8 @@ RunFn register_serve_sim(CLI::App& root) {
   o->model_preset_opt = roofline(app->add_option(
       "--model-preset", o->model_preset,
       "Model architecture preset: " + sim::model_names() + " (default llama-3.1-8b)"));
-  o->tp_opt = roofline(
-      app->add_option("--tensor-parallel-size,--tp", o->tp, "Tensor-parallel GPUs (default 1)"));
+  o->tp_opt = roofline(add_integer(app, "--tensor-parallel-size,--tp", o->tp,
+                                   "Tensor-parallel GPUs (default 1)", 1, 64));
   o->ep_opt = roofline(app->add_flag("--enable-expert-parallel", o->enable_expert_parallel,
                                      "MoE layers: split experts over the TP GPUs (all-to-all)"));
   o->quantization_opt =
@@ -308,19 +313,20 @@ RunFn register_serve_sim(CLI::App& root) {
   o->kv_cache_dtype_opt = roofline(app->add_option(
       "--kv-cache-dtype", o->kv_cache_dtype, "auto (bf16), bf16 or fp8 (env SIM_KV_CACHE_DTYPE)"));
   o->batched_opt = roofline(
-      app->add_option("--max-num-batched-tokens", o->max_num_batched_tokens,
-                      "Token budget of one step (default 8192; env SIM_MAX_NUM_BATCHED_TOKENS)")
-          ->check(CLI::Range(1, 1 << 24)));
-  o->block_size_opt = roofline(
-      app->add_option("--block-size", o->block_size, "Tokens per KV-cache block (default 16)")
-          ->check(CLI::Range(1, 1024)));
-  o->num_blocks_opt = roofline(app->add_option("--num-gpu-blocks-override", o->num_gpu_blocks,
-                                               "KV-cache blocks, instead of what memory allows")
-                                   ->check(CLI::Range(1, std::numeric_limits<int>::max())));
-  o->util_opt =
-      roofline(app->add_option("--gpu-memory-utilization", o->gpu_memory_utilization,
-                               "Fraction of GPU memory for weights + KV cache (default 0.9; env "
-                               "SIM_GPU_MEMORY_UTILIZATION)"));
+      add_integer(app, "--max-num-batched-tokens", o->max_num_batched_tokens,
+                  "Token budget of one step (default 8192; env SIM_MAX_NUM_BATCHED_TOKENS)", 1,
+                  1 << 24));
+  o->block_size_opt = roofline(add_integer(app, "--block-size", o->block_size,
+                                           "Tokens per KV-cache block (default 16)", 1, 1024));
+  // Bounded: the simulator holds a record per block (a memory-sized input).
+  o->num_blocks_opt = roofline(add_integer(app, "--num-gpu-blocks-override", o->num_gpu_blocks,
+                                           "KV-cache blocks, instead of what memory allows", 1,
+                                           kMaxGpuBlocks));
+  o->util_opt = roofline(
+      app->add_option("--gpu-memory-utilization", o->gpu_memory_utilization,
+                      "Fraction of GPU memory for weights + KV cache (default 0.9; env "
+                      "SIM_GPU_MEMORY_UTILIZATION)")
+          ->transform(positive_real(1)));
   o->prefix_opt = roofline(app->add_flag(
       "--enable-prefix-caching,!--no-enable-prefix-caching", o->enable_prefix_caching,
       "Reuse KV blocks of shared prompt prefixes (default on; env SIM_ENABLE_PREFIX_CACHING)"));
@@ -328,11 +334,14 @@ RunFn register_serve_sim(CLI::App& root) {
       app->add_flag("--disable-custom-all-reduce", o->disable_custom_all_reduce,
                     "Use NCCL/RCCL for every all-reduce (env SIM_DISABLE_CUSTOM_ALL_REDUCE)"));
   o->compute_eff_opt = roofline(app->add_option("--compute-efficiency", o->compute_efficiency,
-                                                "Achieved / peak tensor FLOPS (default 0.6)"));
+                                                "Achieved / peak tensor FLOPS (default 0.6)")
+                                    ->transform(positive_real(1)));
   o->memory_eff_opt = roofline(app->add_option("--memory-efficiency", o->memory_efficiency,
-                                               "Achieved / peak HBM bandwidth (default 0.8)"));
+                                               "Achieved / peak HBM bandwidth (default 0.8)")
+                                   ->transform(positive_real(1)));
   o->overhead_opt = roofline(app->add_option("--step-overhead-us", o->step_overhead_us,
-                                             "Fixed cost of every engine step (default 1000)"));
+                                             "Fixed cost of every engine step (default 1000)")
+                                 ->transform(real_in(0, kMaxSeconds * 1e6)));
 
   // Simple model.
   auto simple = [&](CLI::Option* opt) {
@@ -343,19 +352,19 @@ RunFn register_serve_sim(CLI::App& root) {
   simple(
       app->add_option("--prefill-tok-s", a.timing.prefill_tok_s, "Prefill speed, prompt tokens/s")
           ->capture_default_str()
-          ->check(number_at_least(0, false)));
+          ->transform(positive_real(1e12)));
   simple(app->add_option("--prefill-overhead-ms", a.timing.prefill_overhead_ms,
                          "Fixed time added to every prefill")
              ->capture_default_str()
-             ->check(number_at_least(0, true)));
+             ->transform(real_in(0, kMaxSeconds * 1000)));
   simple(app->add_option("--decode-base-ms", a.timing.decode_base_ms,
                          "Decode step time of a lone request")
              ->capture_default_str()
-             ->check(number_at_least(0, true)));
+             ->transform(real_in(0, kMaxSeconds * 1000)));
   simple(app->add_option("--decode-per-running-ms", a.timing.decode_per_running_ms,
                          "Added to each decode step per running request")
              ->capture_default_str()
-             ->check(number_at_least(0, true)));
+             ->transform(real_in(0, kMaxSeconds * 1000)));
   return [o]() { return run(*o); };
 }
 

@@ -11,6 +11,7 @@
 #include "core/clock.h"
 #include "core/files.h"
 #include "core/interrupt.h"
+#include "core/strings.h"
 
 namespace ib::cli {
 
@@ -22,7 +23,9 @@ struct SweepCliOptions {
   std::string runners;
   std::string runs_dir = "runs";
   std::string db;
-  std::vector<int64_t> concurrencies;
+  // --concurrency N,N,...: lists checked whole by integer_list (CLI11's own delimiter would drop
+  // empty items, so "1,,4" and "4," would pass), then read in run().
+  std::vector<std::string> concurrency_lists;
   std::string api = "completions";
   std::string slurm_partition;
   std::string slurm_account;
@@ -117,7 +120,9 @@ int run(SweepCliOptions& c) {
   o.runners = c.runners;
   o.runs_dir = c.runs_dir;
   o.db = c.db;
-  o.concurrencies = c.concurrencies;
+  for (const auto& list : c.concurrency_lists) {
+    for (const auto& item : split(list, ',')) o.concurrencies.push_back(std::stoll(item));
+  }
   auto api = openai::parse_api(c.api);
   if (!api) {
     fmt::print(stderr, "inferbench sweep: --api must be 'completions' or 'chat' (got '{}')\n",
@@ -210,14 +215,18 @@ RunFn register_sweep(CLI::App& root) {
       "Run recipes' benchmark matrix and store the results (default: the bundled "
       "simulator recipe)");
   sweep::SweepOptions& o = c->sweep;
-  app->add_option("recipes", c->recipes, "Recipe files (default: examples/recipes/serve-sim.yaml)");
-  app->add_option("--runners", c->runners, "Runners file (hardware labels, launcher per label)");
+  app->add_option("recipes", c->recipes, "Recipe files (default: examples/recipes/serve-sim.yaml)")
+      ->check(existing_path());
+  app->add_option("--runners", c->runners, "Runners file (hardware labels, launcher per label)")
+      ->check(input_file());
   app->add_option("--keys", o.keys, "Only config keys matching these globs");
   app->add_option("--labels", o.labels, "Sweep labels: canary, fail-fast, trimmed concurrency")
       ->delimiter(',');
   app->add_option("--runs-dir", c->runs_dir, "Where run folders are created")
-      ->capture_default_str();
-  app->add_option("--db", c->db, "Results database (default: <runs-dir>/inferbench.db)");
+      ->capture_default_str()
+      ->check(folder_to_write());
+  app->add_option("--db", c->db, "Results database (default: <runs-dir>/inferbench.db)")
+      ->check(output_file(false));
   app->add_option("--resume", o.resume,
                   "Continue run RUN (id or name): completed points are skipped");
   app->add_flag(
@@ -226,51 +235,53 @@ RunFn register_sweep(CLI::App& root) {
   app->add_option("--launcher", o.launcher,
                   "local | slurm | endpoint (default: the runners file's, else local)");
   app->add_option("--endpoint", o.endpoint_url,
-                  "URL of a running server (implies --launcher endpoint)");
+                  "Base URL of a running server, http://HOST:PORT with or without a trailing /v1 "
+                  "(implies --launcher endpoint)")
+      ->transform(endpoint_url());
   app->add_option("--slurm-partition", c->slurm_partition, "Slurm partition");
   app->add_option("--slurm-account", c->slurm_account, "Slurm account");
-  app->add_option("--concurrency", c->concurrencies, "Replace every row's concurrencies")
-      ->delimiter(',');
-  app->add_option("--prompts-per-conc", c->prompts_per_conc,
-                  "Requests per point = max(min-prompts, this x conc) (default: the recipe's "
-                  "workload block, else 10)")
-      ->check(positive_number());
-  app->add_option("--min-prompts", c->min_prompts,
-                  "Least requests per point (default: the recipe's, else 1)")
-      ->check(positive_number());
-  app->add_option("--warmups-per-conc", c->warmups_per_conc,
-                  "Warmup requests = this x conc (default: the recipe's, else 2)")
-      ->check(non_negative_number());
+  app->add_option("--concurrency", c->concurrency_lists,
+                  "Replace every row's concurrencies (N,N,...; repeatable)")
+      ->transform(integer_list(1, kMaxConcurrency));
+  add_integer(app, "--prompts-per-conc", c->prompts_per_conc,
+              "Requests per point = max(min-prompts, this x conc) (default: the recipe's "
+              "workload block, else 10)",
+              1, kMaxRequests);
+  add_integer(app, "--min-prompts", c->min_prompts,
+              "Least requests per point (default: the recipe's, else 1)", 1, kMaxRequests);
+  add_integer(app, "--warmups-per-conc", c->warmups_per_conc,
+              "Warmup requests = this x conc (default: the recipe's, else 2)", 0, kMaxRequests);
   app->add_option("--range-ratio", c->range_ratio,
                   "Prompt and output lengths uniform in [ratio x L, L] (default: the recipe's, "
                   "else 0.8)")
-      ->check(CLI::Range(1e-9, 1.0));
-  app->add_option("--seed", c->seed, "Prompt seed (default: the recipe's, else 0)")
-      ->check(non_negative_number());
+      ->transform(positive_real(1));
+  add_integer(app, "--seed", c->seed, "Prompt seed (default: the recipe's, else 0)", 0,
+              std::numeric_limits<int64_t>::max());
   app->add_option("--api", c->api, "completions | chat")->capture_default_str();
   app->add_option("--traces", c->traces,
                   "agentic-coding rows: Weka traces to replay (files, .jsonl corpora, folders; "
-                  "default: the recipe's workload.traces)");
-  app->add_option("--max-traces", c->max_traces, "agentic-coding: replay the first N traces only")
-      ->check(positive_number());
-  app->add_option("--warmup-requests-per-lane", c->warmup_requests_per_lane,
-                  "agentic-coding: cache-pressure warmup requests per lane (default 10; "
-                  "agentx-fast 1)")
-      ->check(non_negative_number());
+                  "default: the recipe's workload.traces)")
+      ->check(existing_path());
+  add_integer(app, "--max-traces", c->max_traces, "agentic-coding: replay the first N traces only",
+              1, kMaxTraces);
+  add_integer(app, "--warmup-requests-per-lane", c->warmup_requests_per_lane,
+              "agentic-coding: cache-pressure warmup requests per lane (default 10; "
+              "agentx-fast 1)",
+              0, kMaxWarmupsPerLane);
   app->add_option("--agentic-duration", c->agentic_duration,
                   "agentic-coding: recorded seconds to replay (default: the row's, 3600; "
                   "agentx-fast 1200)")
-      ->check(positive_number());
+      ->transform(positive_real(kMaxSeconds));
   app->add_option("--time-scale", c->time_scale,
                   "agentic-coding: divide every recorded delay, cap and duration by K (for "
                   "serve-sim --time-scale K; such points are not submission-valid)")
-      ->check(positive_number());
+      ->transform(positive_real(kMaxTimeScale));
   app->add_option("--server-metrics-url", o.server_metrics_urls,
                   "Prometheus endpoints to scrape during each point (repeatable; default: the "
                   "server's /metrics)");
   app->add_option("--slice-duration", o.slice_s, "Seconds between server-metrics scrapes")
       ->capture_default_str()
-      ->check(positive_number());
+      ->transform(positive_real(kMaxSeconds));
   app->add_flag_callback(
       "--no-server-metrics", [&o] { o.scrape_server_metrics = false; },
       "Do not scrape the servers' metrics during points");
@@ -283,11 +294,11 @@ RunFn register_sweep(CLI::App& root) {
                 "Fail points whose GPU power is missing or not valid");
   app->add_option("--point-timeout", o.point_timeout_s, "Seconds before a point is cut short")
       ->capture_default_str()
-      ->check(positive_number());
+      ->transform(positive_real(kMaxSeconds));
   app->add_option("--startup-timeout", o.startup_timeout_s,
                   "Seconds to wait for a server to be healthy")
       ->capture_default_str()
-      ->check(positive_number());
+      ->transform(positive_real(kMaxSeconds));
   app->add_flag("--fail-fast", o.fail_fast, "A failure stops the rest of its group");
   app->add_flag("--no-expect", c->no_expect,
                 "Do not check the recipes' expect blocks (e.g. against an endpoint, whose log "
@@ -297,10 +308,10 @@ RunFn register_sweep(CLI::App& root) {
   app->add_option("--server-arg", o.extra_server_args,
                   "Extra argument for every server command (repeatable)")
       ->allow_extra_args(false);
-  app->add_option("--repeat", c->repeat,
-                  "Run the whole sweep N times, one run each, recorded as one repeat group "
-                  "(for `inferbench compare`'s interval over runs)")
-      ->check(CLI::Range(1, 1000));
+  add_integer(app, "--repeat", c->repeat,
+              "Run the whole sweep N times, one run each, recorded as one repeat group "
+              "(for `inferbench compare`'s interval over runs)",
+              1, 1000);
   app->add_flag("--json", c->json,
                 "Print the outcome as JSON on stdout (the table goes to stderr)");
   return [c]() { return run(*c); };

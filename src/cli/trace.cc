@@ -150,7 +150,9 @@ RunFn register_trace(CLI::App& root) {
   CLI::App* stats = app->add_subcommand("stats",
                                         "Requests, subagents, tokens, theoretical prefix-cache hit "
                                         "and replay sessions of each trace");
-  stats->add_option("paths", o->paths, "Trace files (.json), JSONL corpora or folders")->required();
+  stats->add_option("paths", o->paths, "Trace files (.json), JSONL corpora or folders")
+      ->required()
+      ->check(existing_path());
   stats->add_flag("--json", o->json, "Print the statistics as JSON");
   return [o]() { return run_stats(*o); };
 }

@@ -13,6 +13,7 @@
 #include "core/clock.h"
 #include "core/files.h"
 #include "core/interrupt.h"
+#include "core/strings.h"
 #include "govern/changed.h"
 #include "store/store.h"
 #include "sweep/verify_change.h"
@@ -38,10 +39,14 @@ struct VerifyCliOptions {
   bool exit_code = false;
 };
 
+bool looks_like_recipe(const std::string& a) {
+  auto ext = std::filesystem::path(a).extension();
+  return ext == ".yaml" || ext == ".yml";
+}
+
 bool is_recipe_file(const std::string& a) {
   std::error_code ec;
-  auto ext = std::filesystem::path(a).extension();
-  return (ext == ".yaml" || ext == ".yml") && std::filesystem::is_regular_file(a, ec);
+  return looks_like_recipe(a) && std::filesystem::is_regular_file(a, ec);
 }
 
 std::string default_work_dir() {
@@ -68,6 +73,10 @@ int report_and_exit(const VerifyCliOptions& o, const sweep::VerifyReport& report
 }
 
 int run(const VerifyCliOptions& o) {
+  if (auto same = same_output_files({{"--db", o.db}, {"--markdown", o.markdown}})) {
+    fmt::print(stderr, "inferbench verify: {}\n", *same);
+    return kExitUsage;
+  }
   install_interrupt_handlers();
   sweep::VerifyOptions vo;
   vo.work_dir = o.work_dir.empty() ? default_work_dir() : o.work_dir;
@@ -87,14 +96,15 @@ int run(const VerifyCliOptions& o) {
     if (!head)
       return fmt::print(stderr, "inferbench verify: {}\n", head.error().message), kExitUsage;
     govern::ChangedOptions co;
+    // Relative paths are taken from the repository directory (-C), as git -C does.
     for (const auto& p : o.args.empty() ? default_recipe_paths() : o.args) {
-      auto rel = head->relative(p);
+      auto rel = head->relative(in_repo(o.repo, p));
       if (!rel)
         return fmt::print(stderr, "inferbench verify: {}\n", rel.error().message), kExitUsage;
       co.recipe_paths.push_back(*rel);
     }
     if (!o.runners.empty()) {
-      auto rel = head->relative(o.runners);
+      auto rel = head->relative(in_repo(o.repo, o.runners));
       if (!rel)
         return fmt::print(stderr, "inferbench verify: {}\n", rel.error().message), kExitUsage;
       co.runners_path = *rel;
@@ -116,6 +126,25 @@ int run(const VerifyCliOptions& o) {
   if (o.args.size() != 2) {
     fmt::print(stderr,
                "inferbench verify: give --base REV [--head REV], two recipe files, or two runs\n");
+    return kExitUsage;
+  }
+  // A name ending in .yaml/.yml is meant as a recipe file: say what is wrong with it rather than
+  // look it up as a run.
+  for (const auto& a : o.args) {
+    if (!looks_like_recipe(a) || is_recipe_file(a)) continue;
+    std::error_code ec;
+    fmt::print(stderr, "inferbench verify: {}: {}\n", printable(a),
+               std::filesystem::is_directory(a, ec)
+                   ? "a folder, not a recipe file (give two recipe files)"
+                   : "no such recipe file");
+    return kExitUsage;
+  }
+  if (is_recipe_file(o.args[0]) != is_recipe_file(o.args[1])) {
+    fmt::print(stderr,
+               "inferbench verify: {} is a recipe file but {} is not; give two recipe files or "
+               "two runs\n",
+               printable(o.args[is_recipe_file(o.args[0]) ? 0 : 1]),
+               printable(o.args[is_recipe_file(o.args[0]) ? 1 : 0]));
     return kExitUsage;
   }
   if (is_recipe_file(o.args[0]) && is_recipe_file(o.args[1])) {
@@ -167,14 +196,16 @@ RunFn register_verify(CLI::App& root) {
   app->add_option("-C,--repo", o->repo, "Repository directory")->capture_default_str();
   app->add_option("--db", o->db, "Results database (RUN_A RUN_B)")->capture_default_str();
   app->add_option("--work-dir", o->work_dir,
-                  "Where server logs and traces go (default runs/verify-<time>)");
-  app->add_option("--markdown", o->markdown, "Also write the markdown summary to this file");
+                  "Where server logs and traces go (default runs/verify-<time>)")
+      ->check(folder_to_write());
+  app->add_option("--markdown", o->markdown, "Also write the markdown summary to this file")
+      ->check(output_file());
   app->add_option("--server-arg", o->server_args, "Extra argument for every server command")
       ->allow_extra_args(false);
   app->add_option("--ignore-setting", o->ignore, "Effective setting to ignore when diffing");
   app->add_option("--startup-timeout", o->startup_timeout_s, "Seconds to wait for each server")
       ->capture_default_str()
-      ->check(positive_number());
+      ->transform(positive_real(kMaxSeconds));
   app->add_flag("--no-env-trace", o->no_env_trace, "Do not trace environment reads");
   app->add_flag("--json", o->json, "Print the report as JSON (default: markdown)");
   app->add_flag("--exit-code", o->exit_code, "Exit 1 when any changed key is a no-op");

@@ -38,6 +38,12 @@ Status validate(const BenchSpec& spec) {
   if (spec.warmups < 0) {
     return Error{fmt::format("--warmups must not be negative (got {})", spec.warmups)};
   }
+  // The warmup prompts are made beside the measured ones: both count against the limit.
+  if (auto s = workload::check_point_size(w.num_prompts, spec.warmups, w.isl,
+                                          "--num-prompts, --warmups and --isl");
+      !s) {
+    return s;
+  }
   for (double q : spec.metrics.percentiles) {
     if (!(q > 0 && q < 100)) {
       return Error{fmt::format("--percentiles: {} is not in (0, 100)", q)};

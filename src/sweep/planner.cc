@@ -230,6 +230,17 @@ Expected<SweepPlanned> plan_sweep(const govern::SweepPlan& plan,
     }
     if (!gp.configs.empty()) out.groups.push_back(std::move(gp));
   }
+  // Every point's size, before any server starts (a point's prompts are held in memory).
+  for (const auto& g : out.groups) {
+    for (const auto& c : g.configs) {
+      if (!c.workload) continue;
+      for (int64_t conc : c.concs) {
+        if (auto s = c.workload->check_point(conc); !s) {
+          return Error{fmt::format("{}: {}", c.row.config_key, s.error().message)};
+        }
+      }
+    }
+  }
   return out;
 }
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 
 namespace ib::workload {
 
@@ -31,12 +32,30 @@ std::string FixedSeqLenWorkload::label() const {
   return fmt::format("isl {} / osl {}", p_.isl, p_.osl);
 }
 
+namespace {
+
+// The count at concurrency c, saturated at int's range (plan() refuses what exceeds the limit,
+// so a saturated count is never used to allocate).
+int saturated(int64_t count) {
+  return static_cast<int>(std::min<int64_t>(count, std::numeric_limits<int>::max()));
+}
+
+// per_conc × c without overflow (both are non-negative after validate()).
+int64_t times(int64_t per_conc, int64_t c) {
+  if (c > 0 && per_conc > std::numeric_limits<int64_t>::max() / c) {
+    return std::numeric_limits<int64_t>::max();
+  }
+  return per_conc * c;
+}
+
+}  // namespace
+
 int FixedSeqLenWorkload::prompts_at(int64_t c) const {
-  return static_cast<int>(std::max<int64_t>(p_.min_prompts, p_.prompts_per_conc * c));
+  return saturated(std::max<int64_t>(p_.min_prompts, times(p_.prompts_per_conc, c)));
 }
 
 int FixedSeqLenWorkload::warmups_at(int64_t c) const {
-  return static_cast<int>(p_.warmups_per_conc * c);
+  return saturated(times(p_.warmups_per_conc, c));
 }
 
 boost::json::object FixedSeqLenWorkload::canonical(int64_t c) const {
@@ -71,9 +90,18 @@ PointPlan random_point_plan(const RandomWorkload& w, int warmups, int concurrenc
   return plan;
 }
 
+Status FixedSeqLenWorkload::check_point(int64_t c) const {
+  return check_point_size(
+      std::max<int64_t>(p_.min_prompts, times(p_.prompts_per_conc, c)),
+      times(p_.warmups_per_conc, c), p_.isl,
+      fmt::format("concurrency {} (prompts-per-conc {}, min-prompts {}, warmups-per-conc {})", c,
+                  p_.prompts_per_conc, p_.min_prompts, p_.warmups_per_conc));
+}
+
 Expected<PointPlan> FixedSeqLenWorkload::plan(int64_t c) const {
   if (c < 1) return Error{fmt::format("concurrency must be at least 1 (got {})", c)};
   if (auto s = p_.validate(); !s) return s.error();
+  if (auto s = check_point(c); !s) return s.error();
   RandomWorkload w;
   w.isl = p_.isl;
   w.osl = p_.osl;

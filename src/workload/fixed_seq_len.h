@@ -31,6 +31,7 @@ class FixedSeqLenWorkload : public Workload {
   std::string label() const override;
   boost::json::object canonical(int64_t concurrency) const override;
   Expected<PointPlan> plan(int64_t concurrency) const override;
+  Status check_point(int64_t concurrency) const override;
   const FixedSeqLenParams& params() const { return p_; }
 
   int prompts_at(int64_t concurrency) const;

@@ -34,6 +34,23 @@ int64_t draw(std::mt19937_64& rng, int64_t lo, int64_t hi) {
 
 }  // namespace
 
+Status check_point_size(int64_t requests, int64_t warmups, int64_t isl, const std::string& what) {
+  if (requests > kMaxPointRequests || warmups > kMaxPointRequests) {
+    return Error{fmt::format("{}: {} measured and {} warmup requests in one point; at most {} "
+                             "each (lower the request counts)",
+                             what, requests, warmups, kMaxPointRequests)};
+  }
+  // Both at most 1e7 and isl at most int range: the product fits int64.
+  const int64_t tokens = (requests + warmups) * isl;
+  if (tokens > kMaxPointPromptTokens) {
+    return Error{fmt::format("{}: {} prompts of up to {} tokens are {} prompt tokens in one point, "
+                             "more than the limit of {} (held in memory); lower the request "
+                             "counts or the input length",
+                             what, requests + warmups, isl, tokens, kMaxPointPromptTokens)};
+  }
+  return Status::Ok();
+}
+
 Status validate(const RandomWorkload& w) {
   if (w.isl < 1) return Error{fmt::format("--isl must be at least 1 (got {})", w.isl)};
   if (w.osl < 1) return Error{fmt::format("--osl must be at least 1 (got {})", w.osl)};
@@ -46,7 +63,7 @@ Status validate(const RandomWorkload& w) {
   if (w.vocab_size <= 100) {
     return Error{fmt::format("vocabulary size must exceed 100 (got {})", w.vocab_size)};
   }
-  return Status::Ok();
+  return check_point_size(w.num_prompts, 0, w.isl, "--num-prompts and --isl");
 }
 
 std::vector<PromptSpec> make_random_prompts(const RandomWorkload& w) {

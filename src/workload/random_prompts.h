@@ -28,6 +28,17 @@ struct RandomWorkload {
   bool as_text = false;    // text of `input_len` words instead of token ids
 };
 
+/// Sane limits of one point, checked before its prompts are made (the prompts of a point are
+/// held in memory): measured plus warmup requests, and their prompt tokens in all (2^29 token
+/// ids are 2 GiB; a sweep at concurrency 4096 with 10 prompts each of 8k tokens needs 1/2 of it).
+inline constexpr int64_t kMaxPointRequests = 10'000'000;
+inline constexpr int64_t kMaxPointPromptTokens = int64_t{1} << 29;
+
+/// Checks a point's size against those limits before anything is allocated: `requests`
+/// measured and `warmups` warmup prompts of up to `isl` tokens. `what` says where the numbers
+/// came from (options or recipe fields) for the message.
+Status check_point_size(int64_t requests, int64_t warmups, int64_t isl, const std::string& what);
+
 /// Checks the parameters; the error names the offending option.
 Status validate(const RandomWorkload& w);
 

@@ -67,6 +67,9 @@ class Workload {
   virtual boost::json::object canonical(int64_t concurrency) const = 0;
   /// The requests and shape of one point. Error for a concurrency it cannot serve.
   virtual Expected<PointPlan> plan(int64_t concurrency) const = 0;
+  /// Whether plan(concurrency) would be within the limits of one point (workload/random_prompts.h)
+  /// without making it: a sweep checks every point this way before it starts any server.
+  virtual Status check_point(int64_t /*concurrency*/) const { return Status::Ok(); }
 
   /// The key `--resume` and `--reuse` match on: kind + canonical JSON (keys sorted).
   std::string key(int64_t concurrency) const;
