@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "core/files.h"
+#include "core/redact.h"
 
 namespace ib::verify {
 namespace fs = std::filesystem;
@@ -122,6 +123,15 @@ void collect_file(const fs::path& path, const std::set<std::string>& watched,
   if (!content.ok()) {
     report->warnings.push_back(content.error().message);
     return;
+  }
+  // The tracer runs inside the server and knows only its own list of credential names; the
+  // command lines it records (--api-key X) and values a recipe marked secret are hidden here,
+  // in the file too, so that no artifact of the run keeps them.
+  if (std::string clean = redact_text(*content); clean != *content) {
+    if (auto st = write_file_atomic(path, clean); !st) {
+      report->warnings.push_back(st.error().message);
+    }
+    *content = std::move(clean);
   }
   std::string_view rest(*content);
   int line_no = 0;
@@ -240,15 +250,7 @@ EnvTraceReport collect_env_trace(const fs::path& trace_dir, const std::vector<st
   return report;
 }
 
-bool looks_secret(std::string_view name) {
-  std::string upper(name);
-  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  for (const char* w :
-       {"TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY", "CREDENTIAL", "AUTH", "COOKIE"}) {
-    if (upper.find(w) != std::string::npos) return true;
-  }
-  return false;
-}
+bool looks_secret(std::string_view name) { return is_secret_name(name); }
 
 boost::json::object EnvTraceReport::to_json() const {
   boost::json::object variables;
@@ -258,7 +260,8 @@ boost::json::object EnvTraceReport::to_json() const {
       boost::json::object o{{"pid", r.pid},           {"ppid", r.ppid},
                             {"exe", r.exe},           {"cmdline", r.cmdline},
                             {"function", r.function}, {"was_set", r.was_set}};
-      if (r.was_set) o["value"] = looks_secret(name) ? std::string("(redacted)") : r.value;
+      if (r.was_set) o["value"] = redact_value(name, r.value);
+      o["cmdline"] = redact_text(r.cmdline);
       readers.push_back(std::move(o));
     }
     variables[name] = boost::json::object{{"read", true}, {"readers", std::move(readers)}};
