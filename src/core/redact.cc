@@ -91,6 +91,12 @@ bool high_entropy(std::string_view w) {
     ++counts[static_cast<unsigned char>(c)];
   }
   if (up < 2 || lo < 2 || dg < 2) return false;
+  // Random characters change class (upper, lower, digit) at about 60% of positions; CamelCase
+  // names with version numbers (DeepSeekR1Distill0528Qwen32B) at under 40%.
+  auto cls = [](char c) { return is_upper(c) ? 0 : is_lower(c) ? 1 : 2; };
+  size_t changes = 0;
+  for (size_t i = 1; i < w.size(); ++i) changes += cls(w[i]) != cls(w[i - 1]);
+  if (static_cast<double>(changes) < 0.45 * static_cast<double>(w.size() - 1)) return false;
   double bits = 0;
   for (int n : counts) {
     if (n == 0) continue;
@@ -433,6 +439,7 @@ std::string redact_text(std::string_view input) {
     } else if (!(is_flag && q > p && q < t.size() && t[q] != '-' && t[q] != '\n')) {
       continue;
     }
+    if (t.substr(q, kRedacted.size()) == kRedacted) continue;  // hidden already
     // 'api_key': ['sk-...'] (a list, as vLLM prints it): the first element.
     while (q < t.size() && (t[q] == '[' || t[q] == '(')) ++q;
     if (q >= t.size()) continue;

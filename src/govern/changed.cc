@@ -92,9 +92,9 @@ FieldChange change(const std::string& path, const std::string& kind, const json:
   if (kind == "changed" && sa == sb) {
     static const std::string kEnv = "serve.env.";
     detail = path.rfind(kEnv, 0) == 0
-                 ? fmt::format("environment variable {}: secret value changed (not shown)",
+                 ? fmt::format("environment variable {} changed (secret value, not shown)",
                                path.substr(kEnv.size()))
-                 : fmt::format("{}: secret value changed (not shown)", path);
+                 : fmt::format("{} changed (secret value, not shown)", path);
   } else {
     detail = describe_change(path, kind, sa, sb);
   }

@@ -117,6 +117,16 @@ Expected<std::pair<std::string, EnvRead>> parse_record(std::string_view line) {
   return std::make_pair(std::move(variable), std::move(read));
 }
 
+// The tracer runs inside the server and knows only its own list of credential names; the
+// command lines it records (--api-key X) and values a recipe marked secret are hidden here, in the
+// file too, so that no artifact of the run keeps them (core/redact.h).
+void scrub(const fs::path& path, std::string* content, EnvTraceReport* report) {
+  std::string clean = redact_text(*content);
+  if (clean == *content) return;
+  if (auto st = write_file_atomic(path, clean); !st) report->warnings.push_back(st.error().message);
+  *content = std::move(clean);
+}
+
 void collect_file(const fs::path& path, const std::set<std::string>& watched,
                   EnvTraceReport* report) {
   auto content = read_file(path);
@@ -124,15 +134,7 @@ void collect_file(const fs::path& path, const std::set<std::string>& watched,
     report->warnings.push_back(content.error().message);
     return;
   }
-  // The tracer runs inside the server and knows only its own list of credential names; the
-  // command lines it records (--api-key X) and values a recipe marked secret are hidden here,
-  // in the file too, so that no artifact of the run keeps them.
-  if (std::string clean = redact_text(*content); clean != *content) {
-    if (auto st = write_file_atomic(path, clean); !st) {
-      report->warnings.push_back(st.error().message);
-    }
-    *content = std::move(clean);
-  }
+  scrub(path, &*content, report);
   std::string_view rest(*content);
   int line_no = 0;
   while (!rest.empty()) {
@@ -223,6 +225,9 @@ EnvTraceReport collect_env_trace(const fs::path& trace_dir, const std::vector<st
       std::string name = p.filename().string();
       if (name == "loaded-c.json") report.c_tracer_loaded = true;
       if (name == "loaded-py.json") report.python_tracer_loaded = true;
+      if (name == "loaded-c.json" || name == "loaded-py.json") {
+        if (auto text = read_file(p); text) scrub(p, &*text, &report);
+      }
       if (p.extension() == ".jsonl") files.push_back(p);
     }
     if (ec) {

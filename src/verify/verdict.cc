@@ -26,7 +26,7 @@ std::string describe_diff(const json::object& diff) {
     const auto& o = kv.value().as_object();
     const std::string key(kv.key());
     if (is_secret_name(key.substr(key.rfind('.') == std::string::npos ? 0 : key.rfind('.') + 1))) {
-      out += fmt::format("{}: secret value changed (not shown)", key);
+      out += fmt::format("{} changed (secret value, not shown)", key);
       continue;
     }
     out += fmt::format("{}: {} -> {}", key, setting_text(o.at("base")),
