@@ -6,10 +6,24 @@
 #include <map>
 
 #include "cli/commands.h"
+#include "core/redact.h"
+
+extern char** environ;
 
 int main(int argc, char** argv) {
   // Writes to a closed socket must surface as errors, never kill the process.
   std::signal(SIGPIPE, SIG_IGN);
+  // Credentials in our own environment (OPENAI_API_KEY, HF_TOKEN, ...) are hidden wherever they
+  // would turn up in what we print or store (core/redact.h); children still inherit them.
+  {
+    std::map<std::string, std::string> env;
+    for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+      const std::string_view kv(*e);
+      if (const size_t eq = kv.find('='); eq != std::string_view::npos)
+        env.emplace(kv.substr(0, eq), kv.substr(eq + 1));
+    }
+    ib::add_secrets_from_env(env);
+  }
 
   CLI::App app{"inferbench: continuous benchmarking of LLM inference serving"};
   app.set_version_flag("--version", std::string("inferbench ") + INFERBENCH_VERSION);

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "cli/commands.h"
+#include "core/redact.h"
 #include "govern/labels.h"
 #include "recipe/matrix.h"
 #include "recipe/recipe.h"
@@ -145,10 +146,12 @@ int run(PlanOptions o) {
   std::string text;
   if (labels) {
     auto plan = govern::make_sweep_plan(rows, *labels);
-    text = o.json ? boost::json::serialize(plan.to_json()) + "\n" : plan_text(plan);
+    text = o.json ? boost::json::serialize(redacted(plan.to_json())) + "\n" : plan_text(plan);
   } else if (o.json) {
+    // Rows as they would be stored: credentials hidden (core/redact.h); the fingerprint is the
+    // real values'.
     boost::json::array out;
-    for (const auto& row : rows) out.push_back(row.to_json());
+    for (const auto& row : rows) out.push_back(redacted(row.to_json()));
     text = boost::json::serialize(out) + "\n";
   } else {
     text = table_text(rows);

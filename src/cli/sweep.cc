@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "core/redact.h"
 #include "core/clock.h"
 #include "core/files.h"
 #include "core/interrupt.h"
@@ -80,14 +81,14 @@ int run_once(const SweepCliOptions& c, const sweep::SweepOptions& o, std::FILE* 
   std::fflush(table);
   auto outcome = sweep::run_sweep(o, table);
   if (!outcome) {
-    fmt::print(stderr, "inferbench sweep: {}\n", outcome.error().message);
+    fmt::print(stderr, "inferbench sweep: {}\n", redact_text(outcome.error().message));
     return kExitUsage;
   }
-  for (const auto& n : outcome->notes) fmt::print(table, "note: {}\n", n);
+  for (const auto& n : outcome->notes) fmt::print(table, "note: {}\n", redact_text(n));
   // The final summary: every point that did not succeed, with its reason.
   const std::string failures = sweep::not_measured_text(outcome->points);
-  if (!failures.empty()) fmt::print(table, "not measured:\n{}", failures);
-  for (const auto& e : outcome->errors) fmt::print(stderr, "inferbench sweep: {}\n", e);
+  if (!failures.empty()) fmt::print(table, "not measured:\n{}", redact_text(failures));
+  for (const auto& e : outcome->errors) fmt::print(stderr, "inferbench sweep: {}\n", redact_text(e));
   // Points by status, in a fixed order, only the statuses that occurred.
   std::string counts;
   for (metrics::PointStatus s : {metrics::PointStatus::kOk, metrics::PointStatus::kInvalid,
@@ -101,7 +102,7 @@ int run_once(const SweepCliOptions& c, const sweep::SweepOptions& o, std::FILE* 
   fmt::print(table, "run {} (id {}): {}; points: {}\nresults: {} (database {})\n",
              outcome->run_name, outcome->run_id, outcome->status(),
              counts.empty() ? "none" : counts, outcome->run_dir.string(), outcome->db.string());
-  outcomes.push_back(outcome->to_json());
+  outcomes.push_back(redacted(outcome->to_json()));
   if (outcome->interrupted) {
     fmt::print(stderr,
                "inferbench sweep: interrupted; finished points are kept (continue with "
@@ -160,7 +161,9 @@ int run(SweepCliOptions& c) {
                           : c.gpu_power;
   o.inferbench_exe = self_executable();
   o.show_progress = isatty(STDERR_FILENO);
-  for (const auto& a : argv) o.command_line += (o.command_line.empty() ? "" : " ") + a;
+  // What --server-arg hands the server (--api-key X) is hidden in everything the run records.
+  add_secrets_from_argv(o.extra_server_args);
+  for (const auto& a : redact_argv(argv)) o.command_line += (o.command_line.empty() ? "" : " ") + a;
   if (!o.launcher.empty() && o.launcher != "local" && o.launcher != "slurm" &&
       o.launcher != "endpoint") {
     fmt::print(stderr, "inferbench sweep: --launcher must be local, slurm or endpoint (got '{}')\n",

@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "core/redact.h"
 #include "recipe/yaml_reader.h"
 
 namespace ib::govern {
@@ -70,6 +71,36 @@ std::string describe_change(const std::string& path, const std::string& kind,
   return fmt::format("{} changed from {} to {}", path, show(base), show(head));
 }
 
+// Field `path`'s value as it may be shown (core/redact.h): a secret-named field's value, and a
+// credential inside an argv list or a text, are hidden.
+json::value shown(const std::string& path, const json::value& v) {
+  std::string leaf = path.substr(path.rfind('.') == std::string::npos ? 0 : path.rfind('.') + 1);
+  leaf = leaf.substr(0, leaf.find('['));
+  if (is_secret_name(leaf) && ((v.is_string() && !v.get_string().empty()) || v.is_number())) {
+    return json::string(kRedacted);
+  }
+  return redacted(v);
+}
+
+// One changed field, with what it shows hidden where it is a secret. Two different secrets both
+// show as (redacted): the change is then named without its values.
+FieldChange change(const std::string& path, const std::string& kind, const json::value& a,
+                   const json::value& b) {
+  json::value sa = shown(path, a);
+  json::value sb = shown(path, b);
+  std::string detail;
+  if (kind == "changed" && sa == sb) {
+    static const std::string kEnv = "serve.env.";
+    detail = path.rfind(kEnv, 0) == 0
+                 ? fmt::format("environment variable {} changed (secret value, not shown)",
+                               path.substr(kEnv.size()))
+                 : fmt::format("{} changed (secret value, not shown)", path);
+  } else {
+    detail = describe_change(path, kind, sa, sb);
+  }
+  return {path, kind, std::move(detail), std::move(sa), std::move(sb)};
+}
+
 void diff_values(const std::string& path, const json::value& a, const json::value& b,
                  std::vector<FieldChange>* out) {
   if (a == b) return;
@@ -90,9 +121,9 @@ void diff_values(const std::string& path, const json::value& a, const json::valu
         const json::value empty = json::object();
         diff_values(p, av ? *av : empty, bv ? *bv : empty, out);
       } else if (av) {
-        out->push_back({p, "removed", describe_change(p, "removed", *av, nullptr), *av, nullptr});
+        out->push_back(change(p, "removed", *av, nullptr));
       } else {
-        out->push_back({p, "added", describe_change(p, "added", nullptr, *bv), nullptr, *bv});
+        out->push_back(change(p, "added", nullptr, *bv));
       }
     }
     return;
@@ -111,16 +142,15 @@ void diff_values(const std::string& path, const json::value& a, const json::valu
         if (i < aa.size() && i < ba.size()) {
           diff_values(p, aa[i], ba[i], out);
         } else if (i < aa.size()) {
-          out->push_back(
-              {p, "removed", describe_change(p, "removed", aa[i], nullptr), aa[i], nullptr});
+          out->push_back(change(p, "removed", aa[i], nullptr));
         } else {
-          out->push_back({p, "added", describe_change(p, "added", nullptr, ba[i]), nullptr, ba[i]});
+          out->push_back(change(p, "added", nullptr, ba[i]));
         }
       }
       return;
     }
   }
-  out->push_back({path, "changed", describe_change(path, "changed", a, b), a, b});
+  out->push_back(change(path, "changed", a, b));
 }
 
 // Strings in the serve block that name files of the repository (launch scripts, env files,

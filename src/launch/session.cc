@@ -3,10 +3,26 @@
 #include <fmt/format.h>
 
 #include "core/files.h"
+#include "core/redact.h"
 
 namespace ib::launch {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+// The server printed what it was given (vLLM logs its arguments, --api-key included): the log we
+// keep has every credential hidden (core/redact.h). Rewritten once the server is gone.
+Status scrub_log(const fs::path& log) {
+  if (log.empty()) return Status::Ok();
+  auto text = read_file(log);
+  if (!text) return Status::Ok();  // no log: nothing to hide
+  std::string clean = redact_text(*text);
+  if (clean == *text) return Status::Ok();
+  return write_file_atomic(log, clean);
+}
+
+}  // namespace
 
 boost::json::array ExpectOutcome::to_json() const {
   boost::json::array a;
@@ -49,7 +65,10 @@ Expected<std::unique_ptr<ServerSession>> ServerSession::start(Launcher& launcher
     }
   }
   auto server = launcher.start(spec);
-  if (!server) return server.error();
+  if (!server) {
+    (void)scrub_log(spec.log_path);
+    return Error{redact_text(server.error().message)};
+  }
   s->server_ = std::move(*server);
   s->observe(o);
   return s;
@@ -110,7 +129,7 @@ void ServerSession::observe(const SessionOptions& o) {
 }
 
 void ServerSession::write_json(const fs::path& file, const boost::json::value& v) {
-  if (auto s = write_file_atomic(file, boost::json::serialize(v) + "\n"); !s) {
+  if (auto s = write_file_atomic(file, boost::json::serialize(redacted(v)) + "\n"); !s) {
     write_errors_.push_back(s.error().message);
   }
 }
@@ -119,6 +138,7 @@ std::string ServerSession::stop(std::chrono::milliseconds grace) {
   if (stopped_) return ended_;
   stopped_ = true;
   ended_ = server_->stop(grace);
+  if (auto st = scrub_log(server_->log_path()); !st) write_errors_.push_back(st.error().message);
   if (tracing_) {
     env_reads_ = verify::collect_env_trace(trace_dir_, watch_);
     write_json(dir_ / "env_reads.json", env_reads_->to_json());

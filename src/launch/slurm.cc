@@ -17,6 +17,7 @@
 #include "core/files.h"
 #include "core/interrupt.h"
 #include "core/process.h"
+#include "core/redact.h"
 #include "telemetry/power.h"
 
 namespace ib::launch {
@@ -315,7 +316,8 @@ class SlurmLauncher final : public Launcher {
     // The port is picked here, on the submitting host: a best guess for the compute node.
     auto port = pick_free_port();
     if (!port) return port.error();
-    auto script = slurm_batch_script(s, o_, *port);
+    std::map<std::string, std::string> secret_env;
+    auto script = slurm_batch_script(s, o_, *port, &secret_env);
     if (!script) return script.error();
 
     static std::atomic<int> counter{0};
@@ -328,6 +330,7 @@ class SlurmLauncher final : public Launcher {
     CommandOptions co;
     co.cwd = work_dir;
     co.timeout = kCommandTimeout;
+    co.env_set = std::move(secret_env);
     auto sub = run_command({"sbatch", "--parsable", script_path.string()}, co);
     if (!sub) return Error{fmt::format("slurm: cannot run sbatch: {}", sub.error().message)};
     if (!sub->ok()) {
@@ -417,7 +420,10 @@ std::string shell_quote(std::string_view s) {
   return out;
 }
 
-Expected<std::string> slurm_batch_script(const ServerSpec& spec, const SlurmOptions& o, int port) {
+Expected<std::string> slurm_batch_script(const ServerSpec& spec, const SlurmOptions& o, int port,
+                                         std::map<std::string, std::string>* secret_env) {
+  std::map<std::string, std::string> unused;
+  if (secret_env == nullptr) secret_env = &unused;
   if (spec.argv.empty())
     return Error{fmt::format("slurm: server {:?} has an empty argv", spec.name)};
   const std::string log = spec.log_path.string();
@@ -469,6 +475,12 @@ Expected<std::string> slurm_batch_script(const ServerSpec& spec, const SlurmOpti
       return Error{fmt::format("slurm: environment variable {} of server {:?} contains a NUL byte",
                                key, spec.name)};
     }
+    if (redact_value(key, value) != value) {
+      // Inherited from sbatch's environment: the script only names it.
+      (*secret_env)[key] = value;
+      out += fmt::format("export {}  # secret: from sbatch's environment\n", key);
+      continue;
+    }
     out += fmt::format("export {}={}\n", key, shell_quote(value));
   }
 
@@ -507,13 +519,23 @@ Expected<std::string> slurm_batch_script(const ServerSpec& spec, const SlurmOpti
   // job's resources (GPUs) bound as Slurm configures them. Without a sampler the script becomes
   // srun (exec). With one, the script stays to stop it: srun runs in the background so that a
   // signal to the script (scancel, a time limit) is forwarded to it at once instead of after it
-  // exits, the script waits for srun to end, and the EXIT trap then stops the sampler.
+  // exits, the script waits for srun to end, and the EXIT trap then stops the sampler. A secret
+  // argument is not written into the script: it reaches srun from sbatch's environment.
   std::string srun = "srun --ntasks=1 --kill-on-bad-exit=1 --";
-  for (const std::string& a : substitute_address(spec.argv, "0.0.0.0", port)) {
+  const std::vector<std::string> argv = substitute_address(spec.argv, "0.0.0.0", port);
+  const std::vector<std::string> shown = redact_argv(argv);
+  for (size_t i = 0; i < argv.size(); ++i) {
+    const std::string& a = argv[i];
     if (a.find('\0') != std::string::npos) {
       return Error{fmt::format("slurm: an argument of server {:?} contains a NUL byte", spec.name)};
     }
     srun += ' ';
+    if (shown[i] != a) {
+      const std::string var = fmt::format("IB_SECRET_ARG_{}", i);
+      (*secret_env)[var] = a;
+      srun += fmt::format("\"${}\"", var);
+      continue;
+    }
     srun += shell_quote(a);
   }
   if (o.gpu_power == "off") {

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <filesystem>
 #include <memory>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,7 +42,13 @@ std::string shell_quote(std::string_view s);
 /// Error when a value cannot be written safely: a NUL byte in argv or env, an env name that is
 /// not a shell identifier, a control character in an #SBATCH value, a backslash in the log path
 /// (Slurm reads it as "no filename patterns"), an empty argv.
-Expected<std::string> slurm_batch_script(const ServerSpec& spec, const SlurmOptions& o, int port);
+/// Secrets (core/redact.h: a secret-named or secret-valued variable, an argument that holds a
+/// credential) are never written into the script, which lies on a shared filesystem: they go
+/// into `secret_env` instead (the variable itself, or IB_SECRET_ARG_<i> for argument i, which
+/// the script expands in double quotes), for sbatch's own environment, which it passes on to the
+/// job (sbatch's default --export=ALL); nullptr: only the script is wanted.
+Expected<std::string> slurm_batch_script(const ServerSpec& spec, const SlurmOptions& o, int port,
+                                         std::map<std::string, std::string>* secret_env = nullptr);
 
 /// A launcher that submits with `sbatch --parsable`, polls `scontrol show job` until the job runs,
 /// reaches the server at its batch host's address and stops it with scancel. The log path and

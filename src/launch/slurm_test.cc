@@ -138,6 +138,42 @@ TEST(SlurmBatchScript, HasTheDirectivesBeforeAnyCommand) {
   EXPECT_EQ(s.find("#SBATCH", first_command), std::string::npos) << s;
 }
 
+TEST(SlurmBatchScript, KeepsSecretsOutOfTheScriptAndHandsThemToSbatch) {
+  ServerSpec spec = spec_with({"vllm", "serve", "m", "--api-key", "sk-test-0123456789abcdef",
+                               "--hf-token=hf_tokenvalue0123456789", "--tokenizer", "t"});
+  spec.env = {{"OPENAI_API_KEY", "sk-test-env-0123456789"}, {"NCCL_DEBUG", "INFO"}};
+  std::map<std::string, std::string> secret_env;
+  SlurmOptions no_sampler;  // the script is then `exec srun ...`, which the check below runs
+  no_sampler.gpu_power = "off";
+  auto script = slurm_batch_script(spec, no_sampler, 9000, &secret_env);
+  ASSERT_TRUE(script) << script.error().message;
+  const std::string& s = *script;
+  for (const char* secret :
+       {"sk-test-0123456789abcdef", "hf_tokenvalue0123456789", "sk-test-env-0123456789"}) {
+    EXPECT_EQ(s.find(secret), std::string::npos) << secret << " in\n" << s;
+  }
+  EXPECT_NE(s.find("export NCCL_DEBUG=INFO\n"), std::string::npos) << s;
+  EXPECT_NE(s.find("export OPENAI_API_KEY  #"), std::string::npos) << s;
+  EXPECT_NE(s.find("-- vllm serve m --api-key \"$IB_SECRET_ARG_4\" \"$IB_SECRET_ARG_5\" "
+                   "--tokenizer t\n"),
+            std::string::npos)
+      << s;
+  EXPECT_EQ(secret_env, (std::map<std::string, std::string>{
+                            {"OPENAI_API_KEY", "sk-test-env-0123456789"},
+                            {"IB_SECRET_ARG_4", "sk-test-0123456789abcdef"},
+                            {"IB_SECRET_ARG_5", "--hf-token=hf_tokenvalue0123456789"}}));
+  // The server gets them unchanged: the script run by /bin/sh with that environment.
+  const std::string argv_part = s.substr(s.find("exec srun"));
+  const std::string echo = "printf '%s|' " + argv_part.substr(argv_part.find("-- ") + 3);
+  CommandOptions co;
+  co.env_set = secret_env;
+  auto r = run_command({"/bin/sh", "-c", echo}, co);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->out,
+            "vllm|serve|m|--api-key|sk-test-0123456789abcdef|--hf-token=hf_tokenvalue0123456789|"
+            "--tokenizer|t|");
+}
+
 TEST(SlurmBatchScript, StartsTheGpuPowerSamplerBesideTheServer) {
   ServerSpec spec = spec_with({"server"});
   spec.log_path = "/shared/run 1/server.log";

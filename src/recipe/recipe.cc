@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "core/files.h"
+#include "core/redact.h"
 
 namespace ib::recipe {
 
@@ -88,7 +89,12 @@ class MasterParser {
                  "kv-p2p-transfer is only allowed with multinode: true");
       }
     }
-    if (f->has("serve")) e.serve = serve(f->at("serve"), field_path(key, "serve"));
+    if (f->has("serve")) {
+      e.serve = serve(f->at("serve"), field_path(key, "serve"));
+      // `changed` compares values, not how they are marked: {value: V, secret: true} is V there.
+      if (auto* s = e.raw.is_object() ? e.raw.as_object().if_contains("serve") : nullptr)
+        collapse_secret_markers(*s);
+    }
     if (f->has("expect")) e.expect = to_json(f->at("expect"));
     if (f->has("workload")) e.workload = workload(f->at("workload"), field_path(key, "workload"));
     if (r_.require(*f, key, "scenarios"))
@@ -185,12 +191,95 @@ class MasterParser {
     return out;
   }
 
+  // A value that may be marked secret: the plain scalar, or {value: V, secret: true|false}. A
+  // secret value is registered with the redaction policy (core/redact.h), so that every output
+  // hides it; the server still gets it as written.
+  std::optional<std::string> maybe_secret(const YAML::Node& node, const std::string& path,
+                                          bool any_scalar) {
+    if (!node.IsMap()) {
+      if (!any_scalar) return r_.string(node, path);
+      if (!node.IsScalar()) {
+        r_.error(node, path, "expected a scalar value or {value: ..., secret: true}, got " +
+                                 describe(node));
+        return std::nullopt;
+      }
+      // Values are strings as the environment sees them; numbers and booleans are written as
+      // in the file, so `SGLANG_X: 1` is "1".
+      return node.Scalar();
+    }
+    auto f = r_.mapping(node, path, {"value", "secret"});
+    if (!f || !r_.require(*f, path, "value")) return std::nullopt;
+    const std::string vpath = field_path(path, "value");
+    const YAML::Node& v = f->at("value");
+    std::optional<std::string> value;
+    if (!any_scalar) {
+      value = r_.string(v, vpath);
+    } else if (!v.IsScalar()) {
+      r_.error(v, vpath, "expected a scalar value, got " + describe(v));
+    } else {
+      value = v.Scalar();
+    }
+    bool secret = false;
+    if (f->has("secret")) {
+      if (auto b = r_.boolean(f->at("secret"), field_path(path, "secret"))) secret = *b;
+    }
+    if (value && secret) {
+      if (value->size() < kMinSecretLength) {
+        r_.error(v, vpath,
+                 fmt::format("a secret value must be at least {} characters long to be hidden "
+                             "reliably in output (it is {})",
+                             kMinSecretLength, value->size()));
+      } else if (value->find('{') != std::string::npos) {
+        r_.error(v, vpath,
+                 "a secret value may not use placeholders: write the value the server gets");
+      } else {
+        add_secret(*value);
+      }
+    }
+    return value;
+  }
+
+  std::optional<std::vector<std::string>> arg_list(const YAML::Node& node,
+                                                   const std::string& path) {
+    if (!r_.sequence(node, path)) return std::nullopt;
+    std::vector<std::string> out;
+    bool ok = true;
+    for (size_t i = 0; i < node.size(); ++i) {
+      if (auto a = maybe_secret(node[i], index_path(path, i), false)) {
+        out.push_back(std::move(*a));
+      } else {
+        ok = false;
+      }
+    }
+    if (!ok) return std::nullopt;
+    return out;
+  }
+
+  static void collapse_secret_markers(boost::json::value& serve) {
+    if (!serve.is_object()) return;
+    auto collapse = [](boost::json::value& v) {
+      if (auto* o = v.if_object(); o && o->contains("value")) {
+        boost::json::value inner = o->at("value");
+        v = std::move(inner);
+      }
+    };
+    auto& s = serve.as_object();
+    if (auto* env = s.if_contains("env"); env && env->is_object()) {
+      for (auto& kv : env->as_object()) collapse(kv.value());
+    }
+    for (const char* list : {"command", "extra-args"}) {
+      if (auto* a = s.if_contains(list); a && a->is_array()) {
+        for (auto& item : a->as_array()) collapse(item);
+      }
+    }
+  }
+
   std::optional<ServeSpec> serve(const YAML::Node& node, const std::string& path) {
     auto f = r_.mapping(node, path, {"command", "env", "extra-args", "health-path"});
     if (!f) return std::nullopt;
     ServeSpec out;
     if (r_.require(*f, path, "command")) {
-      if (auto argv = r_.string_list(f->at("command"), field_path(path, "command"))) {
+      if (auto argv = arg_list(f->at("command"), field_path(path, "command"))) {
         if (argv->empty())
           r_.error(f->at("command"), field_path(path, "command"), "expected a non-empty argv list");
         out.command = *argv;
@@ -198,7 +287,7 @@ class MasterParser {
       }
     }
     if (f->has("extra-args")) {
-      if (auto args = r_.string_list(f->at("extra-args"), field_path(path, "extra-args"))) {
+      if (auto args = arg_list(f->at("extra-args"), field_path(path, "extra-args"))) {
         out.extra_args = *args;
         check_placeholders(f->at("extra-args"), field_path(path, "extra-args"), out.extra_args);
       }
@@ -212,16 +301,15 @@ class MasterParser {
           if (!std::regex_match(name, kName)) {
             r_.error(env->key_marks.at(name), p, "not a valid environment variable name");
           }
-          // Values are strings as the environment sees them; numbers and booleans are written
-          // as in the file, so `SGLANG_X: 1` is "1".
-          if (!value.IsScalar()) {
-            r_.error(value, p, "expected a scalar value, got " + describe(value));
-          } else {
-            out.env[name] = value.Scalar();
-          }
+          if (auto v = maybe_secret(value, p, true)) out.env[name] = *v;
         }
       }
     }
+    // Credentials passed by name or flag (OPENAI_API_KEY, --api-key X) are hidden wherever they
+    // turn up, like the values marked secret.
+    add_secrets_from_env(out.env);
+    add_secrets_from_argv(out.command);
+    add_secrets_from_argv(out.extra_args);
     if (f->has("health-path")) {
       if (auto h = r_.string(f->at("health-path"), field_path(path, "health-path"))) {
         if (h->front() != '/')

@@ -7,6 +7,7 @@
 
 #include "core/interrupt.h"
 #include "core/process.h"
+#include "core/redact.h"
 #include "http/client.h"
 #include "launch/local.h"
 #include "launch/session.h"
@@ -45,7 +46,7 @@ void ConfigRunner::emit(metrics::PointResult p) {
 void ConfigRunner::note(const std::string& n) {
   if (std::find(outcome_->notes.begin(), outcome_->notes.end(), n) != outcome_->notes.end()) return;
   outcome_->notes.push_back(n);
-  if (o_.show_progress) fmt::print(stderr, "note: {}\n", n);
+  if (o_.show_progress) fmt::print(stderr, "note: {}\n", redact_text(n));
 }
 
 void ConfigRunner::skip_all(const ConfigPlan& cfg, const std::vector<int64_t>& concs,
@@ -109,14 +110,8 @@ bool ConfigRunner::run(const ConfigPlan& cfg, size_t index) {
   rec.fingerprint = cfg.fingerprint;
   rec.row = row.to_json();
   rec.row.erase("conc");
-  // Credentials a recipe passes to its server never reach the database.
-  if (auto* serve = rec.row.if_contains("serve"); serve && serve->is_object()) {
-    if (auto* env = serve->as_object().if_contains("env"); env && env->is_object()) {
-      for (auto& kv : env->as_object()) {
-        if (verify::looks_secret(kv.key())) kv.value() = "(redacted)";
-      }
-    }
-  }
+  // Credentials a recipe passes to its server never reach the database: the recorder hides
+  // them (core/redact.h) in everything it stores.
   rec.launcher = cfg.launcher;
   if (!rec_->add_config(rec)) {
     skip_all(cfg, cfg.concs, "not run: the database refused its server configuration");

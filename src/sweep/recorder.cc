@@ -5,6 +5,7 @@
 #include "core/clock.h"
 #include "core/files.h"
 #include "core/gzip.h"
+#include "core/redact.h"
 #include "metrics/result.h"
 
 namespace ib::sweep {
@@ -50,12 +51,12 @@ store::PointRecord to_record(const metrics::PointResult& p, int64_t run_id, int6
   r.workload_key = p.id.workload_key;
   r.concurrency = p.id.concurrency;
   r.status = p.status;
-  r.error =
-      p.status == metrics::PointStatus::kInvalid && p.error.empty() ? p.validity.text() : p.error;
+  r.error = redact_text(
+      p.status == metrics::PointStatus::kInvalid && p.error.empty() ? p.validity.text() : p.error);
   r.reused_from_run = p.reused_from_run;
   r.headline = p.headline;
   r.validity = p.validity;
-  r.result = p.result;
+  r.result = redacted(p.result);
   r.artifacts_dir = p.artifacts_dir;
   return r;
 }
@@ -110,6 +111,8 @@ Expected<RunRecorder> RunRecorder::open(const fs::path& db_path, const fs::path&
   rec.run_dir_ = *dir;
   rec.run_name_ = name;
   fresh.name = name;
+  fresh.command_line = redact_text(fresh.command_line);
+  fresh.options = redacted(std::move(fresh.options));
   auto id = rec.store_.begin_run(fresh);
   if (!id) return id.error();
   rec.run_id_ = *id;
@@ -130,9 +133,23 @@ void RunRecorder::write_file(const fs::path& file, const std::string& text) {
   if (auto s = write_file_atomic(file, text); !s) errors_.push_back(s.error().message);
 }
 
+namespace {
+
+// What the database keeps of a server configuration: every credential hidden (core/redact.h).
+store::ServerConfigRecord stored_form(const store::ServerConfigRecord& c) {
+  store::ServerConfigRecord r = c;
+  r.row = redacted(std::move(r.row));
+  r.effective_config = redacted(std::move(r.effective_config));
+  r.env_reads = redacted(std::move(r.env_reads));
+  r.error = redact_text(r.error);
+  return r;
+}
+
+}  // namespace
+
 bool RunRecorder::add_config(store::ServerConfigRecord& c) {
   c.run_id = run_id_;
-  auto id = store_.add_server_config(c);
+  auto id = store_.add_server_config(stored_form(c));
   if (!id) {
     db_error(fmt::format("server configuration {}", c.config_key), id.error());
     return false;
@@ -142,7 +159,7 @@ bool RunRecorder::add_config(store::ServerConfigRecord& c) {
 }
 
 void RunRecorder::update_config(const store::ServerConfigRecord& c) {
-  if (auto s = store_.update_server_config(c); !s) {
+  if (auto s = store_.update_server_config(stored_form(c)); !s) {
     db_error(fmt::format("server configuration {}", c.config_key), s.error());
   }
 }
@@ -180,8 +197,8 @@ void RunRecorder::write_point_files(const metrics::PointResult& p, const json::o
                                     int64_t origin_ns) {
   const fs::path dir = p.artifacts_dir;
   const std::string stem = fmt::format("conc_{}", p.id.concurrency);
-  write_file(dir / (stem + ".json"), json::serialize(p.result) + "\n");
-  write_file(dir / ("agg_" + stem + ".json"), json::serialize(aggregate) + "\n");
+  write_file(dir / (stem + ".json"), json::serialize(redacted(p.result)) + "\n");
+  write_file(dir / ("agg_" + stem + ".json"), json::serialize(redacted(aggregate)) + "\n");
   std::string lines;
   for (const auto& r : records) {
     lines += json::serialize(metrics::record_to_json(r, origin_ns));
@@ -283,8 +300,8 @@ void RunRecorder::record_point(const metrics::PointResult& p, int64_t config_id,
   if (id) f.point_id = *id;
   f.kind = p.status == metrics::PointStatus::kInvalid ? "assertion" : failure_kind;
   const std::string why = p.status == metrics::PointStatus::kInvalid ? p.validity.text() : p.error;
-  f.message = why.substr(0, why.find('\n'));
-  f.log_tail = log_tail;
+  f.message = redact_text(why.substr(0, why.find('\n')));
+  f.log_tail = redact_text(log_tail);
   if (auto added = store_.add_failure(f); !added) db_error("failure", added.error());
 }
 
@@ -294,13 +311,13 @@ void RunRecorder::record_failure(int64_t config_id, const std::string& kind,
   f.run_id = run_id_;
   f.server_config_id = config_id == 0 ? std::nullopt : std::optional<int64_t>(config_id);
   f.kind = kind;
-  f.message = message;
-  f.log_tail = log_tail;
+  f.message = redact_text(message);
+  f.log_tail = redact_text(log_tail);
   if (auto added = store_.add_failure(f); !added) db_error("failure", added.error());
 }
 
 void RunRecorder::finish(const json::object& summary, const std::string& status) {
-  write_file(run_dir_ / "summary.json", json::serialize(summary) + "\n");
+  write_file(run_dir_ / "summary.json", json::serialize(redacted(summary)) + "\n");
   if (auto s = store_.finish_run(run_id_, status); !s) db_error("finishing the run", s.error());
 }
 

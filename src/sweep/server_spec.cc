@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "core/redact.h"
 #include "core/sha256.h"
 #include "recipe/fingerprint.h"
 #include "recipe/recipe.h"
@@ -120,6 +121,9 @@ Expected<launch::ServerSpec> server_spec_for_row(const recipe::RecipeRow& row,
   if (const auto* h = s.if_contains("health-path"); h && h->is_string()) {
     spec.health_path = std::string(h->as_string());
   }
+  // What the server gets unchanged is hidden in everything we print or store about it.
+  add_secrets_from_argv(spec.argv);
+  add_secrets_from_env(spec.env);
   // The simulator needs no GPU; every real engine gets the row's GPUs (Slurm --gpus).
   const auto* fw = row.fields.if_contains("framework");
   spec.gpus = fw && fw->is_string() && fw->as_string() == "serve-sim" ? 0 : row_gpus(row.fields);

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "core/files.h"
+#include "core/redact.h"
 #include "launch/local.h"
 #include "launch/session.h"
 #include "recipe/matrix.h"
@@ -33,11 +34,13 @@ json::object VerifyReport::to_json() const {
   for (const auto& k : keys) ks.push_back(k.to_json());
   o["keys"] = std::move(ks);
   o["all-no-op"] = all_no_op();
-  return o;
+  // A pull-request comment and CI logs: every credential hidden (core/redact.h).
+  return redacted(std::move(o));
 }
 
 std::string VerifyReport::markdown() const {
-  return verify::verdicts_markdown(fmt::format("inferbench verify: {} → {}", base, head), keys);
+  return redact_text(
+      verify::verdicts_markdown(fmt::format("inferbench verify: {} → {}", base, head), keys));
 }
 
 namespace {
@@ -234,7 +237,15 @@ Expected<VerifyReport> verify_runs(store::Store& db, const store::RunRecord& a,
     std::string name =
         x->config_key == y->config_key ? x->config_key : x->config_key + " vs " + y->config_key;
     verify::KeyVerdict v;
-    if (fields.empty()) {
+    if (fields.empty() && x->fingerprint != y->fingerprint) {
+      // The stored rows hide secrets, so two different ones look the same; the fingerprints,
+      // computed from the real values, tell them apart.
+      v = verify::judge_key(name, "modified", {{"", "", ""}}, &bo, &ho, ignore_settings);
+      v.fields.front() = {"", "a value hidden as secret (or a --server-arg) differs: the fingerprints differ",
+                          "unverified",
+                          "its value is not stored, so its effect cannot be judged from the runs"};
+      v.verdict = "effective: sweep (not every change could be verified)";
+    } else if (fields.empty()) {
       v = verify::judge_key(name, "modified", {{"", "", "no recipe field differs"}}, &bo, &ho,
                             ignore_settings);
       v.fields.front().change = "the recipe rows are identical";

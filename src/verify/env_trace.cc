@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "core/files.h"
+#include "core/redact.h"
 
 namespace ib::verify {
 namespace fs = std::filesystem;
@@ -116,6 +117,16 @@ Expected<std::pair<std::string, EnvRead>> parse_record(std::string_view line) {
   return std::make_pair(std::move(variable), std::move(read));
 }
 
+// The tracer runs inside the server and knows only its own list of credential names; the
+// command lines it records (--api-key X) and values a recipe marked secret are hidden here, in the
+// file too, so that no artifact of the run keeps them (core/redact.h).
+void scrub(const fs::path& path, std::string* content, EnvTraceReport* report) {
+  std::string clean = redact_text(*content);
+  if (clean == *content) return;
+  if (auto st = write_file_atomic(path, clean); !st) report->warnings.push_back(st.error().message);
+  *content = std::move(clean);
+}
+
 void collect_file(const fs::path& path, const std::set<std::string>& watched,
                   EnvTraceReport* report) {
   auto content = read_file(path);
@@ -123,6 +134,7 @@ void collect_file(const fs::path& path, const std::set<std::string>& watched,
     report->warnings.push_back(content.error().message);
     return;
   }
+  scrub(path, &*content, report);
   std::string_view rest(*content);
   int line_no = 0;
   while (!rest.empty()) {
@@ -213,6 +225,9 @@ EnvTraceReport collect_env_trace(const fs::path& trace_dir, const std::vector<st
       std::string name = p.filename().string();
       if (name == "loaded-c.json") report.c_tracer_loaded = true;
       if (name == "loaded-py.json") report.python_tracer_loaded = true;
+      if (name == "loaded-c.json" || name == "loaded-py.json") {
+        if (auto text = read_file(p); text) scrub(p, &*text, &report);
+      }
       if (p.extension() == ".jsonl") files.push_back(p);
     }
     if (ec) {
@@ -240,15 +255,7 @@ EnvTraceReport collect_env_trace(const fs::path& trace_dir, const std::vector<st
   return report;
 }
 
-bool looks_secret(std::string_view name) {
-  std::string upper(name);
-  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  for (const char* w :
-       {"TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY", "CREDENTIAL", "AUTH", "COOKIE"}) {
-    if (upper.find(w) != std::string::npos) return true;
-  }
-  return false;
-}
+bool looks_secret(std::string_view name) { return is_secret_name(name); }
 
 boost::json::object EnvTraceReport::to_json() const {
   boost::json::object variables;
@@ -258,7 +265,8 @@ boost::json::object EnvTraceReport::to_json() const {
       boost::json::object o{{"pid", r.pid},           {"ppid", r.ppid},
                             {"exe", r.exe},           {"cmdline", r.cmdline},
                             {"function", r.function}, {"was_set", r.was_set}};
-      if (r.was_set) o["value"] = looks_secret(name) ? std::string("(redacted)") : r.value;
+      if (r.was_set) o["value"] = redact_value(name, r.value);
+      o["cmdline"] = redact_text(r.cmdline);
       readers.push_back(std::move(o));
     }
     variables[name] = boost::json::object{{"read", true}, {"readers", std::move(readers)}};

@@ -48,8 +48,8 @@ struct EnvRead {
   std::string value;     // the value it saw (when was_set), possibly cut
 };
 
-/// Whether a variable name looks like a credential (TOKEN, SECRET, KEY, PASSWORD, ...): its value
-/// is never written to a trace, a report or the database.
+/// Whether a variable name looks like a credential: ib::is_secret_name() (core/redact.h), the one
+/// policy; its value is never written to a report or the database.
 bool looks_secret(std::string_view name);
 
 struct EnvTraceReport {
@@ -64,7 +64,8 @@ struct EnvTraceReport {
   boost::json::object to_json() const;
 };
 
-/// Reads every *.jsonl trace file in trace_dir. Never fails: a missing folder, an unreadable
+/// Reads every *.jsonl trace file in trace_dir, and rewrites a file that holds a secret (a command
+/// line's --api-key X, a value a recipe marked secret) with it hidden (core/redact.h). Never fails: a missing folder, an unreadable
 /// file or a malformed line becomes a warning naming the file and line; a partial last line
 /// (a process killed mid-write) is skipped with a warning. Readers are sorted by pid, function.
 EnvTraceReport collect_env_trace(const std::filesystem::path& trace_dir,

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "core/redact.h"
+
 namespace ib::verify {
 
 namespace json = boost::json;
@@ -22,7 +24,12 @@ std::string describe_diff(const json::object& diff) {
     }
     if (!out.empty()) out += ", ";
     const auto& o = kv.value().as_object();
-    out += fmt::format("{}: {} -> {}", std::string(kv.key()), setting_text(o.at("base")),
+    const std::string key(kv.key());
+    if (is_secret_name(key.substr(key.rfind('.') == std::string::npos ? 0 : key.rfind('.') + 1))) {
+      out += fmt::format("{} changed (secret value, not shown)", key);
+      continue;
+    }
+    out += fmt::format("{}: {} -> {}", key, setting_text(o.at("base")),
                        setting_text(o.at("head")));
   }
   return out;
