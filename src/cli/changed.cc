@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "core/strings.h"
 
 namespace ib::cli {
 
@@ -69,10 +70,12 @@ int run(const ChangedCliOptions& o) {
     } else {
       text += fmt::format("{} config key{} affected:\n", report->keys.size(),
                           report->keys.size() == 1 ? "" : "s");
+      // Keys, file names and reasons come from the repository: escaped for the terminal.
       for (const auto& k : report->keys) {
-        text += fmt::format("  {} ({}, {})\n", k.key, k.status, k.file);
+        text += fmt::format("  {} ({}, {})\n", printable(k.key, 400), k.status,
+                            printable(k.file, 400));
         if (k.status != "modified") continue;
-        for (const auto& r : k.reasons) text += fmt::format("    {}\n", r.detail);
+        for (const auto& r : k.reasons) text += fmt::format("    {}\n", printable(r.detail, 2000));
       }
     }
   }

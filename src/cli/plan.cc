@@ -12,6 +12,7 @@
 
 #include "cli/commands.h"
 #include "core/redact.h"
+#include "core/strings.h"
 #include "govern/labels.h"
 #include "recipe/matrix.h"
 #include "recipe/recipe.h"
@@ -130,6 +131,10 @@ int run(PlanOptions o) {
     runners = std::move(*loaded);
   }
   std::vector<std::filesystem::path> paths(o.files.begin(), o.files.end());
+  // A directory stands for its YAML files; say which (on stderr: --json output stays JSON).
+  for (const auto& line : recipe::describe_expansion(paths)) {
+    fmt::print(stderr, "inferbench plan: {}\n", line);
+  }
   auto entries = recipe::load_master_configs(paths);
   if (!entries) {
     fmt::print(stderr, "{}\n", entries.error().message);
@@ -143,9 +148,21 @@ int run(PlanOptions o) {
   }
   *entries = std::move(*selected);
   auto rows = recipe::expand(*entries, runners ? &*runners : nullptr);
+  if (rows.empty()) {
+    fmt::print(stderr, "inferbench plan: the recipes expand into no benchmark rows\n");
+    return kExitUsage;
+  }
   std::string text;
   if (labels) {
     auto plan = govern::make_sweep_plan(rows, *labels);
+    if (plan.throughput_rows() + plan.eval_rows() == 0) {
+      fmt::print(stderr,
+                 "inferbench plan: --labels {} select{} no rows of these recipes; nothing would be "
+                 "measured\n",
+                 printable(fmt::format("{}", fmt::join(o.labels, ","))),
+                 o.labels.size() == 1 ? "s" : "");
+      return kExitUsage;
+    }
     text = o.json ? boost::json::serialize(redacted(plan.to_json())) + "\n" : plan_text(plan);
   } else if (o.json) {
     // Rows as they would be stored: credentials hidden (core/redact.h); the fingerprint is the

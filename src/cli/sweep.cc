@@ -13,6 +13,7 @@
 #include "core/files.h"
 #include "core/interrupt.h"
 #include "core/strings.h"
+#include "recipe/recipe.h"
 
 namespace ib::cli {
 
@@ -117,7 +118,20 @@ int run(SweepCliOptions& c) {
   const std::vector<std::string> argv = own_argv();
   sweep::SweepOptions& o = c.sweep;
   if (c.recipes.empty()) c.recipes.push_back(bundled_recipe());
-  for (const auto& r : c.recipes) o.recipes.emplace_back(r);
+  {
+    // A directory stands for its YAML files: say which, and record the files (a --resume reads
+    // the same ones).
+    std::vector<std::filesystem::path> given(c.recipes.begin(), c.recipes.end());
+    for (const auto& line : recipe::describe_expansion(given)) {
+      fmt::print(stderr, "inferbench sweep: {}\n", line);
+    }
+    auto files = recipe::expand_recipe_paths(given);
+    if (!files) {
+      fmt::print(stderr, "inferbench sweep: {}\n", files.error().message);
+      return kExitUsage;
+    }
+    o.recipes = std::move(*files);
+  }
   o.runners = c.runners;
   o.runs_dir = c.runs_dir;
   o.db = c.db;

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/redact.h"
+#include "core/strings.h"
 #include "recipe/yaml_reader.h"
 
 namespace ib::govern {
@@ -45,9 +46,11 @@ Expected<std::vector<std::string>> recipe_files(const TreeView& tree,
   return files;
 }
 
+// A value as JSON (control characters escaped), cut to a line's worth: a reason quotes it, and a
+// 50 MB string must not be repeated whole (the report's base/head fields keep it exact).
 std::string show(const json::value& v) {
   if (v.is_null()) return "(absent)";
-  return json::serialize(v);
+  return printable(json::serialize(v), 200);
 }
 
 std::string path_join(const std::string& base, const std::string& name) {

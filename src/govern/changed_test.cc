@@ -171,6 +171,39 @@ TEST_F(ChangedTest, InvalidHeadRecipeIsAnErrorNamingFileLineAndRevision) {
       << r.error().message;
 }
 
+TEST(DiffFields, ReasonsQuoteValuesCutAndEscaped) {
+  // A 1 MB value changed: the reason quotes a line's worth; base/head keep it exact.
+  boost::json::object base{{"image", std::string(1 << 20, 'a')}};
+  boost::json::object head{{"image", "img:\x1b[2J"}};
+  auto changes = diff_fields(base, head);
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_LT(changes[0].detail.size(), 500u);
+  EXPECT_NE(changes[0].detail.find("(1048578 bytes in all)"), std::string::npos)
+      << changes[0].detail.substr(0, 300);
+  EXPECT_NE(changes[0].detail.find("img:\\u001b[2J"), std::string::npos) << changes[0].detail;
+  EXPECT_EQ(changes[0].base.as_string().size(), size_t{1} << 20);
+}
+
+TEST_F(ChangedTest, AliasBombInARevisionIsAnErrorNotAnExpansion) {
+  std::string bomb = "a: &a [x, x, x, x, x, x, x, x, x]\n";
+  std::string prev = "a";
+  for (char name = 'b'; name <= 'i'; ++name) {
+    bomb += std::string(1, name) + ": &" + name + " [";
+    for (int i = 0; i < 9; ++i) bomb += (i ? ", *" : "*") + prev;
+    bomb += "]\n";
+    prev = std::string(1, name);
+  }
+  repo.write("recipes/bomb.yaml", bomb);
+  auto base = TreeView::open(repo.root(), "HEAD");
+  auto head = TreeView::open(repo.root(), "");
+  auto r = changed_keys(*base, *head, {{"recipes"}, ""});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find(
+                "recipes/bomb.yaml:7:8: too many nodes after alias expansion (limit 1000000)"),
+            std::string::npos)
+      << r.error().message;
+}
+
 TEST_F(ChangedTest, UnknownRevisionIsAnError) {
   auto v = TreeView::open(repo.root(), "no-such-branch");
   ASSERT_FALSE(v.ok());

@@ -7,6 +7,7 @@
 #include <regex>
 #include <string_view>
 
+#include "core/strings.h"
 #include "govern/labels.h"
 #include "recipe/yaml_reader.h"
 
@@ -244,6 +245,9 @@ bool same_but_link(const ChangelogEntry& a, const ChangelogEntry& b) {
 }
 
 bool full_match(const std::string& pattern, const std::string& value) {
+  // std::regex recurses per character: a long value could overflow the stack, and no link is
+  // this long.
+  if (value.size() > 2048) return false;
   try {
     return std::regex_match(value, std::regex(pattern));
   } catch (const std::regex_error&) {
@@ -264,8 +268,10 @@ class Checker {
   ChangelogReport run();
 
  private:
-  void add(std::string rule, int line, std::string message) {
-    report_.violations.push_back({std::move(rule), line, std::move(message)});
+  // Messages quote keys and links from the file: escaped and cut (ib::printable), so a huge or
+  // hostile value cannot flood the terminal or a PR comment.
+  void add(std::string rule, int line, const std::string& message) {
+    report_.violations.push_back({std::move(rule), line, printable(message, 2000)});
   }
   void align();
   int changed_line(const ChangelogEntry& b, const ChangelogEntry& h) const;
@@ -760,8 +766,8 @@ bool changelog_key_matches(const std::string& pattern, const std::string& key) {
 
 ParsedChangelog parse_changelog(const std::string& bytes, const std::string& file) {
   ParsedChangelog out;
-  auto add = [&](std::string rule, int line, std::string message, int entry = -1) {
-    out.violations.push_back({std::move(rule), line, std::move(message), entry});
+  auto add = [&](std::string rule, int line, const std::string& message, int entry = -1) {
+    out.violations.push_back({std::move(rule), line, printable(message, 2000), entry});
   };
   if (bytes.empty() || bytes.back() != '\n') {
     add("final-newline", last_line(bytes), fmt::format("{} does not end with a newline", file));
@@ -788,7 +794,8 @@ ParsedChangelog parse_changelog(const std::string& bytes, const std::string& fil
   YamlReader reader(file, &diags);
   auto doc = reader.parse(bytes);
   if (!doc) {
-    for (const auto& d : diags) add("yaml-syntax", d.line, d.message);
+    // Does not parse, or crosses a YAML limit (size, nesting, alias expansion).
+    for (const auto& d : diags) add(d.kind.empty() ? "yaml-syntax" : d.kind, d.line, d.message);
     return out;
   }
   for (const auto& d : diags) add("entry-schema", d.line, d.message);  // merge-key problems

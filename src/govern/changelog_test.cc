@@ -366,6 +366,44 @@ TEST(CheckChangelog, InvalidHeadStopsAfterParseErrors) {
       << dump(report.violations);
 }
 
+TEST(CheckChangelog, AliasBombAndDeepNestingAreYamlLimitViolations) {
+  // A changelog comes from a pull request: nine levels of nine aliases must fail in one step,
+  // with its line, not expand.
+  std::string bomb = "- config-keys: &a [x, x, x, x, x, x, x, x, x]\n";
+  std::string prev = "a";
+  for (char name = 'b'; name <= 'i'; ++name) {
+    bomb += std::string("- config-keys: &") + name + " [";
+    for (int i = 0; i < 9; ++i) bomb += (i ? ", *" : "*") + prev;
+    bomb += "]\n";
+    prev = std::string(1, name);
+  }
+  const std::string base = file_of({entry("dsr1-fp8-h200-sglang")});
+  auto report = check_changelog(base, bomb, context());
+  EXPECT_EQ(rules(report.violations), std::vector<std::string>{"yaml-limit@7"})
+      << dump(report.violations);
+  EXPECT_NE(dump(report.violations).find("too many nodes after alias expansion"),
+            std::string::npos);
+  const std::string deep = "- config-keys: " + std::string(100000, '[') + "\n";
+  report = check_changelog(base, deep, context());
+  EXPECT_EQ(rules(report.violations), std::vector<std::string>{"yaml-limit@1"})
+      << dump(report.violations);
+}
+
+TEST(CheckChangelog, HugeAndControlCharacterValuesAreCutAndEscapedInMessages) {
+  const std::string base = file_of({entry("dsr1-fp8-h200-sglang")});
+  const std::string head =
+      base + "\n" + entry("dsr1-fp8-h200-sglang", "\"https://x/\\e[2J" +
+                                                      std::string(1 << 20, 'p') + "\"");
+  auto report = check_changelog(base, head, context());
+  ASSERT_FALSE(report.violations.empty());
+  for (const auto& v : report.violations) {
+    EXPECT_LT(v.message.size(), 2100u) << v.rule;
+    EXPECT_EQ(v.message.find('\x1b'), std::string::npos) << v.rule;
+  }
+  EXPECT_NE(dump(report.violations).find("\\x1b[2J"), std::string::npos)
+      << dump(report.violations).substr(0, 1000);
+}
+
 // ---- the real InferenceX history ------------------------------------------------------------
 
 const std::string kData = INFERBENCH_TEST_DATA "/inferencex";

@@ -6,12 +6,12 @@
 #include <fnmatch.h>
 
 #include <algorithm>
-#include <regex>
 #include <set>
 #include <tuple>
 
 #include "core/files.h"
 #include "core/redact.h"
+#include "core/strings.h"
 
 namespace ib::recipe {
 
@@ -36,6 +36,14 @@ const std::set<std::string>& serve_placeholders() {
 }
 
 namespace {
+
+// [A-Za-z_][A-Za-z0-9_]*
+bool is_env_name(const std::string& name) {
+  auto alpha = [](char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'; };
+  if (name.empty() || !alpha(name[0])) return false;
+  return std::all_of(name.begin(), name.end(),
+                     [&](char c) { return alpha(c) || (c >= '0' && c <= '9'); });
+}
 
 class MasterParser {
  public:
@@ -144,13 +152,13 @@ class MasterParser {
                          "time-scale"});
     if (!f) return std::nullopt;
     WorkloadSpec out;
-    auto count = [&](const char* name, int64_t min, std::optional<int64_t>* to) {
-      if (f->has(name)) *to = r_.integer(f->at(name), field_path(path, name), min);
+    auto count = [&](const char* name, int64_t min, int64_t max, std::optional<int64_t>* to) {
+      if (f->has(name)) *to = r_.integer(f->at(name), field_path(path, name), min, max);
     };
-    count("prompts-per-conc", 1, &out.prompts_per_conc);
-    count("min-prompts", 1, &out.min_prompts);
-    count("warmups-per-conc", 0, &out.warmups_per_conc);
-    count("seed", 0, &out.seed);
+    count("prompts-per-conc", 1, limits::kMaxPromptsPerConc, &out.prompts_per_conc);
+    count("min-prompts", 1, limits::kMaxPrompts, &out.min_prompts);
+    count("warmups-per-conc", 0, limits::kMaxPromptsPerConc, &out.warmups_per_conc);
+    count("seed", 0, INT64_MAX, &out.seed);
     if (f->has("range-ratio")) {
       auto v = r_.number(f->at("range-ratio"), field_path(path, "range-ratio"));
       if (v && !(*v > 0 && *v <= 1)) {
@@ -160,20 +168,24 @@ class MasterParser {
         out.range_ratio = v;
       }
     }
-    count("max-traces", 1, &out.max_traces);
-    count("warmup-requests-per-lane", 0, &out.warmup_requests_per_lane);
-    auto positive = [&](const char* name, std::optional<double>* to) {
+    count("max-traces", 1, limits::kMaxTraces, &out.max_traces);
+    count("warmup-requests-per-lane", 0, limits::kMaxPromptsPerConc,
+          &out.warmup_requests_per_lane);
+    auto positive = [&](const char* name, double max, std::optional<double>* to) {
       if (!f->has(name)) return;
       auto v = r_.number(f->at(name), field_path(path, name));
       if (v && !(*v > 0)) {
         r_.error(f->at(name), field_path(path, name),
                  fmt::format("expected a positive number, got {}", *v));
+      } else if (v && *v > max) {
+        r_.error(f->at(name), field_path(path, name),
+                 fmt::format("expected a positive number at most {}, got {}", max, *v));
       } else {
         *to = v;
       }
     };
-    positive("duration", &out.duration);
-    positive("time-scale", &out.time_scale);
+    positive("duration", limits::kMaxDurationSeconds, &out.duration);
+    positive("time-scale", limits::kMaxTimeScale, &out.time_scale);
     if (f->has("traces")) {
       const std::string tpath = field_path(path, "traces");
       std::vector<std::string> list;
@@ -295,10 +307,9 @@ class MasterParser {
     if (f->has("env")) {
       std::string env_path = field_path(path, "env");
       if (auto env = r_.open_mapping(f->at("env"), env_path)) {
-        static const std::regex kName("[A-Za-z_][A-Za-z0-9_]*");
         for (const auto& [name, value] : env->values) {
           std::string p = field_path(env_path, name);
-          if (!std::regex_match(name, kName)) {
+          if (!is_env_name(name)) {
             r_.error(env->key_marks.at(name), p, "not a valid environment variable name");
           }
           if (auto v = maybe_secret(value, p, true)) out.env[name] = *v;
@@ -322,14 +333,20 @@ class MasterParser {
 
   void check_placeholders(const YAML::Node& list, const std::string& path,
                           const std::vector<std::string>& args) {
-    static const std::regex kPlaceholder("\\{([^{}]*)\\}");
+    // "{name}" with no brace inside; found by hand (std::regex recurses per character, and an
+    // argument can be long).
     for (size_t i = 0; i < args.size(); ++i) {
-      for (std::sregex_iterator it(args[i].begin(), args[i].end(), kPlaceholder), end; it != end;
-           ++it) {
-        std::string name = (*it)[1];
+      const std::string& arg = args[i];
+      for (size_t open = arg.find('{'); open != std::string::npos; open = arg.find('{', open + 1)) {
+        const size_t close = arg.find_first_of("{}", open + 1);
+        if (close == std::string::npos) break;
+        if (arg[close] == '{') continue;  // "{{x}": the inner "{x}" is the candidate
+        const std::string name = arg.substr(open + 1, close - open - 1);
         if (!serve_placeholders().count(name)) {
-          r_.error(list[i], index_path(path, i), fmt::format("unknown placeholder {{{}}}", name));
+          r_.error(list[i], index_path(path, i),
+                   fmt::format("unknown placeholder {{{}}}", printable(name)));
         }
+        open = close;
       }
     }
   }
@@ -362,9 +379,9 @@ class MasterParser {
     if (!f) return;
     FixedSeqLen s;
     if (r_.require(*f, path, "isl"))
-      s.isl = r_.integer(f->at("isl"), field_path(path, "isl"), 1).value_or(0);
+      s.isl = r_.integer(f->at("isl"), field_path(path, "isl"), 1, limits::kMaxSeqLen).value_or(0);
     if (r_.require(*f, path, "osl"))
-      s.osl = r_.integer(f->at("osl"), field_path(path, "osl"), 1).value_or(0);
+      s.osl = r_.integer(f->at("osl"), field_path(path, "osl"), 1, limits::kMaxSeqLen).value_or(0);
     if (r_.require(*f, path, "search-space")) {
       std::string p = field_path(path, "search-space");
       const YAML::Node& list = f->at("search-space");
@@ -389,7 +406,7 @@ class MasterParser {
       r_.error(
           node, field_path(e->key, "runner"),
           fmt::format("agentic-coding needs a runner label starting with \"cluster:\", got \"{}\"",
-                      e->runner));
+                      printable(e->runner)));
     }
     if (f->has("dram-utilization")) {
       std::string p = field_path(path, "dram-utilization");
@@ -435,7 +452,8 @@ class MasterParser {
       if (auto s = r_.string(f.at("spec-decoding"), p)) {
         if (*s != "mtp" && *s != "draft_model" && *s != "none") {
           r_.error(f.at("spec-decoding"), p,
-                   fmt::format("expected one of mtp, draft_model, none, got \"{}\"", *s));
+                   fmt::format("expected one of mtp, draft_model, none, got \"{}\"",
+                               printable(*s)));
         } else {
           out->spec_decoding = *s;
         }
@@ -465,7 +483,7 @@ class MasterParser {
         if (auto s = r_.string(f.at("kv-offloading"), p)) {
           if (*s != "none" && *s != "dram") {
             r_.error(f.at("kv-offloading"), p,
-                     fmt::format("expected none or dram, got \"{}\"", *s));
+                     fmt::format("expected none or dram, got \"{}\"", printable(*s)));
           } else {
             out->kv_offloading = *s;
           }
@@ -507,7 +525,8 @@ class MasterParser {
     }
     if (list) {
       std::string p = field_path(path, "conc-list");
-      if (auto values = r_.integer_list(f.at("conc-list"), p, 1)) {
+      if (auto values = r_.integer_list(f.at("conc-list"), p, 1, limits::kMaxConcurrency,
+                                        limits::kMaxConcValues)) {
         if (values->empty()) r_.error(f.at("conc-list"), p, "conc-list may not be empty");
         out->conc = *values;
       }
@@ -515,8 +534,10 @@ class MasterParser {
     }
     bool both = r_.require(f, path, "conc-start") & r_.require(f, path, "conc-end");
     if (!both) return;
-    auto start = r_.integer(f.at("conc-start"), field_path(path, "conc-start"), 1);
-    auto end = r_.integer(f.at("conc-end"), field_path(path, "conc-end"), 1);
+    auto start =
+        r_.integer(f.at("conc-start"), field_path(path, "conc-start"), 1, limits::kMaxConcurrency);
+    auto end =
+        r_.integer(f.at("conc-end"), field_path(path, "conc-end"), 1, limits::kMaxConcurrency);
     if (!start || !end) return;
     if (*start > *end) {
       r_.error(f.at("conc-start"), field_path(path, "conc-start"),
@@ -528,13 +549,16 @@ class MasterParser {
 
   void topology(const Fields& f, const std::string& path, int64_t* tp, int64_t* pp, int64_t* dcp,
                 int64_t* pcp, int64_t* ep, bool* dp_attn) {
-    if (f.has("tp")) *tp = r_.integer(f.at("tp"), field_path(path, "tp"), 1).value_or(*tp);
-    if (f.has("pp")) *pp = r_.integer(f.at("pp"), field_path(path, "pp"), 1).value_or(*pp);
-    if (f.has("dcp-size"))
-      *dcp = r_.integer(f.at("dcp-size"), field_path(path, "dcp-size"), 1).value_or(*dcp);
-    if (f.has("pcp-size"))
-      *pcp = r_.integer(f.at("pcp-size"), field_path(path, "pcp-size"), 1).value_or(*pcp);
-    if (f.has("ep")) *ep = r_.integer(f.at("ep"), field_path(path, "ep"), 1).value_or(*ep);
+    auto size = [&](const char* name, int64_t* to) {
+      if (f.has(name)) {
+        *to = r_.integer(f.at(name), field_path(path, name), 1, limits::kMaxParallel).value_or(*to);
+      }
+    };
+    size("tp", tp);
+    size("pp", pp);
+    size("dcp-size", dcp);
+    size("pcp-size", pcp);
+    size("ep", ep);
     if (f.has("dp-attn"))
       *dp_attn = r_.boolean(f.at("dp-attn"), field_path(path, "dp-attn")).value_or(false);
     if (*dcp > 0 && *tp % *dcp != 0) {
@@ -578,7 +602,9 @@ class MasterParser {
       r_.error(f->at("decode"), field_path(path, "decode.hardware"),
                "hardware must be set on both prefill and decode, or on neither");
     }
-    if (f->has("ep")) out.ep = r_.integer(f->at("ep"), field_path(path, "ep"), 1).value_or(1);
+    if (f->has("ep")) {
+      out.ep = r_.integer(f->at("ep"), field_path(path, "ep"), 1, limits::kMaxParallel).value_or(1);
+    }
     if (f->has("dp-attn"))
       out.dp_attn = r_.boolean(f->at("dp-attn"), field_path(path, "dp-attn")).value_or(false);
     common(*f, path, e, agentic, &out);
@@ -592,7 +618,9 @@ class MasterParser {
     if (!f) return std::nullopt;
     Worker w;
     if (r_.require(*f, path, "num-worker")) {
-      w.num_worker = r_.integer(f->at("num-worker"), field_path(path, "num-worker"), 0).value_or(0);
+      w.num_worker =
+          r_.integer(f->at("num-worker"), field_path(path, "num-worker"), 0, limits::kMaxParallel)
+              .value_or(0);
     }
     r_.require(*f, path, "tp");
     topology(*f, path, &w.tp, &w.pp, &w.dcp_size, &w.pcp_size, &w.ep, &w.dp_attn);
@@ -603,7 +631,7 @@ class MasterParser {
         for (size_t i = 0; i < settings->size(); ++i) {
           if ((*settings)[i].find('=') == std::string::npos) {
             r_.error(f->at("additional-settings")[i], index_path(p, i),
-                     fmt::format("expected KEY=VALUE, got \"{}\"", (*settings)[i]));
+                     fmt::format("expected KEY=VALUE, got \"{}\"", printable((*settings)[i])));
           }
         }
         w.additional_settings = *settings;
@@ -678,20 +706,33 @@ Expected<std::vector<ConfigEntry>> select_keys(const std::vector<ConfigEntry>& e
   return selected;
 }
 
-Expected<std::vector<ConfigEntry>> load_master_texts(
-    const std::vector<std::pair<std::string, std::string>>& files) {
+namespace {
+
+// The (name, bytes) pairs' entries; with `require_keys`, a file that parses cleanly but defines no
+// config key is an error.
+Expected<std::vector<ConfigEntry>> load_texts(
+    const std::vector<std::pair<std::string, std::string>>& files, bool require_keys) {
   std::vector<ConfigEntry> entries;
   std::vector<Diagnostic> diagnostics;
   std::map<std::string, std::string> seen;  // key -> "file:line"
   for (const auto& [name, text] : files) {
     size_t first = entries.size();
+    size_t first_diagnostic = diagnostics.size();
     parse_master_config(text, name, &entries, &diagnostics);
+    if (require_keys && entries.size() == first && diagnostics.size() == first_diagnostic) {
+      Diagnostic d;
+      d.message = fmt::format("no config keys in {} (the file is empty, or holds only comments or "
+                              "templates); a recipe maps config keys to entries (docs/recipes.md)",
+                              printable(name, 400));
+      diagnostics.push_back(std::move(d));
+    }
     for (size_t i = first; i < entries.size(); ++i) {
       const auto& e = entries[i];
       auto [it, inserted] = seen.emplace(e.key, fmt::format("{}:{}", e.file, e.line));
       if (!inserted) {
         diagnostics.push_back({e.file, e.line, 1, e.key,
-                               fmt::format("config key is already defined at {}", it->second)});
+                               fmt::format("config key is already defined at {}", it->second),
+                               ""});
       }
     }
   }
@@ -699,20 +740,111 @@ Expected<std::vector<ConfigEntry>> load_master_texts(
   return entries;
 }
 
+bool is_yaml_name(const std::filesystem::path& p) {
+  const auto ext = p.extension();
+  return ext == ".yaml" || ext == ".yml";
+}
+
+// The YAML files directly in `dir`, sorted; the error names the directory.
+Expected<std::vector<std::filesystem::path>> yaml_files_in(const std::filesystem::path& dir) {
+  std::vector<std::filesystem::path> files;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code type_ec;
+    if (it->is_regular_file(type_ec) && is_yaml_name(it->path())) files.push_back(it->path());
+  }
+  if (ec) return Error{fmt::format("{}: cannot list the directory: {}", dir.string(), ec.message())};
+  if (files.empty()) {
+    return Error{fmt::format("{}: a directory without *.yaml or *.yml files; give recipe files, or "
+                             "a directory that holds them",
+                             dir.string())};
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// A YAML file's bytes; one larger than YamlLimits::max_bytes is an error before it is read, and a
+// directory is an error (an ifstream opens one and reads it as empty).
+Expected<std::string> read_yaml_file(const std::filesystem::path& path) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (std::filesystem::is_directory(status)) {
+    return Error{fmt::format("{}: is a directory; give a YAML file", path.string())};
+  }
+  if (std::filesystem::is_regular_file(status)) {
+    const auto size = std::filesystem::file_size(path, ec);
+    const size_t max = YamlLimits{}.max_bytes;
+    if (!ec && size > max) {
+      return Error{fmt::format("{}: {} bytes is more than the limit for a YAML document ({} MiB)",
+                               path.string(), size, max >> 20)};
+    }
+  }
+  return read_file(path);
+}
+
+}  // namespace
+
+Expected<std::vector<ConfigEntry>> load_master_texts(
+    const std::vector<std::pair<std::string, std::string>>& files) {
+  return load_texts(files, false);
+}
+
+Expected<std::vector<std::filesystem::path>> expand_recipe_paths(
+    const std::vector<std::filesystem::path>& paths) {
+  std::vector<std::filesystem::path> out;
+  std::vector<std::string> problems;
+  for (const auto& path : paths) {
+    std::error_code ec;
+    const auto status = std::filesystem::status(path, ec);
+    if (!std::filesystem::exists(status)) {
+      problems.push_back(fmt::format("{}: no such file or directory", path.string()));
+    } else if (std::filesystem::is_directory(status)) {
+      auto files = yaml_files_in(path);
+      if (!files) {
+        problems.push_back(files.error().message);
+        continue;
+      }
+      out.insert(out.end(), files->begin(), files->end());
+    } else {
+      out.push_back(path);
+    }
+  }
+  if (!problems.empty()) return Error{join(problems, "\n")};
+  return out;
+}
+
+std::vector<std::string> describe_expansion(const std::vector<std::filesystem::path>& paths) {
+  std::vector<std::string> lines;
+  for (const auto& path : paths) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(path, ec)) continue;
+    auto files = yaml_files_in(path);
+    if (!files) continue;  // expand_recipe_paths() reports it
+    std::vector<std::string> names;
+    for (const auto& f : *files) names.push_back(printable(f.filename().string()));
+    lines.push_back(fmt::format("{}: a directory; reading its {} YAML file{}: {}",
+                                printable(path.string(), 400), names.size(),
+                                names.size() == 1 ? "" : "s", join(names, ", ")));
+  }
+  return lines;
+}
+
 Expected<std::vector<ConfigEntry>> load_master_configs(
-    const std::vector<std::filesystem::path>& files) {
+    const std::vector<std::filesystem::path>& paths) {
+  auto files = expand_recipe_paths(paths);
+  if (!files) return files.error();
   std::vector<std::pair<std::string, std::string>> texts;
-  std::vector<Diagnostic> unreadable;
-  for (const auto& path : files) {
-    auto text = read_file(path);
+  std::vector<std::string> unreadable;  // each names its file
+  for (const auto& path : *files) {
+    auto text = read_yaml_file(path);
     if (!text) {
-      unreadable.push_back({path.string(), 0, 0, "", text.error().message});
+      unreadable.push_back(text.error().message);
       continue;
     }
     texts.emplace_back(path.string(), std::move(*text));
   }
-  if (!unreadable.empty()) return Error{join_diagnostics(unreadable)};
-  return load_master_texts(texts);
+  if (!unreadable.empty()) return Error{join(unreadable, "\n")};
+  return load_texts(texts, true);
 }
 
 void parse_runners(const std::string& text, const std::string& file, RunnersFile* out,
@@ -742,19 +874,21 @@ void parse_runners(const std::string& text, const std::string& file, RunnersFile
         RunnerHardware h;
         if (r.require(*f, p, "available-cpu-dram-mib")) {
           h.available_cpu_dram_mib =
-              r.integer(f->at("available-cpu-dram-mib"), field_path(p, "available-cpu-dram-mib"), 1)
+              r.integer(f->at("available-cpu-dram-mib"), field_path(p, "available-cpu-dram-mib"), 1,
+                        limits::kMaxDramMib)
                   .value_or(0);
         }
         if (r.require(*f, p, "gpus-per-node")) {
-          h.gpus_per_node =
-              r.integer(f->at("gpus-per-node"), field_path(p, "gpus-per-node"), 1).value_or(0);
+          h.gpus_per_node = r.integer(f->at("gpus-per-node"), field_path(p, "gpus-per-node"), 1,
+                                      limits::kMaxParallel)
+                                .value_or(0);
         }
         if (f->has("launcher")) {
           std::string lp = field_path(p, "launcher");
           if (auto l = r.string(f->at("launcher"), lp)) {
             if (*l != "local" && *l != "slurm" && *l != "endpoint") {
               r.error(f->at("launcher"), lp,
-                      fmt::format("expected local, slurm or endpoint, got \"{}\"", *l));
+                      fmt::format("expected local, slurm or endpoint, got \"{}\"", printable(*l)));
             }
             h.launcher = *l;
           }
@@ -766,7 +900,7 @@ void parse_runners(const std::string& text, const std::string& file, RunnersFile
 }
 
 Expected<RunnersFile> load_runners(const std::filesystem::path& file) {
-  auto text = read_file(file);
+  auto text = read_yaml_file(file);
   if (!text) return Error{text.error().message};
   RunnersFile out;
   std::vector<Diagnostic> diagnostics;

@@ -17,6 +17,25 @@
 
 namespace ib::recipe {
 
+/// Upper bounds on a recipe's and a runners file's numbers (docs/recipes.md, "Limits"). Far above
+/// real use, they keep every value within the `int` the load generator and the simulator hold it
+/// in (3000000000 is an error, not -1294967296), and what a value sizes (prompts, lanes, rows)
+/// within memory, checked before anything is allocated.
+namespace limits {
+inline constexpr int64_t kMaxConcurrency = 100'000;     // conc-list, conc-start, conc-end
+inline constexpr size_t kMaxConcValues = 1'000;         // values in one conc-list
+inline constexpr int64_t kMaxSeqLen = 4'194'304;        // isl, osl (tokens; 4 Mi)
+inline constexpr int64_t kMaxParallel = 4'096;          // tp, pp, ep, dcp/pcp-size, num-worker,
+                                                        // gpus-per-node
+inline constexpr int64_t kMaxPromptsPerConc = 1'000;    // prompts- and warmups-per-conc,
+                                                        // warmup-requests-per-lane
+inline constexpr int64_t kMaxPrompts = 10'000'000;      // min-prompts; and prompts of one point
+inline constexpr int64_t kMaxTraces = 1'000'000;        // max-traces
+inline constexpr double kMaxDurationSeconds = 604'800;  // workload.duration (one week)
+inline constexpr double kMaxTimeScale = 1'000;          // workload.time-scale
+inline constexpr int64_t kMaxDramMib = int64_t{1} << 30;  // available-cpu-dram-mib (1 PiB)
+}  // namespace limits
+
 struct Router {
   std::string name;
   std::string version;
@@ -137,8 +156,21 @@ std::vector<int64_t> expand_concurrency(int64_t start, int64_t end, int64_t step
 void parse_master_config(const std::string& text, const std::string& file,
                          std::vector<ConfigEntry>* entries, std::vector<Diagnostic>* diagnostics);
 
-/// Loads master-config files; keys must be unique across all of them. On any problem returns an
-/// Error whose message lists every diagnostic, one per line.
+/// The recipe files `paths` name: a file as it is; a directory, its `*.yaml` and `*.yml` files (not
+/// its subdirectories), sorted by name. A directory without any is an error naming it, and so is a
+/// path that does not exist.
+Expected<std::vector<std::filesystem::path>> expand_recipe_paths(
+    const std::vector<std::filesystem::path>& paths);
+
+/// For the terminal: one line per directory in `paths`, naming the files expand_recipe_paths()
+/// reads from it ("DIR/: reading a.yaml, b.yaml"); nothing when every path is a file.
+std::vector<std::string> describe_expansion(const std::vector<std::filesystem::path>& paths);
+
+/// Loads master-config files (directories expand as expand_recipe_paths() does); keys must be
+/// unique across all of them, and each file must define at least one (an empty or comment-only
+/// file is an error: "no config keys in FILE"). On any problem returns an Error whose message
+/// lists every diagnostic, one per line. A file larger than YamlLimits::max_bytes is rejected
+/// before it is read.
 Expected<std::vector<ConfigEntry>> load_master_configs(
     const std::vector<std::filesystem::path>& files);
 
@@ -147,7 +179,8 @@ Expected<std::vector<ConfigEntry>> load_master_configs(
 Expected<std::vector<ConfigEntry>> select_keys(const std::vector<ConfigEntry>& entries,
                                                const std::vector<std::string>& globs);
 
-/// The same for texts already read: (name used in diagnostics, bytes) pairs.
+/// The same for texts already read: (name used in diagnostics, bytes) pairs. A text without
+/// config keys is not an error here (a revision's tree may hold an emptied recipe).
 Expected<std::vector<ConfigEntry>> load_master_texts(
     const std::vector<std::pair<std::string, std::string>>& files);
 

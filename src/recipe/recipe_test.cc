@@ -1,11 +1,15 @@
 #include "recipe/recipe.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
+
+#include "core/temp_dir.h"
 
 namespace ib::recipe {
 namespace {
@@ -488,6 +492,208 @@ TEST(RecipeLoad, AgenticWorkloadKeys) {
   EXPECT_NE(all.find("k1.workload.time-scale: expected a positive number, got 0"),
             std::string::npos)
       << all;
+}
+
+}  // namespace
+}  // namespace ib::recipe
+
+namespace ib::recipe {
+namespace {
+
+// Writes `text` to dir/name.
+std::filesystem::path write(const std::filesystem::path& dir, const std::string& name,
+                            const std::string& text) {
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / name) << text;
+  return dir / name;
+}
+
+TEST(RecipeLoad, EmptyAndCommentOnlyFilesAreErrorsNamingTheFile) {
+  TempDir dir;
+  for (const std::string& text : {std::string(), std::string("# nothing here\n\n"),
+                                  std::string(".defaults: &d { image: x }\n")}) {
+    auto file = write(dir.path(), "empty.yaml", text);
+    auto r = load_master_configs({file});
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_EQ(r.error().message.rfind("no config keys in " + file.string() + " (", 0), 0u)
+        << r.error().message;
+  }
+  // Texts from a git tree (`changed`) may be empty: no keys, no error.
+  EXPECT_TRUE(load_master_texts({{"empty.yaml", ""}}).ok());
+}
+
+TEST(RecipeLoad, ADirectoryStandsForItsYamlFilesSorted) {
+  TempDir dir;
+  const auto recipes = dir.path() / "recipes";
+  write(recipes, "b.yml", single_node("{ tp: 1, conc-list: [1] }").replace(0, 2, "kb"));
+  write(recipes, "a.yaml", single_node("{ tp: 1, conc-list: [1] }").replace(0, 2, "ka"));
+  write(recipes, "notes.txt", "not a recipe\n");
+  std::filesystem::create_directories(recipes / "sub.yaml");  // a directory: not read
+  auto files = expand_recipe_paths({recipes});
+  ASSERT_TRUE(files.ok()) << files.error().message;
+  EXPECT_EQ(*files, (std::vector<std::filesystem::path>{recipes / "a.yaml", recipes / "b.yml"}));
+  EXPECT_EQ(describe_expansion({recipes}),
+            std::vector<std::string>{recipes.string() +
+                                     ": a directory; reading its 2 YAML files: a.yaml, b.yml"});
+  EXPECT_TRUE(describe_expansion({recipes / "a.yaml"}).empty());
+  auto entries = load_master_configs({recipes});
+  ASSERT_TRUE(entries.ok()) << entries.error().message;
+  ASSERT_EQ(entries->size(), 2u);
+  EXPECT_EQ((*entries)[0].key, "ka");
+  EXPECT_EQ((*entries)[1].key, "kb");
+
+  const auto bare = dir.path() / "bare";
+  std::filesystem::create_directories(bare);
+  auto none = load_master_configs({bare});
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.error().message,
+            bare.string() + ": a directory without *.yaml or *.yml files; give recipe files, or a "
+                            "directory that holds them");
+  auto missing = load_master_configs({dir.path() / "missing.yaml"});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().message,
+            (dir.path() / "missing.yaml").string() + ": no such file or directory");
+  // A runners file that is a directory is an error, not an empty file.
+  auto runners = load_runners(recipes);
+  ASSERT_FALSE(runners.ok());
+  EXPECT_NE(runners.error().message.find("is a directory"), std::string::npos);
+}
+
+TEST(RecipeLoad, OversizedFileIsRejectedBeforeItIsRead) {
+  TempDir dir;
+  const auto file = dir.path() / "big.yaml";
+  {
+    std::ofstream out(file);
+    out << "k: \"";
+    const std::string chunk(1 << 20, 'x');
+    for (int i = 0; i < 17; ++i) out << chunk;
+    out << "\"\n";
+  }
+  auto r = load_master_configs({file});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message,
+            file.string() + ": 17825798 bytes is more than the limit for a YAML document (16 MiB)");
+}
+
+TEST(RecipeLoad, AliasBombInARecipeIsALimitErrorNamingFileAndLine) {
+  std::string doc = ".t0: &t0 [x, x, x, x, x, x, x, x, x]\n";
+  for (int level = 1; level < 9; ++level) {
+    doc += fmt::format(".t{}: &t{} [", level, level);
+    for (int i = 0; i < 9; ++i) doc += fmt::format("{}*t{}", i ? ", " : "", level - 1);
+    doc += "]\n";
+  }
+  auto d = parse(doc);
+  ASSERT_EQ(d.size(), 1u) << join_diagnostics(d);
+  EXPECT_EQ(d[0].kind, "yaml-limit");
+  EXPECT_EQ(d[0].line, 7);
+  EXPECT_NE(d[0].str().find("too many nodes after alias expansion"), std::string::npos);
+}
+
+TEST(RecipeLoad, NumericFieldsAreRangeChecked) {
+  struct Mutation {
+    std::string from, to, expected;
+  };
+  const std::string entry = "{ tp: 2, conc-list: [1] }";
+  const std::vector<Mutation> cases = {
+      {"conc-list: [1]", "conc-list: [3000000000]",
+       "search-space[1].conc-list[0]: expected a positive integer at most 100000, got "
+       "3000000000"},
+      {"conc-list: [1]", "conc-start: 1, conc-end: 1000000000000",
+       "search-space[1].conc-end: expected a positive integer at most 100000, got 1000000000000"},
+      {"conc-list: [1]", "conc-start: 0, conc-end: 4",
+       "search-space[1].conc-start: expected a positive integer at most 100000, got 0"},
+      {"conc-list: [1]", "conc-list: [99999999999999999999]",
+       "conc-list[0]: expected a positive integer at most 100000, got 99999999999999999999"},
+      {"tp: 2", "tp: 5000", "search-space[1].tp: expected a positive integer at most 4096, got 5000"},
+      {"tp: 2", "tp: 2, ep: 0", "search-space[1].ep: expected a positive integer at most 4096, got 0"},
+      {"tp: 2", "tp: 2, pp: 1.5", "search-space[1].pp: expected a positive integer, got 1.5"},
+      {"isl: 1024", "isl: 3000000000",
+       "fixed-seq-len[0].isl: expected a positive integer at most 4194304, got 3000000000"},
+      {"osl: 1024", "osl: 0", "fixed-seq-len[0].osl: expected a positive integer at most 4194304"},
+  };
+  for (const auto& m : cases) {
+    std::string yaml = single_node(entry);
+    auto pos = yaml.find(m.from);
+    ASSERT_NE(pos, std::string::npos) << m.from;
+    yaml.replace(pos, m.from.size(), m.to);
+    std::string all = join_diagnostics(parse(yaml));
+    EXPECT_NE(all.find(m.expected), std::string::npos) << "want: " << m.expected << "\ngot:\n"
+                                                       << all;
+  }
+  // A conc-list longer than the limit is one error, not a million rows.
+  std::string list = "conc-list: [1";
+  for (size_t i = 1; i <= limits::kMaxConcValues; ++i) list += ", 1";
+  std::string all = join_diagnostics(parse(single_node("{ tp: 2, " + list + "] }")));
+  EXPECT_NE(all.find("conc-list: a list of 1001 values; the limit is 1000"), std::string::npos)
+      << all.substr(0, 500);
+}
+
+TEST(RecipeLoad, WorkloadNumbersAreRangeChecked) {
+  struct Case {
+    std::string workload, expected;
+  };
+  const std::vector<Case> cases = {
+      {"prompts-per-conc: 0", "k1.workload.prompts-per-conc: expected a positive integer at most "
+                              "1000, got 0"},
+      {"prompts-per-conc: 3000000000", "expected a positive integer at most 1000, got 3000000000"},
+      {"min-prompts: 100000000", "k1.workload.min-prompts: expected a positive integer at most "
+                                 "10000000, got 100000000"},
+      {"warmups-per-conc: -1", "k1.workload.warmups-per-conc: expected a non-negative integer at "
+                               "most 1000, got -1"},
+      {"seed: -1", "k1.workload.seed: expected a non-negative integer, got -1"},
+      {"max-traces: 0", "k1.workload.max-traces: expected a positive integer at most 1000000"},
+      {"duration: .inf", "k1.workload.duration: expected a number, got \".inf\""},
+      {"duration: .nan", "k1.workload.duration: expected a number, got \".nan\""},
+      {"duration: 1.0e+400", "k1.workload.duration: expected a number, got \"1.0e+400\""},
+      {"duration: 1.0e+9", "k1.workload.duration: expected a positive number at most 604800, got "},
+      {"time-scale: 1.0e+6", "k1.workload.time-scale: expected a positive number at most 1000"},
+      {"range-ratio: .nan", "k1.workload.range-ratio: expected a number, got \".nan\""},
+  };
+  for (const auto& c : cases) {
+    const std::string yaml =
+        single_node("{ tp: 4, conc-list: [2] }", "  workload: { " + c.workload + " }\n");
+    std::string all = join_diagnostics(parse(yaml));
+    EXPECT_NE(all.find(c.expected), std::string::npos) << "want: " << c.expected << "\ngot:\n"
+                                                       << all;
+  }
+}
+
+TEST(RunnersLoad, NumbersAreRangeChecked) {
+  struct Case {
+    std::string yaml, expected;
+  };
+  const std::vector<Case> cases = {
+      {"hardware: { c: { gpus-per-node: 3000000000, available-cpu-dram-mib: 1 } }\n",
+       "t.yaml:1:33: hardware.c.gpus-per-node: expected a positive integer at most 4096, got "
+       "3000000000"},
+      {"hardware: { c: { gpus-per-node: 8, available-cpu-dram-mib: 99999999999999999999 } }\n",
+       "hardware.c.available-cpu-dram-mib: expected a positive integer at most 1073741824, got "
+       "99999999999999999999"},
+  };
+  for (const auto& c : cases) {
+    RunnersFile out;
+    std::vector<Diagnostic> d;
+    parse_runners(c.yaml, "t.yaml", &out, &d);
+    std::string all = join_diagnostics(d);
+    EXPECT_NE(all.find(c.expected), std::string::npos) << "want: " << c.expected << "\ngot:\n"
+                                                       << all;
+  }
+}
+
+TEST(RecipeLoad, EchoedValuesAreEscapedAndCut) {
+  // A 1 MB spec-decoding value and a key with an escape sequence: the message quotes neither
+  // whole nor raw.
+  const std::string yaml =
+      single_node("{ tp: 2, conc-list: [1], spec-decoding: \"" + std::string(1 << 20, 'm') + "\" }")
+          .replace(0, 2, "\"k\\e[2J\"");
+  std::string all = join_diagnostics(parse(yaml));
+  EXPECT_NE(all.find("k\\x1b[2J.scenarios.fixed-seq-len[0].search-space[1].spec-decoding: "
+                     "expected one of mtp, draft_model, none, got \"mmm"),
+            std::string::npos)
+      << all.substr(0, 500);
+  EXPECT_NE(all.find("(1048576 bytes in all)"), std::string::npos);
+  EXPECT_LT(all.size(), 600u);
+  EXPECT_EQ(all.find('\x1b'), std::string::npos);
 }
 
 }  // namespace

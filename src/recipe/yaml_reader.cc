@@ -1,15 +1,28 @@
 #include "recipe/yaml_reader.h"
 
 #include <fmt/format.h>
+#include <yaml-cpp/eventhandler.h>
 
 #include <algorithm>
 #include <charconv>
-#include <regex>
+#include <cmath>
+#include <sstream>
+#include <unordered_map>
+#include <utility>
+
+#include "core/strings.h"
 
 namespace ib::recipe {
 
 std::string Diagnostic::str() const {
-  return fmt::format("{}:{}:{}: {}: {}", file, line, column, path, message);
+  // Messages quote values already cut to ib::printable's default; the larger caps here only stop
+  // a path built from huge keys, or a message that quotes raw text, from flooding the terminal.
+  std::string out = printable(file, 400);
+  if (line > 0) out += fmt::format(":{}:{}", line, column);
+  if (!out.empty()) out += ": ";
+  if (!path.empty()) out += printable(path, 400) + ": ";
+  out += printable(message, 2000);
+  return out;
 }
 
 std::string join_diagnostics(const std::vector<Diagnostic>& diagnostics) {
@@ -35,10 +48,50 @@ bool is_plain(const YAML::Node& node) {
   return node.Tag() != "!";
 }
 
-// YAML 1.1 integers as PyYAML resolves them (decimal with optional underscores, e.g. 2_063_837).
+// Scalar typing is matched by hand, not with std::regex: libstdc++'s regex executor recurses per
+// character, so a long scalar (a megabyte of digits) would overflow the stack.
+
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
+
+// Position after the run of [0-9_] starting at `i`.
+size_t skip_digits(const std::string& s, size_t i) {
+  while (i < s.size() && (is_digit(s[i]) || s[i] == '_')) ++i;
+  return i;
+}
+
+// YAML 1.1 integers as PyYAML resolves them (decimal with optional underscores, e.g. 2_063_837):
+// [-+]?(0|[1-9][0-9_]*).
+bool is_int_text(const std::string& s) {
+  size_t i = 0;
+  if (i < s.size() && (s[i] == '-' || s[i] == '+')) ++i;
+  if (i == s.size()) return false;
+  if (s[i] == '0') return i + 1 == s.size();
+  if (!is_digit(s[i])) return false;
+  return skip_digits(s, i + 1) == s.size();
+}
+
+// [-+]?([0-9][0-9_]*)?\.[0-9_]*([eE][-+][0-9]+)? with at least one digit.
+bool is_float_text(const std::string& s) {
+  size_t i = 0;
+  if (i < s.size() && (s[i] == '-' || s[i] == '+')) ++i;
+  if (i < s.size() && is_digit(s[i])) i = skip_digits(s, i + 1);
+  if (i == s.size() || s[i] != '.') return false;
+  i = skip_digits(s, i + 1);
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    if (i + 2 > s.size() || (s[i + 1] != '-' && s[i + 1] != '+')) return false;
+    const size_t digits = i + 2;
+    i = digits;
+    while (i < s.size() && is_digit(s[i])) ++i;
+    if (i == digits) return false;
+  }
+  return i == s.size() && s.find_first_of("0123456789") != std::string::npos;
+}
+
+// The value of an int scalar; nullopt when it is not one or does not fit int64.
 std::optional<int64_t> parse_int(const std::string& s) {
-  static const std::regex kInt("[-+]?(0|[1-9][0-9_]*)");
-  if (!std::regex_match(s, kInt)) return std::nullopt;
+  if (!is_int_text(s)) return std::nullopt;
   std::string digits;
   for (char c : s) {
     if (c != '_' && c != '+') digits += c;
@@ -50,16 +103,15 @@ std::optional<int64_t> parse_int(const std::string& s) {
 }
 
 std::optional<double> parse_float(const std::string& s) {
-  static const std::regex kFloat("[-+]?([0-9][0-9_]*)?\\.[0-9_]*([eE][-+][0-9]+)?");
-  if (!std::regex_match(s, kFloat) || s.find_first_of("0123456789") == std::string::npos) {
-    return std::nullopt;
-  }
+  if (!is_float_text(s)) return std::nullopt;
   std::string clean;
   for (char c : s) {
     if (c != '_') clean += c;
   }
   try {
-    return std::stod(clean);
+    const double v = std::stod(clean);  // out_of_range (1.0e+999) throws
+    if (!std::isfinite(v)) return std::nullopt;
+    return v;
   } catch (const std::exception&) {
     return std::nullopt;
   }
@@ -97,8 +149,10 @@ std::string describe(const YAML::Node& node) {
   if (!node.IsDefined() || node.IsNull()) return "null";
   if (node.IsMap()) return "a mapping";
   if (node.IsSequence()) return "a list";
-  if (scalar_kind(node) == ScalarKind::kString) return fmt::format("\"{}\"", node.Scalar());
-  return node.Scalar();
+  if (scalar_kind(node) == ScalarKind::kString) {
+    return fmt::format("\"{}\"", printable(node.Scalar()));
+  }
+  return printable(node.Scalar());
 }
 
 boost::json::value to_json(const YAML::Node& node) {
@@ -155,10 +209,13 @@ class MergeResolver {
   explicit MergeResolver(YamlReader* reader) : reader_(reader) {}
 
   void resolve(YAML::Node node, const std::string& path) {
-    for (const YAML::Node& done : done_) {
+    // Seen before (an anchor's node, reached again through an alias)? Nodes are found by their
+    // position in the text, then by identity, so this stays fast on a file of many nodes.
+    auto& same_place = done_[node.Mark().pos];
+    for (const YAML::Node& done : same_place) {
       if (done.is(node)) return;
     }
-    done_.push_back(node);
+    same_place.push_back(node);
     if (node.IsSequence()) {
       for (size_t i = 0; i < node.size(); ++i) resolve(node[i], index_path(path, i));
       return;
@@ -203,17 +260,309 @@ class MergeResolver {
 
  private:
   YamlReader* reader_;
-  std::vector<YAML::Node> done_;
+  std::unordered_map<int, std::vector<YAML::Node>> done_;  // by Mark().pos
+};
+
+}  // namespace
+
+namespace {
+
+// A limit the document crosses, thrown out of yaml-cpp's parser by LimitScan.
+struct LimitExceeded {
+  YAML::Mark mark;
+  std::string message;
+};
+
+std::string mib(uint64_t bytes) {
+  return bytes % (1 << 20) == 0 ? fmt::format("{} MiB", bytes >> 20)
+                                : fmt::format("{} bytes", bytes);
+}
+
+// Flow collections ('[', '{') nested deeper than `max_depth`, found on the bytes alone. yaml-cpp's
+// scanner queues every token while a flow collection's first entry may still turn out to be a
+// key, so "[[[[..." is buffered whole, a few hundred bytes per '[', before LimitScan sees its
+// first event. This scan is deliberately lenient (it may miss nesting that LimitScan then
+// catches, it never reports nesting that is not there): quoted scalars and comments are skipped,
+// and in block context a bracket counts only where a value starts.
+std::optional<LimitExceeded> flow_depth_scan(const std::string& text, size_t max_depth) {
+  size_t depth = 0;
+  int line = 0;
+  int column = 0;
+  bool value_start = true;  // block context: at a position where a node may begin
+  // Block scalars ("|", ">"): their lines, indented more than the line that starts them, are text.
+  bool block_scalar = false;
+  size_t line_indent = 0;
+  // The spaces that begin the line starting at `pos`.
+  auto indent_at = [&](size_t pos) {
+    const size_t first = text.find_first_not_of(' ', pos);
+    return (first == std::string::npos ? text.size() : first) - pos;
+  };
+  for (size_t i = 0; i < text.size(); ++i, ++column) {
+    const char c = text[i];
+    if (c == '\n') {
+      ++line;
+      column = -1;
+      value_start = true;
+      if (block_scalar && depth == 0) {
+        // Skip the lines that are more indented than the one that began the scalar, and blank
+        // ones.
+        size_t next = i + 1;
+        while (next < text.size()) {
+          size_t end = text.find('\n', next);
+          if (end == std::string::npos) end = text.size();
+          const size_t indent = indent_at(next);
+          const bool blank = next + indent >= end;
+          if (!blank && indent <= line_indent) break;
+          next = end + 1;
+          ++line;
+        }
+        i = next - 1;  // the '\n' before the next structural line
+        if (i >= text.size()) break;
+        block_scalar = false;
+      }
+      line_indent = indent_at(i + 1);
+      continue;
+    }
+    if (depth == 0 && value_start && (c == '&' || c == '!')) {
+      // An anchor or a tag: the node it belongs to may still begin after it.
+      while (i + 1 < text.size() && !is_ascii_space(text[i + 1])) ++i, ++column;
+      continue;
+    }
+    if (depth == 0 && value_start && (c == '|' || c == '>')) {
+      block_scalar = true;
+      value_start = false;
+      continue;
+    }
+    const bool after_space = i == 0 || is_ascii_space(text[i - 1]);
+    if (c == '#' && after_space) {
+      while (i + 1 < text.size() && text[i + 1] != '\n') ++i;
+      continue;
+    }
+    const bool token_start = depth > 0 || value_start;
+    if ((c == '"' || c == '\'') && token_start) {
+      // A quoted scalar: skip to its closing quote ('' and \" are escapes).
+      for (++i; i < text.size(); ++i) {
+        if (text[i] == '\n') ++line, column = -1;
+        ++column;
+        if (c == '"' && text[i] == '\\') {
+          ++i, ++column;
+          if (i < text.size() && text[i] == '\n') ++line, column = -1;  // an escaped line break
+        } else if (text[i] == c) {
+          if (c == '\'' && i + 1 < text.size() && text[i + 1] == '\'') {
+            ++i, ++column;
+            continue;
+          }
+          break;
+        }
+      }
+      value_start = false;
+      continue;
+    }
+    if ((c == '[' || c == '{') && token_start) {
+      if (++depth > max_depth) {
+        YAML::Mark mark;
+        mark.pos = static_cast<int>(i);
+        mark.line = line;
+        mark.column = column;
+        return LimitExceeded{
+            mark, fmt::format("flow collections ('[' or '{{') nested more than {} levels deep (the "
+                              "limit); a recipe needs only a few levels",
+                              max_depth)};
+      }
+      continue;
+    }
+    if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+      continue;
+    }
+    if (depth > 0) continue;
+    // Block context: a node may begin after indentation, "- ", "? " or ": ".
+    if (c == ' ' || c == '\t') continue;
+    value_start = (c == '-' || c == '?' || c == ':') &&
+                  (i + 1 == text.size() || is_ascii_space(text[i + 1]));
+  }
+  return std::nullopt;
+}
+
+// Walks the document's events once, before any node is built, counting what the walkers (to_json,
+// the merge-key resolver, the recipe parser) would visit with every alias expanded: nodes, scalar
+// bytes and nesting. An anchor's totals are kept, so an alias costs one lookup however large its
+// expansion, and the scan throws LimitExceeded at the first event that crosses a limit: a
+// billion-laughs document stops within its first few hundred events, and deep nesting stops
+// yaml-cpp's recursive descent at `max_depth` levels (its own guard is at 500, with the message
+// "bad file").
+class LimitScan : public YAML::EventHandler {
+ public:
+  explicit LimitScan(const YamlLimits& limits) : limits_(limits) {}
+
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnAnchor(const YAML::Mark&, const std::string& name) override { anchor_name_ = name; }
+
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override { leaf(mark, anchor, 0); }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                const std::string& value) override {
+    leaf(mark, anchor, value.size());
+  }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+    if (++aliases_ > limits_.max_aliases) {
+      throw LimitExceeded{mark, fmt::format("more than {} aliases (the limit)", limits_.max_aliases)};
+    }
+    auto it = anchors_.find(anchor);
+    if (it == anchors_.end()) return;  // yaml-cpp rejects unknown anchors itself
+    const Anchor& a = it->second;
+    if (a.open) {
+      throw LimitExceeded{mark, fmt::format("alias *{} refers to a node that contains it; an "
+                                            "alias may only repeat a node that is complete",
+                                            printable(a.name))};
+    }
+    if (stack_.size() + a.size.height > limits_.max_depth) {
+      throw LimitExceeded{mark, fmt::format("nesting deeper than {} levels after alias expansion "
+                                            "(the limit) at alias *{}",
+                                            limits_.max_depth, printable(a.name))};
+    }
+    add(mark, a.size);
+  }
+
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                       YAML::EmitterStyle::value) override {
+    open(mark, anchor);
+  }
+  void OnSequenceEnd() override { close(); }
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                  YAML::EmitterStyle::value) override {
+    open(mark, anchor);
+  }
+  void OnMapEnd() override { close(); }
+
+ private:
+  // A subtree's totals with its aliases expanded. height: 0 for a scalar, 1 + the deepest child
+  // for a collection.
+  struct Size {
+    uint64_t nodes = 0;
+    uint64_t scalar_bytes = 0;
+    size_t height = 0;
+  };
+  struct Anchor {
+    std::string name;
+    Size size;
+    bool open = false;  // its collection has not ended yet
+  };
+  struct Frame {
+    YAML::anchor_t anchor;
+    Size size;  // so far
+  };
+
+  void leaf(const YAML::Mark& mark, YAML::anchor_t anchor, uint64_t bytes) {
+    const Size size{1, bytes, 0};
+    if (anchor != YAML::NullAnchor) define(mark, anchor, size, false);
+    add(mark, size);
+  }
+
+  void define(const YAML::Mark& mark, YAML::anchor_t anchor, const Size& size, bool open) {
+    if (anchors_.size() >= limits_.max_anchors) {
+      throw LimitExceeded{mark,
+                          fmt::format("more than {} anchors (the limit)", limits_.max_anchors)};
+    }
+    anchors_[anchor] = {take_anchor_name(), size, open};
+  }
+
+  void open(const YAML::Mark& mark, YAML::anchor_t anchor) {
+    if (stack_.size() + 1 > limits_.max_depth) {
+      throw LimitExceeded{mark, fmt::format("mappings and lists nested more than {} levels deep "
+                                            "(the limit); a recipe needs only a few levels",
+                                            limits_.max_depth)};
+    }
+    count(mark, Size{1, 0, 0});
+    if (anchor != YAML::NullAnchor) define(mark, anchor, {}, true);
+    stack_.push_back({anchor, Size{1, 0, 0}});
+  }
+
+  void close() {
+    Frame done = stack_.back();
+    stack_.pop_back();
+    done.size.height += 1;
+    if (done.anchor != YAML::NullAnchor) {
+      Anchor& a = anchors_[done.anchor];
+      a.size = done.size;
+      a.open = false;
+    }
+    if (!stack_.empty()) include(done.size);
+  }
+
+  // A node (a leaf, or an alias's expansion) inside the open collection.
+  void add(const YAML::Mark& mark, const Size& size) {
+    count(mark, size);
+    if (!stack_.empty()) include(size);
+  }
+
+  void include(const Size& size) {
+    Size& parent = stack_.back().size;
+    parent.nodes += size.nodes;
+    parent.scalar_bytes += size.scalar_bytes;
+    parent.height = std::max(parent.height, size.height);
+  }
+
+  // The document's running totals; each addend is at most the totals so far (an anchor's subtree
+  // was counted once already), so they cannot overflow before a limit trips.
+  void count(const YAML::Mark& mark, const Size& size) {
+    nodes_ += size.nodes;
+    scalar_bytes_ += size.scalar_bytes;
+    if (nodes_ > limits_.max_nodes) {
+      throw LimitExceeded{mark, fmt::format("too many nodes after alias expansion (limit {}){}",
+                                            limits_.max_nodes,
+                                            aliases_ > 0 ? ": each alias counts every node of what "
+                                                           "it repeats"
+                                                         : "")};
+    }
+    if (scalar_bytes_ > limits_.max_scalar_bytes) {
+      throw LimitExceeded{mark, fmt::format("more than {} of scalar text after alias expansion "
+                                            "(the limit): each alias counts the text it repeats",
+                                            mib(limits_.max_scalar_bytes))};
+    }
+  }
+
+  std::string take_anchor_name() { return std::exchange(anchor_name_, {}); }
+
+  const YamlLimits& limits_;
+  std::vector<Frame> stack_;
+  std::unordered_map<YAML::anchor_t, Anchor> anchors_;
+  std::string anchor_name_;  // from OnAnchor, for the node that follows
+  uint64_t nodes_ = 0;
+  uint64_t scalar_bytes_ = 0;
+  uint64_t aliases_ = 0;
 };
 
 }  // namespace
 
 std::optional<YAML::Node> YamlReader::parse(const std::string& text) {
+  auto limit = [&](const YAML::Mark& mark, std::string message) {
+    error(mark, "", std::move(message));
+    out_->back().kind = "yaml-limit";
+    return std::nullopt;
+  };
+  if (text.size() > limits_.max_bytes) {
+    return limit(YAML::Mark::null_mark(),
+                 fmt::format("{} bytes is more than the limit for a YAML document ({})",
+                             text.size(), mib(limits_.max_bytes)));
+  }
+  if (auto deep = flow_depth_scan(text, limits_.max_depth)) {
+    return limit(deep->mark, std::move(deep->message));
+  }
   YAML::Node doc;
   try {
+    {
+      std::istringstream in(text);
+      YAML::Parser parser(in);
+      LimitScan scan(limits_);
+      parser.HandleNextDocument(scan);
+    }
     doc = YAML::Load(text);
+  } catch (const LimitExceeded& e) {
+    return limit(e.mark, e.message);
   } catch (const YAML::Exception& e) {
     error(e.mark, "", "YAML syntax error: " + e.msg);
+    out_->back().kind = "yaml-syntax";
     return std::nullopt;
   }
   if (text.find("<<") != std::string::npos) MergeResolver(this).resolve(doc, "");
@@ -268,23 +617,25 @@ bool YamlReader::require(const Fields& fields, const std::string& path, const st
 }
 
 std::optional<int64_t> YamlReader::integer(const YAML::Node& node, const std::string& path,
-                                           int64_t min) {
+                                           int64_t min, int64_t max) {
+  const std::string kind = min == 1   ? "a positive integer"
+                           : min == 0 ? "a non-negative integer"
+                                      : fmt::format("an integer >= {}", min);
+  const std::string wanted = max == INT64_MAX ? kind : fmt::format("{} at most {}", kind, max);
+  if (node.IsScalar() && is_plain(node) && is_int_text(node.Scalar()) &&
+      !parse_int(node.Scalar())) {
+    // An integer to YAML, but past int64 (PyYAML's ints are unbounded): out of range, not a string.
+    error(node, path, fmt::format("expected {}, got {}", wanted, printable(node.Scalar())));
+    return std::nullopt;
+  }
   std::optional<int64_t> value;
   if (node.IsScalar() && scalar_kind(node) == ScalarKind::kInt) value = parse_int(node.Scalar());
   if (!value) {
-    error(node, path,
-          fmt::format("expected {}, got {}",
-                      min == 1   ? "a positive integer"
-                      : min == 0 ? "a non-negative integer"
-                                 : "an integer",
-                      describe(node)));
+    error(node, path, fmt::format("expected {}, got {}", kind, describe(node)));
     return std::nullopt;
   }
-  if (*value < min) {
-    error(node, path,
-          fmt::format("expected {}, got {}",
-                      min == 1 ? "a positive integer" : fmt::format("an integer >= {}", min),
-                      *value));
+  if (*value < min || *value > max) {
+    error(node, path, fmt::format("expected {}, got {}", wanted, *value));
     return std::nullopt;
   }
   return value;
@@ -298,6 +649,17 @@ std::optional<double> YamlReader::number(const YAML::Node& node, const std::stri
   }
   error(node, path, "expected a number, got " + describe(node));
   return std::nullopt;
+}
+
+std::optional<double> YamlReader::number(const YAML::Node& node, const std::string& path,
+                                         double min, double max) {
+  auto v = number(node, path);
+  if (!v) return std::nullopt;
+  if (!(*v >= min && *v <= max)) {
+    error(node, path, fmt::format("expected a number from {} to {}, got {}", min, max, *v));
+    return std::nullopt;
+  }
+  return v;
 }
 
 std::optional<bool> YamlReader::boolean(const YAML::Node& node, const std::string& path) {
@@ -345,12 +707,18 @@ std::optional<std::vector<std::string>> YamlReader::string_list(const YAML::Node
 }
 
 std::optional<std::vector<int64_t>> YamlReader::integer_list(const YAML::Node& node,
-                                                             const std::string& path, int64_t min) {
+                                                             const std::string& path, int64_t min,
+                                                             int64_t max, size_t max_items) {
   if (!sequence(node, path)) return std::nullopt;
+  if (node.size() > max_items) {
+    error(node, path,
+          fmt::format("a list of {} values; the limit is {}", node.size(), max_items));
+    return std::nullopt;
+  }
   std::vector<int64_t> out;
   bool ok = true;
   for (size_t i = 0; i < node.size(); ++i) {
-    auto v = integer(node[i], index_path(path, i), min);
+    auto v = integer(node[i], index_path(path, i), min, max);
     if (v) {
       out.push_back(*v);
     } else {

@@ -6,9 +6,16 @@
 #include <cmath>
 #include <utility>
 
+#include "core/strings.h"
+
 namespace ib::report {
 
 namespace {
+
+bool is_control(char c) {
+  const auto u = static_cast<unsigned char>(c);
+  return u < 0x20 || u == 0x7f;
+}
 
 bool is_continuation(char c) {
   return (static_cast<unsigned char>(c) & 0xC0) == 0x80;
@@ -99,6 +106,12 @@ std::vector<std::string> Table::titles() const {
 void Table::fit(std::vector<std::string>& cells) const {
   cells.resize(columns_.size());
   for (size_t i = 0; i < cells.size(); ++i) {
+    // Cells come from recipes, databases and servers: a control character (ESC, CR, a newline)
+    // would move the cursor or break the row, so each is shown as an escape ("\x1b"), escaped
+    // before widths are measured.
+    if (std::any_of(cells[i].begin(), cells[i].end(), is_control)) {
+      cells[i] = printable(cells[i], std::string::npos);
+    }
     const size_t max = columns_[i].max_width;
     if (max > 0 && text_width(cells[i]) > max) {
       cells[i].resize(prefix_bytes(cells[i], max - 1));

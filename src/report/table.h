@@ -24,6 +24,8 @@ struct Column {
 /// by two spaces; lines never end in spaces (a left-aligned last column is not padded, and the
 /// spaces after trailing empty cells are dropped). A column is never narrower than its title or its
 /// `width`. `max_width` cuts row cells, never the title. Cells beyond the last column are ignored.
+/// Control characters in cells (ESC, CR, newlines, ...) are printed as escapes (ib::printable), so
+/// a value from a recipe or a server cannot move the cursor or fake a row.
 class Table {
  public:
   explicit Table(std::vector<Column> columns);

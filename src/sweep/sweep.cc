@@ -211,6 +211,10 @@ Expected<SweepOutcome> run_sweep(const SweepOptions& o, std::FILE* table_out) {
   po.workload.agentx_fast = labels.agentx_fast;
   auto planned = plan_sweep(govern::make_sweep_plan(rows, labels), by_key, po);
   if (!planned) return planned.error();
+  if (planned->points() == 0) {
+    return Error{"the recipes (with --keys, --labels and --concurrency as given) select no points; "
+                 "nothing would be measured (inferbench plan shows the rows)"};
+  }
 
   // 2. Database and run folder.
   store::RunRecord fresh;

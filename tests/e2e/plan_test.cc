@@ -72,6 +72,118 @@ TEST(Plan, NoFilesIsAUsageError) {
   EXPECT_EQ(r.exit.code, 2) << r.output;
 }
 
+// Runs `inferbench ARGS...` under an address-space limit (RLIMIT_AS through the shell's ulimit),
+// so that a regression that expands a document fails here instead of exhausting the machine.
+CommandResult run_inferbench_capped(const std::vector<std::string>& args, const fs::path& log,
+                                    size_t limit_mib) {
+  SpawnOptions so;
+  so.argv = {"/bin/sh", "-c", "ulimit -v " + std::to_string(limit_mib * 1024) + " && exec \"$@\"",
+             "sh", INFERBENCH_BIN};
+  so.argv.insert(so.argv.end(), args.begin(), args.end());
+  so.log_path = log;
+  CommandResult r;
+  auto child = ChildProcess::spawn(so);
+  if (!child) {
+    r.output = child.error().message;
+    r.exit.code = -1;
+    return r;
+  }
+  // Only a guard against a hang, far above the few milliseconds this takes.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!child->poll() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  r.timed_out = !child->poll().has_value();
+  r.exit = child->stop(std::chrono::milliseconds(2000));
+  if (auto text = read_file(log)) r.output = *text;
+  return r;
+}
+
+TEST(Plan, AliasBombFailsFastWithBoundedMemory) {
+  // Nine levels of nine aliases: 387 million nodes after expansion, in 342 bytes.
+  std::string bomb = "a: &a [\"lol\"";
+  for (int i = 1; i < 9; ++i) bomb += ",\"lol\"";
+  bomb += "]\n";
+  std::string prev = "a";
+  for (char name = 'b'; name <= 'i'; ++name) {
+    bomb += std::string(1, name) + ": &" + name + " [";
+    for (int i = 0; i < 9; ++i) bomb += (i ? ",*" : "*") + prev;
+    bomb += "]\n";
+    prev = std::string(1, name);
+  }
+  ASSERT_EQ(bomb.size(), 342u);
+  TempDir dir;
+  const fs::path file = dir.path() / "bomb.yaml";
+  std::ofstream(file) << bomb;
+  // 256 MiB of address space: inferbench needs a few tens; the expansion would need gigabytes.
+  auto r = run_inferbench_capped({"plan", file.string()}, dir.path() / "bomb.log", 256);
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_FALSE(r.exit.signaled) << r.exit.describe() << "\n" << r.output;
+  EXPECT_EQ(r.exit.code, 2) << r.output;
+  EXPECT_NE(r.output.find(file.string() +
+                          ":7:8: too many nodes after alias expansion (limit 1000000): each alias "
+                          "counts every node of what it repeats"),
+            std::string::npos)
+      << r.output;
+  // The same for a depth bomb: 100000 '[' is caught on the bytes, before yaml-cpp buffers it.
+  std::ofstream(dir.path() / "deep.yaml") << "k: " << std::string(100000, '[') << "\n";
+  r = run_inferbench_capped({"plan", (dir.path() / "deep.yaml").string()},
+                            dir.path() / "deep.log", 256);
+  EXPECT_EQ(r.exit.code, 2) << r.exit.describe() << "\n" << r.output;
+  EXPECT_NE(r.output.find("deep.yaml:1:104: flow collections ('[' or '{') nested more than 100 "
+                          "levels deep"),
+            std::string::npos)
+      << r.output;
+}
+
+TEST(Plan, EmptyFilesDirectoriesAndControlCharacters) {
+  TempDir dir;
+  // An empty or comment-only recipe is an error naming the file, not an empty table.
+  const fs::path empty = dir.path() / "empty.yaml";
+  std::ofstream(empty) << "# only a comment\n";
+  auto r = run_inferbench({"plan", empty.string()}, dir.path() / "empty.log");
+  EXPECT_EQ(r.exit.code, 2) << r.output;
+  EXPECT_NE(r.output.find("no config keys in " + empty.string()), std::string::npos) << r.output;
+
+  // A directory stands for its YAML files, and plan says which it read.
+  const fs::path recipes = dir.path() / "recipes";
+  fs::create_directories(recipes);
+  fs::copy_file(std::string(INFERBENCH_SOURCE_DIR) + "/examples/recipes/serve-sim.yaml",
+                recipes / "serve-sim.yaml");
+  r = run_inferbench({"plan", recipes.string() + "/"}, dir.path() / "dir.log");
+  EXPECT_EQ(r.exit.code, 0) << r.output;
+  EXPECT_NE(r.output.find(": a directory; reading its 1 YAML file: serve-sim.yaml"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("llama8b-bf16-h200-servesim"), std::string::npos) << r.output;
+  const fs::path bare = dir.path() / "bare";
+  fs::create_directories(bare);
+  r = run_inferbench({"plan", bare.string()}, dir.path() / "bare.log");
+  EXPECT_EQ(r.exit.code, 2) << r.output;
+  EXPECT_NE(r.output.find("a directory without *.yaml or *.yml files"), std::string::npos)
+      << r.output;
+
+  // A config key with an escape sequence: escaped in the table, exact (JSON-escaped) in --json.
+  auto text = read_file(recipes / "serve-sim.yaml");
+  ASSERT_TRUE(text);
+  const std::string key = "llama8b-bf16-h200-servesim:";
+  ASSERT_NE(text->find(key), std::string::npos);
+  std::string hostile = *text;
+  hostile.replace(hostile.find(key), key.size(), "\"k\\e[2J\":");
+  std::ofstream(dir.path() / "ctrl.yaml") << hostile;
+  r = run_inferbench({"plan", (dir.path() / "ctrl.yaml").string()}, dir.path() / "ctrl.log");
+  EXPECT_EQ(r.exit.code, 0) << r.output;
+  EXPECT_EQ(r.output.find('\x1b'), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("k\\x1b[2J"), std::string::npos) << r.output;
+  r = run_inferbench({"plan", "--json", (dir.path() / "ctrl.yaml").string()},
+                     dir.path() / "ctrl-json.log");
+  EXPECT_EQ(r.exit.code, 0) << r.output;
+  boost::system::error_code ec;
+  auto rows = boost::json::parse(r.output, ec);
+  ASSERT_FALSE(ec) << r.output;
+  EXPECT_EQ(rows.as_array().at(0).at("config-key").as_string(), "k\x1b[2J");
+}
+
 TEST(Plan, LabelsPrintTheSweepPlan) {
   TempDir dir;
   auto r = run_inferbench({"plan", kData + "/amd-master.yaml", kData + "/nvidia-master.yaml",
