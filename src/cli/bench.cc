@@ -148,7 +148,7 @@ std::optional<int> print_and_write(const BenchOptions& o, const load::BenchRepor
   if (int rc = write_outputs(o, report); rc != kExitOk) return rc;
   if (report.partial) {
     fmt::print(stderr, "inferbench bench: interrupted; the result is partial\n");
-    return kExitInterrupted;
+    return interrupted_exit_code();
   }
   if (report.power_missing) return power_failure(report);
   return std::nullopt;
@@ -316,6 +316,11 @@ int run(BenchOptions& o) {
   const auto& m = report->metrics;
   if (m.num_requests == 0) {
     fmt::print(stderr, "inferbench bench: no request was measured\n");
+    return kExitFailure;
+  }
+  if (m.completed == 0) {
+    fmt::print(stderr, "inferbench bench: nothing was measured: none of the {} requests succeeded\n",
+               m.num_requests);
     return kExitFailure;
   }
   if (m.failure_rate() > load::kMaxFailureRate) {

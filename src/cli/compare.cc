@@ -74,7 +74,7 @@ struct Resolver {
                                "with --db, or give two folders of result files)",
                                o.db)};
     }
-    auto s = store::Store::open_existing(o.db);
+    auto s = store::Store::open_read_only(o.db);
     if (!s) return s.error();
     st.emplace(std::move(*s));
     return &*st;

@@ -88,7 +88,7 @@ int run_report(const ReportOptions& o) {
   if (fs::is_directory(out, ec)) {
     return usage(fmt::format("-o/--output: {} is a folder; name the HTML file to write", o.output));
   }
-  auto st = store::Store::open_existing(o.db);
+  auto st = store::Store::open_read_only(o.db);
   if (!st) return usage(st.error().message);
 
   report::ReportInput in;

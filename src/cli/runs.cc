@@ -81,7 +81,8 @@ void print(const std::string& text) {
   std::fwrite(text.data(), 1, text.size(), stdout);
 }
 
-// Opens the database for reading; a missing file is a usage error, not a new empty database.
+// Opens the database read-only (never created, migrated or changed); a missing file is a usage
+// error, not a new empty database.
 Expected<store::Store> open_store(const std::string& command, const std::string& db) {
   std::error_code ec;
   if (!fs::exists(db, ec)) {
@@ -90,7 +91,7 @@ Expected<store::Store> open_store(const std::string& command, const std::string&
                     "choose another with --db)",
                     command, db)};
   }
-  auto s = store::Store::open_existing(db);
+  auto s = store::Store::open_read_only(db);
   if (!s) return Error{fmt::format("inferbench {}: {}", command, s.error().message)};
   return s;
 }
@@ -115,7 +116,14 @@ std::string runs_table(const std::vector<store::RunSummary>& runs) {
                     std::to_string(s.points.reused), std::to_string(s.points.invalid),
                     labels_text(r.labels), or_dash(r.git_revision.substr(0, 12))});
   }
-  return table_text(rows);
+  std::string out = table_text(rows);
+  // Runs stored as running: whether their sweep is alive, gone (shown interrupted) or unknown.
+  for (const auto& s : runs) {
+    if (!s.run.status_note.empty()) {
+      out += fmt::format("run {} {}: {}\n", s.run.id, s.run.status, s.run.status_note);
+    }
+  }
+  return out;
 }
 
 int run_runs(const RunsOptions& o) {
@@ -162,6 +170,7 @@ struct RunDetails {
 std::string show_text(const RunDetails& d) {
   const auto& r = d.run;
   std::string out = fmt::format("run {}  {}  {}\n", r.id, r.name, r.status);
+  if (!r.status_note.empty()) out += fmt::format("  {}\n", r.status_note);
   out += fmt::format("  tool {}  git {}  host {}\n", or_dash(r.tool_version),
                      or_dash(r.git_revision), or_dash(r.host));
   out += fmt::format("  started {}  ended {}", time_text(r.started_at), time_text(r.ended_at));

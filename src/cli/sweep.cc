@@ -109,7 +109,16 @@ int run_once(const SweepCliOptions& c, const sweep::SweepOptions& o, std::FILE* 
                "inferbench sweep: interrupted; finished points are kept (continue with "
                "--resume {})\n",
                outcome->run_name);
-    return kExitInterrupted;
+    return interrupted_exit_code();
+  }
+  if (const std::string why = outcome->nothing_measured(); !why.empty()) {
+    fmt::print(stderr, "inferbench sweep: run {}: nothing was measured: {}\n", outcome->run_name,
+               why);
+    return kExitFailure;
+  }
+  if (outcome->all_resumed()) {
+    fmt::print(table, "run {} was already complete: nothing left to measure\n",
+               outcome->run_name);
   }
   return outcome->status() == "ok" ? kExitOk : kExitFailure;
 }
@@ -211,7 +220,7 @@ int run(SweepCliOptions& c) {
     o.repeat_index = c.repeat > 1 ? rep : 0;
     if (c.repeat > 1) fmt::print(table, "repeat {} of {} (group {})\n", rep, c.repeat, o.repeat_group);
     const int one = run_once(c, o, table, outcomes);
-    if (one == kExitUsage || one == kExitInterrupted) return one;
+    if (one == kExitUsage || interrupt_requested()) return one;
     if (one != kExitOk) rc = one;
   }
   if (c.json) {

@@ -63,7 +63,7 @@ int report_and_exit(const VerifyCliOptions& o, const sweep::VerifyReport& report
   }
   std::string text = o.json ? boost::json::serialize(report.to_json()) + "\n" : md;
   std::fwrite(text.data(), 1, text.size(), stdout);
-  if (interrupt_requested()) return kExitInterrupted;
+  if (interrupt_requested()) return interrupted_exit_code();
   if (o.exit_code) {
     for (const auto& k : report.keys) {
       if (k.no_op()) return kExitFailure;
@@ -162,7 +162,7 @@ int run(const VerifyCliOptions& o) {
       return fmt::print(stderr, "inferbench verify: {}\n", report.error().message), kExitFailure;
     return report_and_exit(o, *report);
   }
-  auto db = store::Store::open_existing(o.db);
+  auto db = store::Store::open_read_only(o.db);
   if (!db) return fmt::print(stderr, "inferbench verify: {}\n", db.error().message), kExitUsage;
   std::vector<store::RunRecord> runs;
   for (const auto& id : o.args) {

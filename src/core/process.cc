@@ -10,7 +10,9 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <thread>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -184,6 +186,103 @@ std::string file_tail(const std::filesystem::path& path, size_t max_bytes) {
     if (nl != std::string::npos) s.erase(0, nl + 1);
   }
   return s;
+}
+
+namespace {
+
+// The first line of a small /proc file, without its newline; empty when unreadable.
+std::string proc_line(const char* path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+// Field 22 (starttime) and field 3 (state) of /proc/PID/stat. Field 2, the command name, is in
+// parentheses and may hold spaces or parentheses itself: the fields after it are counted from
+// its last ')'.
+struct StatFields {
+  char state = 0;
+  int64_t start_ticks = 0;
+};
+
+std::optional<StatFields> read_stat(int64_t pid) {
+  std::ifstream in(fmt::format("/proc/{}/stat", pid));
+  if (!in) return std::nullopt;
+  std::string text;
+  std::getline(in, text);
+  const auto close = text.rfind(')');
+  if (close == std::string::npos) return std::nullopt;
+  std::vector<std::string> fields;  // fields[0] is field 3
+  size_t i = close + 1;
+  while (i < text.size() && fields.size() < 20) {
+    while (i < text.size() && text[i] == ' ') ++i;
+    size_t j = text.find(' ', i);
+    if (j == std::string::npos) j = text.size();
+    if (j > i) fields.push_back(text.substr(i, j - i));
+    i = j;
+  }
+  if (fields.size() < 20 || fields[0].empty()) return std::nullopt;
+  StatFields f;
+  f.state = fields[0][0];
+  try {
+    f.start_ticks = std::stoll(fields[19]);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  return f;
+}
+
+std::string host_name() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof buf - 1) != 0) return "";
+  return buf;
+}
+
+std::string pid_namespace_of(const std::string& pid) {
+  std::error_code ec;
+  auto target = std::filesystem::read_symlink("/proc/" + pid + "/ns/pid", ec);
+  return ec ? std::string() : target.string();
+}
+
+}  // namespace
+
+ProcessIdentity self_identity() {
+  ProcessIdentity id;
+  id.pid = ::getpid();
+  id.host = host_name();
+  id.boot_id = proc_line("/proc/sys/kernel/random/boot_id");
+  id.pid_namespace = pid_namespace_of("self");
+  if (auto stat = read_stat(id.pid)) id.start_ticks = stat->start_ticks;
+  return id;
+}
+
+ProcessIdentity identity_of(int64_t pid) {
+  ProcessIdentity id = self_identity();
+  id.pid = pid;
+  id.pid_namespace = pid_namespace_of(std::to_string(pid));
+  auto stat = read_stat(pid);
+  id.start_ticks = stat ? stat->start_ticks : 0;
+  return id;
+}
+
+ProcessState process_state(const ProcessIdentity& who) {
+  if (who.pid <= 0 || who.host.empty()) return ProcessState::kUnknown;
+  static const ProcessIdentity self = self_identity();
+  if (who.host != self.host) return ProcessState::kUnknown;
+  // Same machine, another boot: every process of that boot is gone.
+  if (!who.boot_id.empty() && !self.boot_id.empty() && who.boot_id != self.boot_id) {
+    return ProcessState::kGone;
+  }
+  // Another PID namespace on this machine (a container): its pids mean nothing here.
+  if (who.pid_namespace.empty() || who.pid_namespace != self.pid_namespace) {
+    return ProcessState::kUnknown;
+  }
+  if (who.pid == self.pid && who.start_ticks == self.start_ticks) return ProcessState::kAlive;
+  auto stat = read_stat(who.pid);
+  if (!stat) return ProcessState::kGone;  // no such process
+  if (stat->state == 'Z' || stat->state == 'X') return ProcessState::kGone;  // exited, unreaped
+  return stat->start_ticks == who.start_ticks ? ProcessState::kAlive : ProcessState::kGone;
 }
 
 int64_t raise_open_file_limit() {

@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -58,6 +59,32 @@ class ChildProcess {
   pid_t pid_ = -1;
   std::optional<ExitInfo> exit_;
 };
+
+/// Who a process is, precisely enough that a reader can tell later whether it is still running:
+/// a pid alone is recycled, so the process's start time (field 22 of /proc/PID/stat, clock ticks
+/// since boot) and the boot (/proc/sys/kernel/random/boot_id) are kept with it. Host names are
+/// taken to identify machines; the PID namespace tells containers on one machine apart.
+struct ProcessIdentity {
+  int64_t pid = 0;  // 0: unknown
+  std::string host;
+  std::string boot_id;
+  std::string pid_namespace;  // "pid:[4026531836]"
+  int64_t start_ticks = 0;
+};
+
+/// This process.
+ProcessIdentity self_identity();
+/// Process `pid` of this machine, as self_identity() would record it (start_ticks 0 when it does
+/// not exist).
+ProcessIdentity identity_of(int64_t pid);
+
+/// Is the process `who` still running?
+enum class ProcessState {
+  kAlive,    // same host, boot and PID namespace, and its pid has the same start time
+  kGone,     // it exited (its pid is free, a zombie, or another process's), or the host rebooted
+  kUnknown,  // cannot be checked from here: another host or PID namespace, or nothing recorded
+};
+ProcessState process_state(const ProcessIdentity& who);
 
 /// Raises this process's soft open-file limit to the hard limit (a client or a server with 10k+
 /// connections needs more than the usual 1024); returns the new soft limit, 0 when unknown.

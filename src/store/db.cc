@@ -40,7 +40,49 @@ std::string sql_excerpt(std::string_view sql) {
 // ---------------------------------------------------------------------------------------------
 // Database
 
+namespace {
+
+// A reader's checks before SQLite sees the file: SQLite would take a folder for a missing file
+// and an empty file for an empty database.
+Status check_readable(const fs::path& file) {
+  std::error_code ec;
+  const auto st = fs::status(file, ec);
+  if (!fs::exists(st)) return Error{fmt::format("{}: no such database file", file.string())};
+  if (fs::is_directory(st)) {
+    return Error{fmt::format("{}: a folder, not a database file", file.string())};
+  }
+  if (fs::is_regular_file(st) && fs::file_size(file, ec) == 0 && !ec) {
+    return Error{fmt::format("{}: an empty file, not a database", file.string())};
+  }
+  return {};
+}
+
+}  // namespace
+
 Expected<Database> Database::open(const fs::path& file, const DatabaseOptions& options) {
+  if (options.read_only) {
+    if (auto st = check_readable(file); !st) return st.error();
+    sqlite3* raw = nullptr;
+    int rc = sqlite3_open_v2(file.c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX,
+                             nullptr);
+    if (rc != SQLITE_OK) {
+      std::string msg = raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc);
+      sqlite3_close(raw);
+      return Error{fmt::format("{}: cannot open database: {}", file.string(), msg)};
+    }
+    Database db(raw, file);
+    sqlite3_extended_result_codes(raw, 1);
+    sqlite3_busy_timeout(raw, static_cast<int>(options.busy_timeout.count()));
+    // query_only: even a statement that would write is refused by this connection. The schema
+    // query is where a file that is not a database shows.
+    if (auto st = db.exec("PRAGMA query_only = 1; PRAGMA foreign_keys = ON"); !st) return st.error();
+    auto probe = db.prepare("SELECT count(*) FROM sqlite_schema");
+    if (!probe || !probe->step()) {
+      return Error{fmt::format("{}: not an SQLite database ({})", file.string(),
+                               sqlite3_errmsg(raw))};
+    }
+    return db;
+  }
   int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX;
   if (options.create) {
     flags |= SQLITE_OPEN_CREATE;
@@ -119,6 +161,45 @@ Expected<Statement> Database::prepare(std::string_view sql) {
     return error(sql_excerpt(sql));
   }
   return Statement(db_, file_.string(), stmt, std::string(sql));
+}
+
+Expected<Database> Database::copy_to_memory(int64_t max_bytes) {
+  auto size = prepare("SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()");
+  if (!size) return size.error();
+  auto row = size->step();
+  if (!row) return row.error();
+  const int64_t bytes = *row ? size->column_int(0) : 0;
+  if (bytes > max_bytes) {
+    return Error{fmt::format("it is too large to read through a copy in memory ({} MiB; at most "
+                             "{} MiB)",
+                             bytes >> 20, max_bytes >> 20)};
+  }
+  sqlite3* mem = nullptr;
+  if (sqlite3_open_v2(":memory:", &mem, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr) !=
+      SQLITE_OK) {
+    std::string msg = mem ? sqlite3_errmsg(mem) : "out of memory";
+    sqlite3_close(mem);
+    return Error{fmt::format("cannot open a database in memory: {}", msg)};
+  }
+  Database copy(mem, file_);
+  sqlite3_extended_result_codes(mem, 1);
+  // One step of all pages: one read transaction on the source, so one consistent snapshot even
+  // while a sweep writes to it.
+  sqlite3_backup* b = sqlite3_backup_init(mem, "main", db_, "main");
+  if (b == nullptr) return copy.error("copying the database into memory");
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  int rc;
+  while (((rc = sqlite3_backup_step(b, -1)) == SQLITE_BUSY || rc == SQLITE_LOCKED) &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  sqlite3_backup_finish(b);
+  if (rc != SQLITE_DONE) {
+    return Error{fmt::format("{}: copying the database into memory: {}", file_.string(),
+                             sqlite3_errstr(rc))};
+  }
+  if (auto st = copy.exec("PRAGMA foreign_keys = ON"); !st) return st.error();
+  return copy;
 }
 
 Expected<int64_t> Database::user_version() {

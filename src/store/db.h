@@ -23,6 +23,11 @@ struct DatabaseOptions {
   std::chrono::milliseconds busy_timeout{10000};
   /// Create the file (and its missing parent folders) when absent.
   bool create = true;
+  /// Open read-only (implies !create): nothing about the file is changed (no journal-mode
+  /// switch, no migration; SQLite may create the -wal and -shm files beside it, as any reader
+  /// of a WAL database does). A missing file, a folder, an empty file or one that is not a
+  /// database is an error naming it.
+  bool read_only = false;
 };
 
 class Statement;
@@ -47,6 +52,11 @@ class Database {
 
   /// Compiles one statement. Error names the SQL.
   Expected<Statement> prepare(std::string_view sql);
+
+  /// A copy of the whole database in memory (one consistent snapshot), for reading an older
+  /// schema through a migrated copy; its file() is this one's. Error when the database is larger
+  /// than `max_bytes`.
+  Expected<Database> copy_to_memory(int64_t max_bytes);
 
   /// PRAGMA user_version, the schema version (store.h).
   Expected<int64_t> user_version();

@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "core/clock.h"
+#include "core/strings.h"
 
 namespace ib::store {
 
@@ -124,7 +125,18 @@ CREATE TABLE timeslices (
 );
 )sql";
 
-constexpr std::array<std::string_view, 3> kAllMigrations = {kSchemaV1, kSchemaV2, kSchemaV3};
+// v4: the process that owns each run (store.h, "Dead runs"): pid, host, boot, PID namespace and
+// start time, so that readers can tell a run whose sweep was killed from one still measuring.
+constexpr std::string_view kSchemaV4 = R"sql(
+ALTER TABLE runs ADD COLUMN owner_pid INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN owner_host TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN owner_boot_id TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN owner_pid_namespace TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN owner_start_ticks INTEGER NOT NULL DEFAULT 0;
+)sql";
+
+constexpr std::array<std::string_view, 4> kAllMigrations = {kSchemaV1, kSchemaV2, kSchemaV3,
+                                                            kSchemaV4};
 
 }  // namespace
 
@@ -256,7 +268,44 @@ boost::json::value optional_id(const std::optional<int64_t>& id) {
 // Column lists and decoders, one per table, so every query returns whole records.
 constexpr std::string_view kRunColumns =
     "r.id, r.name, r.tool_version, r.git_revision, r.host, r.command_line, r.labels, r.options, "
-    "r.started_at, r.ended_at, r.status";
+    "r.started_at, r.ended_at, r.status, r.owner_pid, r.owner_host, r.owner_boot_id, "
+    "r.owner_pid_namespace, r.owner_start_ticks";
+constexpr int kRunColumnCount = 16;
+
+// A run stored as "running": is its sweep still at it? (store.h, "Dead runs".)
+void check_owner(RunRecord& r) {
+  if (r.status != "running") return;
+  const auto& o = r.owner;
+  if (o.pid <= 0) {
+    r.owner_state = "unknown";
+    r.status_note = fmt::format(
+        "no owner recorded (stored by an older inferbench); if its sweep is no longer running, "
+        "continue it with `{}`",
+        resume_command(r));
+    return;
+  }
+  switch (process_state(o)) {
+    case ProcessState::kAlive:
+      r.owner_state = "alive";
+      r.status_note = fmt::format("being measured by pid {} on {}", o.pid, printable(o.host));
+      return;
+    case ProcessState::kGone:
+      r.owner_state = "gone";
+      r.status = "interrupted";
+      r.status_note = fmt::format(
+          "its sweep (pid {} on {}) ended without finishing it (killed or crashed); finished "
+          "points are kept; continue with `{}`",
+          o.pid, printable(o.host), resume_command(r));
+      return;
+    case ProcessState::kUnknown:
+      r.owner_state = "unknown";
+      r.status_note = fmt::format(
+          "measured by pid {} on {}, which cannot be checked from here (another host or "
+          "container); it may still be running",
+          o.pid, printable(o.host));
+      return;
+  }
+}
 
 Expected<RunRecord> read_run(const Statement& s, const fs::path& file, int first = 0) {
   RunRecord r;
@@ -276,6 +325,12 @@ Expected<RunRecord> read_run(const Statement& s, const fs::path& file, int first
   r.started_at = s.column_int(first + 8);
   r.ended_at = s.column_int(first + 9);
   r.status = s.column_text(first + 10);
+  r.owner.pid = s.column_int(first + 11);
+  r.owner.host = s.column_text(first + 12);
+  r.owner.boot_id = s.column_text(first + 13);
+  r.owner.pid_namespace = s.column_text(first + 14);
+  r.owner.start_ticks = s.column_int(first + 15);
+  check_owner(r);
   return r;
 }
 
@@ -470,6 +525,43 @@ Expected<Store> Store::open(const fs::path& file) {
   return Store(std::make_unique<Impl>(std::move(*db)));
 }
 
+Expected<Store> Store::open_read_only(const fs::path& file) {
+  DatabaseOptions options;
+  options.read_only = true;
+  auto db = Database::open(file, options);
+  if (!db) return db.error();
+  const auto latest = static_cast<int64_t>(kMigrations.size());
+  auto version = db->user_version();
+  if (!version) return version.error();
+  if (*version == 0) {
+    return Error{fmt::format("{}: not an inferbench results database (it has no inferbench "
+                             "schema; a sweep creates one, or choose another with --db)",
+                             file.string())};
+  }
+  if (*version > latest) {
+    return Error{
+        fmt::format("{}: database schema version {} is newer than this inferbench supports ({}); "
+                    "use a newer inferbench or another --db file",
+                    file.string(), *version, latest)};
+  }
+  if (*version < latest) {
+    // Older: read a migrated copy; the file itself is left as it is.
+    constexpr int64_t kMaxCopy = int64_t{256} << 20;
+    auto copy = db->copy_to_memory(kMaxCopy);
+    if (!copy) {
+      return Error{fmt::format(
+          "{}: made by an older inferbench (schema version {}; this one uses {}) and {}; "
+          "upgrade the file by running any `inferbench sweep --db {}` (it migrates the schema "
+          "in place)",
+          file.string(), *version, latest, copy.error().message, file.string())};
+    }
+    if (auto st = migrate(*copy, kMigrations); !st) return st.error();
+    if (auto st = copy->exec("PRAGMA query_only = 1"); !st) return st.error();
+    return Store(std::make_unique<Impl>(std::move(*copy)));
+  }
+  return Store(std::make_unique<Impl>(std::move(*db)));
+}
+
 Expected<Store> Store::open_existing(const fs::path& file) {
   auto db = open_database(file, false);
   if (!db) return db.error();
@@ -496,7 +588,9 @@ Expected<int64_t> Store::begin_run(RunRecord r) {
     }
     auto stmt = d.prepare(
         "INSERT INTO runs (name, tool_version, git_revision, host, command_line, labels, options, "
-        "started_at, ended_at, status) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 0, 'running')");
+        "started_at, ended_at, status, owner_pid, owner_host, owner_boot_id, owner_pid_namespace, "
+        "owner_start_ticks) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 0, 'running', ?9, ?10, ?11, "
+        "?12, ?13)");
     if (!stmt) return stmt.error();
     stmt->bind(1, r.name)
         .bind(2, r.tool_version)
@@ -505,7 +599,12 @@ Expected<int64_t> Store::begin_run(RunRecord r) {
         .bind(5, r.command_line)
         .bind(6, to_text(r.labels))
         .bind(7, to_text(r.options))
-        .bind(8, r.started_at);
+        .bind(8, r.started_at)
+        .bind(9, r.owner.pid)
+        .bind(10, r.owner.host)
+        .bind(11, r.owner.boot_id)
+        .bind(12, r.owner.pid_namespace)
+        .bind(13, r.owner.start_ticks);
     if (auto st = stmt->run(); !st) return st.error();
     return d.last_insert_rowid();
   });
@@ -523,6 +622,47 @@ Status Store::set_run_status(int64_t run_id, const std::string& status) {
   std::lock_guard lock(impl_->mu);
   if (status == "running") return impl_->update_run(run_id, status, std::nullopt);
   return impl_->update_run(run_id, status, now_s());
+}
+
+Status Store::claim_run(int64_t run_id, const ProcessIdentity& owner) {
+  std::lock_guard lock(impl_->mu);
+  return impl_->write([&](Database& d) -> Status {
+    // Read under the write lock: two sweeps resuming the same dead run cannot both take it.
+    auto sel = d.prepare(fmt::format("SELECT {} FROM runs r WHERE r.id = ?1", kRunColumns));
+    if (!sel) return sel.error();
+    sel->bind(1, run_id);
+    auto current =
+        read_one<RunRecord>(*sel, [&](const Statement& s) { return read_run(s, d.file()); });
+    if (!current) return current.error();
+    if (!*current) return Error{fmt::format("{}: no run with id {}", d.file().string(), run_id)};
+    const RunRecord& r = **current;
+    const bool self = r.owner.pid == owner.pid && r.owner.host == owner.host &&
+                      r.owner.start_ticks == owner.start_ticks;
+    if (r.owner_state == "alive" && !self) {
+      return Error{fmt::format(
+          "run {} ({}) is still being measured by pid {} on {}; wait for it to finish, or stop "
+          "it (Ctrl-C, or kill {}) and resume then",
+          r.id, r.name, r.owner.pid, r.owner.host, r.owner.pid)};
+    }
+    if (r.owner_state == "unknown" && r.owner.pid > 0) {
+      return Error{fmt::format(
+          "run {} ({}) is stored as running by pid {} on {}, which cannot be checked from here "
+          "(another host or container); resume it there, where a dead owner is detected",
+          r.id, r.name, r.owner.pid, r.owner.host)};
+    }
+    sel->reset();
+    auto up = d.prepare(
+        "UPDATE runs SET status = 'running', ended_at = 0, owner_pid = ?1, owner_host = ?2, "
+        "owner_boot_id = ?3, owner_pid_namespace = ?4, owner_start_ticks = ?5 WHERE id = ?6");
+    if (!up) return up.error();
+    up->bind(1, owner.pid)
+        .bind(2, owner.host)
+        .bind(3, owner.boot_id)
+        .bind(4, owner.pid_namespace)
+        .bind(5, owner.start_ticks)
+        .bind(6, run_id);
+    return up->run();
+  });
 }
 
 Expected<int64_t> Store::add_server_config(const ServerConfigRecord& c) {
@@ -782,10 +922,10 @@ Expected<std::vector<RunSummary>> Store::list_runs(int limit) {
     auto r = read_run(s, d.file());
     if (!r) return r.error();
     RunSummary sum{std::move(*r), {}};
-    sum.points.ok = s.column_int(11);
-    sum.points.failed = s.column_int(12);
-    sum.points.reused = s.column_int(13);
-    sum.points.invalid = s.column_int(14);
+    sum.points.ok = s.column_int(kRunColumnCount);
+    sum.points.failed = s.column_int(kRunColumnCount + 1);
+    sum.points.reused = s.column_int(kRunColumnCount + 2);
+    sum.points.invalid = s.column_int(kRunColumnCount + 3);
     return sum;
   });
 }
@@ -879,7 +1019,26 @@ boost::json::object to_json(const RunRecord& r) {
           {"options", r.options},
           {"started_at", r.started_at},
           {"ended_at", r.ended_at},
-          {"status", r.status}};
+          {"status", r.status},
+          {"owner",
+           {{"pid", r.owner.pid},
+            {"host", r.owner.host},
+            {"boot_id", r.owner.boot_id},
+            {"pid_namespace", r.owner.pid_namespace},
+            {"start_ticks", r.owner.start_ticks},
+            {"state", r.owner_state}}},
+          {"status_note", r.status_note}};
+}
+
+std::string resume_command(const RunRecord& r) {
+  std::string recipes;
+  if (const auto* files = r.options.if_contains("recipes"); files && files->is_array()) {
+    for (const auto& f : files->as_array()) {
+      if (f.is_string()) recipes += fmt::format(" {}", printable(f.as_string(), 200));
+    }
+  }
+  return fmt::format("inferbench sweep{} --resume {}", recipes.empty() ? " RECIPE..." : recipes,
+                     printable(r.name));
 }
 
 boost::json::object to_json(const PointCounts& c) {

@@ -2,6 +2,12 @@
 // its benchmark points (headline metrics in columns, the full result JSON beside them) and its
 // failures, in one SQLite file (default runs/inferbench.db).
 //
+// Dead runs: a run records its owner (pid, host, boot and process start time, core/process.h).
+// A sweep that is killed without a chance to finish its run (SIGKILL, a crash, a power loss)
+// leaves it stored as "running"; every read of such a run checks its owner and reports a run
+// whose owner is gone as "interrupted" (RunRecord::owner_state), resumable like one stopped by
+// Ctrl-C. Readers never write the corrected status back: they may not be able to (read-only).
+//
 // Consistency: every write is one transaction, and the file is in WAL mode, so a sweep killed at
 // any instant (SIGKILL included) leaves a consistent database: a point is there whole or not at
 // all. A committed write survives the death of the process; after a power loss the last few commits
@@ -24,6 +30,7 @@
 #include <vector>
 
 #include "core/expected.h"
+#include "core/process.h"
 #include "metrics/keys.h"
 #include "metrics/point.h"
 #include "store/db.h"
@@ -46,7 +53,21 @@ struct RunRecord {
   int64_t started_at = 0;          // unix seconds; begin_run sets now when 0
   int64_t ended_at = 0;            // unix seconds, 0 while running
   std::string status = "running";  // running | ok | failed | interrupted
+  /// The sweep process that measures the run (begin_run records it, claim_run replaces it when
+  /// the run is resumed). pid 0: not recorded (a run stored before schema version 4).
+  ProcessIdentity owner;
+  /// Set by every read of a run stored as "running", from its owner (core/process.h):
+  /// "alive"; "gone" — the process ended without finishing the run (SIGKILL, a crash, a reboot),
+  /// and `status` then reads "interrupted", as a run stopped by Ctrl-C does; "unknown" — it
+  /// cannot be checked from here (another host or container, or no owner recorded). Empty for
+  /// a run that is not stored as running.
+  std::string owner_state;
+  /// For people, when owner_state is set: whose run it is and, when it can be, how to continue it.
+  std::string status_note;
 };
+
+/// How to continue run `r`: `inferbench sweep RECIPE... --resume NAME` with its recipes.
+std::string resume_command(const RunRecord& r);
 
 /// Points of one run counted by status.
 struct PointCounts {
@@ -146,6 +167,13 @@ class Store {
   static Expected<Store> open(const std::filesystem::path& file);
   /// As open(), but a missing file is an error instead of being created.
   static Expected<Store> open_existing(const std::filesystem::path& file);
+  /// For commands that only read (runs, show, report, compare, verify): opens the file read-only
+  /// (SQLite's read-only mode, which still sees what a sweep writing at the same time commits)
+  /// and never creates, migrates or otherwise changes it. A database of an older schema is read
+  /// through a migrated copy in memory (up to 256 MiB; beyond that an error says how to upgrade
+  /// the file). Errors name the file: missing, a folder, empty, not a database, not a results
+  /// database, newer schema. Writes through the returned Store fail.
+  static Expected<Store> open_read_only(const std::filesystem::path& file);
 
   Store(Store&&) noexcept;
   Store& operator=(Store&&) noexcept;
@@ -162,6 +190,11 @@ class Store {
   Status finish_run(int64_t run_id, const std::string& status);
   /// Sets the status; "running" also clears ended_at (a run resumed with --resume).
   Status set_run_status(int64_t run_id, const std::string& status);
+  /// --resume: makes `owner` the run's owner and its status "running" (ended_at cleared), in one
+  /// transaction that first checks the current owner: a run still being measured by a live
+  /// process, or by one that cannot be checked from here (another host or container), is
+  /// refused with an error that says whose it is and what to do.
+  Status claim_run(int64_t run_id, const ProcessIdentity& owner);
 
   /// Inserts; returns the id. REQUIRES: c.run_id names a run.
   Expected<int64_t> add_server_config(const ServerConfigRecord& c);

@@ -1,5 +1,6 @@
 #include "store/store.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -8,10 +9,13 @@
 #include <array>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "core/process.h"
 #include "core/temp_dir.h"
 
 namespace ib::store {
@@ -876,6 +880,231 @@ TEST_F(StoreTest, UncommittedTransactionOfAKilledWriterIsRolledBack) {
   EXPECT_EQ(run->status, "running");  // the uncommitted UPDATE is gone
   EXPECT_TRUE(must(store.points(run->id)).empty());
   must(store.add_point(make_point(run->id, "fp", 1)));  // and the write lock with it
+}
+
+
+// --- owners of running runs ---------------------------------------------------------------------
+
+// A child process that waits until killed; its identity as a sweep would record it.
+struct Sleeper {
+  pid_t pid = ::fork();
+  Sleeper() {
+    if (pid == 0) {
+      ::pause();
+      ::_exit(0);
+    }
+  }
+  ~Sleeper() { end(); }
+  void end() {
+    if (pid <= 0) return;
+    ::kill(pid, SIGKILL);
+    int st = 0;
+    ::waitpid(pid, &st, 0);
+    pid = -1;
+  }
+};
+
+TEST_F(StoreTest, RunningRunOfAGoneOwnerReadsInterruptedWithHowToResume) {
+  auto store = open();
+  Sleeper child;
+  ASSERT_GT(child.pid, 0);
+  RunRecord r = make_run("killed");
+  r.options = {{"recipes", boost::json::array{"examples/recipes/serve-sim.yaml"}}};
+  r.owner = identity_of(child.pid);
+  const int64_t id = must(store.begin_run(r));
+  auto alive = must(store.run(id));
+  EXPECT_EQ(alive->status, "running");
+  EXPECT_EQ(alive->owner_state, "alive");
+  EXPECT_EQ(alive->owner.pid, child.pid);
+  child.end();  // SIGKILL: the run is never finished
+  for (auto read : {must(store.run(id)), must(store.find_run("killed")),
+                    std::optional(must(store.list_runs()).front().run)}) {
+    ASSERT_TRUE(read.has_value());
+    EXPECT_EQ(read->status, "interrupted");
+    EXPECT_EQ(read->owner_state, "gone");
+    EXPECT_NE(read->status_note.find(
+                  "continue with `inferbench sweep examples/recipes/serve-sim.yaml --resume killed`"),
+              std::string::npos)
+        << read->status_note;
+  }
+  auto json = to_json(*must(store.run(id)));
+  EXPECT_EQ(json.at("status").as_string(), "interrupted");
+  EXPECT_EQ(json.at("owner").at("state").as_string(), "gone");
+  EXPECT_EQ(json.at("owner").at("pid").as_int64(), r.owner.pid);
+  // Stored as it was: only readers see it as interrupted.
+  EXPECT_EQ(pragma_text(file_, "SELECT status FROM runs"), "running");
+}
+
+TEST_F(StoreTest, RecycledPidOtherHostAndUnrecordedOwnerAreToldApart) {
+  auto store = open();
+  RunRecord recycled = make_run("recycled");
+  recycled.owner = self_identity();
+  recycled.owner.start_ticks -= 1;  // our pid, but an earlier process had it
+  const int64_t a = must(store.begin_run(recycled));
+  RunRecord elsewhere = make_run("elsewhere");
+  elsewhere.owner = self_identity();
+  elsewhere.owner.host = "gpu-node-9";
+  const int64_t b = must(store.begin_run(elsewhere));
+  const int64_t c = must(store.begin_run(make_run("old")));  // no owner: an older inferbench
+  const int64_t d = must(store.begin_run(make_run("done")));
+  must(store.finish_run(d, "ok"));
+
+  EXPECT_EQ(must(store.run(a))->status, "interrupted");
+  auto other = *must(store.run(b));
+  EXPECT_EQ(other.status, "running");
+  EXPECT_EQ(other.owner_state, "unknown");
+  EXPECT_NE(other.status_note.find("on gpu-node-9, which cannot be checked from here"),
+            std::string::npos)
+      << other.status_note;
+  auto old = *must(store.run(c));
+  EXPECT_EQ(old.status, "running");
+  EXPECT_EQ(old.owner_state, "unknown");
+  EXPECT_NE(old.status_note.find("no owner recorded"), std::string::npos) << old.status_note;
+  auto done = *must(store.run(d));
+  EXPECT_EQ(done.status, "ok");
+  EXPECT_TRUE(done.owner_state.empty());
+  EXPECT_TRUE(done.status_note.empty());
+}
+
+TEST_F(StoreTest, ClaimTakesOverADeadOwnersRunAndRefusesALiveOrUncheckableOne) {
+  auto store = open();
+  Sleeper child;
+  RunRecord r = make_run("r");
+  r.owner = identity_of(child.pid);
+  const int64_t id = must(store.begin_run(r));
+  auto refused = store.claim_run(id, self_identity());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find(
+                fmt::format("still being measured by pid {} on {}", child.pid, r.owner.host)),
+            std::string::npos)
+      << refused.error().message;
+  child.end();
+  must(store.finish_run(id, "interrupted"));
+  must(store.claim_run(id, self_identity()));
+  auto claimed = *must(store.run(id));
+  EXPECT_EQ(claimed.status, "running");
+  EXPECT_EQ(claimed.ended_at, 0);
+  EXPECT_EQ(claimed.owner.pid, ::getpid());
+  EXPECT_EQ(claimed.owner_state, "alive");
+
+  RunRecord far = make_run("far");
+  far.owner = self_identity();
+  far.owner.host = "gpu-node-9";
+  const int64_t far_id = must(store.begin_run(far));
+  auto uncheckable = store.claim_run(far_id, self_identity());
+  ASSERT_FALSE(uncheckable.ok());
+  EXPECT_NE(uncheckable.error().message.find("resume it there"), std::string::npos)
+      << uncheckable.error().message;
+  const int64_t old = must(store.begin_run(make_run("old")));  // no owner recorded: resumable
+  must(store.claim_run(old, self_identity()));
+}
+
+TEST_F(StoreTest, OwnerMigrationKeepsOlderRunsWithoutAnOwner) {
+  {
+    auto db = Database::open(file_);
+    ASSERT_TRUE(db.ok());
+    must(migrate(*db, kMigrations.first(3)));
+    ASSERT_TRUE(db->exec("INSERT INTO runs (name, tool_version, started_at, status) "
+                         "VALUES ('v3', '0.1.0', 1000, 'running')")
+                    .ok());
+  }
+  auto store = open();
+  EXPECT_EQ(pragma_text(file_, "PRAGMA user_version"), std::to_string(kMigrations.size()));
+  auto r = *must(store.find_run("v3"));
+  EXPECT_EQ(r.owner.pid, 0);
+  EXPECT_EQ(r.status, "running");
+  EXPECT_EQ(r.owner_state, "unknown");
+}
+
+// --- read-only opens ----------------------------------------------------------------------------
+
+std::string bytes_of(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+TEST_F(StoreTest, ReadOnlyOpenReadsWithoutChangingTheFile) {
+  {
+    auto store = open();
+    must(store.add_point(make_point(must(store.begin_run(make_run("r"))), "fp", 1)));
+  }
+  const std::string before = bytes_of(file_);
+  const auto mtime = fs::last_write_time(file_);
+  {
+    auto ro = Store::open_read_only(file_);
+    ASSERT_TRUE(ro.ok()) << ro.error().message;
+    auto runs = must(ro->list_runs());
+    ASSERT_EQ(runs.size(), 1u);
+    EXPECT_EQ(runs[0].points.ok, 1);
+    EXPECT_EQ(must(ro->points(runs[0].run.id)).size(), 1u);
+    EXPECT_FALSE(ro->begin_run(make_run("w")).ok());  // writes are refused
+    EXPECT_FALSE(ro->finish_run(runs[0].run.id, "ok").ok());
+  }
+  EXPECT_EQ(bytes_of(file_), before);
+  EXPECT_EQ(fs::last_write_time(file_), mtime);
+}
+
+TEST_F(StoreTest, ReadOnlyOpenOfAnOlderSchemaReadsAMigratedCopyAndLeavesTheFile) {
+  {
+    auto db = Database::open(file_);
+    ASSERT_TRUE(db.ok());
+    must(migrate(*db, kMigrations.first(1)));
+    ASSERT_TRUE(db->exec("INSERT INTO runs (name, tool_version, started_at, status) "
+                         "VALUES ('v1', '0.1.0', 1000, 'ok')")
+                    .ok());
+    ASSERT_TRUE(db->exec("INSERT INTO points (run_id, fingerprint, workload_key, concurrency, "
+                         "status, created_at) VALUES (1, 'fp', 'w', 4, 'ok', 1000)")
+                    .ok());
+  }
+  const std::string before = bytes_of(file_);
+  auto ro = Store::open_read_only(file_);
+  ASSERT_TRUE(ro.ok()) << ro.error().message;
+  auto runs = must(ro->list_runs());
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].run.name, "v1");
+  auto points = must(ro->points(runs[0].run.id));
+  ASSERT_EQ(points.size(), 1u);
+  EXPECT_EQ(points[0].concurrency, 4);
+  EXPECT_EQ(ro->file(), file_);
+  EXPECT_EQ(bytes_of(file_), before);
+  EXPECT_EQ(pragma_text(file_, "PRAGMA user_version"), "1");
+}
+
+TEST_F(StoreTest, ReadOnlyOpenRefusesWhatIsNotAResultsDatabaseNamingTheFile) {
+  fs::create_directories(dir_);
+  auto error_of = [](const fs::path& p) {
+    auto s = Store::open_read_only(p);
+    EXPECT_FALSE(s.ok()) << p;
+    return s.ok() ? std::string() : s.error().message;
+  };
+  const fs::path missing = dir_ / "missing.db";
+  EXPECT_NE(error_of(missing).find("missing.db: no such database file"), std::string::npos);
+  EXPECT_FALSE(fs::exists(missing));
+  EXPECT_NE(error_of(dir_).find("a folder, not a database file"), std::string::npos);
+  const fs::path empty = dir_ / "empty.db";
+  std::ofstream(empty).close();
+  EXPECT_NE(error_of(empty).find("empty.db: an empty file, not a database"), std::string::npos);
+  EXPECT_EQ(fs::file_size(empty), 0u);  // no schema written into it
+  const fs::path text = dir_ / "notes.txt";
+  std::ofstream(text) << std::string(4096, 'x');
+  EXPECT_NE(error_of(text).find("notes.txt: not an SQLite database"), std::string::npos)
+      << error_of(text);
+  const fs::path other = dir_ / "other.db";
+  {
+    auto db = Database::open(other);
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE(db->exec("CREATE TABLE t (a)").ok());
+  }
+  EXPECT_NE(error_of(other).find("other.db: not an inferbench results database"),
+            std::string::npos)
+      << error_of(other);
+  { auto store = open(); }
+  {
+    auto db = Database::open(file_);
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE(db->exec("PRAGMA user_version = 99").ok());
+  }
+  EXPECT_NE(error_of(file_).find("schema version 99 is newer"), std::string::npos);
 }
 
 }  // namespace

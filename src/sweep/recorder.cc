@@ -6,6 +6,7 @@
 #include "core/files.h"
 #include "core/gzip.h"
 #include "core/redact.h"
+#include "core/process.h"
 #include "metrics/result.h"
 
 namespace ib::sweep {
@@ -102,7 +103,10 @@ Expected<RunRecorder> RunRecorder::open(const fs::path& db_path, const fs::path&
     if (ec) {
       return Error{fmt::format("{}: cannot create: {}", rec.run_dir_.string(), ec.message())};
     }
-    if (auto s = rec.store_.set_run_status(rec.run_id_, "running"); !s.ok()) return s.error();
+    // Refused while another live sweep measures it; a dead owner's run is taken over.
+    if (auto s = rec.store_.claim_run(rec.run_id_, self_identity()); !s.ok()) {
+      return Error{fmt::format("--resume {}: {}", resume, s.error().message)};
+    }
     return rec;
   }
   std::string name;

@@ -3,11 +3,13 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <map>
 #include <optional>
 
 #include "core/command.h"
 #include "core/interrupt.h"
+#include "core/process.h"
 #include "core/strings.h"
 #include "govern/labels.h"
 #include "recipe/matrix.h"
@@ -22,9 +24,41 @@ namespace ib::sweep {
 namespace fs = std::filesystem;
 namespace json = boost::json;
 
+std::string SweepOutcome::nothing_measured() const {
+  if (points.empty()) {
+    return "the plan has no points (no recipe row or concurrency was selected: check the "
+           "recipe files, --keys, --labels and --concurrency)";
+  }
+  std::map<metrics::PointStatus, int> by_status;
+  for (const auto& p : points) {
+    if (metrics::is_success(p.status)) return "";
+    ++by_status[p.status];
+  }
+  if (by_status.size() == 1) {
+    const auto status = by_status.begin()->first;
+    if (status == metrics::PointStatus::kSkipped) {
+      return fmt::format("every point was skipped ({})", 
+                         points.front().error.substr(0, points.front().error.find('\n')));
+    }
+    if (status == metrics::PointStatus::kFailed) return "every point failed";
+    return fmt::format("every point was {}", metrics::status_name(status));
+  }
+  std::string counts;
+  for (const auto& [status, n] : by_status) {
+    counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", n, metrics::status_name(status));
+  }
+  return fmt::format("no point succeeded ({})", counts);
+}
+
+bool SweepOutcome::all_resumed() const {
+  return !points.empty() && std::all_of(points.begin(), points.end(), [](const auto& p) {
+    return p.status == metrics::PointStatus::kResumed;
+  });
+}
+
 std::string SweepOutcome::status() const {
   if (interrupted) return "interrupted";
-  if (points.empty() && !errors.empty()) return "failed";
+  if (points.empty()) return "failed";
   for (const auto& p : points) {
     if (!metrics::is_success(p.status)) return "failed";
   }
@@ -38,6 +72,7 @@ json::object SweepOutcome::to_json() const {
   o["run_dir"] = run_dir.string();
   o["db"] = db.string();
   o["status"] = status();
+  if (!interrupted) o["nothing_measured"] = nothing_measured();
   json::array ps;
   for (const auto& p : points) {
     json::object po = p.headline.empty() ? json::object() : p.headline.to_json();
@@ -221,6 +256,7 @@ Expected<SweepOutcome> run_sweep(const SweepOptions& o, std::FILE* table_out) {
   fresh.tool_version = INFERBENCH_VERSION;
   fresh.git_revision = git_revision_of(o.recipes);
   fresh.host = host_name();
+  fresh.owner = self_identity();  // how readers tell a killed sweep's run from a running one
   fresh.command_line = o.command_line;
   fresh.labels = o.labels.empty() ? std::vector<std::string>{} : labels.all();
   json::array files;

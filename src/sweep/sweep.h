@@ -69,7 +69,14 @@ struct SweepOutcome {
   std::vector<std::string> notes;   // plan notes, warnings, said once
   std::vector<std::string> errors;  // server failures with log tails, write errors
   bool interrupted = false;
-  std::string status() const;  // ok | failed | interrupted
+  /// ok | failed | interrupted. A run that has no successful point (measured ok, reused or
+  /// resumed) is failed, including one with no point at all: measuring nothing is no success.
+  std::string status() const;
+  /// Why the run has no successful point ("the plan has no points ...", "every point failed",
+  /// ...); empty when some point succeeded.
+  std::string nothing_measured() const;
+  /// True when every point was resumed: --resume of a run that was already complete.
+  bool all_resumed() const;
   boost::json::object to_json() const;
 };
 

@@ -2,6 +2,8 @@
 // the real binary as tables and JSON.
 #include <fmt/format.h>
 
+#include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "e2e_util.h"
@@ -250,6 +252,82 @@ TEST(RunsCli, UnknownRunOrMissingDatabaseExitsTwo) {
   EXPECT_EQ(r.exit.code, 2) << r.output;
   r = run_inferbench({"show"}, dir.path() / "e.log");  // RUN is required
   EXPECT_EQ(r.exit.code, 2) << r.output;
+}
+
+
+std::string bytes_of(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Reading commands open the database read-only: they work on a file nobody may write (as root,
+// whom chmod does not stop, the proof is that the file's bytes and time are unchanged) and
+// never create, migrate or fill a file.
+TEST(RunsCli, ReadingCommandsNeverWriteTheDatabase) {
+  TempDir dir;
+  const fs::path db = dir.path() / "inferbench.db";
+  auto f = fill(db);
+  fs::permissions(db, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+  const std::string before = bytes_of(db);
+  const auto mtime = fs::last_write_time(db);
+  const std::string run = std::to_string(f.run);
+  const std::vector<std::vector<std::string>> reads = {
+      {"runs", "--db", db.string()},
+      {"runs", "--db", db.string(), "--json"},
+      {"show", run, "--db", db.string()},
+      {"show", run, "--db", db.string(), "--json"},
+      {"report", run, "--db", db.string(), "-o", (dir.path() / "r.html").string()}};
+  for (const auto& args : reads) {
+    SCOPED_TRACE(args.front());
+    auto r = run_inferbench(args, dir.path() / "read.log");
+    EXPECT_EQ(r.exit.code, 0) << r.output;
+    EXPECT_EQ(r.output.find("readonly"), std::string::npos) << r.output;
+  }
+  EXPECT_EQ(bytes_of(db), before);
+  EXPECT_EQ(fs::last_write_time(db), mtime);
+
+  // An empty file, or one that is not a database, is an error naming it, and stays as it was.
+  const fs::path empty = dir.path() / "empty.db";
+  std::ofstream(empty).close();
+  const fs::path text = dir.path() / "notes.db";
+  std::ofstream(text) << std::string(2048, 'x');
+  for (const auto& [file, why] : {std::pair{empty, "empty.db: an empty file, not a database"},
+                                  std::pair{text, "notes.db: not an SQLite database"}}) {
+    for (const std::vector<std::string>& args :
+         {std::vector<std::string>{"runs", "--db", file.string()},
+          {"show", "1", "--db", file.string()},
+          {"report", "1", "--db", file.string(), "-o", (dir.path() / "x.html").string()},
+          {"compare", "1", "2", "--db", file.string()}}) {
+      SCOPED_TRACE(args.front() + " " + file.string());
+      auto r = run_inferbench(args, dir.path() / "bad.log");
+      EXPECT_EQ(r.exit.code, 2) << r.output;
+      EXPECT_NE(r.output.find(why), std::string::npos) << r.output;
+    }
+  }
+  EXPECT_EQ(fs::file_size(empty), 0u);
+  EXPECT_EQ(bytes_of(text), std::string(2048, 'x'));
+}
+
+// A database of an older schema is read as it is (through a migrated copy), not upgraded.
+TEST(RunsCli, OlderSchemaIsReadWithoutUpgradingIt) {
+  TempDir dir;
+  const fs::path db = dir.path() / "v1.db";
+  {
+    auto d = store::Database::open(db);
+    ASSERT_TRUE(d.ok()) << d.error().message;
+    ASSERT_TRUE(store::migrate(*d, store::kMigrations.first(1)).ok());
+    ASSERT_TRUE(d->exec("INSERT INTO runs (name, tool_version, started_at, ended_at, status) "
+                        "VALUES ('20250101-000000', '0.0.9', 1735689600, 1735689700, 'ok')")
+                    .ok());
+  }
+  const std::string before = bytes_of(db);
+  auto r = run_inferbench({"runs", "--db", db.string()}, dir.path() / "runs.log");
+  ASSERT_EQ(r.exit.code, 0) << r.output;
+  EXPECT_NE(r.output.find("20250101-000000"), std::string::npos) << r.output;
+  EXPECT_EQ(bytes_of(db), before);
+  auto d = store::Database::open(db, {.read_only = true});
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(*d->user_version(), 1);
 }
 
 }  // namespace

@@ -33,6 +33,9 @@ TEST(SweepFailures, TheFirstErrorOfEachCauseWithItsCount) {
   EXPECT_NE(r.output.find("not measured:\n  bad-model isl 32 / osl 8 conc 2: failed: 4 of 4"),
             std::string::npos)
       << r.output;
+  // No point succeeded: the run says it measured nothing, and why.
+  EXPECT_NE(r.output.find("nothing was measured: every point failed"), std::string::npos)
+      << r.output;
   store::Store st = std::move(*store::Store::open_existing(db));
   auto run = st.list_runs()->front();
   auto points = st.points(run.run.id);

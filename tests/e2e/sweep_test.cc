@@ -349,7 +349,26 @@ TEST(Sweep, SigkilledSweepResumesWithEveryPointExactlyOnce) {
   fs::path runs = dir.path() / "runs";
   BackgroundSweep sweep(dir, recipe, {"--min-prompts", "24"});
   ASSERT_TRUE(sweep.wait_for_result(runs, "conc_2.json")) << file_tail(sweep.log);
-  ::kill(sweep.child->pid(), SIGKILL);
+  const std::string db_file = (runs / "inferbench.db").string();
+  {
+    // While it runs, its run cannot be resumed by another sweep.
+    auto listed = run_inferbench({"runs", "--db", db_file, "--json"}, dir.path() / "alive.json");
+    ASSERT_EQ(listed.exit.code, 0) << listed.output;
+    auto v = boost::json::parse(listed.output);
+    const auto& run = v.as_array().at(0).as_object();
+    EXPECT_EQ(run.at("status").as_string(), "running");
+    EXPECT_EQ(run.at("owner").at("state").as_string(), "alive");
+    EXPECT_EQ(run.at("owner").at("pid").as_int64(), sweep.child->pid());
+    auto second = run_inferbench(
+        sweep_args(dir, recipe, {"--min-prompts", "24", "--resume", std::string(run.at("name").as_string())}),
+        dir.path() / "second.log");
+    EXPECT_EQ(second.exit.code, 2) << second.output;
+    EXPECT_NE(second.output.find(fmt::format("still being measured by pid {}", sweep.child->pid())),
+              std::string::npos)
+        << second.output;
+  }
+  const pid_t owner = sweep.child->pid();
+  ::kill(owner, SIGKILL);
   ASSERT_TRUE(sweep.wait_exit(std::chrono::seconds(60)));
   // Its server dies with it (PR_SET_PDEATHSIG): nothing is orphaned.
   EXPECT_TRUE(wait_for([&] { return pids_with(own_model()).empty(); }, std::chrono::seconds(10)));
@@ -359,11 +378,34 @@ TEST(Sweep, SigkilledSweepResumesWithEveryPointExactlyOnce) {
   {
     store::Store db = open_db(runs / "inferbench.db");
     auto run = db.list_runs()->front();
-    EXPECT_EQ(run.run.status, "running");  // killed: never finished
+    // Killed, so never finished: its dead owner makes it read as interrupted.
+    EXPECT_EQ(run.run.status, "interrupted");
+    EXPECT_EQ(run.run.owner_state, "gone");
     name = run.run.name;
     before = run.points.ok;
     EXPECT_GE(before, 1);  // conc 1 is committed before conc 2 starts
   }
+  auto table = run_inferbench({"runs", "--db", db_file}, dir.path() / "runs.log");
+  ASSERT_EQ(table.exit.code, 0) << table.output;
+  EXPECT_NE(table.output.find(fmt::format("run 1 interrupted: its sweep (pid {} on ", owner)),
+            std::string::npos)
+      << table.output;
+  EXPECT_NE(table.output.find(fmt::format("--resume {}`", name)), std::string::npos)
+      << table.output;
+  auto json = run_inferbench({"runs", "--db", db_file, "--json"}, dir.path() / "runs.json");
+  ASSERT_EQ(json.exit.code, 0) << json.output;
+  {
+    auto v = boost::json::parse(json.output);
+    const auto& run = v.as_array().at(0).as_object();
+    EXPECT_EQ(run.at("status").as_string(), "interrupted");
+    EXPECT_EQ(run.at("owner").at("state").as_string(), "gone");
+    EXPECT_EQ(run.at("owner").at("pid").as_int64(), owner);
+  }
+  auto show = run_inferbench({"show", name, "--db", db_file}, dir.path() / "show.log");
+  ASSERT_EQ(show.exit.code, 0) << show.output;
+  EXPECT_NE(show.output.find(fmt::format("run 1  {}  interrupted\n  its sweep (pid {}", name, owner)),
+            std::string::npos)
+      << show.output;
   auto resumed = run_inferbench(sweep_args(dir, recipe, {"--min-prompts", "24", "--resume", name}),
                                 dir.path() / "resume.log");
   ASSERT_EQ(resumed.exit.code, 0) << resumed.output;
@@ -388,6 +430,61 @@ TEST(Sweep, SigkilledSweepResumesWithEveryPointExactlyOnce) {
   ASSERT_TRUE(check.ok());
   ASSERT_TRUE(check->step().ok());
   EXPECT_EQ(check->column_text(0), "ok");
+
+  // Resuming the complete run has nothing left to do: fine, and it says so.
+  auto again = run_inferbench(sweep_args(dir, recipe, {"--min-prompts", "24", "--resume", name}),
+                              dir.path() / "again.log");
+  EXPECT_EQ(again.exit.code, 0) << again.output;
+  EXPECT_NE(again.output.find("points: 6 resumed"), std::string::npos) << again.output;
+  EXPECT_NE(again.output.find(fmt::format("run {} was already complete: nothing left to measure",
+                                          name)),
+            std::string::npos)
+      << again.output;
+}
+
+// Every terminating signal that can be caught stops a sweep as Ctrl-C does: finished points
+// kept, servers stopped, the run marked interrupted, exit status 128 + the signal.
+class SweepSignal : public ::testing::TestWithParam<int> {};
+
+TEST_P(SweepSignal, StopsCleanlyMarksTheRunInterruptedAndExitsWith128PlusTheSignal) {
+  const int sig = GetParam();
+  TempDir dir;
+  fs::path recipe = write_recipe(dir, two_config_recipe("\"10\""));
+  fs::path runs = dir.path() / "runs";
+  BackgroundSweep sweep(dir, recipe, {"--min-prompts", "40"});
+  ASSERT_TRUE(sweep.wait_for_result(runs, "conc_1.json")) << file_tail(sweep.log);
+  ::kill(sweep.child->pid(), sig);
+  ASSERT_TRUE(sweep.wait_exit(std::chrono::seconds(30)));
+  ASSERT_FALSE(sweep.child->poll()->signaled) << file_tail(sweep.log);
+  EXPECT_EQ(sweep.exit_code(), 128 + sig) << file_tail(sweep.log);
+  EXPECT_TRUE(pids_with(own_model()).empty());
+  store::Store db = open_db(runs / "inferbench.db");
+  auto run = db.list_runs()->front();
+  EXPECT_EQ(run.run.status, "interrupted");
+  EXPECT_TRUE(run.run.owner_state.empty());  // stored so: the sweep itself finished the run
+  EXPECT_GE(run.points.ok, 1);
+  EXPECT_NE(read_file(sweep.log)->find("--resume"), std::string::npos);
+}
+
+INSTANTIATE_TEST_SUITE_P(CaughtSignals, SweepSignal,
+                         ::testing::Values(SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM,
+                                           SIGXCPU),
+                         [](const ::testing::TestParamInfo<int>& info) {
+                           return std::string(sigabbrev_np(info.param));
+                         });
+
+TEST(Sweep, ARunThatMeasuresNothingFails) {
+  TempDir dir;
+  fs::path recipe = write_recipe(dir, two_config_recipe());
+  // evals-only: the recipe has no eval rows, so the plan has no points at all.
+  auto r = run_inferbench(sweep_args(dir, recipe, {"--labels", "evals-only"}),
+                          dir.path() / "sweep.log");
+  EXPECT_EQ(r.exit.code, 1) << r.output;
+  EXPECT_NE(r.output.find("nothing was measured: the plan has no points"), std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find(": ok;"), std::string::npos) << r.output;
+  store::Store db = open_db(dir.path() / "runs" / "inferbench.db");
+  EXPECT_EQ(db.list_runs()->front().run.status, "failed");
 }
 
 TEST(Sweep, InterruptKeepsFinishedPointsAndMarksTheRunInterrupted) {
