@@ -17,6 +17,8 @@ namespace {
 
 // What a message repeats of a value from the command line: escaped and short.
 std::string shown(std::string_view text) { return "'" + printable(text, 40) + "'"; }
+// A path is the point of its message: kept whole up to a generous cap.
+std::string shown_path(std::string_view path) { return "'" + printable(path, 400) + "'"; }
 
 }  // namespace
 
@@ -141,7 +143,9 @@ CLI::Validator real_in(double min, double max, bool min_open) {
       [=](std::string& text) -> std::string {
         auto value = parse_real(text);
         const bool ok = value && (min_open ? *value > min : *value >= min) && *value <= max;
-        if (!ok) return fmt::format("must be {}, got {}", rule, text.empty() ? "nothing" : shown(text));
+        if (!ok) {
+          return fmt::format("must be {}, got {}", rule, text.empty() ? "nothing" : shown(text));
+        }
         // Shortest text that reads back as the same double.
         text = fmt::format("{}", *value);
         return "";
@@ -212,12 +216,13 @@ CLI::Validator output_file(bool parent_must_exist) {
         std::error_code ec;
         const fs::path p(text);
         if (fs::is_directory(p, ec)) {
-          return fmt::format("{} is a folder; name the file to write", shown(text));
+          return fmt::format("{} is a folder; name the file to write", shown_path(text));
         }
         const fs::path parent = p.parent_path();
         if (parent_must_exist && !parent.empty() && !fs::is_directory(parent, ec)) {
-          return fmt::format("{}: the folder {} does not exist", shown(text),
-                             shown(parent.string()));
+          return fmt::format("{}: {} {}", shown_path(text), shown_path(parent.string()),
+                             fs::exists(parent, ec) ? "is a file, not a folder"
+                                                    : "is a folder that does not exist");
         }
         return "";
       },
@@ -232,7 +237,7 @@ CLI::Validator folder_to_write() {
         if (text.empty()) return "an empty folder name";
         std::error_code ec;
         if (fs::exists(text, ec) && !fs::is_directory(text, ec)) {
-          return fmt::format("{} is a file, not a folder", shown(text));
+          return fmt::format("{} is a file, not a folder", shown_path(text));
         }
         return "";
       },
@@ -246,8 +251,8 @@ CLI::Validator input_file() {
       [](std::string& text) -> std::string {
         std::error_code ec;
         if (text.empty()) return "an empty file name";
-        if (fs::is_directory(text, ec)) return fmt::format("{} is a folder, not a file", shown(text));
-        if (!fs::exists(text, ec)) return fmt::format("{}: no such file", shown(text));
+        if (fs::is_directory(text, ec)) return fmt::format("{} is a folder, not a file", shown_path(text));
+        if (!fs::exists(text, ec)) return fmt::format("{}: no such file", shown_path(text));
         return "";
       },
       "FILE");
@@ -260,7 +265,7 @@ CLI::Validator existing_path() {
       [](std::string& text) -> std::string {
         std::error_code ec;
         if (text.empty()) return "an empty path";
-        if (!fs::exists(text, ec)) return fmt::format("{}: no such file or folder", shown(text));
+        if (!fs::exists(text, ec)) return fmt::format("{}: no such file or folder", shown_path(text));
         return "";
       },
       "PATH");
@@ -288,7 +293,7 @@ std::optional<std::string> same_output_files(
       if (pa.empty() || pb.empty() || !same(pa, pb)) continue;
       return fmt::format("{} and {} name the same file ({}); the second would overwrite the "
                          "first: give each its own file",
-                         oa, ob, shown(pa));
+                         oa, ob, shown_path(pa));
     }
   }
   return std::nullopt;

@@ -621,6 +621,7 @@ std::optional<int64_t> YamlReader::integer(const YAML::Node& node, const std::st
   const std::string kind = min == 1   ? "a positive integer"
                            : min == 0 ? "a non-negative integer"
                                       : fmt::format("an integer >= {}", min);
+  const std::string below = min == 1 ? kind : fmt::format("an integer >= {}", min);
   const std::string wanted = max == INT64_MAX ? kind : fmt::format("{} at most {}", kind, max);
   if (node.IsScalar() && is_plain(node) && is_int_text(node.Scalar()) &&
       !parse_int(node.Scalar())) {
@@ -634,7 +635,11 @@ std::optional<int64_t> YamlReader::integer(const YAML::Node& node, const std::st
     error(node, path, fmt::format("expected {}, got {}", kind, describe(node)));
     return std::nullopt;
   }
-  if (*value < min || *value > max) {
+  if (*value < min) {
+    error(node, path, fmt::format("expected {}, got {}", below, *value));
+    return std::nullopt;
+  }
+  if (*value > max) {
     error(node, path, fmt::format("expected {}, got {}", wanted, *value));
     return std::nullopt;
   }

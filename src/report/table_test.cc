@@ -25,9 +25,43 @@ TEST(Table, LeftAlignedLastColumnIsNotPadded) {
   t.add_row({"a", "short"});
   t.add_row({"b", "a longer note"});
   EXPECT_EQ(t.render(),
-            "KEY          N\n"
-            "a\\x1b[2J     1\n"
-            "b\\nfake row  2\n");
+            "KEY  NOTE\n"
+            "a    short\n"
+            "b    a longer note\n");
+}
+
+TEST(Table, NoLineEndsInSpaces) {
+  Table t({{"A", Align::kLeft}, {"B", Align::kLeft}, {"C", Align::kRight}});
+  t.add_row({"x"});             // fewer cells: the rest empty
+  t.add_row({"x", "", ""});     // empty cells at the end
+  t.add_row({"", "", "wide"});  // right-aligned last column is padded on the left only
+  const std::string out = t.render();
+  EXPECT_EQ(out,
+            "A  B     C\n"
+            "x\n"
+            "x\n"
+            "      wide\n");
+  EXPECT_EQ(out.find(" \n"), std::string::npos);
+}
+
+TEST(Table, EmptyTableIsTheHeader) {
+  Table t({{"A", Align::kLeft, 5}, {"B"}});
+  EXPECT_EQ(t.rows(), 0u);
+  EXPECT_EQ(t.render(), "A      B\n");
+  EXPECT_EQ(t.render(), t.header_line());
+}
+
+TEST(Table, MinimumWidthAppliesWhenContentIsNarrower) {
+  Table t({{"N", Align::kRight, 6}, {"S", Align::kLeft, 4}, {"T", Align::kLeft}});
+  t.add_row({"1", "ab", "z"});
+  EXPECT_EQ(t.render(),
+            "     N  S     T\n"
+            "     1  ab    z\n");
+}
+
+TEST(Table, WidthBelowTheTitleIsTheTitles) {
+  Table t({{"LONG-TITLE", Align::kRight, 3}, {"X", Align::kLeft}});
+  EXPECT_EQ(t.header_line(), "LONG-TITLE  X\n");
   EXPECT_EQ(t.format_row({"7", "y"}), "         7  y\n");
 }
 
@@ -136,7 +170,7 @@ TEST(Table, ControlCharactersInCellsAreEscapedAndMeasuredEscaped) {
   t.add_row({"b\nfake row", "2"});
   EXPECT_EQ(t.render(),
             "KEY          N\n"
-            "a\\x1b[2J    1\n"
+            "a\\x1b[2J     1\n"
             "b\\nfake row  2\n");
   EXPECT_EQ(t.format_row({"\r", "3"}), "\\r   3\n");
   // Cut after escaping, so the cut never splits an escape from its column.

@@ -153,7 +153,7 @@ TEST(CliInput, EveryBadNumberOrUrlIsAUsageErrorNamingTheOption) {
       ++cases;
     }
   }
-  EXPECT_GT(cases, 250);
+  EXPECT_GT(cases, 200);
 }
 
 TEST(CliInput, SweepConcurrencyBeyondIntIsNotWrapped) {

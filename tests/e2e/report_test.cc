@@ -351,13 +351,14 @@ TEST(Report, SweepReportAndChromium) {
   }
   ASSERT_GE(invalid, 1u);
 
-  // An output that cannot be written: named, exit 1, nothing left behind.
+  // An output in a "folder" that is a file: a usage error naming it, before any work, nothing
+  // left behind.
   const fs::path blocked = dir.path() / "file-not-folder";
   std::ofstream(blocked) << "x";
   auto bad =
       run_inferbench({"report", head, "--db", db.string(), "-o", (blocked / "r.html").string()},
                      dir.path() / "bad.log");
-  EXPECT_EQ(bad.exit.code, 1) << bad.output;
+  EXPECT_EQ(bad.exit.code, 2) << bad.output;
   EXPECT_NE(bad.output.find((blocked / "r.html").string()), std::string::npos) << bad.output;
 
   const fs::path single = dir.path() / "r.html";
