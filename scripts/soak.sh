@@ -11,7 +11,7 @@
 #   scripts/soak.sh [ROUNDS]        INFERBENCH=path/to/inferbench (default build/src/inferbench)
 #
 # The recipe is the main job's (examples/recipes/serve-sim.yaml: serve-sim's roofline model of
-# Llama-3.1-8B on one H200) with more, smaller points: 2 x ROUNDS + 4 concurrencies, 2 requests
+# Llama-3.1-8B on one H200) with more, smaller points: 3 x ROUNDS + 4 concurrencies, 2 requests
 # per concurrency and no warmups, so that a point lasts about a second and kills land before,
 # during and between points, and during server start-up. Bounded in time: the soak stops (as a
 # violation) after SOAK_LIMIT_S seconds (default 60 + 30 x ROUNDS), the last sweep with it.
@@ -40,8 +40,8 @@ db="$runs/inferbench.db"
 # Every process a sweep starts inherits this variable: how its servers are found afterwards.
 marker="IB_SOAK_MARKER=$$-$RANDOM$RANDOM"
 export "${marker?}"
-concs=$(seq -s, 1 $((2 * rounds + 4)))
-points=$((2 * rounds + 4))
+points=$((3 * rounds + 4))
+concs=$(seq -s, 1 "$points")
 args=(sweep examples/recipes/serve-sim.yaml --runs-dir "$runs" --concurrency "$concs"
   --prompts-per-conc 2 --min-prompts 2 --warmups-per-conc 0 --startup-timeout 60
   --point-timeout 120 --no-env-trace)
@@ -61,9 +61,9 @@ servers() {
   local d
   for d in /proc/[0-9]*; do
     [[ "${d#/proc/}" == "$$" || "${d#/proc/}" == "$BASHPID" ]] && continue
-    if tr '\0' '\n' <"$d/environ" 2>/dev/null | grep -qxF "$marker"; then
+    if tr '\0' '\n' 2>/dev/null <"$d/environ" | grep -qxF "$marker"; then
       # argv[1] is the subcommand: `inferbench serve-sim ...`, not `inferbench sweep serve-sim.yaml`.
-      [[ "$(tr '\0' '\n' <"$d/cmdline" 2>/dev/null | sed -n 2p)" == serve-sim ]] && echo "${d#/proc/}"
+      [[ "$(tr '\0' '\n' 2>/dev/null <"$d/cmdline" | sed -n 2p)" == serve-sim ]] && echo "${d#/proc/}"
     fi
   done
 }
@@ -109,9 +109,9 @@ while ((kills < rounds)); do
   if out_of_time; then violation "time limit ${limit_s}s reached after $kills kills"; break; fi
   resume=()
   [[ -n "$name" ]] && resume=(--resume "$name")
-  # A random moment: 0.2 to 3.2 s after the start (server start-up takes about half a second).
-  delay=$(printf '0.%03d' $((RANDOM % 1000)))
-  delay=$(python3 -c "print(0.2 + 3 * $delay)")
+  # A random moment: 0.2 to 2.2 s after the start (server start-up takes about half a second).
+  ms=$((200 + RANDOM % 2000))
+  delay=$(printf '%d.%03d' $((ms / 1000)) $((ms % 1000)))
   echo "--- round $round: ${resume[*]:-new run}, kill after ${delay}s" >>"$work/sweep.log"
   "$bin" "${args[@]}" "${resume[@]}" >>"$work/sweep.log" 2>&1 &
   sweep_pid=$!

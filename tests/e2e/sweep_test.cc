@@ -469,8 +469,8 @@ TEST_P(SweepSignal, StopsCleanlyMarksTheRunInterruptedAndExitsWith128PlusTheSign
 INSTANTIATE_TEST_SUITE_P(CaughtSignals, SweepSignal,
                          ::testing::Values(SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM,
                                            SIGXCPU),
-                         [](const ::testing::TestParamInfo<int>& info) {
-                           return std::string(sigabbrev_np(info.param));
+                         [](const ::testing::TestParamInfo<int>& p) {
+                           return std::string(sigabbrev_np(p.param));
                          });
 
 TEST(Sweep, ARunThatMeasuresNothingFails) {
