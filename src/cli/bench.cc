@@ -405,7 +405,8 @@ RunFn register_bench(CLI::App& root) {
       ->capture_default_str()
       ->transform(real_in(0, kMaxSeconds));
   app->add_option("--request-timeout", o->request_timeout_s,
-                  "Seconds for a whole request (default 6 h, as vLLM's benchmark_serving; 0 = none)")
+                  "Seconds for a whole request (default 6 h, as vLLM's benchmark_serving; "
+                  "0 = none)")
       ->capture_default_str()
       ->transform(real_in(0, kMaxSeconds));
   add_integer(app, "--max-retries", o->spec.max_retries,

@@ -34,7 +34,8 @@ std::optional<T> parse_integer(std::string_view text) {
   T value{};
   const char* end = text.data() + text.size();
   auto [ptr, ec] = std::from_chars(text.data(), end, value, 10);
-  if (ec != std::errc() || ptr != end) return std::nullopt;  // out of range of T, or "-" for unsigned
+  // Out of the range of T, or a '-' for an unsigned T.
+  if (ec != std::errc() || ptr != end) return std::nullopt;
   return value;
 }
 
@@ -251,7 +252,9 @@ CLI::Validator input_file() {
       [](std::string& text) -> std::string {
         std::error_code ec;
         if (text.empty()) return "an empty file name";
-        if (fs::is_directory(text, ec)) return fmt::format("{} is a folder, not a file", shown_path(text));
+        if (fs::is_directory(text, ec)) {
+          return fmt::format("{} is a folder, not a file", shown_path(text));
+        }
         if (!fs::exists(text, ec)) return fmt::format("{}: no such file", shown_path(text));
         return "";
       },
@@ -265,7 +268,9 @@ CLI::Validator existing_path() {
       [](std::string& text) -> std::string {
         std::error_code ec;
         if (text.empty()) return "an empty path";
-        if (!fs::exists(text, ec)) return fmt::format("{}: no such file or folder", shown_path(text));
+        if (!fs::exists(text, ec)) {
+          return fmt::format("{}: no such file or folder", shown_path(text));
+        }
         return "";
       },
       "PATH");

@@ -184,7 +184,8 @@ TEST(SameOutputFiles, CatchesOneFileUnderTwoNames) {
   EXPECT_FALSE(same_output_files({{"--output", a.string()},
                                   {"--details", (dir.path() / "b.json").string()}}));
   auto msg = same_output_files(
-      {{"--output", a.string()}, {"--details", (dir.path() / "." / "x" / ".." / "a.json").string()}});
+      {{"--output", a.string()},
+       {"--details", (dir.path() / "." / "x" / ".." / "a.json").string()}});
   ASSERT_TRUE(msg);
   EXPECT_NE(msg->find("--output and --details name the same file"), std::string::npos) << *msg;
   // A symlink to an existing file, and a hard link.
@@ -193,7 +194,8 @@ TEST(SameOutputFiles, CatchesOneFileUnderTwoNames) {
   EXPECT_TRUE(same_output_files({{"--output", a.string()},
                                  {"--details", (dir.path() / "link.json").string()}}));
   fs::create_hard_link(a, dir.path() / "hard.json");
-  EXPECT_TRUE(same_output_files({{"-o", a.string()}, {"--db", (dir.path() / "hard.json").string()}}));
+  EXPECT_TRUE(
+      same_output_files({{"-o", a.string()}, {"--db", (dir.path() / "hard.json").string()}}));
 }
 
 TEST(OutputFile, RefusesFoldersAndMissingParents) {

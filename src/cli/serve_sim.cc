@@ -171,7 +171,8 @@ int run(ServeSimOptions& o) {
     print_presets();
     return kExitOk;
   }
-  if (auto same = same_output_files({{"--port-file", o.port_file}, {"--truth-log", o.args.truth_log}})) {
+  if (auto same =
+          same_output_files({{"--port-file", o.port_file}, {"--truth-log", o.args.truth_log}})) {
     fmt::print(stderr, "inferbench serve-sim: {}\n", *same);
     return kExitUsage;
   }
