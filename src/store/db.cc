@@ -44,6 +44,21 @@ namespace {
 
 // A reader's checks before SQLite sees the file: SQLite would take a folder for a missing file
 // and an empty file for an empty database.
+// Opens `file` with `flags` (one connection per thread: no mutex), with extended result codes
+// and the busy timeout set; both open paths (read-only and read-write) use it.
+Expected<sqlite3*> open_handle(const fs::path& file, int flags, const DatabaseOptions& options) {
+  sqlite3* raw = nullptr;
+  const int rc = sqlite3_open_v2(file.c_str(), &raw, flags | SQLITE_OPEN_NOMUTEX, nullptr);
+  if (rc != SQLITE_OK) {
+    std::string msg = raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc);
+    sqlite3_close(raw);
+    return Error{fmt::format("{}: cannot open database: {}", file.string(), msg)};
+  }
+  sqlite3_extended_result_codes(raw, 1);
+  sqlite3_busy_timeout(raw, static_cast<int>(options.busy_timeout.count()));
+  return raw;
+}
+
 Status check_readable(const fs::path& file) {
   std::error_code ec;
   const auto st = fs::status(file, ec);
@@ -62,17 +77,10 @@ Status check_readable(const fs::path& file) {
 Expected<Database> Database::open(const fs::path& file, const DatabaseOptions& options) {
   if (options.read_only) {
     if (auto st = check_readable(file); !st) return st.error();
-    sqlite3* raw = nullptr;
-    int rc = sqlite3_open_v2(file.c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX,
-                             nullptr);
-    if (rc != SQLITE_OK) {
-      std::string msg = raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc);
-      sqlite3_close(raw);
-      return Error{fmt::format("{}: cannot open database: {}", file.string(), msg)};
-    }
+    auto handle = open_handle(file, SQLITE_OPEN_READONLY, options);
+    if (!handle) return handle.error();
+    sqlite3* raw = *handle;
     Database db(raw, file);
-    sqlite3_extended_result_codes(raw, 1);
-    sqlite3_busy_timeout(raw, static_cast<int>(options.busy_timeout.count()));
     // query_only: even a statement that would write is refused by this connection. The schema
     // query is where a file that is not a database shows.
     if (auto st = db.exec("PRAGMA query_only = 1; PRAGMA foreign_keys = ON"); !st) return st.error();
@@ -83,7 +91,7 @@ Expected<Database> Database::open(const fs::path& file, const DatabaseOptions& o
     }
     return db;
   }
-  int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX;
+  int flags = SQLITE_OPEN_READWRITE;
   if (options.create) {
     flags |= SQLITE_OPEN_CREATE;
     if (file.has_parent_path()) {
@@ -97,16 +105,10 @@ Expected<Database> Database::open(const fs::path& file, const DatabaseOptions& o
   } else if (!fs::exists(file)) {
     return Error{fmt::format("{}: no such database file", file.string())};
   }
-  sqlite3* raw = nullptr;
-  int rc = sqlite3_open_v2(file.c_str(), &raw, flags, nullptr);
-  if (rc != SQLITE_OK) {
-    std::string msg = raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc);
-    sqlite3_close(raw);
-    return Error{fmt::format("{}: cannot open database: {}", file.string(), msg)};
-  }
+  auto handle = open_handle(file, flags, options);
+  if (!handle) return handle.error();
+  sqlite3* raw = *handle;
   Database db(raw, file);
-  sqlite3_extended_result_codes(raw, 1);
-  sqlite3_busy_timeout(raw, static_cast<int>(options.busy_timeout.count()));
   // journal_mode=WAL is persistent in the file; the others are per connection. The first query
   // is also where a file that is not a database is detected.
   // Switching the journal mode can answer SQLITE_BUSY at once, without the busy handler, while
