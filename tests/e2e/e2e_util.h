@@ -37,13 +37,17 @@ struct CommandResult {
   bool timed_out = false;
 };
 
-/// Runs `inferbench ARGS...` to completion (killed after `timeout`).
+/// Runs `inferbench ARGS...` to completion (killed after `timeout`). A non-empty `prefix` is a
+/// command that runs inferbench for us: `PREFIX... INFERBENCH_BIN ARGS...` (a shell that sets a
+/// limit and execs, say).
 inline CommandResult run_inferbench(const std::vector<std::string>& args, const fs::path& log,
                                     std::chrono::seconds timeout = std::chrono::seconds(120),
-                                    std::map<std::string, std::string> env = {}) {
+                                    std::map<std::string, std::string> env = {},
+                                    std::vector<std::string> prefix = {}) {
   SpawnOptions so;
   so.env_set = std::move(env);
-  so.argv = {INFERBENCH_BIN};
+  so.argv = std::move(prefix);
+  so.argv.push_back(INFERBENCH_BIN);
   so.argv.insert(so.argv.end(), args.begin(), args.end());
   so.log_path = log;
   CommandResult r;
