@@ -46,6 +46,7 @@ int main(int argc, char** argv) {
   add(&ib::cli::register_trace);
   add(&ib::cli::register_compare);
   add(&ib::cli::register_report);
+  add(&ib::cli::register_eval);
 
   try {
     app.parse(argc, argv);

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "metrics/eval_result.h"
 #include "cli/commands.h"
 #include "core/clock.h"
 #include "metrics/keys.h"
@@ -275,6 +276,25 @@ std::string show_text(const RunDetails& d) {
     results.push_back(std::move(pr));
   }
   out += table_text(rows);
+  // Accuracy evals (docs/evals.md): exact match of both filters with their standard errors, and
+  // the gate.
+  rows.clear();
+  rows.push_back({"POINT", "KEY", "CONC", "TASK", "STRICT-MATCH", "FLEXIBLE-EXTRACT", "N",
+                  "THRESHOLD", "GATE"});
+  for (const auto& p : d.points) {
+    auto e = metrics::eval_summary(p.result);
+    if (!e) continue;
+    rows.push_back({std::to_string(p.id), key_of(p.server_config_id), std::to_string(p.concurrency),
+                    e->task, metrics::EvalSummary::cell(e->em_strict, e->em_strict_se),
+                    metrics::EvalSummary::cell(e->em_flexible, e->em_flexible_se),
+                    std::to_string(e->n_eff),
+                    std::isnan(e->threshold) ? "-" : fmt::format("{:.2f}", e->threshold),
+                    !e->gate_passed ? "-" : *e->gate_passed ? "passed" : "FAILED"});
+  }
+  if (rows.size() > 1) {
+    out += "\nACCURACY\n";
+    out += table_text(rows);
+  }
   // What the server did meanwhile (docs/telemetry.md): one line per point with server metrics.
   rows.clear();
   rows.push_back({"POINT", "KEY", "CONC", "ENGINE", "SLICES", "PEAK KV %", "MEAN RUNNING",

@@ -34,6 +34,8 @@ struct ServeSimOptions {
   std::string timing_model;
   std::string threads = "auto";
   bool list_presets = false;
+  double gsm8k_correct = 1.0, gsm8k_flexible_only = 0.0;
+  CLI::Option *gsm8k_correct_opt = nullptr, *gsm8k_flexible_opt = nullptr;
   // Roofline settings.
   std::string hardware, model_preset, quantization, kv_cache_dtype;
   int tp = 1, max_num_seqs = 0, max_num_batched_tokens = 0, block_size = 0, num_gpu_blocks = 0;
@@ -177,6 +179,14 @@ int run(ServeSimOptions& o) {
     return kExitUsage;
   }
   if (int rc = resolve(o); rc != kExitOk) return rc;
+  if (o.gsm8k_flexible_opt->count() > 0 && o.gsm8k_correct_opt->count() == 0) {
+    fmt::print(stderr,
+               "inferbench serve-sim: --gsm8k-flexible-only applies with --gsm8k-correct\n");
+    return kExitUsage;
+  }
+  if (o.gsm8k_correct_opt->count() > 0) {
+    o.args.gsm8k = sim::Gsm8kAnswerOptions{o.gsm8k_correct, o.gsm8k_flexible_only};
+  }
   o.args.threads = o.threads == "auto" ? sim::default_io_threads() : std::stoi(o.threads);
   if (auto valid = sim::validate(o.args); !valid) {
     fmt::print(stderr, "inferbench serve-sim: {}\n", valid.error().message);
@@ -291,6 +301,18 @@ RunFn register_serve_sim(CLI::App& root) {
                   "GPUs >= 70 GiB, 256 simple; env SIM_MAX_NUM_SEQS)",
                   1, kMaxRunning);
   app->add_flag("--list-presets", o->list_presets, "Print the hardware and model presets and exit");
+  o->gsm8k_correct_opt =
+      app->add_option("--gsm8k-correct", o->gsm8k_correct,
+                      "Answer GSM8K test questions (lm-eval's prompt format) in lm-eval's answer "
+                      "format, this fraction of them correctly (0-1; exactly floor(N x FRACTION) "
+                      "of the first N problems); other prompts get the usual word text")
+          ->transform(real_in(0, 1));
+  o->gsm8k_flexible_opt =
+      app->add_option("--gsm8k-flexible-only", o->gsm8k_flexible_only,
+                      "With --gsm8k-correct: this fraction of the correct answers leaves out the "
+                      "'#### N' line, so only the flexible-extract filter finds the number (0-1)")
+          ->capture_default_str()
+          ->transform(real_in(0, 1));
 
   // Roofline model.
   auto roofline = [&](CLI::Option* opt) {

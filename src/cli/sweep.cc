@@ -44,6 +44,10 @@ struct SweepCliOptions {
   std::string gpu_power = "auto";
   bool json = false;
   int repeat = 1;  // --repeat N: the whole sweep N times, one run each (one repeat group)
+  // Eval rows (docs/evals.md).
+  int64_t eval_limit = 0;
+  std::string eval_prompt_style = "chat";
+  std::string thresholds;
 };
 
 // The bundled example: in the working directory, else in the source tree this binary was built
@@ -170,6 +174,24 @@ int run(SweepCliOptions& c) {
     return kExitUsage;
   }
   o.power = *power;
+  auto eval_style = workload::gsm8k::parse_style(c.eval_prompt_style);
+  if (!eval_style) {
+    fmt::print(stderr,
+               "inferbench sweep: --eval-prompt-style must be chat, chat-single-turn or "
+               "completions (got '{}')\n",
+               printable(c.eval_prompt_style, 40));
+    return kExitUsage;
+  }
+  o.workload.eval_prompt.style = *eval_style;
+  o.workload.eval_limit = static_cast<size_t>(c.eval_limit);
+  if (!c.thresholds.empty()) {
+    auto t = recipe::load_eval_thresholds(c.thresholds);
+    if (!t) {
+      fmt::print(stderr, "inferbench sweep: {}\n", t.error().message);
+      return kExitUsage;
+    }
+    o.eval_thresholds = std::move(*t);
+  }
   o.workload.traces = c.traces;
   if (c.max_traces > 0) o.workload.max_traces = c.max_traces;
   if (c.warmup_requests_per_lane >= 0) o.workload.warmup_requests_per_lane = c.warmup_requests_per_lane;
@@ -318,6 +340,21 @@ RunFn register_sweep(CLI::App& root) {
       ->capture_default_str();
   app->add_flag("--require-power", o.require_power,
                 "Fail points whose GPU power is missing or not valid");
+  add_integer(app, "--eval-limit", c->eval_limit,
+              "Eval rows: only the first N GSM8K problems (0 = all 1319)", 0, kMaxRequests)
+      ->capture_default_str();
+  app->add_option("--eval-prompt-style", c->eval_prompt_style,
+                  "Eval rows: chat (few-shot as multi-turn messages, as InferenceX) | "
+                  "chat-single-turn | completions")
+      ->capture_default_str();
+  app->add_option("--thresholds", c->thresholds,
+                  "Eval gate thresholds in InferenceX's shape (default.<task>, "
+                  "models.<model-prefix>.<task>); tasks without one use --min-score")
+      ->check(input_file());
+  app->add_option("--min-score", o.eval_min_score,
+                  "Eval gate threshold when --thresholds gives none")
+      ->capture_default_str()
+      ->transform(real_in(0, 1));
   app->add_option("--point-timeout", o.point_timeout_s, "Seconds before a point is cut short")
       ->capture_default_str()
       ->transform(positive_real(kMaxSeconds));

@@ -18,7 +18,7 @@ constexpr std::array<std::pair<PointStatus, std::string_view>, 6> kStatusNames =
     {PointStatus::kResumed, "resumed"},
 }};
 
-constexpr std::array<std::pair<InvalidKind, std::string_view>, 9> kInvalidNames = {{
+constexpr std::array<std::pair<InvalidKind, std::string_view>, 10> kInvalidNames = {{
     {InvalidKind::kExpectFailed, "expect_failed"},
     {InvalidKind::kExpectUnobservable, "expect_unobservable"},
     {InvalidKind::kFailureRate, "failure_rate"},
@@ -28,6 +28,7 @@ constexpr std::array<std::pair<InvalidKind, std::string_view>, 9> kInvalidNames 
     {InvalidKind::kServerExited, "server_exited"},
     {InvalidKind::kWorkload, "workload"},
     {InvalidKind::kPower, "power"},
+    {InvalidKind::kEvalGate, "eval_gate"},
 }};
 
 }  // namespace

@@ -40,6 +40,7 @@ enum class InvalidKind {
   kServerExited,        // the server died during the point
   kWorkload,            // a workload's own rule
   kPower,               // --require-power: GPU power missing or not valid (docs/telemetry.md)
+  kEvalGate,            // an accuracy eval below its threshold (docs/evals.md)
 };
 
 std::string_view invalid_kind_name(InvalidKind k);

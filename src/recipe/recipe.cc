@@ -763,6 +763,8 @@ Expected<std::vector<std::filesystem::path>> yaml_files_in(const std::filesystem
   return files;
 }
 
+}  // namespace
+
 // A YAML file's bytes; one larger than YamlLimits::max_bytes is an error before it is read, and a
 // directory is an error (an ifstream opens one and reads it as empty).
 Expected<std::string> read_yaml_file(const std::filesystem::path& path) {
@@ -781,8 +783,6 @@ Expected<std::string> read_yaml_file(const std::filesystem::path& path) {
   }
   return read_file(path);
 }
-
-}  // namespace
 
 Expected<std::vector<ConfigEntry>> load_master_texts(
     const std::vector<std::pair<std::string, std::string>>& files) {

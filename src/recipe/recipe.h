@@ -188,6 +188,10 @@ void parse_runners(const std::string& text, const std::string& file, RunnersFile
                    std::vector<Diagnostic>* diagnostics);
 Expected<RunnersFile> load_runners(const std::filesystem::path& file);
 
+/// A YAML file's bytes; one larger than YamlLimits::max_bytes, or a directory, is an error naming
+/// the file before anything is read.
+Expected<std::string> read_yaml_file(const std::filesystem::path& path);
+
 /// Placeholders `serve.command` and `serve.extra-args` may use (docs/recipes.md): row values,
 /// plus {host} and {port}, which the launcher fills in.
 const std::set<std::string>& serve_placeholders();

@@ -253,6 +253,28 @@ std::optional<ApiError> read_messages(const json::object& o, GenerateRequest& r)
   return std::nullopt;
 }
 
+// The prompt's text for ServedModel::keep_prompt_text: the string prompt, or the last message's
+// text (a string, or its text parts joined). Called after the prompt was validated.
+std::string prompt_text(const json::object& o, Api api) {
+  if (api == Api::kCompletions) {
+    const json::value& p = o.at("prompt");
+    if (p.is_string()) return std::string(p.get_string());
+    if (p.is_array() && !p.get_array().empty() && p.get_array()[0].is_string()) {
+      return std::string(p.get_array()[0].get_string());
+    }
+    return "";
+  }
+  const json::object& last = o.at("messages").get_array().back().get_object();
+  const json::value* content = find(last, "content");
+  if (content == nullptr) return "";
+  if (content->is_string()) return std::string(content->get_string());
+  std::string out;
+  if (content->is_array()) {
+    for (const json::value& part : content->get_array()) out += part.at("text").get_string();
+  }
+  return out;
+}
+
 ParseResult parse_request(std::string_view body, const ServedModel& model, Api api) {
   boost::system::error_code ec;
   json::value root = json::parse(body, ec);
@@ -282,6 +304,7 @@ ParseResult parse_request(std::string_view body, const ServedModel& model, Api a
   r.api = api;
   const char* input_name = api == Api::kChat ? "messages" : "prompt";
   if (auto err = api == Api::kChat ? read_messages(o, r) : read_prompt(o, r)) return *err;
+  if (model.keep_prompt_text) r.prompt_text = prompt_text(o, api);
 
   std::optional<int64_t> n;
   if (auto err = read_int(o, "n", n)) return *err;

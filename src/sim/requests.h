@@ -19,6 +19,9 @@ enum class Api { kCompletions, kChat };
 struct ServedModel {
   std::string name;
   int max_model_len = 32768;
+  /// Keep the prompt's text in GenerateRequest::prompt_text (serve-sim's GSM8K answers read the
+  /// question); off on the benchmark path, where it would be a copy per request.
+  bool keep_prompt_text = false;
 };
 
 /// A validated generation request, reduced to what the simulator needs.
@@ -27,6 +30,8 @@ struct GenerateRequest {
   int prompt_tokens = 0;              // counted as in docs/serve-sim.md "Tokens"
   uint64_t prompt_hash = 0;           // hash of the prompt content (drives output length and text)
   std::vector<uint64_t> prompt_keys;  // one prefix-cache key per prompt token (tokens.h)
+  /// With ServedModel::keep_prompt_text: a text prompt, or the last chat message's text.
+  std::string prompt_text;
   int max_tokens = 0;                 // resolved: the request's value or the endpoint's default
   int min_tokens = 0;
   bool ignore_eos = false;

@@ -115,6 +115,21 @@ Status validate(const SimArgs& args) {
     return Error{fmt::format("threads must be between 1 and {}, got {}", kMaxIoThreads,
                              args.threads)};
   }
+  if (args.gsm8k) {
+    if (auto s = check_number("gsm8k correct fraction", args.gsm8k->correct, 0, true); !s) return s;
+    if (args.gsm8k->correct > 1) {
+      return Error{fmt::format("the gsm8k correct fraction must be at most 1, got {}",
+                               args.gsm8k->correct)};
+    }
+    if (auto s = check_number("gsm8k flexible-only fraction", args.gsm8k->flexible_only, 0, true);
+        !s) {
+      return s;
+    }
+    if (args.gsm8k->flexible_only > 1) {
+      return Error{fmt::format("the gsm8k flexible-only fraction must be at most 1, got {}",
+                               args.gsm8k->flexible_only)};
+    }
+  }
   if (args.power_model && args.timing_model != TimingModelKind::kRoofline) {
     return Error{"the power model needs the roofline timing model (its hardware and step costs)"};
   }
@@ -192,6 +207,20 @@ std::unique_ptr<Engine> default_engine(asio::io_context& io, const SimArgs& args
 }
 
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+// A GSM8K answer as output tokens: one per space-separated word, the space kept with the word that
+// follows it, so the tokens concatenate to the text.
+std::vector<std::string> split_answer_tokens(std::string_view text) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t j = text.find(' ', i + 1);
+    if (j == std::string_view::npos) j = text.size();
+    out.emplace_back(text.substr(i, j - i));
+    i = j;
+  }
+  return out;
+}
 
 // What the server records about one generation request: metrics when it ends and, with
 // --truth-log, its truth record. Ends as "abort" unless completed() was called (the destructor
@@ -298,10 +327,12 @@ struct RequestPlan {
   bool continuous_usage;
   OutputPlan output;
   uint64_t stream_seed;
+  std::vector<std::string> answer;  // --gsm8k-correct: the answer's tokens (words), else empty
 
   // With finish "stop" the last token is EOS, which detokenizes to "" (as in vLLM).
   std::string_view token_text(int index) const {
     if (output.finish == FinishReason::kStop && index == output.tokens - 1) return "";
+    if (!answer.empty()) return answer.at(static_cast<size_t>(index));
     return output_token_text(stream_seed, index);
   }
 };
@@ -502,7 +533,7 @@ SimServer::SimServer(asio::io_context& io, SimArgs args)
 SimServer::SimServer(asio::io_context& io, SimArgs args, std::unique_ptr<Engine> engine)
     : io_(io),
       args_(std::move(args)),
-      served_{args_.model, args_.max_model_len},
+      served_{args_.model, args_.max_model_len, args_.gsm8k.has_value()},
       started_unix_s_(static_cast<int64_t>(std::time(nullptr))),
       engine_(std::move(engine)),
       io_threads_(make_io_threads(args_.threads)),
@@ -511,6 +542,7 @@ SimServer::SimServer(asio::io_context& io, SimArgs args, std::unique_ptr<Engine>
   for (std::size_t i = 0; i < std::max<std::size_t>(io_threads_.size(), 1); ++i) {
     metrics_.push_back(std::make_unique<MetricsShard>());
   }
+  if (args_.gsm8k) gsm8k_ = std::make_unique<const Gsm8kAnswers>(*args_.gsm8k);
   if (args_.power_model && args_.engine) {
     if (auto* batch = dynamic_cast<BatchEngine*>(engine_.get())) {
       const HardwareSpec& hw = *args_.engine->hardware;
@@ -704,6 +736,15 @@ asio::awaitable<void> SimServer::handle_generate(Api api, const http::HttpReques
   plan.output =
       plan_output(req.prompt_hash, args_.seed, req.max_tokens, req.min_tokens, req.ignore_eos);
   plan.stream_seed = mix64(req.prompt_hash ^ mix64(args_.seed + 1));
+  if (gsm8k_) {
+    if (auto text = gsm8k_->answer(req.prompt_text)) {
+      // One token a word (with its leading space), then EOS; cut at max_tokens ("length").
+      plan.answer = split_answer_tokens(*text);
+      const int words = static_cast<int>(plan.answer.size());
+      plan.output = words + 1 <= req.max_tokens ? OutputPlan{words + 1, FinishReason::kStop}
+                                                : OutputPlan{req.max_tokens, FinishReason::kLength};
+    }
+  }
   const std::string id = next_request_id(api);
   const ResponseFormatter format(api, id, static_cast<int64_t>(std::time(nullptr)), args_.model);
 

@@ -24,6 +24,7 @@
 
 #include "core/expected.h"
 #include "http/server.h"
+#include "sim/gsm8k_answers.h"
 #include "sim/config.h"
 #include "sim/engine.h"
 #include "sim/power_model.h"
@@ -65,6 +66,9 @@ struct SimArgs {
   /// threads for the connections, the engine keeping its own. serve-sim defaults to
   /// default_io_threads().
   int threads = 1;
+  /// --gsm8k-correct: GSM8K questions are answered in lm-eval's format, this share of them
+  /// correctly (sim/gsm8k_answers.h); nullopt: every prompt gets the word text.
+  std::optional<Gsm8kAnswerOptions> gsm8k;
 };
 
 /// The most I/O threads --threads accepts.
@@ -154,7 +158,8 @@ class SimServer {
   std::vector<std::unique_ptr<MetricsShard>> metrics_;  // one per I/O thread
   std::unique_ptr<TruthLog> truth_log_;
   std::unique_ptr<Engine> engine_;
-  std::shared_ptr<PowerMeter> power_;  // --power-model: every rank draws the same
+  std::shared_ptr<PowerMeter> power_;
+  std::unique_ptr<const Gsm8kAnswers> gsm8k_;  // --gsm8k-correct  // --power-model: every rank draws the same
   std::string hostname_;
   http::HttpRouter router_;
   std::vector<std::unique_ptr<IoThread>> io_threads_;  // threads > 1

@@ -20,15 +20,19 @@ namespace ib::sweep {
 namespace fs = std::filesystem;
 namespace json = boost::json;
 
-metrics::PointIdentity ConfigRunner::identity(const ConfigPlan& cfg, int64_t conc) const {
+metrics::PointIdentity ConfigRunner::identity(const ConfigPlan& cfg, const Point& point) const {
   metrics::PointIdentity id;
   id.config_key = cfg.row.config_key;
   id.fingerprint = cfg.fingerprint;
-  id.concurrency = conc;
+  id.concurrency = point.conc;
   id.tool_version = INFERBENCH_VERSION;
-  if (cfg.workload) {
-    id.workload_key = cfg.workload->key(conc);
-    id.workload_label = cfg.workload->label();
+  const workload::Workload* w = point.eval ? cfg.eval.get() : cfg.workload.get();
+  if (w != nullptr) {
+    id.workload_key = w->key(point.conc);
+    id.workload_label = w->label();
+  } else if (point.eval) {
+    id.workload_key = "gsm8k";
+    id.workload_label = "gsm8k";
   } else {
     id.workload_key = cfg.row.scenario;
     id.workload_label = cfg.row.scenario;
@@ -49,18 +53,18 @@ void ConfigRunner::note(const std::string& n) {
   if (o_.show_progress) fmt::print(stderr, "note: {}\n", redact_text(n));
 }
 
-void ConfigRunner::skip_all(const ConfigPlan& cfg, const std::vector<int64_t>& concs,
+void ConfigRunner::skip_all(const ConfigPlan& cfg, const std::vector<Point>& points,
                             const std::string& why) {
-  for (int64_t conc : concs) {
+  for (const Point& point : points) {
     metrics::PointResult p;
-    p.id = identity(cfg, conc);
+    p.id = identity(cfg, point);
     p.status = metrics::PointStatus::kSkipped;
     p.error = why;
     emit(std::move(p));
   }
 }
 
-bool ConfigRunner::fail_config(const ConfigPlan& cfg, const std::vector<int64_t>& concs,
+bool ConfigRunner::fail_config(const ConfigPlan& cfg, const std::vector<Point>& points,
                                store::ServerConfigRecord& rec, const std::string& kind,
                                const std::string& why) {
   const std::string first = why.substr(0, why.find('\n'));
@@ -70,9 +74,9 @@ bool ConfigRunner::fail_config(const ConfigPlan& cfg, const std::vector<int64_t>
   rec.error = why;
   rec_->update_config(rec);
   rec_->record_failure(rec.id, kind, first, tail);
-  for (int64_t conc : concs) {
+  for (const Point& point : points) {
     metrics::PointResult p;
-    p.id = identity(cfg, conc);
+    p.id = identity(cfg, point);
     p.status = metrics::PointStatus::kFailed;
     p.error = first;
     rec_->record_point(p, rec.id, "");
@@ -114,14 +118,14 @@ bool ConfigRunner::run(const ConfigPlan& cfg, size_t index) {
   // them (core/redact.h) in everything it stores.
   rec.launcher = cfg.launcher;
   if (!rec_->add_config(rec)) {
-    skip_all(cfg, cfg.concs, "not run: the database refused its server configuration");
+    skip_all(cfg, cfg.points(), "not run: the database refused its server configuration");
     return false;
   }
 
   // Points already done: resumed from this run, or reused from an earlier one.
-  std::vector<int64_t> pending;
-  for (int64_t conc : cfg.concs) {
-    const metrics::PointIdentity id = identity(cfg, conc);
+  std::vector<Point> pending;
+  for (const Point& point : cfg.points()) {
+    const metrics::PointIdentity id = identity(cfg, point);
     if (!o_.resume.empty()) {
       if (auto done = rec_->resumed(id)) {
         emit(std::move(*done));
@@ -135,7 +139,7 @@ bool ConfigRunner::run(const ConfigPlan& cfg, size_t index) {
         continue;
       }
     }
-    pending.push_back(conc);
+    pending.push_back(point);
   }
   if (pending.empty()) {
     rec.status = "skipped";
@@ -194,8 +198,8 @@ bool ConfigRunner::run(const ConfigPlan& cfg, size_t index) {
     const std::string ended = session.stop();
     if (session.env_reads()) rec.env_reads = session.env_reads()->to_json();
     for (const auto& e : session.write_errors()) outcome_->errors.push_back(e);
-    rec.status = all_ok ? "ok" : "failed";
-    if (!all_ok && rec.error.empty()) {
+    rec.status = all_ok && not_ok == 0 ? "ok" : "failed";
+    if (rec.status != "ok" && rec.error.empty()) {
       rec.error =
           fmt::format("{} of {} points not ok (failed or invalid); server {}", not_ok, pending.size(), ended);
     }
@@ -226,9 +230,9 @@ bool ConfigRunner::run(const ConfigPlan& cfg, size_t index) {
   if (session.expect().failure) {
     const std::string why = *session.expect().failure;
     rec_->record_failure(rec.id, "assertion", why);
-    for (int64_t conc : pending) {
+    for (const Point& point : pending) {
       metrics::PointResult p;
-      p.id = identity(cfg, conc);
+      p.id = identity(cfg, point);
       p.status = metrics::PointStatus::kInvalid;
       p.validity.add(metrics::InvalidKind::kExpectFailed, why);
       p.error = why;
@@ -254,8 +258,8 @@ bool ConfigRunner::run(const ConfigPlan& cfg, size_t index) {
   }
 
   for (size_t i = 0; i < pending.size(); ++i) {
-    const std::vector<int64_t> rest(pending.begin() + static_cast<std::ptrdiff_t>(i),
-                                    pending.end());
+    const std::vector<Point> rest(pending.begin() + static_cast<std::ptrdiff_t>(i),
+                                  pending.end());
     if (interrupt_requested()) {
       outcome_->interrupted = true;
       skip_all(cfg, rest, "interrupted");
@@ -267,8 +271,11 @@ bool ConfigRunner::run(const ConfigPlan& cfg, size_t index) {
       all_ok = false;
       break;
     }
-    metrics::PointResult p = measure(cfg, pending[i], dir, session.url(), unverified,
-                                       session.server().power_dir());
+    const Point& point = pending[i];
+    metrics::PointResult p =
+        point.eval ? measure_eval(cfg, point.conc, dir, session.url(), unverified)
+                   : measure(cfg, point.conc, dir, session.url(), unverified,
+                             session.server().power_dir());
     std::string failure_kind = unverified.valid() ? "point" : "";
     std::string tail;
     if (p.status == metrics::PointStatus::kFailed) {
@@ -278,12 +285,13 @@ bool ConfigRunner::run(const ConfigPlan& cfg, size_t index) {
         failure_kind = "server-exit";
         tail = file_tail(session.log_path(), 2048);
         outcome_->errors.push_back(
-            fmt::format("{} (conc {}): {}{}", row.config_key, pending[i], *gone,
+            fmt::format("{} (conc {}): {}{}", row.config_key, point.conc, *gone,
                         tail.empty() ? "" : "\n--- server.log (tail) ---\n" + tail));
       }
     }
     if (!metrics::is_success(p.status)) {
-      all_ok = false;
+      // A failed eval fails the sweep (its point is not ok) but stops no other configuration.
+      if (!point.eval) all_ok = false;
       ++not_ok;
     }
     rec_->record_point(p, rec.id, failure_kind, tail);

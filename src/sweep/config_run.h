@@ -21,18 +21,25 @@ class ConfigRunner {
                std::map<std::string, const recipe::ConfigEntry*> entries)
       : o_(o), out_(out), rec_(recorder), outcome_(outcome), entries_(std::move(entries)) {}
 
-  /// Runs one configuration; false when any of its points did not succeed.
+  /// Runs one configuration; false when any of its throughput points did not succeed (an eval
+  /// that fails its gate fails the sweep, but never stops other configurations: InferenceX).
   bool run(const ConfigPlan& cfg, size_t index);
-  /// Every point of `concs` skipped with `why` (shown, not stored).
-  void skip_all(const ConfigPlan& cfg, const std::vector<int64_t>& concs, const std::string& why);
+  /// Every point of `points` skipped with `why` (shown, not stored).
+  void skip_all(const ConfigPlan& cfg, const std::vector<ConfigPlan::Point>& points,
+                const std::string& why);
 
  private:
-  metrics::PointIdentity identity(const ConfigPlan& cfg, int64_t conc) const;
+  using Point = ConfigPlan::Point;
+  metrics::PointIdentity identity(const ConfigPlan& cfg, const Point& point) const;
   metrics::PointResult measure(const ConfigPlan& cfg, int64_t conc,
                                const std::filesystem::path& dir, const std::string& url,
                                const metrics::Validity& unverified,
                                const std::optional<std::filesystem::path>& power_dir);
-  bool fail_config(const ConfigPlan& cfg, const std::vector<int64_t>& concs,
+  /// One eval point (sweep/measure_eval.cc): run_eval, scores, the gate as validity.
+  metrics::PointResult measure_eval(const ConfigPlan& cfg, int64_t conc,
+                                    const std::filesystem::path& dir, const std::string& url,
+                                    const metrics::Validity& unverified);
+  bool fail_config(const ConfigPlan& cfg, const std::vector<Point>& points,
                    store::ServerConfigRecord& rec, const std::string& kind, const std::string& why);
   void emit(metrics::PointResult p);
   void note(const std::string& n);

@@ -42,7 +42,7 @@ metrics::PointResult ConfigRunner::measure(const ConfigPlan& cfg, int64_t conc, 
                                            const metrics::Validity& unverified,
                                            const std::optional<fs::path>& power_dir) {
   metrics::PointResult p;
-  p.id = identity(cfg, conc);
+  p.id = identity(cfg, {conc, false});
   p.artifacts_dir = dir.string();
   auto plan = cfg.workload->plan(conc);
   if (!plan) {

@@ -17,9 +17,29 @@ using recipe::RecipeRow;
 size_t SweepPlanned::points() const {
   size_t n = 0;
   for (const auto& g : groups) {
-    for (const auto& c : g.configs) n += c.concs.size();
+    for (const auto& c : g.configs) n += c.concs.size() + c.eval_concs.size();
   }
   return n;
+}
+
+std::vector<ConfigPlan::Point> ConfigPlan::points() const {
+  std::vector<Point> out;
+  for (int64_t c : concs) out.push_back({c, false});
+  for (int64_t c : eval_concs) out.push_back({c, true});
+  return out;
+}
+
+std::shared_ptr<const workload::Workload> eval_workload_for_row(const RecipeRow& row,
+                                                                 const WorkloadOverrides& ov) {
+  workload::gsm8k::EvalParams p;
+  p.prompt = ov.eval_prompt;
+  p.limit = ov.eval_limit;
+  int64_t ctx = 16384;
+  if (const auto* m = row.fields.if_contains("max-model-len"); m && m->is_int64()) {
+    ctx = m->as_int64();
+  }
+  p.max_tokens = workload::gsm8k::max_tokens_for_context(ctx);
+  return std::make_shared<workload::gsm8k::Gsm8kWorkload>(std::move(p));
 }
 
 namespace {
@@ -211,10 +231,10 @@ Expected<SweepPlanned> plan_sweep(const govern::SweepPlan& plan,
     out.groups.push_back({"canary", true, std::move(*configs)});
     if (!out.groups.front().configs.empty()) canary = &out.groups.front().configs.front();
   }
+  std::vector<const govern::PlanGroup*> eval_groups;
   for (const auto& g : plan.groups) {
     if (g.eval) {
-      out.notes.push_back(fmt::format(
-          "{} eval rows planned; accuracy evals are not run by the sweep yet", g.rows.size()));
+      eval_groups.push_back(&g);
       continue;
     }
     auto configs = group_configs(g.rows, entries, o);
@@ -229,6 +249,42 @@ Expected<SweepPlanned> plan_sweep(const govern::SweepPlan& plan,
       std::erase_if(gp.configs, [](const ConfigPlan& c) { return c.concs.empty(); });
     }
     if (!gp.configs.empty()) out.groups.push_back(std::move(gp));
+  }
+  // Evals: on the server of the throughput points of the same configuration when the sweep has
+  // them (InferenceX's run-eval on a throughput job), else on a server of their own (eval-only).
+  for (const govern::PlanGroup* g : eval_groups) {
+    std::vector<RecipeRow> rows = g->rows;
+    for (RecipeRow& r : rows) {
+      // A multi-node row's eval runs at its eval-conc only.
+      if (const auto* ec = r.fields.if_contains("eval-conc"); ec && ec->is_int64()) {
+        r.fields["conc"] = ec->as_int64();
+      }
+    }
+    auto configs = group_configs(rows, entries, o);
+    if (!configs) return configs.error();
+    GroupPlan evals{g->name, g->fail_fast || o.fail_fast, {}};
+    for (ConfigPlan& c : *configs) {
+      c.eval_concs = std::move(c.concs);
+      c.concs.clear();
+      if (c.unsupported.empty()) c.eval = eval_workload_for_row(c.row, o.workload);
+      ConfigPlan* host = nullptr;
+      for (auto& og : out.groups) {
+        if (og.name == "canary") continue;
+        for (auto& oc : og.configs) {
+          if (oc.fingerprint == c.fingerprint && oc.launcher == c.launcher && oc.eval == nullptr &&
+              oc.unsupported.empty()) {
+            host = &oc;
+          }
+        }
+      }
+      if (host != nullptr && c.eval) {
+        host->eval = c.eval;
+        host->eval_concs = c.eval_concs;
+      } else {
+        evals.configs.push_back(std::move(c));
+      }
+    }
+    if (!evals.configs.empty()) out.groups.push_back(std::move(evals));
   }
   // Every point's size, before any server starts (a point's prompts are held in memory).
   for (const auto& g : out.groups) {

@@ -14,6 +14,7 @@
 #include "govern/labels.h"
 #include "recipe/matrix.h"
 #include "recipe/recipe.h"
+#include "workload/gsm8k.h"
 #include "workload/workload.h"
 
 namespace ib::sweep {
@@ -30,6 +31,9 @@ struct WorkloadOverrides {
   std::optional<int> warmup_requests_per_lane;
   std::optional<double> agentic_duration_s, time_scale;
   bool agentx_fast = false;  // the agentx-fast label: 1200 s, 1 warmup request per lane
+  // Eval rows (GSM8K, docs/evals.md): the prompt and how many problems (0: all 1319).
+  workload::gsm8k::PromptOptions eval_prompt;
+  size_t eval_limit = 0;
 };
 
 struct PlanOptions {
@@ -52,6 +56,19 @@ struct ConfigPlan {
   /// Why this version cannot run it (agentic rows, multi-node without an endpoint); said before
   /// any server starts.
   std::string unsupported;
+  /// Accuracy evals on this server (eval rows): their concurrencies, measured after the
+  /// throughput points on the same server start. An eval-only configuration (evals-only, or no
+  /// throughput row of the same fingerprint) has no `concs`.
+  std::vector<int64_t> eval_concs;
+  std::shared_ptr<const workload::Workload> eval;  // a workload::gsm8k::Gsm8kWorkload
+
+  /// One point of the configuration: a throughput concurrency or an eval.
+  struct Point {
+    int64_t conc = 0;
+    bool eval = false;
+  };
+  /// The throughput points, then the evals.
+  std::vector<Point> points() const;
 };
 
 struct GroupPlan {
@@ -77,8 +94,14 @@ Expected<std::vector<ConfigPlan>> group_configs(
     const std::vector<recipe::RecipeRow>& rows,
     const std::map<std::string, const recipe::ConfigEntry*>& entries, const PlanOptions& o);
 
+/// The eval workload of an eval row: GSM8K with the overrides' prompt and limit, and max_tokens by
+/// InferenceX's rule from the row's max-model-len (ISL + OSL + 256; 16384 when absent).
+std::shared_ptr<const workload::Workload> eval_workload_for_row(const recipe::RecipeRow& row,
+                                                                 const WorkloadOverrides& overrides);
+
 /// The whole sweep: canary first (its one point is not measured again by its group), then the
-/// label plan's groups; eval groups are noted, not run.
+/// label plan's groups. Eval rows join the throughput configuration of the same fingerprint (one
+/// server start for both), or form eval-only configurations in an "evals" group.
 Expected<SweepPlanned> plan_sweep(const govern::SweepPlan& plan,
                                   const std::map<std::string, const recipe::ConfigEntry*>& entries,
                                   const PlanOptions& o);

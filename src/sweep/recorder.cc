@@ -211,6 +211,19 @@ void RunRecorder::write_point_files(const metrics::PointResult& p, const json::o
   write_file(dir / ("records_" + stem + ".jsonl"), lines);
 }
 
+void RunRecorder::write_eval_files(const metrics::PointResult& p,
+                                   const std::vector<json::object>& samples) {
+  const fs::path dir = p.artifacts_dir;
+  const std::string stem = fmt::format("eval_gsm8k_conc_{}", p.id.concurrency);
+  write_file(dir / (stem + ".json"), json::serialize(redacted(p.result)) + "\n");
+  std::string lines;
+  for (const auto& s : samples) {
+    lines += json::serialize(redacted(s));
+    lines += '\n';
+  }
+  write_file(dir / (stem + "_samples.jsonl"), lines);
+}
+
 namespace {
 
 std::optional<double> opt_number(const json::object& o, std::string_view key) {

@@ -47,6 +47,9 @@ class RunRecorder {
   /// records_conc_N.jsonl); `aggregate` is InferenceX's form of the result.
   void write_point_files(const metrics::PointResult& p, const boost::json::object& aggregate,
                          const std::vector<metrics::RequestRecord>& records, int64_t origin_ns);
+  /// An eval point's files: its result (`eval_gsm8k_conc_<C>.json`) and one JSON line per
+  /// problem (`eval_gsm8k_conc_<C>_samples.jsonl`, lm-eval's --log_samples).
+  void write_eval_files(const metrics::PointResult& p, const std::vector<boost::json::object>& samples);
   /// The point's raw server-metrics scrapes, gzip-compressed JSONL
   /// (`server_metrics_conc_<C>.jsonl.gz`: one line per scrape, the exposition text in "text").
   void write_scrapes(const metrics::PointResult& p, const std::vector<load::RawScrape>& scrapes);

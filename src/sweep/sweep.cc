@@ -297,15 +297,15 @@ Expected<SweepOutcome> run_sweep(const SweepOptions& o, std::FILE* table_out) {
       ++index;
       if (outcome.interrupted || interrupt_requested()) {
         outcome.interrupted = true;
-        runner.skip_all(cfg, cfg.concs, "interrupted");
+        runner.skip_all(cfg, cfg.points(), "interrupted");
         continue;
       }
       if (canary_failed) {
-        runner.skip_all(cfg, cfg.concs, "the canary failed");
+        runner.skip_all(cfg, cfg.points(), "the canary failed");
         continue;
       }
       if (stop_group) {
-        runner.skip_all(cfg, cfg.concs, fmt::format("fail-fast ({} had a failure)", g.name));
+        runner.skip_all(cfg, cfg.points(), fmt::format("fail-fast ({} had a failure)", g.name));
         continue;
       }
       const bool ok = runner.run(cfg, index);

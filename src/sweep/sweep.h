@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "recipe/eval_thresholds.h"
 #include "core/expected.h"
 #include "launch/slurm.h"
 #include "load/power_sampler.h"
@@ -52,6 +53,10 @@ struct SweepOptions {
   std::filesystem::path inferbench_exe;  // what "inferbench" in a serve command means
   std::string command_line;
   bool show_progress = true;
+  /// Eval gates (docs/evals.md): thresholds in InferenceX's shape (none: every task's threshold
+  /// is `eval_min_score`), resolved by the row's model-prefix.
+  std::optional<recipe::EvalThresholds> eval_thresholds;
+  double eval_min_score = recipe::kDefaultMinScore;
   /// `sweep --repeat N`: this run is repeat `repeat_index` (1-based) of `repeat_count`, all of
   /// them one group (recorded in the run's options as repeat: {group, index, count}; compare
   /// takes a group's runs as repeated measurements). repeat_count <= 1: not a repeat.

@@ -97,6 +97,49 @@ std::vector<std::vector<double>> bootstrap_deltas(const std::vector<const SidePo
   return reps;
 }
 
+// Mean and standard error of one filter's exact match over a side's repeats (independent runs:
+// the mean's standard error is √(Σ seᵢ²) / k).
+std::pair<double, double> eval_mean_se(const std::vector<const SidePoint*>& side, bool strict) {
+  double sum = 0, var = 0;
+  for (const auto* p : side) {
+    sum += strict ? p->eval->em_strict : p->eval->em_flexible;
+    const double se = strict ? p->eval->em_strict_se : p->eval->em_flexible_se;
+    var += se * se;
+  }
+  const double k = static_cast<double>(side.size());
+  return {sum / k, std::sqrt(var) / k};
+}
+
+PairResult compare_eval_pair(const std::vector<const SidePoint*>& base,
+                             const std::vector<const SidePoint*>& head, const CompareOptions& o) {
+  PairResult pr;
+  pr.base_key = base.front()->config_key;
+  pr.head_key = head.front()->config_key;
+  pr.workload_key = base.front()->workload_key;
+  pr.workload_label = base.front()->workload_label;
+  pr.concurrency = base.front()->concurrency;
+  pr.base_repeats = base.size();
+  pr.head_repeats = head.size();
+  // The normal quantile (Student's t with very many degrees of freedom).
+  const double z = student_t_quantile((1 + o.confidence) / 2, 1e9);
+  for (bool strict : {true, false}) {
+    AccuracyDelta d;
+    d.filter = strict ? "strict-match" : "flexible-extract";
+    std::tie(d.base, d.base_se) = eval_mean_se(base, strict);
+    std::tie(d.head, d.head_se) = eval_mean_se(head, strict);
+    d.delta = d.head - d.base;
+    const double se = std::sqrt(d.base_se * d.base_se + d.head_se * d.head_se);
+    if (std::isfinite(d.delta) && std::isfinite(se)) {
+      d.ci = {d.delta - z * se, d.delta + z * se};
+      d.verdict = d.ci.lo > 0   ? Verdict::kImproved
+                  : d.ci.hi < 0 ? Verdict::kRegressed
+                                : Verdict::kNoChange;
+    }
+    pr.accuracy.push_back(d);
+  }
+  return pr;
+}
+
 PairResult compare_pair(const std::vector<const SidePoint*>& base,
                         const std::vector<const SidePoint*>& head, const CompareOptions& o) {
   PairResult pr;
@@ -246,7 +289,9 @@ Comparison compare(const Side& base, const Side& head, const CompareOptions& o) 
       continue;
     }
     matched_head.insert(it->first);
-    c.pairs.push_back(compare_pair(pts, it->second, o));
+    c.pairs.push_back(pts.front()->eval && it->second.front()->eval
+                          ? compare_eval_pair(pts, it->second, o)
+                          : compare_pair(pts, it->second, o));
   }
   // Read in the order people look for: configuration, workload, then concurrency ascending (the
   // workload key may differ per concurrency, e.g. its prompt count, so the map's order is not it).
@@ -262,8 +307,11 @@ Comparison compare(const Side& base, const Side& head, const CompareOptions& o) 
     }
   }
   for (const auto& pr : c.pairs) {
-    for (const auto& m : pr.metrics) {
-      switch (m.verdict) {
+    std::vector<Verdict> verdicts;
+    for (const auto& m : pr.metrics) verdicts.push_back(m.verdict);
+    for (const auto& a : pr.accuracy) verdicts.push_back(a.verdict);
+    for (Verdict v : verdicts) {
+      switch (v) {
         case Verdict::kImproved: ++c.improved; break;
         case Verdict::kRegressed: ++c.regressed; break;
         case Verdict::kNoChange: ++c.unchanged; break;
@@ -277,6 +325,7 @@ Comparison compare(const Side& base, const Side& head, const CompareOptions& o) 
   std::map<std::tuple<std::string, std::string, std::string>, CurveResult> curves;
   for (const auto& [key, pts] : gb) {
     const auto& [config, workload, conc] = key;
+    if (pts.front()->eval) continue;  // an eval has no throughput curve
     auto pair_it = o.pairs.find(config);
     const std::string head_key = pair_it == o.pairs.end() ? config : pair_it->second;
     auto it = gh.find({head_key, workload, conc});
@@ -306,6 +355,17 @@ Comparison compare(const Side& base, const Side& head, const CompareOptions& o) 
     c.curves.push_back(std::move(cr));
   }
   return c;
+}
+
+bool SidePoint::usable() const {
+  if (eval) {
+    if (status != "ok" && status != "reused" && status != "invalid") return false;
+    for (const auto& r : validity.reasons) {
+      if (r.kind != metrics::InvalidKind::kEvalGate) return false;
+    }
+    return true;
+  }
+  return (status == "ok" || status == "reused") && validity.valid();
 }
 
 std::string Comparison::verdict_line() const {
@@ -367,6 +427,16 @@ std::vector<std::vector<std::string>> metric_rows(const Comparison& c) {
                       fmt::format("{}{}", m.key, m.higher_is_better ? " \u2191" : " \u2193"),
                       value_text(m.base, i), value_text(m.head, i), pct_text(m.delta_pct),
                       decided_interval(m), std::string(verdict_name(m.verdict)),
+                      fmt::format("{}/{}", pr.base_repeats, pr.head_repeats)});
+    }
+    for (const auto& a : pr.accuracy) {
+      rows.push_back({config, pr.workload_label, std::to_string(pr.concurrency),
+                      "exact_match," + a.filter + " \u2191", fmt::format("{:.4f}", a.base),
+                      fmt::format("{:.4f}", a.head), fmt::format("{:+.1f} pts", a.delta * 100),
+                      a.ci.valid() ? fmt::format("[{:+.1f}, {:+.1f}] pts normal", a.ci.lo * 100,
+                                                 a.ci.hi * 100)
+                                   : std::string("no interval (no standard error)"),
+                      std::string(verdict_name(a.verdict)),
                       fmt::format("{}/{}", pr.base_repeats, pr.head_repeats)});
     }
   }
@@ -575,6 +645,19 @@ json::object comparison_json(const Comparison& c) {
                                {"note", m.note}};
     }
     p["metrics"] = std::move(ms);
+    if (!pr.accuracy.empty()) {
+      json::object acc;
+      for (const auto& a : pr.accuracy) {
+        acc["exact_match," + a.filter] = json::object{{"base", num_or_null(a.base)},
+                                                      {"head", num_or_null(a.head)},
+                                                      {"base_stderr", num_or_null(a.base_se)},
+                                                      {"head_stderr", num_or_null(a.head_se)},
+                                                      {"delta", num_or_null(a.delta)},
+                                                      {"ci", interval_json(a.ci)},
+                                                      {"verdict", verdict_name(a.verdict)}};
+      }
+      p["accuracy"] = std::move(acc);
+    }
     pairs.push_back(std::move(p));
   }
   o["pairs"] = std::move(pairs);

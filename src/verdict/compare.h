@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "metrics/eval_result.h"
 #include "metrics/keys.h"
 #include "metrics/point.h"
 #include "metrics/record.h"
@@ -45,8 +46,12 @@ struct SidePoint {
   bool has_records = false;
   std::vector<metrics::RequestRecord> records;  // measured requests (records_conc_<C>.jsonl)
   std::map<std::string, std::string> identity;  // kIdentityFields -> value ("" unknown)
+  /// An accuracy eval's scores (docs/evals.md); nullopt for throughput points.
+  std::optional<metrics::EvalSummary> eval;
 
-  bool usable() const { return (status == "ok" || status == "reused") && validity.valid(); }
+  /// Measured and valid. An eval below its threshold is still compared (its accuracy change is
+  /// the point of comparing it): invalid only by its gate counts as usable.
+  bool usable() const;
 };
 
 struct Side {
@@ -76,12 +81,25 @@ struct MetricDelta {
   std::string note;           // why there is no interval
 };
 
+/// The change of an eval's exact match (one filter) between the sides, in absolute terms:
+/// head - base with the normal interval delta ± z·√(se_b² + se_h²) (each side's standard error,
+/// the mean's over repeats). Improved or regressed only when the whole interval is beyond 0.
+struct AccuracyDelta {
+  std::string filter;  // "strict-match" | "flexible-extract"
+  double base = 0, head = 0;
+  double base_se = 0, head_se = 0;
+  double delta = 0;  // head - base
+  Interval ci;       // of delta
+  Verdict verdict = Verdict::kNoInterval;
+};
+
 struct PairResult {
   std::string base_key, head_key, workload_key, workload_label;
   int64_t concurrency = 0;
   size_t base_repeats = 0, head_repeats = 0;
   bool records = false;  // both sides had per-request records
-  std::vector<MetricDelta> metrics;
+  std::vector<MetricDelta> metrics;    // throughput points
+  std::vector<AccuracyDelta> accuracy;  // eval points
 };
 
 struct Confounder {

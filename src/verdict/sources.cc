@@ -57,6 +57,7 @@ void fill_from_result(SidePoint& p, const json::object& r) {
       p.headline.set("output_tput_per_gpu", out / gpus);
     }
   }
+  p.eval = metrics::eval_summary(r);
   if (const auto* e = r.if_contains("e2e_norm_intvty"); e && e->is_object()) {
     p.agentic = true;
     p.e2e_norm_intvty = num_of(e->as_object(), "p90");

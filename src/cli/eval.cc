@@ -1,0 +1,278 @@
+// `inferbench eval`: one GSM8K accuracy eval against any OpenAI-compatible server, scored and gated
+// as InferenceX does (docs/evals.md).
+#include <fmt/format.h>
+
+#include <cmath>
+#include <memory>
+
+#include "cli/commands.h"
+#include "core/files.h"
+#include "core/interrupt.h"
+#include "core/redact.h"
+#include "core/strings.h"
+#include "load/eval_run.h"
+#include "recipe/eval_thresholds.h"
+#include "report/table.h"
+#include "workload/gsm8k.h"
+
+namespace ib::cli {
+
+namespace {
+
+namespace gsm8k = workload::gsm8k;
+namespace json = boost::json;
+
+struct EvalOptions {
+  load::EvalSpec spec;
+  std::string style = "chat";
+  std::string variant = "inferencex";
+  int64_t limit = 0;
+  int64_t max_model_len = 16384;
+  CLI::Option* max_tokens_opt = nullptr;
+  CLI::Option* max_model_len_opt = nullptr;
+  double request_timeout_s = 1800;
+  std::string dataset, fewshot_dataset;
+  std::string thresholds, model_prefix;
+  double min_score = recipe::kDefaultMinScore;
+  bool json = false;
+  std::string output, samples;
+};
+
+std::string score_cell(const gsm8k::Accuracy& a) {
+  return std::isnan(a.value()) ? "-" : fmt::format("{:.4f}", a.value());
+}
+
+std::string stderr_cell(const gsm8k::Accuracy& a) {
+  auto se = a.stderr_value();
+  return se ? fmt::format("{:.4f}", *se) : "N/A";
+}
+
+void print_text(const load::EvalReport& r, const load::EvalGate& gate, const std::string& url) {
+  fmt::print("gsm8k ({}-shot, {}, {} prompt) on {} at {}: {} problems at concurrency {}, {:.1f} s\n",
+             r.prompt.num_fewshot, gsm8k::style_name(r.prompt.style),
+             r.prompt.inferencex ? "InferenceX" : "lm-eval", r.model, url, r.problems,
+             r.concurrency, r.duration_s);
+  report::Table t({{"filter", report::Align::kLeft},
+                   {"exact_match", report::Align::kRight},
+                   {"stderr", report::Align::kRight},
+                   {"correct", report::Align::kRight}});
+  t.add_row({"strict-match", score_cell(r.strict), stderr_cell(r.strict),
+             fmt::format("{} / {}", r.strict.correct, r.strict.n)});
+  t.add_row({"flexible-extract", score_cell(r.flexible), stderr_cell(r.flexible),
+             fmt::format("{} / {}", r.flexible.correct, r.flexible.n)});
+  fmt::print("{}", t.render());
+  if (r.failed > 0 || r.not_run > 0) {
+    fmt::print("unanswered: {} failed, {} not sent\n", r.failed, r.not_run);
+  }
+  if (gate.passed()) {
+    fmt::print("gate: passed (threshold {:.2f}, {})\n", gate.threshold, gate.source);
+  } else {
+    fmt::print("gate: FAILED\n");
+    for (const auto& why : gate.reasons) fmt::print("  - {}\n", why);
+  }
+}
+
+// The first failed record's error, for the message when nothing was answered.
+std::string first_error(const load::EvalReport& r) {
+  for (const auto& rec : r.records) {
+    if (rec.attempts > 0 && !rec.answered) return rec.error;
+  }
+  return "";
+}
+
+int run(EvalOptions& o) {
+  if (auto same = same_output_files({{"--output", o.output}, {"--samples", o.samples}})) {
+    fmt::print(stderr, "inferbench eval: {}\n", *same);
+    return kExitUsage;
+  }
+  auto style = gsm8k::parse_style(o.style);
+  if (!style) {
+    fmt::print(stderr,
+               "inferbench eval: --prompt-style must be chat, chat-single-turn or completions "
+               "(got '{}')\n",
+               printable(o.style, 40));
+    return kExitUsage;
+  }
+  if (o.variant != "inferencex" && o.variant != "lm-eval") {
+    fmt::print(stderr, "inferbench eval: --task must be inferencex or lm-eval (got '{}')\n",
+               printable(o.variant, 40));
+    return kExitUsage;
+  }
+  if (o.max_tokens_opt->count() > 0 && o.max_model_len_opt->count() > 0) {
+    fmt::print(stderr,
+               "inferbench eval: give --max-tokens or --max-model-len, not both (--max-model-len "
+               "sets --max-tokens by InferenceX's rule)\n");
+    return kExitUsage;
+  }
+  o.spec.prompt.style = *style;
+  o.spec.prompt.inferencex = o.variant == "inferencex";
+  if (o.max_tokens_opt->count() == 0) {
+    o.spec.max_tokens = gsm8k::max_tokens_for_context(o.max_model_len);
+  }
+  o.spec.limit = static_cast<size_t>(o.limit);
+  o.spec.request_timeout = std::chrono::seconds(static_cast<int64_t>(std::ceil(o.request_timeout_s)));
+
+  gsm8k::Dataset dataset = gsm8k::builtin();
+  if (!o.dataset.empty()) {
+    auto test = gsm8k::load_jsonl(o.dataset);
+    if (!test) {
+      fmt::print(stderr, "inferbench eval: --dataset {}\n", test.error().message);
+      return kExitUsage;
+    }
+    dataset.test = std::move(*test);
+    dataset.source = fmt::format("{} ({} problems)", o.dataset, dataset.test.size());
+  }
+  if (!o.fewshot_dataset.empty()) {
+    auto train = gsm8k::load_jsonl(o.fewshot_dataset);
+    if (!train) {
+      fmt::print(stderr, "inferbench eval: --fewshot-dataset {}\n", train.error().message);
+      return kExitUsage;
+    }
+    dataset.train = std::move(*train);
+    dataset.source += fmt::format("; few-shot examples from {} ({} problems)", o.fewshot_dataset,
+                                  dataset.train.size());
+  }
+  if (static_cast<size_t>(o.spec.prompt.num_fewshot) > dataset.train.size()) {
+    fmt::print(stderr,
+               "inferbench eval: --num-fewshot {} is more than the {} few-shot problems there are "
+               "(--fewshot-dataset gives more)\n",
+               o.spec.prompt.num_fewshot, dataset.train.size());
+    return kExitUsage;
+  }
+  recipe::EvalThresholds thresholds;
+  if (!o.thresholds.empty()) {
+    auto t = recipe::load_eval_thresholds(o.thresholds);
+    if (!t) {
+      fmt::print(stderr, "inferbench eval: {}\n", t.error().message);
+      return kExitUsage;
+    }
+    thresholds = std::move(*t);
+  } else if (!o.model_prefix.empty()) {
+    fmt::print(stderr, "inferbench eval: --model-prefix selects a threshold of --thresholds FILE\n");
+    return kExitUsage;
+  }
+  const auto threshold = thresholds.resolve(o.model_prefix, "gsm8k", o.min_score);
+
+  o.spec.show_progress = true;
+  install_interrupt_handlers();
+  auto report = load::run_eval(o.spec, dataset);
+  if (!report) {
+    fmt::print(stderr, "inferbench eval: {}\n", redact_text(report.error().message));
+    return kExitUsage;
+  }
+  const load::EvalGate gate = gate_eval(*report, threshold.value, threshold.source);
+  json::object result = report->to_json();
+  result["endpoint"] = o.spec.endpoint_url;
+  result["tool"] = "inferbench";
+  result["tool_version"] = INFERBENCH_VERSION;
+  result["gate"] = gate.to_json();
+  if (!o.samples.empty()) {
+    std::string lines;
+    for (const auto& r : report->records) {
+      json::object rec = r.to_json();
+      rec["target"] = gsm8k::reference_answer(dataset.test[r.index].answer);
+      lines += redact_text(json::serialize(rec));
+      lines += '\n';
+    }
+    if (auto s = write_file_atomic(o.samples, lines); !s) {
+      fmt::print(stderr, "inferbench eval: cannot write --samples: {}\n", s.error().message);
+      return kExitFailure;
+    }
+  }
+  const std::string text = redact_text(json::serialize(result));
+  if (!o.output.empty()) {
+    if (auto s = write_file_atomic(o.output, text + "\n"); !s) {
+      fmt::print(stderr, "inferbench eval: cannot write --output: {}\n", s.error().message);
+      return kExitFailure;
+    }
+  }
+  if (o.json) {
+    fmt::print("{}\n", text);
+  } else {
+    print_text(*report, gate, o.spec.endpoint_url);
+  }
+  if (report->interrupted) return interrupted_exit_code();
+  if (report->n_eff() == 0) {
+    fmt::print(stderr, "inferbench eval: nothing was measured: none of the {} problems was "
+                       "answered{}\n",
+               report->problems,
+               first_error(*report).empty() ? "" : " (first error: " + first_error(*report) + ")");
+    return kExitFailure;
+  }
+  return gate.passed() ? kExitOk : kExitFailure;
+}
+
+}  // namespace
+
+RunFn register_eval(CLI::App& root) {
+  auto o = std::make_shared<EvalOptions>();
+  CLI::App* app = root.add_subcommand(
+      "eval", "Run a GSM8K accuracy eval against an OpenAI-compatible server and gate it");
+  app->add_option("--endpoint", o->spec.endpoint_url,
+                  "Server base URL: http://HOST:PORT, with or without a trailing /v1")
+      ->capture_default_str()
+      ->transform(endpoint_url());
+  app->add_option("--model", o->spec.model, "Model name (default: first from /v1/models)");
+  add_integer(app, "--concurrency", o->spec.concurrency,
+              "Requests in flight (InferenceX: EVAL_CONCURRENT_REQUESTS, else the row's conc, "
+              "else 64)",
+              1, kMaxConcurrency)
+      ->capture_default_str();
+  add_integer(app, "--limit", o->limit, "Only the first N problems (0 = all 1319)", 0,
+              kMaxRequests)
+      ->capture_default_str();
+  o->max_model_len_opt =
+      add_integer(app, "--max-model-len", o->max_model_len,
+                  "The server's context length; max_tokens is then InferenceX's ctx - 4096 (ctx "
+                  "/ 2 at 4096 or less), at most 16384",
+                  2, kMaxTokens)
+          ->capture_default_str();
+  o->max_tokens_opt = add_integer(app, "--max-tokens", o->spec.max_tokens,
+                                  "max_tokens of each request (instead of --max-model-len)", 1,
+                                  kMaxTokens);
+  app->add_option("--prompt-style", o->style,
+                  "chat (few-shot as multi-turn messages, lm-eval --apply_chat_template, as "
+                  "InferenceX) | chat-single-turn | completions (plain text, /v1/completions)")
+      ->capture_default_str();
+  app->add_option("--task", o->variant,
+                  "inferencex (its prompt asks for '#### [number]'; strict takes the last match) "
+                  "| lm-eval (the stock gsm8k task: first match, 'Question:' also stops)")
+      ->capture_default_str();
+  add_integer(app, "--num-fewshot", o->spec.prompt.num_fewshot, "Few-shot examples per problem", 0,
+              1000)
+      ->capture_default_str();
+  app->add_option("--fewshot-seed", o->spec.prompt.fewshot_seed, "Seed of the few-shot draw")
+      ->capture_default_str()
+      ->transform(unsigned_integer());
+  app->add_option("--dataset", o->dataset,
+                  "Problems to score, JSON Lines of {question, answer} (default: the built-in "
+                  "test split)")
+      ->check(input_file());
+  app->add_option("--fewshot-dataset", o->fewshot_dataset,
+                  "Few-shot examples, same format (default: the built-in first 64 train "
+                  "problems; give the whole train split for lm-eval's pool)")
+      ->check(input_file());
+  app->add_option("--thresholds", o->thresholds,
+                  "Thresholds file in InferenceX's shape (default.<task>, models.<prefix>.<task>)")
+      ->check(input_file());
+  app->add_option("--model-prefix", o->model_prefix,
+                  "Model prefix for models.<prefix>.gsm8k in --thresholds (dsr1, gptoss, ...)");
+  app->add_option("--min-score", o->min_score,
+                  "Threshold when --thresholds gives none for the task")
+      ->capture_default_str()
+      ->transform(real_in(0, 1));
+  add_integer(app, "--max-retries", o->spec.max_retries,
+              "Re-sends of a request after a transport error, 429 or 5xx", 0, 100)
+      ->capture_default_str();
+  app->add_option("--request-timeout", o->request_timeout_s, "Seconds for one request")
+      ->capture_default_str()
+      ->transform(positive_real(kMaxSeconds));
+  app->add_flag("--json", o->json, "Print the result as JSON");
+  app->add_option("--output", o->output, "Write the result JSON here")->check(output_file());
+  app->add_option("--samples", o->samples,
+                  "Write one JSON line per problem (response, extracted answers, correct) here")
+      ->check(output_file());
+  return [o]() { return run(*o); };
+}
+
+}  // namespace ib::cli
