@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "metrics/eval_result.h"
 #include "cli/commands.h"
 #include "core/clock.h"
+#include "metrics/eval_result.h"
 #include "metrics/keys.h"
 #include "report/table.h"
 #include "store/store.h"

@@ -138,6 +138,7 @@ asio::awaitable<void> worker(Shared& s) {
       if (!retryable(o, sink.status())) break;
       if (!conn->is_open()) continue;  // reconnects on the next request
     }
+    if (!r.answered && s.stop) r.cut = true;
     if (r.answered) {
       r.scored = gsm8k::score(r.response, s.dataset.test[r.index].answer,
                               /*strict_last=*/spec.prompt.inferencex);
@@ -333,7 +334,7 @@ EvalGate gate_eval(const EvalReport& report, double threshold, std::string sourc
                                     report.problems));
   }
   if (report.interrupted) {
-    g.reasons.push_back(fmt::format("interrupted: {} of {} problems were not sent",
+    g.reasons.push_back(fmt::format("interrupted: {} of {} problems got no answer",
                                     report.not_run, report.problems));
   }
   return g;
@@ -381,7 +382,7 @@ Expected<EvalReport> run_eval(const EvalSpec& spec, const gsm8k::Dataset& datase
   report.interrupted = shared.stop;
   for (const auto& r : report.records) {
     if (!r.answered) {
-      ++(r.attempts == 0 ? report.not_run : report.failed);
+      ++(r.attempts == 0 || r.cut ? report.not_run : report.failed);
       continue;
     }
     ++report.strict.n;

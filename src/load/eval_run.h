@@ -35,6 +35,7 @@ struct EvalRecord {
   int attempts = 0;
   int http_status = 0;
   bool answered = false;  // a response was received and parsed
+  bool cut = false;       // in flight when the eval was interrupted: not a failure
   std::string error;      // why not
   std::string response;   // the generated text (reasoning text when content was empty)
   std::string finish_reason;
@@ -53,7 +54,7 @@ struct EvalReport {
   std::vector<EvalRecord> records;
   workload::gsm8k::Accuracy strict, flexible;  // over the answered problems
   int64_t failed = 0;   // problems sent that got no answer
-  int64_t not_run = 0;  // problems never sent (interrupted)
+  int64_t not_run = 0;  // problems never sent, or cut in flight (interrupted)
   double duration_s = 0;
   bool interrupted = false;
   std::string dataset;  // where the problems came from

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/clock.h"
+#include "metrics/eval_result.h"
 #include "report/report_assets.h"  // generated from src/report/assets/ (src/CMakeLists.txt)
 
 namespace ib::report {
@@ -330,6 +331,21 @@ void add_run(json::array& runs, json::array& configs, json::array& points, const
       if (const auto* sv = obj_at(*t, "server")) o["telemetry"] = *sv;
     }
     if (const auto* e = obj_at(p.result, "energy")) o["energy"] = *e;
+    // An accuracy eval (docs/evals.md): shown in the Accuracy section, not on throughput charts.
+    if (auto ev = metrics::eval_summary(p.result)) {
+      auto num = [](double v) { return std::isfinite(v) ? json::value(v) : json::value(nullptr); };
+      json::object e{{"task", ev->task},
+                     {"em_strict", num(ev->em_strict)},
+                     {"em_strict_se", num(ev->em_strict_se)},
+                     {"em_flexible", num(ev->em_flexible)},
+                     {"em_flexible_se", num(ev->em_flexible_se)},
+                     {"n_eff", ev->n_eff},
+                     {"problems", ev->problems},
+                     {"threshold", num(ev->threshold)},
+                     {"threshold_source", ev->threshold_source}};
+      e["gate_passed"] = ev->gate_passed ? json::value(*ev->gate_passed) : json::value(nullptr);
+      o["eval"] = std::move(e);
+    }
     if (const auto* w = p.result.if_contains("warnings")) o["warnings"] = *w;
     if (const auto* a = obj_at(p.result, "agentic")) {
       if (const auto* sc = obj_at(*a, "server_prefix_cache")) o["server_prefix_cache"] = *sc;

@@ -6,6 +6,7 @@
 
 #include "sweep/server_spec.h"
 #include "workload/fixed_seq_len.h"
+#include "workload/gsm8k.h"
 
 namespace ib::sweep {
 namespace {
@@ -169,6 +170,63 @@ TEST(Planner, TheCanaryPointIsMeasuredOnce) {
   auto refused = plan_sweep(govern::make_sweep_plan(rows, labels), l.by_key, bad);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.error().message, "--concurrency values must be at least 1 (got 0)");
+}
+
+const char* kEvalRecipe =
+    "e:\n"
+    "  image: i\n"
+    "  model: m\n"
+    "  model-prefix: p\n"
+    "  precision: bf16\n"
+    "  framework: serve-sim\n"
+    "  runner: local\n"
+    "  multinode: false\n"
+    "  serve: { command: [inferbench, serve-sim, --port, \"{port}\"] }\n"
+    "  scenarios:\n"
+    "    fixed-seq-len:\n"
+    "    - { isl: 8192, osl: 1024, search-space: [{ tp: 1, conc-list: [16, 32, 64] }] }\n";
+
+TEST(Planner, EvalRowsJoinTheirThroughputServerOrRunAlone) {
+  Loaded l = load(kEvalRecipe);
+  // InferenceX marks the 8k1k row at the highest (64) and median (32) concurrency >= 16.
+  govern::Labels labels;
+  labels.primary = "non-canary-full-sweep-enabled";
+  WorkloadOverrides ov;
+  ov.eval_limit = 10;
+  PlanOptions o;
+  o.workload = ov;
+  auto planned = plan_sweep(govern::make_sweep_plan(l.rows, labels), l.by_key, o);
+  ASSERT_TRUE(planned.ok()) << planned.error().message;
+  ASSERT_EQ(planned->groups.size(), 1u);  // no separate eval group: one server for both
+  const ConfigPlan& c = planned->groups[0].configs.at(0);
+  EXPECT_EQ(c.concs, (std::vector<int64_t>{16, 32, 64}));
+  EXPECT_EQ(c.eval_concs, (std::vector<int64_t>{32, 64}));
+  ASSERT_TRUE(c.eval);
+  const auto* eval = dynamic_cast<const workload::gsm8k::Gsm8kWorkload*>(c.eval.get());
+  ASSERT_NE(eval, nullptr);
+  EXPECT_EQ(eval->params().max_tokens, 5376);  // max-model-len 9472 - 4096
+  EXPECT_EQ(eval->params().limit, 10u);
+  EXPECT_EQ(eval->label(), "gsm8k 5-shot chat");
+  EXPECT_EQ(planned->points(), 5u);
+  const auto points = c.points();
+  ASSERT_EQ(points.size(), 5u);
+  EXPECT_FALSE(points[2].eval);
+  EXPECT_TRUE(points[3].eval);
+  EXPECT_EQ(points[3].conc, 32);
+  // The eval's key differs from the throughput point's at the same concurrency.
+  EXPECT_NE(c.eval->key(32), c.workload->key(32));
+  EXPECT_EQ(c.eval->key(32).rfind("gsm8k:", 0), 0u);
+
+  // evals-only: the evals alone on a server of their own.
+  labels.evals_only = true;
+  planned = plan_sweep(govern::make_sweep_plan(l.rows, labels), l.by_key, o);
+  ASSERT_TRUE(planned.ok()) << planned.error().message;
+  ASSERT_EQ(planned->groups.size(), 1u);
+  EXPECT_EQ(planned->groups[0].name, "evals");
+  const ConfigPlan& only = planned->groups[0].configs.at(0);
+  EXPECT_TRUE(only.concs.empty());
+  EXPECT_EQ(only.eval_concs, (std::vector<int64_t>{32, 64}));
+  EXPECT_EQ(planned->points(), 2u);
 }
 
 TEST(Planner, BadWorkloadBlockNamesFileLineAndField) {

@@ -12,6 +12,7 @@
 #include "core/process.h"
 #include "core/strings.h"
 #include "govern/labels.h"
+#include "metrics/eval_result.h"
 #include "recipe/matrix.h"
 #include "recipe/recipe.h"
 #include "report/table.h"
@@ -159,7 +160,13 @@ std::string sweep_table_row(const metrics::PointResult& p) {
   for (size_t i = 0; i < metrics::kHeadlineMetrics.size(); ++i) {
     if (metrics::kHeadlineMetrics[i].table) cells.push_back(p.headline.cell(i));
   }
-  cells.push_back(first_line(p.status_text()));
+  std::string status = first_line(p.status_text());
+  // An eval's scores, where the throughput columns have none.
+  if (auto e = metrics::eval_summary(p.result)) {
+    status += fmt::format(" (strict-match {:.4f}, flexible-extract {:.4f}, n {})", e->em_strict,
+                          e->em_flexible, e->n_eff);
+  }
+  cells.push_back(status);
   return point_table().format_row(cells);
 }
 

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 
 #include "metrics/result.h"
@@ -206,6 +207,65 @@ TEST(VerdictCompare, MarkdownPutsTheVerdictFirstAndNamesConfoundersBeforeTheTabl
   EXPECT_LT(md.find("| CONFIG |"), md.find("**Excluded**"));
   const std::string text = comparison_text(c);
   EXPECT_LT(text.find("CONFOUNDERS"), text.find("METRICS"));
+}
+
+}  // namespace
+}  // namespace ib::verdict
+
+namespace ib::verdict {
+namespace {
+
+SidePoint eval_point(double strict, double se, const std::string& status = "ok") {
+  SidePoint p;
+  p.source = "test";
+  p.config_key = "cfg";
+  p.workload_key = "gsm8k:{}";
+  p.workload_label = "gsm8k 5-shot chat";
+  p.concurrency = 64;
+  p.status = status;
+  metrics::EvalSummary e;
+  e.task = "gsm8k";
+  e.em_strict = strict;
+  e.em_strict_se = se;
+  e.em_flexible = strict + 0.01;
+  e.em_flexible_se = se;
+  e.n_eff = 1319;
+  p.eval = e;
+  return p;
+}
+
+TEST(VerdictCompare, AccuracyChangesHaveANormalIntervalAndAFailedGateIsStillCompared) {
+  Side base{"base", {"b"}, {eval_point(0.95, 0.006)}};
+  // The head's eval failed its gate (invalid by eval_gate only): compared, and regressed.
+  SidePoint gated = eval_point(0.85, 0.01, "invalid");
+  gated.validity.add(metrics::InvalidKind::kEvalGate, "eval gate: below 0.9");
+  Side head{"head", {"h"}, {gated}};
+  Comparison c = compare(base, head, CompareOptions{});
+  ASSERT_EQ(c.pairs.size(), 1u);
+  ASSERT_TRUE(c.excluded.empty());
+  const auto& acc = c.pairs[0].accuracy;
+  ASSERT_EQ(acc.size(), 2u);
+  EXPECT_EQ(acc[0].filter, "strict-match");
+  EXPECT_NEAR(acc[0].delta, -0.10, 1e-12);
+  const double half = 1.959963984540054 * std::sqrt(0.006 * 0.006 + 0.01 * 0.01);
+  EXPECT_NEAR(acc[0].ci.lo, -0.10 - half, 1e-6);
+  EXPECT_NEAR(acc[0].ci.hi, -0.10 + half, 1e-6);
+  EXPECT_EQ(acc[0].verdict, Verdict::kRegressed);
+  EXPECT_EQ(c.regressed, 2);
+  EXPECT_TRUE(c.pairs[0].metrics.empty());
+  EXPECT_TRUE(c.curves.empty());
+  EXPECT_NE(c.verdict_line().find("REGRESSED"), std::string::npos);
+  EXPECT_NE(comparison_text(c).find("-10.0 pts"), std::string::npos) << comparison_text(c);
+  // Within the noise: no significant change. A failed eval (no scores) is excluded.
+  Side near{"head", {"h"}, {eval_point(0.945, 0.006)}};
+  Comparison same = compare(base, near, CompareOptions{});
+  ASSERT_EQ(same.pairs.size(), 1u);
+  EXPECT_EQ(same.pairs[0].accuracy[0].verdict, Verdict::kNoChange);
+  SidePoint failed = eval_point(0.9, 0.01, "failed");
+  failed.validity.add(metrics::InvalidKind::kFailureRate, "none answered");
+  Comparison ex = compare(base, Side{"head", {"h"}, {failed}}, CompareOptions{});
+  EXPECT_TRUE(ex.pairs.empty());
+  EXPECT_EQ(ex.excluded.size(), 2u);  // the failed head and the base without a partner
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // `inferbench eval` against `inferbench serve-sim --gsm8k-correct`: the simulator answers a known
 // share of the problems correctly (some only for the flexible filter), so the measured accuracy,
 // both filters and the threshold gate are checked against the truth.
+#include <csignal>
 #include <cmath>
 #include <fstream>
 
@@ -116,6 +117,39 @@ TEST_F(Eval, AServerThatAnswersNothingUsefulFailsTheGateAndAnUnreachableOneIsAnE
                              dir.path() / "gone.log");
   EXPECT_EQ(gone.exit.code, 2) << gone.output;
   EXPECT_NE(gone.output.find("inferbench eval:"), std::string::npos) << gone.output;
+}
+
+TEST_F(Eval, InterruptWritesThePartialScoresAndExits130) {
+  // About 1 s per answer (20 ms a word): 200 problems at concurrency 2 would take minutes.
+  SimServer sim(dir.path(), {"--timing-model", "simple", "--decode-base-ms", "20",
+                             "--decode-per-running-ms", "0", "--gsm8k-correct", "1"});
+  ASSERT_TRUE(sim.running());
+  const fs::path out = dir.path() / "partial.json";
+  SpawnOptions so;
+  so.argv = {INFERBENCH_BIN, "eval",          "--endpoint", sim.url(),   "--limit",
+             "200",          "--concurrency", "2",          "--output", out.string()};
+  so.log_path = dir.path() / "partial.log";
+  auto child = ChildProcess::spawn(so);
+  ASSERT_TRUE(child.ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(3000));  // a few problems answered
+  ::kill(child->pid(), SIGINT);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!child->poll() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  auto exit = child->poll();
+  ASSERT_TRUE(exit.has_value()) << "eval did not stop after SIGINT";
+  EXPECT_EQ(exit->code, 130) << file_tail(dir.path() / "partial.log");
+  const auto j = read_json(out);
+  EXPECT_TRUE(j.at("interrupted").as_bool());
+  const int64_t answered = j.at("n_eff").as_int64();
+  EXPECT_GT(answered, 0);
+  EXPECT_LT(answered, 200);
+  EXPECT_EQ(j.at("failed").as_int64(), 0);  // cut by the interrupt, not failed
+  EXPECT_EQ(j.at("not_run").as_int64(), 200 - answered);
+  EXPECT_EQ(j.at("correct_strict").as_int64(), answered);
+  EXPECT_FALSE(j.at("gate").as_object().at("passed").as_bool());
+  EXPECT_TRUE(sim.running());
 }
 
 TEST_F(Eval, BadInputIsAUsageErrorNamingTheOptionFileAndLine) {

@@ -472,3 +472,53 @@ TEST(Report, SweepReportAndChromium) {
 
 }  // namespace
 }  // namespace ib::e2e
+
+namespace ib::e2e {
+namespace {
+
+// An evals-only run of a serve-sim that answers 80% of GSM8K right, gated at 0.9: the report shows
+// its Accuracy section (both filters with standard errors, the gate) and the failed-gate badge,
+// and draws no throughput panel for it.
+TEST(Report, AccuracySectionAndGateBadge) {
+  TempDir dir;
+  const std::string text =
+      "simacc:\n  image: inferbench/serve-sim\n  model: " + own_model() +
+      "\n  model-prefix: sim\n  precision: bf16\n  framework: serve-sim\n  runner: local\n"
+      "  multinode: false\n  serve:\n"
+      "    command: [inferbench, serve-sim, --timing-model, simple, --time-scale, \"50\",\n"
+      "              --model, \"{served-model}\", --host, \"{host}\", --port, \"{port}\",\n"
+      "              --gsm8k-correct, \"0.8\"]\n"
+      "  scenarios:\n    fixed-seq-len:\n    - isl: 8192\n      osl: 1024\n"
+      "      search-space:\n      - { tp: 1, conc-list: [16] }\n";
+  const fs::path file = dir.path() / "acc.yaml";
+  std::ofstream(file) << text;
+  const fs::path runs = dir.path() / "runs";
+  auto s = run_inferbench({"sweep", file.string(), "--runs-dir", runs.string(), "--labels",
+                           "evals-only", "--eval-limit", "50", "--min-score", "0.9"},
+                          dir.path() / "sweep.log");
+  ASSERT_EQ(s.exit.code, 1) << s.output;  // the gate failed
+  auto st = store::Store::open_existing(runs / "inferbench.db");
+  ASSERT_TRUE(st.ok());
+  auto list = st->list_runs();
+  ASSERT_TRUE(list.ok() && list->size() == 1u);
+  const fs::path page = dir.path() / "acc.html";
+  auto r = run_inferbench({"report", list->front().run.name, "--db", (runs / "inferbench.db").string(),
+                           "-o", page.string()},
+                          dir.path() / "report.log");
+  ASSERT_EQ(r.exit.code, 0) << r.output;
+  REQUIRE_CHROMIUM(chromium);
+  Browser browser{*chromium, dir.path()};
+  std::vector<std::string> leaks;
+  const std::string dom = browser.load("file://" + page.string(), leaks);
+  ASSERT_NE(dom.find("id=\"accuracy\""), std::string::npos) << dom.substr(0, 3000);
+  EXPECT_EQ(count(dom, "data-eval=\""), 1u);
+  EXPECT_NE(dom.find("accuracy gate failed: 1 of 1 eval"), std::string::npos);
+  // 40 of 50 right: 0.8000 ± sqrt(50 x 0.8 x 0.2 / 49 / 50) = 0.0571.
+  EXPECT_NE(dom.find("0.8000 ± 0.0571"), std::string::npos);
+  EXPECT_NE(dom.find(">FAILED<"), std::string::npos);
+  EXPECT_EQ(count(dom, "data-point=\""), 0u);  // no throughput marker for an eval
+  EXPECT_TRUE(leaks.empty()) << fmt::format("{}", fmt::join(leaks, "\n"));
+}
+
+}  // namespace
+}  // namespace ib::e2e

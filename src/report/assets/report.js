@@ -100,7 +100,10 @@
 
   const configs = new Map(DATA.configs.map((c) => [c.uid, c]));
   const runs = new Map(DATA.runs.map((r) => [r.uid, r]));
-  const points = DATA.points;
+  // Accuracy evals have their own section; the charts, panels and tables are throughput's.
+  const evals = DATA.points.filter((p) => p.eval);
+  for (const p of evals) p.cfg = configs.get(p.config) || null;
+  const points = DATA.points.filter((p) => !p.eval);
   for (const p of points) p.cfg = configs.get(p.config) || null;
   const seriesNames = [...new Set(points.map((p) => p.series))].sort();
   const seriesColor = new Map(seriesNames.map((s, i) => [s, PALETTE[i % PALETTE.length]]));
@@ -927,6 +930,39 @@
     return box;
   }
 
+  // Accuracy (docs/evals.md): exact match of both filters with standard errors, the threshold and
+  // the gate; in a comparison each head eval beside its base with the change.
+  function accuracyBox() {
+    const box = el('section', { id: 'accuracy' }, el('h2', null, 'Accuracy'));
+    const score = (v, se) => v == null ? '\u2013' : v.toFixed(4) + (se == null ? '' : ' \u00b1 ' + se.toFixed(4));
+    const gate = (e) => e.gate_passed == null ? '\u2013' : e.gate_passed ? 'passed' : 'FAILED';
+    const key = (p) => p.config_key + '\u0000' + p.workload + '\u0000' + p.concurrency;
+    const base = new Map(evals.filter((p) => p.role === 'base').map((p) => [key(p), p]));
+    const rows = evals.filter((p) => !DATA.comparison || p.role !== 'base').map((p) => {
+      const b = base.get(key(p));
+      const delta = b && b.eval.em_strict != null && p.eval.em_strict != null
+        ? ((p.eval.em_strict - b.eval.em_strict) * 100).toFixed(1) + ' pts' : '\u2013';
+      return el('tr', { class: p.eval.gate_passed === false ? 'invalid' : '', 'data-eval': p.uid },
+        multiRun && !DATA.comparison ? cell((runs.get(p.run) || {}).name) : null,
+        cell(p.config_key), cell(p.series, false, 'nowrap'), cell(p.eval.task + ' (' + p.workload + ')'),
+        cell(p.concurrency, true), cell(score(p.eval.em_strict, p.eval.em_strict_se), true),
+        cell(score(p.eval.em_flexible, p.eval.em_flexible_se), true),
+        cell(p.eval.n_eff + ' / ' + p.eval.problems, true),
+        DATA.comparison ? cell(b ? score(b.eval.em_strict, b.eval.em_strict_se) : '\u2013', true) : null,
+        DATA.comparison ? cell(delta, true) : null,
+        cell(p.eval.threshold == null ? '\u2013' : p.eval.threshold.toFixed(2), true),
+        cell(gate(p.eval), false, p.eval.gate_passed === false ? 'delta-neg' : ''),
+        cell(p.eval.threshold_source || ''));
+    });
+    box.append(table([multiRun && !DATA.comparison ? 'Run' : null, 'Config', 'Series', 'Task',
+      { title: 'Conc', num: true }, { title: 'strict-match', num: true }, { title: 'flexible-extract', num: true },
+      { title: 'Answered', num: true }, DATA.comparison ? { title: 'base strict-match', num: true } : null,
+      DATA.comparison ? { title: '\u0394 strict', num: true } : null, { title: 'Threshold', num: true }, 'Gate',
+      'Threshold from'], rows, { attrs: { class: 'accuracy' } }));
+    box.append(el('p', { class: 'sub' }, 'Exact match after lm-eval\u2019s normalisation, \u00b1 its standard error; the gate needs both filters at or above the threshold (InferenceX).'));
+    return box;
+  }
+
   function header() {
     const heads = DATA.runs.filter((r) => r.role === 'head'), base = DATA.runs.find((r) => r.role === 'base');
     const models = [...new Set(points.map((p) => p.model))];
@@ -938,6 +974,13 @@
     const badges = el('p');
     if (DATA.comparison) badges.append(el('span', { class: 'badge info' }, 'comparison'));
     if (invalid) badges.append(el('span', { class: 'badge bad', id: 'invalid-count' }, invalid + ' invalid point' + (invalid === 1 ? '' : 's')));
+    const gated = evals.filter((p) => p.eval.gate_passed != null && (!DATA.comparison || p.role !== 'base'));
+    if (gated.length) {
+      const failed = gated.filter((p) => !p.eval.gate_passed).length;
+      badges.append(failed
+        ? el('span', { class: 'badge bad', id: 'accuracy-badge' }, 'accuracy gate failed: ' + failed + ' of ' + gated.length + ' eval' + (gated.length === 1 ? '' : 's'))
+        : el('span', { class: 'badge ok', id: 'accuracy-badge' }, 'accuracy gate passed (' + gated.length + ' eval' + (gated.length === 1 ? '' : 's') + ')'));
+    }
     if (points.some((p) => p.time_scale !== 1)) badges.append(el('span', { class: 'badge bad' }, 'time-scaled replay'));
     if (DATA.comparison && DATA.confounders.length) badges.append(el('span', { class: 'badge bad' }, DATA.confounders.length + ' confounder' + (DATA.confounders.length === 1 ? '' : 's')));
     h.append(badges, downloads());
@@ -962,8 +1005,9 @@
     if (d) main.append(d);
     main.append(semanticsNote());
     if (DATA.comparison) main.append(confounderBox());
-    if (!points.length) main.append(el('div', { class: 'note warn' }, 'These runs stored no points.'));
+    if (!points.length && !evals.length) main.append(el('div', { class: 'note warn' }, 'These runs stored no points.'));
     for (const panel of panels) main.append(panelBox(panel));
+    if (evals.length) main.append(accuracyBox());
     main.append(costBox(), method(), provenance());
     app.replaceChildren(main, tip);
   }
