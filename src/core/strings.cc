@@ -33,6 +33,17 @@ std::string join(const std::vector<std::string>& items, std::string_view sep) {
   return out;
 }
 
+bool LineReader::next(std::string_view& line) {
+  if (pos_ >= text_.size()) return false;
+  size_t end = text_.find('\n', pos_);
+  if (end == std::string_view::npos) end = text_.size();
+  line = text_.substr(pos_, end - pos_);
+  pos_ = end + 1;
+  ++number_;
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  return true;
+}
+
 std::vector<std::string> split(std::string_view s, char sep) {
   std::vector<std::string> fields;
   size_t start = 0;

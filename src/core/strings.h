@@ -33,6 +33,22 @@ std::string join(const std::vector<std::string>& items, std::string_view sep);
 /// Callers that want no empty fields skip them.
 std::vector<std::string> split(std::string_view s, char sep);
 
+/// The lines of `text` one at a time, each without its '\n' and a '\r' before it, numbered
+/// from 1; a last line without '\n' counts, an empty text has none.
+class LineReader {
+ public:
+  explicit LineReader(std::string_view text) : text_(text) {}
+  /// The next line into `line`; false at the end.
+  bool next(std::string_view& line);
+  /// The number of the line next() gave last.
+  int number() const { return number_; }
+
+ private:
+  std::string_view text_;
+  size_t pos_ = 0;
+  int number_ = 0;
+};
+
 /// Appends `s` to `out` as the inside of a JSON string (quotes, backslashes and control
 /// characters escaped; other bytes, UTF-8 included, as they are).
 void append_json_escaped(std::string& out, std::string_view s);

@@ -80,3 +80,29 @@ TEST(Strings, PrintableEscapesControlCharactersAndCapsLength) {
 
 }  // namespace
 }  // namespace ib
+
+namespace ib {
+namespace {
+
+TEST(LineReader, LinesWithoutTheirEndingsNumberedFromOne) {
+  LineReader r("a\r\n\nlast");
+  std::string_view line;
+  ASSERT_TRUE(r.next(line));
+  EXPECT_EQ(line, "a");
+  EXPECT_EQ(r.number(), 1);
+  ASSERT_TRUE(r.next(line));
+  EXPECT_EQ(line, "");
+  ASSERT_TRUE(r.next(line));
+  EXPECT_EQ(line, "last");
+  EXPECT_EQ(r.number(), 3);
+  EXPECT_FALSE(r.next(line));
+  LineReader empty("");
+  EXPECT_FALSE(empty.next(line));
+  LineReader one("x\n");
+  ASSERT_TRUE(one.next(line));
+  EXPECT_EQ(line, "x");
+  EXPECT_FALSE(one.next(line));
+}
+
+}  // namespace
+}  // namespace ib

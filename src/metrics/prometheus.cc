@@ -278,15 +278,10 @@ MetricType Scrape::type_of(std::string_view sample_name) const {
 Expected<Scrape> parse_prometheus(std::string_view text) {
   Scrape out;
   std::map<std::string, bool> typed;  // families with a # TYPE line
-  int number = 0;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view line = text.substr(pos, end - pos);
-    pos = end + 1;
-    ++number;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  LineReader lines(text);
+  std::string_view line;
+  while (lines.next(line)) {
+    const int number = lines.number();
     size_t first = 0;
     while (first < line.size() && is_blank(line[first])) ++first;
     line.remove_prefix(first);

@@ -110,8 +110,9 @@ std::pair<double, double> eval_mean_se(const std::vector<const SidePoint*>& side
   return {sum / k, std::sqrt(var) / k};
 }
 
-PairResult compare_eval_pair(const std::vector<const SidePoint*>& base,
-                             const std::vector<const SidePoint*>& head, const CompareOptions& o) {
+// What a pair is: keys, workload, concurrency, repeats.
+PairResult pair_of(const std::vector<const SidePoint*>& base,
+                   const std::vector<const SidePoint*>& head) {
   PairResult pr;
   pr.base_key = base.front()->config_key;
   pr.head_key = head.front()->config_key;
@@ -120,6 +121,12 @@ PairResult compare_eval_pair(const std::vector<const SidePoint*>& base,
   pr.concurrency = base.front()->concurrency;
   pr.base_repeats = base.size();
   pr.head_repeats = head.size();
+  return pr;
+}
+
+PairResult compare_eval_pair(const std::vector<const SidePoint*>& base,
+                             const std::vector<const SidePoint*>& head, const CompareOptions& o) {
+  PairResult pr = pair_of(base, head);
   // The normal quantile (Student's t with very many degrees of freedom).
   const double z = student_t_quantile((1 + o.confidence) / 2, 1e9);
   for (bool strict : {true, false}) {
@@ -142,14 +149,7 @@ PairResult compare_eval_pair(const std::vector<const SidePoint*>& base,
 
 PairResult compare_pair(const std::vector<const SidePoint*>& base,
                         const std::vector<const SidePoint*>& head, const CompareOptions& o) {
-  PairResult pr;
-  pr.base_key = base.front()->config_key;
-  pr.head_key = head.front()->config_key;
-  pr.workload_key = base.front()->workload_key;
-  pr.workload_label = base.front()->workload_label;
-  pr.concurrency = base.front()->concurrency;
-  pr.base_repeats = base.size();
-  pr.head_repeats = head.size();
+  PairResult pr = pair_of(base, head);
   bool records = true;
   for (const auto* side : {&base, &head}) {
     for (const auto* p : *side) records &= p->has_records && p->records.size() >= 2;

@@ -52,19 +52,13 @@ uint64_t splitmix(uint64_t& state) {
 
 Expected<std::vector<Problem>> parse_jsonl(std::string_view text, const std::string& name) {
   std::vector<Problem> out;
-  size_t line_no = 0;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view line = text.substr(pos, end - pos);
-    pos = end + 1;
-    ++line_no;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  LineReader lines(text);
+  std::string_view line;
+  while (lines.next(line)) {
     if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
     boost::system::error_code ec;
     json::value v = json::parse(line, ec);
-    const std::string where = fmt::format("{}:{}", name, line_no);
+    const std::string where = fmt::format("{}:{}", name, lines.number());
     if (ec) return Error{fmt::format("{}: not a JSON object: {}", where, ec.message())};
     if (!v.is_object()) return Error{fmt::format("{}: not a JSON object", where)};
     const json::object& o = v.get_object();
