@@ -61,6 +61,11 @@ void print_text(const load::EvalReport& r, const load::EvalGate& gate, const std
   t.add_row({"flexible-extract", score_cell(r.flexible), stderr_cell(r.flexible),
              fmt::format("{} / {}", r.flexible.correct, r.flexible.n)});
   fmt::print("{}", t.render());
+  if (r.truncated > 0) {
+    fmt::print("warning: {} of {} answers stopped at max_tokens ({}); raise --max-tokens or "
+               "--max-model-len\n",
+               r.truncated, r.strict.n, r.max_tokens);
+  }
   if (r.failed > 0 || r.not_run > 0) {
     fmt::print("unanswered: {} failed, {} not sent\n", r.failed, r.not_run);
   }

@@ -277,6 +277,7 @@ json::object EvalReport::to_json() const {
   o["n_eff"] = n_eff();
   o["failed"] = failed;
   o["not_run"] = not_run;
+  o["truncated"] = truncated;
   o["interrupted"] = interrupted;
   o["duration_s"] = duration_s;
   // lm-eval's result keys ...
@@ -387,6 +388,7 @@ Expected<EvalReport> run_eval(const EvalSpec& spec, const gsm8k::Dataset& datase
     }
     ++report.strict.n;
     ++report.flexible.n;
+    report.truncated += r.finish_reason == "length";
     report.strict.correct += r.scored.strict_correct;
     report.flexible.correct += r.scored.flexible_correct;
   }

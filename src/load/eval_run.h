@@ -55,6 +55,7 @@ struct EvalReport {
   workload::gsm8k::Accuracy strict, flexible;  // over the answered problems
   int64_t failed = 0;   // problems sent that got no answer
   int64_t not_run = 0;  // problems never sent, or cut in flight (interrupted)
+  int64_t truncated = 0;  // answers that stopped at max_tokens (finish_reason "length")
   double duration_s = 0;
   bool interrupted = false;
   std::string dataset;  // where the problems came from
