@@ -462,7 +462,6 @@ Status Loader::load(const json::object& root, Impl& impl) {
     if (Status s = load_post_processor(*post, "post_processor", impl); !s) return s;
   }
   if (Status s = load_decoder(root); !s) return s;
-  impl.added_tokens_decode_alone = true;
   return Status::Ok();
 }
 

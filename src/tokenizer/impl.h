@@ -48,9 +48,6 @@ struct Tokenizer::Impl {
   /// Indexed by id: the token's bytes after the decoder.
   std::vector<TokenEntry> tokens;
   std::string token_bytes;
-  /// tokenizer.json: each added token is decoded apart from its neighbours (tokenizers 0.23);
-  /// tiktoken: all bytes are joined.
-  bool added_tokens_decode_alone = false;
 
   /// Records `bytes` as the decoded form of `id` (a later call for the same id replaces it).
   void set_token(int32_t id, std::string_view bytes, TokenEntry::Kind kind);

@@ -43,7 +43,9 @@ void pre_tokenize_and_encode(const Impl& impl, size_t step, std::string_view pie
 // Normalises `text` (no added token of the raw kind inside), matches the normalised added tokens,
 // and encodes the rest.
 void encode_plain(const Impl& impl, std::string_view text, std::vector<int32_t>& out) {
-  std::string normalized;
+  // Reused per thread (encode_plain never runs inside itself).
+  thread_local std::string normalized;
+  normalized.clear();
   if (impl.normalizer.active() && impl.normalizer.normalize(text, normalized)) text = normalized;
   impl.normalized_added.split(
       text,
@@ -91,25 +93,18 @@ size_t Tokenizer::count(std::string_view text, EncodeOptions options) const {
 
 std::string Tokenizer::decode(std::span<const int32_t> ids, DecodeOptions options) const {
   const Impl& impl = *impl_;
-  std::string out, run;
-  auto flush = [&] {
-    append_utf8_lossy(out, run);
-    run.clear();
-  };
+  thread_local std::string bytes;
+  bytes.clear();
   for (const int32_t id : ids) {
     if (id < 0 || size_t(id) >= impl.tokens.size()) continue;
     const TokenEntry& t = impl.tokens[size_t(id)];
     if (t.kind == TokenEntry::kNone) continue;
     if (t.kind == TokenEntry::kSpecial && options.skip_special_tokens) continue;
-    const std::string_view bytes(impl.token_bytes.data() + t.offset, t.size);
-    if (t.kind != TokenEntry::kModel && impl.added_tokens_decode_alone) {
-      flush();
-      append_utf8_lossy(out, bytes);
-    } else {
-      run.append(bytes);
-    }
+    bytes.append(impl.token_bytes, t.offset, t.size);
   }
-  flush();
+  std::string out;
+  out.reserve(bytes.size());
+  append_utf8_lossy(out, bytes);
   return out;
 }
 

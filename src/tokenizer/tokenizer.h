@@ -81,9 +81,9 @@ class Tokenizer {
   /// The number of ids encode() returns.
   size_t count(std::string_view text, EncodeOptions options = {}) const;
 
-  /// The text of `ids`: bytes of each token joined, invalid UTF-8 replaced with U+FFFD. As in
-  /// tokenizers 0.23, each added token is decoded on its own, so it also cuts the bytes around it
-  /// into separately repaired runs. Unknown ids are skipped.
+  /// The text of `ids`: the bytes of all tokens joined, then invalid UTF-8 replaced with U+FFFD
+  /// (tokenizers' ByteLevel decoder). An added token's text goes through the byte-level alphabet
+  /// like any token, or as it is when it has characters outside it. Unknown ids are skipped.
   std::string decode(std::span<const int32_t> ids, DecodeOptions options = {}) const;
 
   /// The id of an added token's text, or of a vocabulary entry given as raw bytes.
