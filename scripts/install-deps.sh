@@ -8,6 +8,7 @@ packages=(
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
   libsimdjson-dev libyaml-cpp-dev libcli11-dev libfmt-dev libspdlog-dev
   libsqlite3-dev libssl-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev clang-format
+  libonig-dev libicu-dev
   slurmctld slurmd slurm-client munge
   chromium
 )
