@@ -6,6 +6,7 @@
 #include <boost/regex.hpp>
 #include <charconv>
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <set>
 #include <utility>
@@ -78,6 +79,21 @@ json::value typed(std::string_view text) {
   if (text == "false") return false;
   if (auto v = parse_py_repr(text); v.ok()) return std::move(v.value());
   return json::string(text);
+}
+
+// A decimal integer a log line's regex matched; nullopt when it does not fit int64 (log lines are
+// outside input: a 30-digit "port" is not a reason to stop).
+std::optional<int64_t> to_int64(const std::string& digits) {
+  int64_t v = 0;
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+  if (ec != std::errc() || end != digits.data() + digits.size()) return std::nullopt;
+  return v;
+}
+
+// a + b, or the largest int64 when that overflows (counts read from a log are outside input).
+int64_t saturating_add(int64_t a, int64_t b) {
+  int64_t sum = 0;
+  return __builtin_add_overflow(a, b, &sum) ? std::numeric_limits<int64_t>::max() : sum;
 }
 
 std::optional<double> as_number(const json::value& v) {
@@ -298,7 +314,15 @@ class Scanner {
       if (!kv.ok()) return warn(n, "the sglang memory pool line", kv.error());
       set_object(*kv, kSglangPool, n, line, false);
       if (const json::value* tokens = kv->if_contains("max_total_num_tokens")) {
-        if (auto t = as_number(*tokens)) {
+        auto t = as_number(*tokens);
+        // A token count, so a whole number a KV pool can have (a log line is outside input:
+        // 5.5e40 would overflow the conversion).
+        if (t && !(*t >= 0 && *t <= 9007199254740992.0)) {
+          warn(n, "the sglang memory pool line",
+               Error{fmt::format("max_total_num_tokens {} is not a token count", *t)});
+          t.reset();
+        }
+        if (t) {
           static const boost::regex dp(R"(\bDP(\d+)\b)");
           boost::cmatch m;
           const std::string rank = boost::regex_search(line.data(), line.data() + at, m, dp)
@@ -426,13 +450,15 @@ class Scanner {
     if (line.find("paged KV cache (") != std::string_view::npos) {
       boost::cmatch m;
       if (boost::regex_search(line.data(), line.data() + line.size(), m, kv_cache)) {
-        set("kv_cache_pool_tokens", std::stoll(m[1].str()), kTrtKvCache, n, line, "paged KV");
+        if (auto v = to_int64(m[1].str()))
+          set("kv_cache_pool_tokens", *v, kTrtKvCache, n, line, "paged KV");
       }
     } else if (line.find("tokens per block") != std::string_view::npos &&
                line.find("TensorRT-LLM") != std::string_view::npos) {
       boost::cmatch m;
       if (boost::regex_search(line.data(), line.data() + line.size(), m, block)) {
-        set("tokens_per_block", std::stoll(m[1].str()), kTrtKvCache, n, line, "tokens per block");
+        if (auto v = to_int64(m[1].str()))
+          set("tokens_per_block", *v, kTrtKvCache, n, line, "tokens per block");
       }
     }
   }
@@ -514,7 +540,7 @@ class Scanner {
         line.find("n_ctx_slot = ") != std::string_view::npos) {
       boost::cmatch m;
       if (boost::regex_search(line.data(), line.data() + line.size(), m, slots)) {
-        set(m[1].str(), std::stoll(m[2].str()), kLlamaServer, n, line, m[1].str());
+        if (auto v = to_int64(m[2].str())) set(m[1].str(), *v, kLlamaServer, n, line, m[1].str());
       }
       return;
     }
@@ -533,8 +559,9 @@ class Scanner {
       boost::cmatch m;
       if (boost::regex_search(line.data(), line.data() + line.size(), m, http)) {
         set("host", json::string(m[1].str()), kLlamaServer, n, line, "hostname");
-        set("port", std::stoll(m[2].str()), kLlamaServer, n, line, "port");
-        set("threads_http", std::stoll(m[3].str()), kLlamaServer, n, line, "http threads");
+        if (auto v = to_int64(m[2].str())) set("port", *v, kLlamaServer, n, line, "port");
+        if (auto v = to_int64(m[3].str()))
+          set("threads_http", *v, kLlamaServer, n, line, "http threads");
       }
     }
   }
@@ -550,11 +577,13 @@ class Scanner {
       if (seg.empty()) continue;
       boost::cmatch m;
       if (boost::regex_search(seg.data(), seg.data() + seg.size(), m, threads)) {
-        set("n_threads", std::stoll(m[1].str()), kLlamaSystem, n, line, "n_threads");
+        if (auto v = to_int64(m[1].str())) set("n_threads", *v, kLlamaSystem, n, line, "n_threads");
         if (m[2].matched) {
-          set("n_threads_batch", std::stoll(m[2].str()), kLlamaSystem, n, line, "n_threads_batch");
+          if (auto v = to_int64(m[2].str()))
+            set("n_threads_batch", *v, kLlamaSystem, n, line, "n_threads_batch");
         }
-        set("system_info.total_threads", std::stoll(m[3].str()), kLlamaSystem, n, line, "/");
+        if (auto v = to_int64(m[3].str()))
+          set("system_info.total_threads", *v, kLlamaSystem, n, line, "/");
         continue;
       }
       std::string_view item = seg;
@@ -589,7 +618,8 @@ class Scanner {
         line.find("KV cache ") != std::string_view::npos) {
       boost::cmatch m;
       if (boost::regex_search(line.data(), line.data() + line.size(), m, kv)) {
-        set("kv_cache_pool_tokens", std::stoll(m[3].str()), kSimServer, n, line, "KV cache");
+        if (auto v = to_int64(m[3].str()))
+          set("kv_cache_pool_tokens", *v, kSimServer, n, line, "KV cache");
       }
       return;
     }
@@ -604,17 +634,23 @@ class Scanner {
     // KV cache pool size as InferenceX's agentic result aggregation derives it from server logs.
     if (!sglang_pools_.empty()) {
       int64_t total = 0;
-      for (const auto& [rank, tokens] : sglang_pools_) total += tokens;
+      for (const auto& [rank, tokens] : sglang_pools_) total = saturating_add(total, tokens);
       const json::value* dp = out_->settings.if_contains("dp_size");
       if (sglang_pools_.size() == 1 && dp != nullptr) {
-        if (auto d = as_number(*dp); d && *d > 1) total *= static_cast<int64_t>(*d);
+        // dp_size comes from a log line too: a rank count, not any number.
+        if (auto d = as_number(*dp); d && *d > 1 && *d <= 1e6) {
+          int64_t scaled = 0;
+          total = __builtin_mul_overflow(total, static_cast<int64_t>(*d), &scaled)
+                      ? std::numeric_limits<int64_t>::max()
+                      : scaled;
+        }
       }
       set_ranked("kv_cache_pool_tokens", total, kSglangPool.name, kSglangPool.rank,
                  sglang_pool_line_, sglang_pool_text_, "");
     }
     if (!vllm_pools_.empty()) {
       int64_t total = 0;
-      for (const auto& [engine, tokens] : vllm_pools_) total += tokens;
+      for (const auto& [engine, tokens] : vllm_pools_) total = saturating_add(total, tokens);
       ++engine_hits_["vllm"];
       set_ranked("kv_cache_pool_tokens", total, kVllmKvCache.name, kVllmKvCache.rank,
                  vllm_pool_line_, vllm_pool_text_, "");
