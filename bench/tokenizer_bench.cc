@@ -12,7 +12,9 @@
 #include "core/files.h"
 #include "core/strings.h"
 #include "tokenizer/cache.h"
+#include "tokenizer/serving.h"
 #include "tokenizer/tokenizer.h"
+#include "workload/exact_prompts.h"
 
 namespace {
 
@@ -107,6 +109,46 @@ void BM_Decode(benchmark::State& state, const std::string& family) {
   state.SetItemsProcessed(int64_t(state.iterations() * ids.size()));
 }
 
+// Exact-length prompt preparation (workload/exact_prompts.h) on one core: 16 prompts of 8,192
+// tokens (InferenceX's 8k1k ISL) per iteration, for the completions API (text + BOS rule) or the
+// chat API (rendered template). Items are prompt tokens, so items/s is prepared tokens per second.
+void BM_ExactPrompts(benchmark::State& state, const std::string& family, bool chat) {
+  const auto dir = ib::tokenizer::tokenizer_cache_dir() / family;
+  static std::map<std::string, std::shared_ptr<const ib::tokenizer::ServingTokenizer>> loaded;
+  auto& tok = loaded[family];
+  if (!tok) {
+    auto t = ib::tokenizer::ServingTokenizer::load(dir);
+    if (!t) {
+      state.SkipWithError((t.error().message + " (run scripts/fetch-tokenizers.sh)").c_str());
+      return;
+    }
+    tok = *t;
+  }
+  auto builder = ib::workload::ExactPromptBuilder::create(tok, chat);
+  if (!builder) {
+    state.SkipWithError(builder.error().message.c_str());
+    return;
+  }
+  int64_t tokens = 0, prompts = 0, inexact = 0;
+  uint64_t start = 0;
+  for (auto _ : state) {
+    for (int i = 0; i < 16; ++i) {
+      start += 7919;
+      auto p = builder->build(8192, start);
+      if (!p) {
+        state.SkipWithError(p.error().message.c_str());
+        return;
+      }
+      tokens += p->tokens;
+      inexact += p->exact ? 0 : 1;
+      ++prompts;
+    }
+  }
+  state.SetItemsProcessed(tokens);
+  state.counters["prompts_per_s"] = benchmark::Counter(double(prompts), benchmark::Counter::kIsRate);
+  state.counters["inexact"] = double(inexact);
+}
+
 const char* const kFamilies[] = {"llama3", "qwen3", "deepseek_v3", "gptoss", "o200k.tiktoken"};
 
 const bool registered = [] {
@@ -114,6 +156,14 @@ const bool registered = [] {
     benchmark::RegisterBenchmark((std::string("BM_Count/") + f).c_str(), BM_Count, f);
     benchmark::RegisterBenchmark((std::string("BM_EncodeLines/") + f).c_str(), BM_EncodeLines, f);
     benchmark::RegisterBenchmark((std::string("BM_Decode/") + f).c_str(), BM_Decode, f);
+  }
+  for (const char* f : {"llama3", "llama3_1", "qwen3", "deepseek_v3"}) {
+    benchmark::RegisterBenchmark((std::string("BM_ExactPrompts/completions/") + f).c_str(),
+                                 BM_ExactPrompts, f, false)
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark((std::string("BM_ExactPrompts/chat/") + f).c_str(),
+                                 BM_ExactPrompts, f, true)
+        ->Unit(benchmark::kMillisecond);
   }
   return true;
 }();

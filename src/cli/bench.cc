@@ -42,7 +42,25 @@ struct BenchOptions {
   CLI::Option* concurrency_option = nullptr;
   std::string gpu_power = "auto";
   CLI::Option* warmup_per_lane_option = nullptr;
+  std::string tokenizer, chat_template;
 };
+
+// --tokenizer / --chat-template: the served model's tokenizer, for exact prompt lengths.
+std::optional<int> load_tokenizer(BenchOptions& o,
+                                  std::shared_ptr<const tokenizer::ServingTokenizer>& out) {
+  if (!o.chat_template.empty() && o.tokenizer.empty()) {
+    fmt::print(stderr, "inferbench bench: --chat-template applies with --tokenizer\n");
+    return kExitUsage;
+  }
+  if (o.tokenizer.empty()) return std::nullopt;
+  auto tok = tokenizer::ServingTokenizer::load(o.tokenizer, o.chat_template);
+  if (!tok) {
+    fmt::print(stderr, "inferbench bench: --tokenizer: {}\n", tok.error().message);
+    return kExitUsage;
+  }
+  out = std::move(*tok);
+  return std::nullopt;
+}
 
 std::chrono::milliseconds seconds_to_ms(double s) {
   return std::chrono::milliseconds(static_cast<int64_t>(std::llround(s * 1000)));
@@ -182,6 +200,7 @@ int run_agentic(BenchOptions& o) {
     return kExitUsage;
   }
   o.spec.api = openai::Api::kChat;
+  if (auto rc = load_tokenizer(o, p.tokenizer)) return *rc;
   auto wl = workload::AgenticWorkload::load(p);
   if (!wl) {
     fmt::print(stderr, "inferbench bench: {}\n", wl.error().message);
@@ -257,6 +276,7 @@ int run(BenchOptions& o) {
     return kExitUsage;
   }
   o.spec.api = *api;
+  if (auto rc = load_tokenizer(o, o.spec.workload.tokenizer)) return *rc;
   auto pct = parse_percentiles(o.percentiles);
   if (!pct) {
     fmt::print(stderr, "inferbench bench: {}\n", pct.error().message);
@@ -419,6 +439,18 @@ RunFn register_bench(CLI::App& root) {
               "Loopback targets: spread connections over 127.0.0.1..N (0 = automatic)", 0, 254)
       ->capture_default_str();
   app->add_flag("--no-request-ids", o->no_request_ids, "Do not send X-Request-Id headers");
+  app->add_option("--tokenizer", o->tokenizer,
+                  "The served model's tokenizer: a tokenizer.json, a folder with tokenizer.json "
+                  "and tokenizer_config.json, or a .tiktoken file; prompts become natural text of "
+                  "exactly --isl tokens as the server counts them, chat template included "
+                  "(docs/tokenizer.md)");
+  app->add_option("--chat-template", o->chat_template,
+                  "With --tokenizer: the server's Jinja chat template, when it is not the "
+                  "tokenizer_config.json's (vLLM's --chat-template)");
+  add_integer(app, "--tokenize-check", o->spec.tokenize_check,
+              "Before measuring, have the server's /tokenize (vLLM, SGLang) count N prompts and "
+              "compare with the client's count",
+              0, 1000);
   app->add_option("--workload", o->workload,
                   "fixed (random prompts of --isl/--osl) | agentic (AgentX replay of --traces)")
       ->capture_default_str();

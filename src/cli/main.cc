@@ -47,6 +47,7 @@ int main(int argc, char** argv) {
   add(&ib::cli::register_compare);
   add(&ib::cli::register_report);
   add(&ib::cli::register_eval);
+  add(&ib::cli::register_tokenize);
 
   try {
     app.parse(argc, argv);

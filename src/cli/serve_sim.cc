@@ -35,6 +35,7 @@ struct ServeSimOptions {
   std::string threads = "auto";
   bool list_presets = false;
   double gsm8k_correct = 1.0, gsm8k_flexible_only = 0.0;
+  std::string tokenizer, chat_template;
   CLI::Option *gsm8k_correct_opt = nullptr, *gsm8k_flexible_opt = nullptr;
   // Roofline settings.
   std::string hardware, model_preset, quantization, kv_cache_dtype;
@@ -187,6 +188,18 @@ int run(ServeSimOptions& o) {
   if (o.gsm8k_correct_opt->count() > 0) {
     o.args.gsm8k = sim::Gsm8kAnswerOptions{o.gsm8k_correct, o.gsm8k_flexible_only};
   }
+  if (!o.chat_template.empty() && o.tokenizer.empty()) {
+    fmt::print(stderr, "inferbench serve-sim: --chat-template applies with --tokenizer\n");
+    return kExitUsage;
+  }
+  if (!o.tokenizer.empty()) {
+    auto tok = tokenizer::ServingTokenizer::load(o.tokenizer, o.chat_template);
+    if (!tok) {
+      fmt::print(stderr, "inferbench serve-sim: --tokenizer: {}\n", tok.error().message);
+      return kExitUsage;
+    }
+    o.args.tokenizer = std::move(*tok);
+  }
   o.args.threads = o.threads == "auto" ? sim::default_io_threads() : std::stoi(o.threads);
   if (auto valid = sim::validate(o.args); !valid) {
     fmt::print(stderr, "inferbench serve-sim: {}\n", valid.error().message);
@@ -207,6 +220,15 @@ int run(ServeSimOptions& o) {
                  written.error().message);
       return kExitFailure;
     }
+  }
+  if (o.args.tokenizer) {
+    const auto& t = *o.args.tokenizer;
+    fmt::print(stderr, "serve-sim: counting prompt tokens with {} ({})\n", t.path(),
+               t.has_chat_template()
+                   ? fmt::format("chat template from {}, {} tokens around one message",
+                                 t.chat_template_source(), *t.chat_overhead())
+                   : std::string("no chat template: chat messages get the word rule's 4 tokens "
+                                 "each and 3 per request"));
   }
   const std::string& host = o.args.host;
   fmt::print(stderr, "serve-sim listening on http://{}:{}\n",
@@ -313,6 +335,13 @@ RunFn register_serve_sim(CLI::App& root) {
                       "'#### N' line, so only the flexible-extract filter finds the number (0-1)")
           ->capture_default_str()
           ->transform(real_in(0, 1));
+
+  app->add_option("--tokenizer", o->tokenizer,
+                  "Count prompt tokens like a real server: a tokenizer.json, a folder with "
+                  "tokenizer.json and tokenizer_config.json (its chat template), or a .tiktoken "
+                  "file (docs/tokenizer.md); default: one token per word");
+  app->add_option("--chat-template", o->chat_template,
+                  "With --tokenizer: a Jinja chat template file replacing the tokenizer's");
 
   // Roofline model.
   auto roofline = [&](CLI::Option* opt) {

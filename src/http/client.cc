@@ -647,8 +647,12 @@ Expected<SimpleResponse> http_get(const Endpoint& endpoint, std::string_view pat
   return http_get(endpoint, path, ClientTimeouts{timeout, timeout, timeout, timeout});
 }
 
-Expected<SimpleResponse> http_get(const Endpoint& endpoint, std::string_view path,
-                                  const ClientTimeouts& t) {
+namespace {
+
+Expected<SimpleResponse> simple_request(const Endpoint& endpoint, http::verb verb,
+                                        std::string_view path, std::string_view body,
+                                        const ClientTimeouts& t) {
+  const char* method = verb == http::verb::get ? "GET" : "POST";
   auto addresses = resolve(endpoint);
   if (!addresses) return addresses.error();
   asio::io_context io;
@@ -658,14 +662,14 @@ Expected<SimpleResponse> http_get(const Endpoint& endpoint, std::string_view pat
   asio::co_spawn(
       io,
       [&]() -> asio::awaitable<void> {
-        outcome = co_await conn.request(http::verb::get, path, {}, sink);
+        outcome = co_await conn.request(verb, path, body, sink);
         conn.close();
       },
       asio::detached);
   // The connection enforces each limit; this bound only guards against a bug there.
   const auto bound = t.total.count() > 0 ? t.total : t.connect + t.first_byte + t.idle;
   io.run_for(bound + std::chrono::milliseconds(100));
-  if (!outcome) return Error{fmt::format("GET {}{}: timed out", endpoint.url(), path)};
+  if (!outcome) return Error{fmt::format("{} {}{}: timed out", method, endpoint.url(), path)};
   if (outcome->timed_out()) {
     const double limit_s = static_cast<double>(outcome->timeout_limit.count()) / 1000.0;
     const char* what = "";
@@ -684,13 +688,26 @@ Expected<SimpleResponse> http_get(const Endpoint& endpoint, std::string_view pat
         what = "not complete within {} s (--request-timeout)";
         break;
     }
-    return Error{fmt::format("GET {}{}: {}", endpoint.url(), path,
+    return Error{fmt::format("{} {}{}: {}", method, endpoint.url(), path,
                              fmt::format(fmt::runtime(what), limit_s))};
   }
   if (outcome->ec) {
-    return Error{fmt::format("GET {}{}: {}", endpoint.url(), path, outcome->ec.message())};
+    return Error{
+        fmt::format("{} {}{}: {}", method, endpoint.url(), path, outcome->ec.message())};
   }
   return SimpleResponse{sink.status_, std::move(sink.body_)};
+}
+
+}  // namespace
+
+Expected<SimpleResponse> http_get(const Endpoint& endpoint, std::string_view path,
+                                  const ClientTimeouts& t) {
+  return simple_request(endpoint, http::verb::get, path, {}, t);
+}
+
+Expected<SimpleResponse> http_post(const Endpoint& endpoint, std::string_view path,
+                                   std::string_view body, const ClientTimeouts& t) {
+  return simple_request(endpoint, http::verb::post, path, body, t);
 }
 
 }  // namespace ib::http

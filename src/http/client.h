@@ -181,5 +181,8 @@ Expected<SimpleResponse> http_get(const Endpoint& endpoint, std::string_view pat
 /// names the limit and its option ("no first byte within 5 s (--first-byte-timeout)").
 Expected<SimpleResponse> http_get(const Endpoint& endpoint, std::string_view path,
                                   const ClientTimeouts& timeouts);
+/// A blocking POST of a JSON body, with the same limits and messages.
+Expected<SimpleResponse> http_post(const Endpoint& endpoint, std::string_view path,
+                                   std::string_view body, const ClientTimeouts& timeouts);
 
 }  // namespace ib::http

@@ -82,6 +82,8 @@ Expected<BenchReport> run_agentic_bench(const BenchSpec& spec, const workload::P
   rc.endpoint = *endpoint;
   rc.models = {model};
   rc.seed = p.seed;
+  rc.corpus = ap.corpus;
+  rc.tokenizer = p.tokenizer;
   rc.timeouts = spec.timeouts;
   rc.show_progress = spec.show_progress;
   rc.replay.concurrency = plan.shape.concurrency;

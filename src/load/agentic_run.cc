@@ -153,8 +153,16 @@ class Driver {
     auto it = sessions_.find(key);
     if (it != sessions_.end()) return it->second;
     Session s;
-    s.prompts = std::make_unique<StreamPrompts>(sched_.tree_of(d.instance), d.stream, config_.seed,
-                                                marker_of(d.instance));
+    const std::string& marker = marker_of(d.instance);
+    int64_t marker_tokens = -1;
+    if (config_.tokenizer) {
+      // The marker's tokens where it stands: in front of the first block's first word.
+      const auto& tok = config_.tokenizer->tokenizer();
+      marker_tokens = static_cast<int64_t>(tok.count(marker + "the")) - 1;
+    }
+    s.prompts = std::make_unique<StreamPrompts>(
+        sched_.tree_of(d.instance), d.stream, config_.seed, marker,
+        config_.corpus ? *config_.corpus : workload::agentic::Corpus::words(), marker_tokens);
     s.correlation_id = uuid4();
     return sessions_.emplace(key, std::move(s)).first->second;
   }

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,8 @@
 #include "http/client.h"
 #include "load/agentic_scheduler.h"
 #include "metrics/record.h"
+#include "tokenizer/serving.h"
+#include "workload/agentic_prompts.h"
 
 namespace ib::load::agentic {
 
@@ -32,6 +35,10 @@ struct AgenticRunConfig {
   /// Called once when the profiling phase starts, before its first request (nothing is in
   /// flight then): the point reads the server's counters here.
   std::function<void()> on_profiling_start;
+  /// Block text corpus (null: the built-in words) and the tokenizer that counts the markers
+  /// (null: one token a word).
+  std::shared_ptr<const workload::agentic::Corpus> corpus;
+  std::shared_ptr<const tokenizer::ServingTokenizer> tokenizer;
 };
 
 /// What one sent request was, beside its measurement.

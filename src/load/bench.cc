@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "core/clock.h"
+#include "load/tokenize_check.h"
 #include "telemetry/dcgm.h"
 
 namespace ib::load {
@@ -100,6 +101,7 @@ std::vector<PreparedRequest> prepare(const std::vector<workload::PromptSpec>& pr
   for (const auto& p : prompts) {
     PreparedRequest r;
     r.input_len = p.input_len;
+    r.input_exact = p.exact_len;
     r.output_len = p.output_len;
     if (api == openai::Api::kChat) {
       r.body = openai::chat_body(knobs, p.text, p.output_len);
@@ -123,7 +125,9 @@ Expected<BenchReport> run_bench(const BenchSpec& spec) {
   if (auto s = validate(spec); !s) return s.error();
   workload::RandomWorkload wl = spec.workload;
   wl.as_text = spec.api == openai::Api::kChat;
-  return run_bench(spec, workload::random_point_plan(wl, spec.warmups, spec.shape.concurrency));
+  auto plan = workload::random_point_plan(wl, spec.warmups, spec.shape.concurrency);
+  if (!plan) return plan.error();
+  return run_bench(spec, *plan);
 }
 
 Expected<BenchReport> run_bench(const BenchSpec& spec, const workload::PointPlan& plan) {
@@ -142,6 +146,14 @@ Expected<BenchReport> run_bench(const BenchSpec& spec, const workload::PointPlan
   }
   const auto& prompts = plan.measured;
   const auto& warm_prompts = plan.warmup;
+  std::optional<TokenizeCheck> token_check;
+  if (spec.tokenize_check > 0) {
+    auto check = tokenize_check(*endpoint, model, spec.api, prompts, spec.tokenize_check,
+                                spec.timeouts);
+    if (!check) return check.error();
+    fmt::print(stderr, "{}\n", check->summary());
+    token_check = std::move(*check);
+  }
   openai::RequestKnobs knobs;
   knobs.model = model;
   knobs.continuous_usage = spec.continuous_usage;
@@ -209,12 +221,13 @@ Expected<BenchReport> run_bench(const BenchSpec& spec, const workload::PointPlan
   if (spec.shape.duration_s > 0) j["duration_limit_s"] = spec.shape.duration_s;
   j["num_warmups"] = static_cast<int64_t>(warm_prompts.size());
   for (const auto& kv : plan.describe) j[kv.key()] = kv.value();
-  j["input_length_exact"] = spec.api != openai::Api::kChat;
-  if (spec.api == openai::Api::kChat) {
+  j["input_length_exact"] = spec.api != openai::Api::kChat || plan.describe.contains("tokenizer");
+  if (spec.api == openai::Api::kChat && !plan.describe.contains("tokenizer")) {
     j["input_length_note"] =
         "chat prompts are text of N words; without a tokenizer their token count is approximate "
         "(total_input_tokens uses the server's prompt_tokens when reported)";
   }
+  if (token_check) j["tokenize_check"] = token_check->to_json();
   j["benchmark_start_time_unix"] = report.run.start_unix;
   // The monotonic time the --details *_ms values count from (to align with server-side logs
   // taken on the same clock, e.g. serve-sim --truth-log).

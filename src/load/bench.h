@@ -35,6 +35,9 @@ struct BenchSpec {
   bool send_request_ids = true;   // X-Request-Id: <run>-<index>, for matching server logs
   bool show_progress = false;     // progress line on stderr (only when it is a TTY)
   double timeout_s = 0;           // > 0: cut the point after this long (warmups included)
+  /// > 0: before measuring, ask the server's /tokenize to count this many of the prompts and
+  /// compare (load/tokenize_check.h); the result carries "tokenize_check".
+  int tokenize_check = 0;
   /// Server metrics during the point (docs/telemetry.md): scraped every `slice_s` seconds from
   /// `server_metrics_urls` (empty: the endpoint's /metrics) on connections of their own.
   bool scrape_server_metrics = true;

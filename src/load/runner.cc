@@ -308,6 +308,7 @@ class Lane {
     metrics::RequestRecord& rec = records(phase_->measured).emplace_back();
     rec.index = index;
     rec.input_len = req.input_len;
+    rec.input_exact = req.input_exact;
     rec.output_len = req.output_len;
     rec.sched_ns = sched_ns;
     rec.content_ns.reserve(static_cast<size_t>(req.output_len) + 2);

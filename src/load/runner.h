@@ -21,6 +21,7 @@ namespace ib::load {
 struct PreparedRequest {
   std::string body;
   int input_len = 0;
+  bool input_exact = false;  // input_len counted as the server counts (metrics::RequestRecord)
   int output_len = 0;
 };
 

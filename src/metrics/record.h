@@ -35,6 +35,7 @@ std::string_view failure_cause_name(FailureCause cause);
 struct RequestRecord {
   int64_t index = 0;                // position in the prompt list
   int input_len = 0;                // requested prompt length in tokens
+  bool input_exact = false;         // input_len is the server's count (token ids, or a tokenizer)
   int output_len = 0;               // requested max_tokens
   int64_t sched_ns = 0;             // when the scheduler intended to send it
   int64_t send_ns = 0;              // when its first byte was written

@@ -45,6 +45,16 @@ BenchMetrics compute_metrics(std::span<const RequestRecord> records,
     m.total_input_tokens += r.input_tokens();
     m.total_output_tokens += out;
     if (r.completion_tokens < 0) ++m.requests_without_usage;
+    if (r.input_exact && r.prompt_tokens >= 0) {
+      ++m.prompt_tokens_checked;
+      m.prompt_tokens_client += r.input_len;
+      m.prompt_tokens_server += r.prompt_tokens;
+      const int64_t diff = r.prompt_tokens - r.input_len;
+      if (diff != 0) {
+        ++m.prompt_token_mismatches;
+        if (std::abs(diff) > std::abs(m.prompt_token_max_diff)) m.prompt_token_max_diff = diff;
+      }
+    }
     if (r.completion_tokens >= 0 && r.output_len > 0 &&
         std::abs(static_cast<double>(r.completion_tokens - r.output_len)) > 0.05 * r.output_len) {
       ++m.usage_length_mismatches;
@@ -102,6 +112,14 @@ BenchMetrics compute_metrics(std::span<const RequestRecord> records,
         "{} of {} successful requests: the server's completion_tokens differ from the requested "
         "output length by more than 5%",
         m.usage_length_mismatches, m.completed));
+  }
+  if (m.prompt_token_mismatches > 0) {
+    m.warnings.push_back(fmt::format(
+        "{} of {} prompts: the server counted a different number of prompt tokens than the "
+        "client (client {}, server {} in all; largest difference {:+}); the server's tokenizer, "
+        "chat template or BOS handling differs from the client's (--tokenizer, --chat-template)",
+        m.prompt_token_mismatches, m.prompt_tokens_checked, m.prompt_tokens_client,
+        m.prompt_tokens_server, m.prompt_token_max_diff));
   }
   if (m.completed > 0 && tpot.empty()) {
     m.warnings.push_back("no request produced more than one output token: TPOT is undefined");
@@ -209,6 +227,15 @@ boost::json::object metrics_to_json(const BenchMetrics& m, const MetricsOptions&
   o["retries"] = m.retries;
   o["requests_without_usage"] = m.requests_without_usage;
   o["output_tokens_estimated"] = m.requests_without_usage > 0;
+  if (m.prompt_tokens_checked > 0) {
+    boost::json::object c;
+    c["checked"] = m.prompt_tokens_checked;
+    c["client_total"] = m.prompt_tokens_client;
+    c["server_total"] = m.prompt_tokens_server;
+    c["mismatches"] = m.prompt_token_mismatches;
+    c["max_difference"] = m.prompt_token_max_diff;
+    o["prompt_token_check"] = std::move(c);
+  }
   boost::json::array warnings;
   for (const auto& w : m.warnings) warnings.emplace_back(w);
   o["warnings"] = std::move(warnings);

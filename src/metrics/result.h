@@ -56,6 +56,13 @@ struct BenchMetrics {
 
   int64_t requests_without_usage = 0;   // output tokens estimated from content events
   int64_t usage_length_mismatches = 0;  // |completion_tokens − requested| > 5% of requested
+  // Prompts whose length the client knew exactly (RequestRecord::input_exact) and the server
+  // reported: how many, their client and server totals, and how many disagree (by how much).
+  int64_t prompt_tokens_checked = 0;
+  int64_t prompt_tokens_client = 0;
+  int64_t prompt_tokens_server = 0;
+  int64_t prompt_token_mismatches = 0;
+  int64_t prompt_token_max_diff = 0;  // server − client of the largest |difference|
   std::vector<std::string> warnings;
 
   double failure_rate() const {

@@ -149,7 +149,7 @@ class MasterParser {
     auto f = r_.mapping(node, path,
                         {"prompts-per-conc", "min-prompts", "warmups-per-conc", "seed", "range-ratio",
                          "traces", "max-traces", "warmup-requests-per-lane", "duration",
-                         "time-scale"});
+                         "time-scale", "tokenizer", "chat-template"});
     if (!f) return std::nullopt;
     WorkloadSpec out;
     auto count = [&](const char* name, int64_t min, int64_t max, std::optional<int64_t>* to) {
@@ -200,6 +200,22 @@ class MasterParser {
         out.traces.push_back(p.is_absolute() ? t : (base / p).lexically_normal().string());
       }
     }
+    // Paths relative to the recipe file's folder, like traces.
+    auto file_field = [&](const char* name, std::string* to, int* line) {
+      if (!f->has(name)) return;
+      auto v = r_.string(f->at(name), field_path(path, name));
+      if (!v) return;
+      if (v->empty()) {
+        r_.error(f->at(name), field_path(path, name), "expected a path, got an empty string");
+        return;
+      }
+      std::filesystem::path p(*v);
+      const std::filesystem::path base = std::filesystem::path(r_.file()).parent_path();
+      *to = p.is_absolute() ? *v : (base / p).lexically_normal().string();
+      *line = f->at(name).Mark().line + 1;
+    };
+    file_field("tokenizer", &out.tokenizer, &out.tokenizer_line);
+    file_field("chat-template", &out.chat_template, &out.tokenizer_line);
     return out;
   }
 

@@ -107,6 +107,10 @@ struct WorkloadSpec {
   std::vector<std::string> traces;
   std::optional<int64_t> max_traces, warmup_requests_per_lane;
   std::optional<double> duration, time_scale;
+  // The served model's tokenizer and chat template (docs/tokenizer.md): prompts of exact length.
+  // Paths resolved against the recipe file's folder; the line is for messages.
+  std::string tokenizer, chat_template;
+  int tokenizer_line = 0;
 };
 
 /// One config key of a master-config file.

@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "sim/tokens.h"
+#include "tokenizer/serving.h"
 
 namespace ib::sim {
 
@@ -117,13 +118,33 @@ uint64_t hash_token_ids(const json::array& ids, uint64_t h) {
   return h;
 }
 
+// Counts with a tokenizer: the ids' keys, and the ids themselves when asked for (/tokenize).
+std::optional<ApiError> use_ids(std::vector<int32_t> ids, bool keep_ids, std::string_view input,
+                                GenerateRequest& r) {
+  if (ids.size() > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
+    return bad_request(std::string(input), fmt::format("{} has too many tokens", input));
+  }
+  r.prompt_tokens = static_cast<int>(ids.size());
+  r.prompt_keys.clear();
+  r.prompt_keys.reserve(ids.size());
+  for (int32_t id : ids) r.prompt_keys.push_back(token_id_key(id));
+  if (r.prompt_keys.empty()) r.prompt_keys.push_back(word_key(""));
+  if (keep_ids) r.prompt_ids = std::move(ids);
+  return std::nullopt;
+}
+
 // One prompt: a string or an array of token ids. `where` names it in messages ("prompt",
 // "prompt[0]").
 std::optional<ApiError> read_single_prompt(const json::value& p, const std::string& where,
+                                           const ServedModel& model, bool keep_ids,
                                            GenerateRequest& r) {
   if (p.is_string()) {
     std::string_view text = p.get_string();
     if (text.empty()) return bad_request("prompt", fmt::format("{} must not be empty", where));
+    if (model.tokenizer != nullptr) {
+      r.prompt_hash = fnv1a(text, fnv1a("text"));
+      return use_ids(model.tokenizer->encode_prompt(text), keep_ids, "prompt", r);
+    }
     r.prompt_tokens = count_text_tokens(text);
     r.prompt_hash = fnv1a(text, fnv1a("text"));
     r.prompt_keys.reserve(static_cast<size_t>(r.prompt_tokens));
@@ -151,13 +172,19 @@ std::optional<ApiError> read_single_prompt(const json::value& p, const std::stri
     for (const json::value& id : ids) {
       r.prompt_keys.push_back(token_id_key(static_cast<int64_t>(token_id_bits(id))));
     }
+    if (keep_ids) {
+      for (const json::value& id : ids) {
+        r.prompt_ids.push_back(static_cast<int32_t>(token_id_bits(id) & 0x7fffffff));
+      }
+    }
     return std::nullopt;
   }
   return bad_request("prompt", fmt::format("{} must be a string or an array of token ids, got {}",
                                            where, describe(p)));
 }
 
-std::optional<ApiError> read_prompt(const json::object& o, GenerateRequest& r) {
+std::optional<ApiError> read_prompt(const json::object& o, const ServedModel& model,
+                                    bool keep_ids, GenerateRequest& r) {
   const json::value* p = find(o, "prompt");
   if (p == nullptr) return bad_request("prompt", "prompt is required");
   if (p->is_array() && !p->get_array().empty()) {
@@ -170,13 +197,14 @@ std::optional<ApiError> read_prompt(const json::object& o, GenerateRequest& r) {
                                   "prompt per request",
                                   a.size()));
       }
-      return read_single_prompt(a[0], "prompt[0]", r);
+      return read_single_prompt(a[0], "prompt[0]", model, keep_ids, r);
     }
   }
-  return read_single_prompt(*p, "prompt", r);
+  return read_single_prompt(*p, "prompt", model, keep_ids, r);
 }
 
-std::optional<ApiError> read_messages(const json::object& o, GenerateRequest& r) {
+std::optional<ApiError> read_messages(const json::object& o, const ServedModel& model,
+                                      bool keep_ids, GenerateRequest& r) {
   const json::value* m = find(o, "messages");
   if (m == nullptr) return bad_request("messages", "messages is required");
   if (!m->is_array()) {
@@ -186,6 +214,8 @@ std::optional<ApiError> read_messages(const json::object& o, GenerateRequest& r)
   if (messages.empty()) return bad_request("messages", "messages must not be empty");
   int64_t tokens = kChatTokensPerRequest;
   uint64_t h = fnv1a("chat");
+  // With a tokenizer: the messages as the template sees them.
+  std::vector<tokenizer::ChatMessage> chat;
   for (std::size_t i = 0; i < messages.size(); ++i) {
     if (!messages[i].is_object()) {
       return bad_request("messages", fmt::format("messages[{}] must be an object, got {}", i,
@@ -204,8 +234,10 @@ std::optional<ApiError> read_messages(const json::object& o, GenerateRequest& r)
     r.prompt_keys.push_back(word_key(role->get_string()));
     r.prompt_keys.push_back(kKeyHeaderEnd);
     int64_t words = 0;
+    if (model.tokenizer != nullptr) chat.push_back({std::string(role->get_string()), ""});
     if (const json::value* content = find(msg, "content")) {
       if (content->is_string()) {
+        if (model.tokenizer != nullptr) chat.back().content = content->get_string();
         words = append_word_keys(content->get_string(), r.prompt_keys);
         h = fnv1a(content->get_string(), h);
       } else if (content->is_array()) {
@@ -226,6 +258,7 @@ std::optional<ApiError> read_messages(const json::object& o, GenerateRequest& r)
                 "messages", fmt::format("messages[{}].content[{}].text must be a string, got {}", i,
                                         j, text ? describe(*text) : "nothing"));
           }
+          if (model.tokenizer != nullptr) chat.back().content += text->get_string();
           words += append_word_keys(text->get_string(), r.prompt_keys);
           h = fnv1a(text->get_string(), h);
         }
@@ -250,6 +283,22 @@ std::optional<ApiError> read_messages(const json::object& o, GenerateRequest& r)
   }
   r.prompt_tokens = static_cast<int>(tokens);
   r.prompt_hash = h;
+  if (model.tokenizer != nullptr) {
+    if (model.tokenizer->has_chat_template()) {
+      auto ids = model.tokenizer->encode_chat(chat);
+      if (!ids) return bad_request(std::nullopt, ids.error().message);
+      return use_ids(std::move(*ids), keep_ids, "messages", r);
+    }
+    // No template: the word rule's template tokens around the tokenizer's count of the content.
+    int64_t n = kChatTokensPerRequest;
+    for (const auto& message : chat) {
+      n += kChatTokensPerMessage + static_cast<int64_t>(model.tokenizer->tokenizer().count(message.content));
+    }
+    if (n > std::numeric_limits<int>::max()) {
+      return bad_request("messages", "messages have too many tokens");
+    }
+    r.prompt_tokens = static_cast<int>(n);
+  }
   return std::nullopt;
 }
 
@@ -303,7 +352,10 @@ ParseResult parse_request(std::string_view body, const ServedModel& model, Api a
   GenerateRequest r;
   r.api = api;
   const char* input_name = api == Api::kChat ? "messages" : "prompt";
-  if (auto err = api == Api::kChat ? read_messages(o, r) : read_prompt(o, r)) return *err;
+  if (auto err = api == Api::kChat ? read_messages(o, model, false, r)
+                                   : read_prompt(o, model, false, r)) {
+    return *err;
+  }
   if (model.keep_prompt_text) r.prompt_text = prompt_text(o, api);
 
   std::optional<int64_t> n;
@@ -399,6 +451,27 @@ ParseResult parse_completion_request(std::string_view body, const ServedModel& m
 
 ParseResult parse_chat_request(std::string_view body, const ServedModel& model) {
   return parse_request(body, model, Api::kChat);
+}
+
+ParseResult parse_tokenize_request(std::string_view body, const ServedModel& model) {
+  boost::system::error_code ec;
+  json::value root = json::parse(body, ec);
+  if (ec) {
+    return bad_request(std::nullopt,
+                       fmt::format("request body is not valid JSON: {}", ec.message()));
+  }
+  if (!root.is_object()) {
+    return bad_request(std::nullopt,
+                       fmt::format("request body must be a JSON object, got {}", describe(root)));
+  }
+  const json::object& o = root.get_object();
+  GenerateRequest r;
+  const bool chat = find(o, "messages") != nullptr;
+  r.api = chat ? Api::kChat : Api::kCompletions;
+  if (auto err = chat ? read_messages(o, model, true, r) : read_prompt(o, model, true, r)) {
+    return *err;
+  }
+  return r;
 }
 
 }  // namespace ib::sim

@@ -10,6 +10,10 @@
 #include <variant>
 #include <vector>
 
+namespace ib::tokenizer {
+class ServingTokenizer;
+}
+
 namespace ib::sim {
 
 enum class Api { kCompletions, kChat };
@@ -22,6 +26,10 @@ struct ServedModel {
   /// Keep the prompt's text in GenerateRequest::prompt_text (serve-sim's GSM8K answers read the
   /// question); off on the benchmark path, where it would be a copy per request.
   bool keep_prompt_text = false;
+  /// --tokenizer: prompts are counted as a real server counts them (text prompts with the
+  /// tokenizer's special tokens, chat requests through the chat template), and prefix-cache keys
+  /// are the token ids. Null: words (docs/serve-sim.md "Tokens").
+  const tokenizer::ServingTokenizer* tokenizer = nullptr;
 };
 
 /// A validated generation request, reduced to what the simulator needs.
@@ -32,6 +40,8 @@ struct GenerateRequest {
   std::vector<uint64_t> prompt_keys;  // one prefix-cache key per prompt token (tokens.h)
   /// With ServedModel::keep_prompt_text: a text prompt, or the last chat message's text.
   std::string prompt_text;
+  /// The prompt's token ids (only for /tokenize, with a tokenizer).
+  std::vector<int32_t> prompt_ids;
   int max_tokens = 0;                 // resolved: the request's value or the endpoint's default
   int min_tokens = 0;
   bool ignore_eos = false;
@@ -61,5 +71,10 @@ ParseResult parse_completion_request(std::string_view body, const ServedModel& m
 /// content a string, null, or an array of {"type":"text","text":...} parts. The output limit is
 /// max_completion_tokens, else max_tokens, else whatever fits in max_model_len (as vLLM).
 ParseResult parse_chat_request(std::string_view body, const ServedModel& model);
+
+/// Parses a /tokenize body (vLLM's and SGLang's shape): `prompt` (a string or token ids) or
+/// `messages`, counted as a generation request would be; `add_special_tokens` (default true) and
+/// `add_generation_prompt` (default true) are accepted. With a tokenizer, prompt_ids holds the ids.
+ParseResult parse_tokenize_request(std::string_view body, const ServedModel& model);
 
 }  // namespace ib::sim

@@ -5,7 +5,10 @@
 #include <boost/json/parse.hpp>
 #include <string>
 
+#include "core/temp_dir.h"
 #include "sim/tokens.h"
+#include "tokenizer/serving.h"
+#include "tokenizer/testing.h"
 
 namespace ib::sim {
 namespace {
@@ -296,6 +299,50 @@ TEST(ApiError, JsonShapeMatchesVllm) {
   auto w = boost::json::parse(no_param.to_json());
   EXPECT_TRUE(w.at("error").at("param").is_null());
   EXPECT_EQ(w.at("error").at("message").as_string(), "bad \"json\"");
+}
+
+// serve-sim --tokenizer: counts as a real server does, prefix keys are token ids, and a template
+// that fails to render is a 400 with the template's message.
+TEST(ParseWithTokenizer, CountsLikeARealServer) {
+  TempDir dir("ib-sim-tok");
+  ASSERT_TRUE(tokenizer::write_test_tokenizer(dir.path()).ok());
+  auto tok = tokenizer::ServingTokenizer::load(dir.path());
+  ASSERT_TRUE(tok) << tok.error().message;
+  ServedModel model{"sim-model", 1000, false, tok->get()};
+  const std::string text = "How many apples does John have";
+  ParseResult r = parse_completion_request(
+      R"({"model":"sim-model","prompt":")" + text + R"(","max_tokens":4})", model);
+  ASSERT_TRUE(std::holds_alternative<GenerateRequest>(r));
+  const auto ids = (*tok)->encode_prompt(text);
+  const GenerateRequest& g = std::get<GenerateRequest>(r);
+  EXPECT_EQ(g.prompt_tokens, static_cast<int>(ids.size()));
+  ASSERT_EQ(g.prompt_keys.size(), ids.size());
+  EXPECT_EQ(g.prompt_keys[1], token_id_key(ids[1]));
+  EXPECT_TRUE(g.prompt_ids.empty());  // only /tokenize keeps them
+
+  const std::string chat_body =
+      R"({"model":"sim-model","messages":[{"role":"system","content":"Be brief"},)"
+      R"({"role":"user","content":")" + text + R"("}],"max_tokens":4})";
+  r = parse_chat_request(chat_body, model);
+  ASSERT_TRUE(std::holds_alternative<GenerateRequest>(r));
+  const std::vector<tokenizer::ChatMessage> msgs = {{"system", "Be brief"}, {"user", text}};
+  auto chat_ids = (*tok)->encode_chat(msgs);
+  ASSERT_TRUE(chat_ids);
+  EXPECT_EQ(std::get<GenerateRequest>(r).prompt_tokens, static_cast<int>(chat_ids->size()));
+
+  // /tokenize: the same counts, and the ids.
+  r = parse_tokenize_request(R"({"prompt":")" + text + R"("})", model);
+  ASSERT_TRUE(std::holds_alternative<GenerateRequest>(r));
+  EXPECT_EQ(std::get<GenerateRequest>(r).prompt_ids, ids);
+  r = parse_tokenize_request(chat_body, model);
+  ASSERT_TRUE(std::holds_alternative<GenerateRequest>(r));
+  EXPECT_EQ(std::get<GenerateRequest>(r).prompt_ids, *chat_ids);
+  // Without a tokenizer /tokenize counts words and has no ids.
+  r = parse_tokenize_request(R"({"prompt":"a b c"})", kModel);
+  ASSERT_TRUE(std::holds_alternative<GenerateRequest>(r));
+  EXPECT_EQ(std::get<GenerateRequest>(r).prompt_tokens, 3);
+  EXPECT_TRUE(std::get<GenerateRequest>(r).prompt_ids.empty());
+  EXPECT_EQ(error_of(parse_tokenize_request("[1]", kModel)).status, 400);
 }
 
 }  // namespace

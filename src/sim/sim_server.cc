@@ -533,7 +533,7 @@ SimServer::SimServer(asio::io_context& io, SimArgs args)
 SimServer::SimServer(asio::io_context& io, SimArgs args, std::unique_ptr<Engine> engine)
     : io_(io),
       args_(std::move(args)),
-      served_{args_.model, args_.max_model_len, args_.gsm8k.has_value()},
+      served_{args_.model, args_.max_model_len, args_.gsm8k.has_value(), args_.tokenizer.get()},
       started_unix_s_(static_cast<int64_t>(std::time(nullptr))),
       engine_(std::move(engine)),
       io_threads_(make_io_threads(args_.threads)),
@@ -561,6 +561,9 @@ SimServer::SimServer(asio::io_context& io, SimArgs args, std::unique_ptr<Engine>
   });
   router_.add("GET", "/metrics", [this](const http::HttpRequest& r, http::ResponseWriter& w) {
     return handle_metrics(r, w);
+  });
+  router_.add("POST", "/tokenize", [this](const http::HttpRequest& r, http::ResponseWriter& w) {
+    return handle_tokenize(r, w);
   });
   router_.add("POST", "/v1/completions",
               [this](const http::HttpRequest& r, http::ResponseWriter& w) {
@@ -694,6 +697,25 @@ asio::awaitable<void> SimServer::handle_models(const http::HttpRequest&,
   list["object"] = "list";
   list["data"] = json::array{std::move(card)};
   co_await writer.send(200, kJson, json::serialize(list));
+}
+
+asio::awaitable<void> SimServer::handle_tokenize(const http::HttpRequest& request,
+                                                 http::ResponseWriter& writer) {
+  ParseResult parsed = parse_tokenize_request(request.body, served_);
+  if (const ApiError* error = std::get_if<ApiError>(&parsed)) {
+    co_await writer.send(error->status, kJson, error->to_json());
+    co_return;
+  }
+  const GenerateRequest& req = std::get<GenerateRequest>(parsed);
+  // vLLM's TokenizeResponse: count, max_model_len, tokens (ids; empty without --tokenizer, as
+  // serve-sim then counts words, which have no ids).
+  json::object o;
+  o["count"] = req.prompt_tokens;
+  o["max_model_len"] = args_.max_model_len;
+  json::array ids;
+  for (int32_t id : req.prompt_ids) ids.emplace_back(id);
+  o["tokens"] = std::move(ids);
+  co_await writer.send(200, kJson, json::serialize(o));
 }
 
 asio::awaitable<void> SimServer::handle_metrics(const http::HttpRequest&,

@@ -25,6 +25,7 @@
 #include "core/expected.h"
 #include "http/server.h"
 #include "sim/gsm8k_answers.h"
+#include "tokenizer/serving.h"
 #include "sim/config.h"
 #include "sim/engine.h"
 #include "sim/power_model.h"
@@ -69,6 +70,9 @@ struct SimArgs {
   /// --gsm8k-correct: GSM8K questions are answered in lm-eval's format, this share of them
   /// correctly (sim/gsm8k_answers.h); nullopt: every prompt gets the word text.
   std::optional<Gsm8kAnswerOptions> gsm8k;
+  /// --tokenizer: count prompts with a real model's tokenizer and chat template, like a real
+  /// server (sim/requests.h ServedModel::tokenizer); null: words.
+  std::shared_ptr<const tokenizer::ServingTokenizer> tokenizer;
 };
 
 /// The most I/O threads --threads accepts.
@@ -124,6 +128,8 @@ class SimServer {
                                              http::ResponseWriter& writer);
   boost::asio::awaitable<void> handle_models(const http::HttpRequest& request,
                                              http::ResponseWriter& writer);
+  boost::asio::awaitable<void> handle_tokenize(const http::HttpRequest& request,
+                                               http::ResponseWriter& writer);
   boost::asio::awaitable<void> handle_metrics(const http::HttpRequest& request,
                                               http::ResponseWriter& writer);
   boost::asio::awaitable<void> handle_generate(Api api, const http::HttpRequest& request,

@@ -59,6 +59,40 @@ bool has_recipe_traces(const RecipeRow& row,
          !e->second->workload->traces.empty();
 }
 
+// The row's tokenizer (--tokenizer, else the recipe's workload.tokenizer), loaded once per
+// (path, template) for the whole sweep; null when neither names one.
+Expected<std::shared_ptr<const tokenizer::ServingTokenizer>> tokenizer_for_row(
+    const RecipeRow& row, const recipe::ConfigEntry* entry, const WorkloadOverrides& ov) {
+  const recipe::WorkloadSpec* w = entry && entry->workload ? &*entry->workload : nullptr;
+  const bool from_option = !ov.tokenizer.empty();
+  const std::string path = from_option ? ov.tokenizer : w ? w->tokenizer : "";
+  const std::string chat_template =
+      !ov.chat_template.empty() ? ov.chat_template : w ? w->chat_template : "";
+  if (path.empty()) {
+    if (!chat_template.empty()) {
+      return Error{fmt::format("{}: a chat template is given without a tokenizer (--tokenizer or "
+                               "workload.tokenizer)",
+                               row.config_key)};
+    }
+    return std::shared_ptr<const tokenizer::ServingTokenizer>();
+  }
+  static std::map<std::string, std::shared_ptr<const tokenizer::ServingTokenizer>> loaded;
+  const std::string key = path + "\n" + chat_template;
+  auto it = loaded.find(key);
+  if (it == loaded.end()) {
+    auto tok = tokenizer::ServingTokenizer::load(path, chat_template);
+    if (!tok) {
+      const std::string where =
+          from_option ? std::string("--tokenizer")
+                      : fmt::format("{}:{}: {}.workload.tokenizer", entry->file,
+                                    w->tokenizer_line, row.config_key);
+      return Error{fmt::format("{}: {}", where, tok.error().message)};
+    }
+    it = loaded.emplace(key, std::move(*tok)).first;
+  }
+  return it->second;
+}
+
 // agentic-coding: the traces are loaded and turned into trees once per set of paths, whatever
 // the number of rows that replay them.
 Expected<std::shared_ptr<const workload::Workload>> agentic_workload_for_row(
@@ -85,6 +119,9 @@ Expected<std::shared_ptr<const workload::Workload>> agentic_workload_for_row(
   if (ov.time_scale) p.time_scale = *ov.time_scale;
   if (ov.seed) p.seed = *ov.seed;
   if (auto s = p.validate(row.config_key + ".workload"); !s) return s.error();
+  auto tok = tokenizer_for_row(row, entry, ov);
+  if (!tok) return tok.error();
+  p.tokenizer = *tok;
   static std::map<std::string, std::shared_ptr<workload::AgenticWorkload>> loaded;
   const std::string key = fmt::format("{}|{}", fmt::join(p.traces, "\n"), p.max_traces);
   auto it = loaded.find(key);
@@ -130,6 +167,20 @@ Expected<std::shared_ptr<const workload::Workload>> workload_for_row(
   p.api = ov.api;
   p.as_text = ov.api == "chat";
   if (auto s = p.validate(row.config_key + ".workload"); !s) return s.error();
+  auto tok = tokenizer_for_row(row, entry, ov);
+  if (!tok) return tok.error();
+  p.tokenizer = *tok;
+  if (p.tokenizer) {
+    workload::RandomWorkload probe;
+    probe.isl = p.isl;
+    probe.osl = p.osl;
+    probe.range_ratio = p.range_ratio;
+    probe.as_text = p.as_text;
+    probe.tokenizer = p.tokenizer;
+    if (auto s = workload::validate(probe); !s) {
+      return Error{fmt::format("{}: {}", row.config_key, s.error().message)};
+    }
+  }
   return std::shared_ptr<const workload::Workload>(
       std::make_shared<workload::FixedSeqLenWorkload>(p));
 }

@@ -34,6 +34,8 @@ struct WorkloadOverrides {
   // Eval rows (GSM8K, docs/evals.md): the prompt and how many problems (0: all 1319).
   workload::gsm8k::PromptOptions eval_prompt;
   size_t eval_limit = 0;
+  // --tokenizer / --chat-template: replace the recipe's workload.tokenizer / chat-template.
+  std::string tokenizer, chat_template;
 };
 
 struct PlanOptions {

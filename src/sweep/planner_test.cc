@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include "core/temp_dir.h"
 #include "sweep/server_spec.h"
+#include "tokenizer/testing.h"
 #include "workload/fixed_seq_len.h"
 #include "workload/gsm8k.h"
 
@@ -243,6 +245,50 @@ TEST(Planner, BadWorkloadBlockNamesFileLineAndField) {
   ASSERT_FALSE(e.ok());
   EXPECT_NE(e.error().message.find("a.workload.warmup-per-conc: unknown field"), std::string::npos)
       << e.error().message;
+}
+
+TEST(Planner, TheTokenizerComesFromTheRecipeOrTheCommandLine) {
+  TempDir dir("ib-planner");
+  const std::string model = (dir.path() / "model").string();
+  ASSERT_TRUE(tokenizer::write_test_tokenizer(model).ok());
+  // Relative to the recipe file's folder.
+  std::string text = kRecipe;
+  text.replace(text.find("warmups-per-conc: 0 }"), 21,
+               "warmups-per-conc: 0, tokenizer: model }");
+  const std::string file = (dir.path() / "r.yaml").string();
+  auto e = recipe::load_master_texts({{file, text}});
+  ASSERT_TRUE(e.ok()) << e.error().message;
+  EXPECT_EQ((*e)[0].workload->tokenizer, model);
+  std::map<std::string, const recipe::ConfigEntry*> by_key;
+  for (const auto& x : *e) by_key[x.key] = &x;
+  const auto rows = recipe::expand(*e, nullptr);
+  auto w = workload_for_row(rows.front(), by_key.at("a"), {});
+  ASSERT_TRUE(w.ok()) << w.error().message;
+  const auto* fixed = dynamic_cast<const workload::FixedSeqLenWorkload*>(w->get());
+  ASSERT_NE(fixed, nullptr);
+  ASSERT_TRUE(fixed->params().tokenizer);
+  // The tokenizer's identity is in the key: resume and reuse never mix tokenizers.
+  EXPECT_NE(w->get()->key(4).find(fixed->params().tokenizer->identity()), std::string::npos);
+  // A path that does not exist: the recipe's file, line and field.
+  text.replace(text.find("tokenizer: model"), 16, "tokenizer: nope");
+  e = recipe::load_master_texts({{file, text}});
+  ASSERT_TRUE(e.ok());
+  by_key.clear();
+  for (const auto& x : *e) by_key[x.key] = &x;
+  w = workload_for_row(recipe::expand(*e, nullptr).front(), by_key.at("a"), {});
+  ASSERT_FALSE(w.ok());
+  EXPECT_NE(w.error().message.find(file + ":10: a.workload.tokenizer"), std::string::npos)
+      << w.error().message;
+  // --tokenizer replaces it; --chat-template alone is an error.
+  WorkloadOverrides ov;
+  ov.tokenizer = model;
+  w = workload_for_row(recipe::expand(*e, nullptr).front(), by_key.at("a"), ov);
+  EXPECT_TRUE(w.ok());
+  ov = {};
+  ov.chat_template = "x.jinja";
+  w = workload_for_row(rows.front(), nullptr, ov);
+  ASSERT_FALSE(w.ok());
+  EXPECT_NE(w.error().message.find("without a tokenizer"), std::string::npos);
 }
 
 }  // namespace

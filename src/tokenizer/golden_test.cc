@@ -17,6 +17,7 @@
 #include "core/sha256.h"
 #include "core/strings.h"
 #include "tokenizer/cache.h"
+#include "tokenizer/test_cache.h"
 #include "tokenizer/tokenizer.h"
 
 namespace ib::tokenizer {
@@ -27,30 +28,8 @@ namespace json = boost::json;
 
 const fs::path kCorpus = fs::path(INFERBENCH_TEST_DATA) / "tokenizer-corpus.txt";
 
-bool require_files() {
-  const char* v = std::getenv("IB_REQUIRE_TOKENIZERS");
-  return v != nullptr && std::string_view(v) == "1";
-}
-
-// Skips the test (or fails it under IB_REQUIRE_TOKENIZERS=1) when `missing` is non-empty.
-#define SKIP_IF_MISSING(missing)                                                                 \
-  do {                                                                                           \
-    if (const std::string why = (missing); !why.empty()) {                                       \
-      if (require_files()) {                                                                     \
-        FAIL() << "IB_REQUIRE_TOKENIZERS=1 but " << why << " (run scripts/fetch-tokenizers.sh)"; \
-      }                                                                                          \
-      GTEST_SKIP() << why << "; run scripts/fetch-tokenizers.sh to fetch the tokenizer files";   \
-    }                                                                                            \
-  } while (0)
-
-std::string missing_files(const std::vector<fs::path>& files) {
-  const fs::path dir = tokenizer_cache_dir();
-  if (dir.empty()) return "no tokenizer cache folder (HOME and INFERBENCH_TOKENIZERS unset)";
-  for (const fs::path& f : files) {
-    if (!fs::exists(dir / f)) return (dir / f).string() + " is missing";
-  }
-  return {};
-}
+using ::ib::tokenizer::testing::missing_files;
+#define SKIP_IF_MISSING(missing) IB_SKIP_IF_MISSING(missing)
 
 std::vector<std::string> corpus_lines(const std::string& corpus) {
   std::vector<std::string> lines = split(corpus, '\n');

@@ -197,10 +197,10 @@ std::vector<TurnDelta> plan_segments(const ReplayTree& tree, int stream) {
 }
 
 StreamPrompts::StreamPrompts(const ReplayTree& tree, int stream, uint64_t seed, std::string marker,
-                             const Corpus& corpus)
+                             const Corpus& corpus, int64_t marker_tokens)
     : tree_(&tree),
       stream_(stream),
-      marker_tokens_(count_words(marker)),
+      marker_tokens_(marker_tokens >= 0 ? marker_tokens : count_words(marker)),
       corpus_(&corpus),
       block_key_(block_key_prefix(tree, seed)),
       block_key_prefix_(block_key_.size()),

@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tokenizer/tokenizer.h"
 #include "workload/agentic_dag.h"
 
 namespace ib::workload::agentic {
@@ -26,6 +27,10 @@ class Corpus {
  public:
   /// The built-in word list (agentic_words.cc): 2,703 distinct lower-case ASCII words.
   static const Corpus& words();
+  /// The built-in words that `tok` encodes as exactly one token both alone and after a space,
+  /// so a block of N words joined by spaces is exactly N tokens for that tokenizer. Error when
+  /// fewer than 256 words qualify.
+  static Expected<Corpus> for_tokenizer(const tokenizer::Tokenizer& tok);
   size_t size() const { return words_.size(); }
   std::string_view token(size_t i) const { return words_[i % words_.size()]; }
 
@@ -76,8 +81,9 @@ class StreamPrompts {
  public:
   /// `seed` is the run's --seed; `marker` (may be empty) goes in front of the first user message.
   /// The tree must outlive this object. REQUIRES: 0 <= stream < tree.streams.size().
+  /// `marker_tokens` < 0: the marker's whitespace-separated words (serve-sim's count).
   StreamPrompts(const ReplayTree& tree, int stream, uint64_t seed, std::string marker,
-                const Corpus& corpus = Corpus::words());
+                const Corpus& corpus = Corpus::words(), int64_t marker_tokens = -1);
 
   /// Moves the history to the end of turn `k` (applies the deltas of the turns up to k that were
   /// not applied yet, from the last reset among them). Turns are visited in increasing order;

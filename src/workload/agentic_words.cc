@@ -3,6 +3,8 @@
 // that with a leading space each is one token in GPT and Llama BPE vocabularies, give or take.
 // Written by hand and sorted; the order is part of the text every seed produces, so changing the
 // list changes every synthesized prompt.
+#include <fmt/format.h>
+
 #include <array>
 #include <string_view>
 #include <vector>
@@ -406,6 +408,23 @@ constexpr std::array<std::string_view, 2703> kWords = {
 const Corpus& Corpus::words() {
   static const Corpus corpus(std::vector<std::string_view>(kWords.begin(), kWords.end()));
   return corpus;
+}
+
+Expected<Corpus> Corpus::for_tokenizer(const tokenizer::Tokenizer& tok) {
+  std::vector<std::string_view> kept;
+  std::string spaced;
+  for (std::string_view w : kWords) {
+    spaced.clear();
+    spaced.push_back(' ');
+    spaced.append(w);
+    if (tok.count(w) == 1 && tok.count(spaced) == 1) kept.push_back(w);
+  }
+  if (kept.size() < 256) {
+    return Error{fmt::format("{}: only {} of the {} corpus words are single tokens; agentic "
+                             "blocks cannot be made exact with this tokenizer",
+                             tok.source(), kept.size(), kWords.size())};
+  }
+  return Corpus(std::move(kept));
 }
 
 }  // namespace ib::workload::agentic

@@ -85,6 +85,17 @@ Expected<std::shared_ptr<AgenticWorkload>> AgenticWorkload::load(AgenticParams p
     trees->push_back(std::move(*tree));
   }
   if (trees->empty()) return Error{"none of the traces has a top-level request to replay"};
+  if (params.tokenizer) {
+    auto corpus = agentic::Corpus::for_tokenizer(params.tokenizer->tokenizer());
+    if (!corpus) return corpus.error();
+    plan->notes.push_back(fmt::format(
+        "blocks are cut from the {} of {} corpus words that are single tokens for {}",
+        corpus->size(), agentic::Corpus::words().size(), params.tokenizer->path()));
+    plan->corpus = std::make_shared<const agentic::Corpus>(std::move(*corpus));
+  } else {
+    plan->corpus = std::shared_ptr<const agentic::Corpus>(&agentic::Corpus::words(),
+                                                          [](const agentic::Corpus*) {});
+  }
   plan->params = std::move(params);
   plan->trees = std::move(trees);
   plan->traces_digest = sha256_hex(digest_input);
@@ -96,6 +107,17 @@ std::shared_ptr<AgenticWorkload> AgenticWorkload::with_params(const AgenticParam
   AgenticParams p = params;
   p.traces = plan_->params.traces;
   p.max_traces = plan_->params.max_traces;
+  if (p.tokenizer != plan_->params.tokenizer) {
+    plan->corpus = std::shared_ptr<const agentic::Corpus>(&agentic::Corpus::words(),
+                                                          [](const agentic::Corpus*) {});
+    if (p.tokenizer) {
+      if (auto corpus = agentic::Corpus::for_tokenizer(p.tokenizer->tokenizer())) {
+        plan->corpus = std::make_shared<const agentic::Corpus>(std::move(*corpus));
+      } else {
+        plan->notes.push_back(corpus.error().message);
+      }
+    }
+  }
   plan->params = std::move(p);
   return std::shared_ptr<AgenticWorkload>(new AgenticWorkload(std::move(plan)));
 }
@@ -123,6 +145,7 @@ json::object AgenticWorkload::canonical(int64_t concurrency) const {
   o["time_scale"] = p.time_scale;
   o["seed"] = static_cast<int64_t>(p.seed);
   o["use_think_time_only"] = p.use_think_time_only;
+  if (p.tokenizer) o["tokenizer"] = p.tokenizer->identity();
   return o;
 }
 

@@ -8,7 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "tokenizer/serving.h"
 #include "workload/agentic_dag.h"
+#include "workload/agentic_prompts.h"
 #include "workload/workload.h"
 
 namespace ib::workload {
@@ -29,6 +31,9 @@ struct AgenticParams {
   uint64_t seed = 42;
   bool use_think_time_only = false;
   bool fast = false;  // the agentx-fast preset: 1200 s, 1 warmup request per lane
+  /// --tokenizer: blocks are cut from the words that are single tokens for it, so a block is
+  /// exactly block_size tokens and the marker is counted with it (docs/tokenizer.md).
+  std::shared_ptr<const tokenizer::ServingTokenizer> tokenizer;
 
   /// Applies the agentx-fast preset (duration 1200 s, 1 warmup request per lane).
   void apply_fast();
@@ -45,6 +50,8 @@ struct AgenticPlan {
   std::shared_ptr<const std::vector<agentic::ReplayTree>> trees;
   std::string traces_digest;  // SHA-256 over what the trees were built from
   std::vector<std::string> notes;
+  /// The block corpus (Corpus::words(), or the tokenizer's single-token words).
+  std::shared_ptr<const agentic::Corpus> corpus;
 };
 
 class AgenticWorkload : public Workload {

@@ -66,18 +66,23 @@ boost::json::object FixedSeqLenWorkload::canonical(int64_t c) const {
   o["seed"] = p_.seed;
   o["api"] = p_.api;
   o["prompts"] = prompts_at(c);
+  if (p_.tokenizer) o["tokenizer"] = p_.tokenizer->identity();
   o["warmups"] = warmups_at(c);
   return o;
 }
 
-PointPlan random_point_plan(const RandomWorkload& w, int warmups, int concurrency) {
+Expected<PointPlan> random_point_plan(const RandomWorkload& w, int warmups, int concurrency) {
   PointPlan plan;
-  plan.measured = make_random_prompts(w);
+  auto measured = make_random_prompts(w);
+  if (!measured) return measured.error();
+  plan.measured = std::move(*measured);
   if (warmups > 0) {
     RandomWorkload ww = w;
     ww.num_prompts = warmups;
     ww.seed = w.seed ^ 0x9e3779b97f4a7c15ULL;  // distinct prompts: warmups must not prime a cache
-    plan.warmup = make_random_prompts(ww);
+    auto warm = make_random_prompts(ww);
+    if (!warm) return warm.error();
+    plan.warmup = std::move(*warm);
   }
   plan.shape.concurrency = concurrency;
   plan.shape.measured_requests = w.num_prompts;
@@ -87,6 +92,22 @@ PointPlan random_point_plan(const RandomWorkload& w, int warmups, int concurrenc
   plan.describe["random_output_len"] = w.osl;
   plan.describe["random_range_ratio"] = w.range_ratio;
   plan.describe["seed"] = w.seed;
+  if (w.tokenizer) {
+    int64_t exact = 0;
+    for (const auto& p : plan.measured) exact += p.exact_len ? 1 : 0;
+    boost::json::object t;
+    t["path"] = w.tokenizer->path();
+    t["identity"] = w.tokenizer->identity();
+    if (w.as_text) {
+      t["chat_template"] = w.tokenizer->chat_template_source();
+      t["chat_template_overhead"] = w.tokenizer->chat_overhead().value_or(0);
+    } else {
+      t["special_tokens_added"] = w.tokenizer->prompt_specials();
+    }
+    t["exact_prompts"] = exact;
+    t["inexact_prompts"] = static_cast<int64_t>(plan.measured.size()) - exact;
+    plan.describe["tokenizer"] = std::move(t);
+  }
   return plan;
 }
 
@@ -109,8 +130,10 @@ Expected<PointPlan> FixedSeqLenWorkload::plan(int64_t c) const {
   w.seed = p_.seed;
   w.num_prompts = prompts_at(c);
   w.as_text = p_.as_text;
-  PointPlan plan = random_point_plan(w, warmups_at(c), static_cast<int>(c));
-  plan.describe["workload"] = kind();
+  w.tokenizer = p_.tokenizer;
+  auto plan = random_point_plan(w, warmups_at(c), static_cast<int>(c));
+  if (!plan) return plan.error();
+  plan->describe["workload"] = kind();
   return plan;
 }
 

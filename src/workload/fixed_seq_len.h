@@ -19,6 +19,9 @@ struct FixedSeqLenParams {
   int warmups_per_conc = 2;
   bool as_text = false;             // chat API: text prompts of N words instead of token ids
   std::string api = "completions";  // recorded in the key: the same prompts on another API differ
+  /// Exact-length natural-text prompts for this tokenizer (workload/exact_prompts.h); its
+  /// identity is part of the key.
+  std::shared_ptr<const tokenizer::ServingTokenizer> tokenizer;
 
   /// The error names the parameter, prefixed by `where` (e.g. "recipe.yaml: key.workload").
   Status validate(const std::string& where = "") const;
@@ -43,6 +46,6 @@ class FixedSeqLenWorkload : public Workload {
 
 /// The prompts of one random point: `measured` with w's seed, `warmups` with a derived seed so
 /// that warmups never prime a prefix cache for the measured prompts. Shared with `bench`.
-PointPlan random_point_plan(const RandomWorkload& w, int warmups, int concurrency);
+Expected<PointPlan> random_point_plan(const RandomWorkload& w, int warmups, int concurrency);
 
 }  // namespace ib::workload

@@ -1,5 +1,7 @@
 #include "workload/random_prompts.h"
 
+#include "workload/exact_prompts.h"
+
 #include <fmt/format.h>
 
 #include <array>
@@ -63,10 +65,24 @@ Status validate(const RandomWorkload& w) {
   if (w.vocab_size <= 100) {
     return Error{fmt::format("vocabulary size must exceed 100 (got {})", w.vocab_size)};
   }
+  if (w.tokenizer) {
+    auto builder = ExactPromptBuilder::create(w.tokenizer, w.as_text);
+    if (!builder) return builder.error();
+    const auto shortest =
+        std::max<int64_t>(1, static_cast<int64_t>(std::floor(w.range_ratio * w.isl)));
+    if (shortest < builder->min_tokens()) {
+      return Error{fmt::format(
+          "--isl {} with --range-ratio {}: the shortest prompt would have {} tokens, but with {} "
+          "a request has at least {} (raise --isl)",
+          w.isl, w.range_ratio, shortest,
+          w.as_text ? "this chat template" : "this tokenizer's special tokens",
+          builder->min_tokens())};
+    }
+  }
   return check_point_size(w.num_prompts, 0, w.isl, "--num-prompts and --isl");
 }
 
-std::vector<PromptSpec> make_random_prompts(const RandomWorkload& w) {
+Expected<std::vector<PromptSpec>> make_random_prompts(const RandomWorkload& w) {
   std::mt19937_64 rng(w.seed);
   auto low = [&](int len) {
     return std::max<int64_t>(1, static_cast<int64_t>(std::floor(w.range_ratio * len)));
@@ -76,7 +92,35 @@ std::vector<PromptSpec> make_random_prompts(const RandomWorkload& w) {
     p.input_len = static_cast<int>(draw(rng, low(w.isl), w.isl));
     p.output_len = static_cast<int>(draw(rng, low(w.osl), w.osl));
   }
+  if (w.tokenizer) {
+    auto builder = ExactPromptBuilder::create(w.tokenizer, w.as_text);
+    if (!builder) return builder.error();
+    // Distinct window starts (while the corpus has that many), so no two prompts share a prefix.
+    const auto size = static_cast<int64_t>(builder->corpus_tokens());
+    std::vector<int> lens;
+    std::vector<uint64_t> starts;
+    std::vector<bool> used(static_cast<size_t>(size), false);
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      auto s = draw(rng, 0, size - 1);
+      for (int tries = 0; used[static_cast<size_t>(s)] && tries < 64; ++tries) {
+        s = draw(rng, 0, size - 1);
+      }
+      used[static_cast<size_t>(s)] = true;
+      starts.push_back(static_cast<uint64_t>(s));
+      lens.push_back(prompts[i].input_len);
+    }
+    auto built = builder->build_all(lens, starts);
+    if (!built) return built.error();
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      ExactPrompt& e = (*built)[i];
+      prompts[i].text = std::move(e.text);
+      prompts[i].input_len = e.tokens;
+      prompts[i].exact_len = e.exact;
+    }
+    return prompts;
+  }
   for (auto& p : prompts) {
+    p.exact_len = !w.as_text;
     if (w.as_text) {
       p.text.reserve(static_cast<size_t>(p.input_len) * 6);
       for (int i = 0; i < p.input_len; ++i) {

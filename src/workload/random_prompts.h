@@ -3,10 +3,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "core/expected.h"
+#include "tokenizer/serving.h"
 
 namespace ib::workload {
 
@@ -15,6 +17,9 @@ struct PromptSpec {
   std::vector<int32_t> token_ids;  // set for token-id prompts
   std::string text;                // set for text prompts
   int input_len = 0;   // tokens (exact for token ids; a word count, so approximate, for text)
+  /// input_len is the request's token count as the server's tokenizer counts it (token ids, or
+  /// text built with a tokenizer: workload/exact_prompts.h).
+  bool exact_len = false;
   int output_len = 0;  // max_tokens to request
 };
 
@@ -26,6 +31,9 @@ struct RandomWorkload {
   uint64_t seed = 0;
   int vocab_size = 32000;  // token ids are drawn from [100, vocab_size) to avoid special ids
   bool as_text = false;    // text of `input_len` words instead of token ids
+  /// With a tokenizer, prompts are natural text of exactly `input_len` tokens as the server counts
+  /// the request (chat template included when as_text): workload/exact_prompts.h.
+  std::shared_ptr<const tokenizer::ServingTokenizer> tokenizer;
 };
 
 /// Sane limits of one point, checked before its prompts are made (the prompts of a point are
@@ -43,8 +51,10 @@ Status check_point_size(int64_t requests, int64_t warmups, int64_t isl, const st
 Status validate(const RandomWorkload& w);
 
 /// Deterministic for a given workload (seed included): the same prompts on every machine.
-/// Token ids are random (not sequential) so no two prompts share a prefix.
+/// Token ids are random (not sequential) so no two prompts share a prefix. Without a tokenizer
+/// this never fails; with one, Error when a length is below the template's own tokens or the
+/// template fails. Lengths are drawn the same way with or without a tokenizer.
 /// REQUIRES: validate(w).ok().
-std::vector<PromptSpec> make_random_prompts(const RandomWorkload& w);
+Expected<std::vector<PromptSpec>> make_random_prompts(const RandomWorkload& w);
 
 }  // namespace ib::workload

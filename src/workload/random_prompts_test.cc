@@ -14,7 +14,7 @@ TEST(RandomPrompts, LengthsWithinRangeAndExactTokenCounts) {
   w.osl = 50;
   w.range_ratio = 0.8;
   w.num_prompts = 500;
-  auto ps = make_random_prompts(w);
+  auto ps = make_random_prompts(w).value();
   ASSERT_EQ(ps.size(), 500u);
   std::set<int> in_lens, out_lens;
   for (const auto& p : ps) {
@@ -40,7 +40,7 @@ TEST(RandomPrompts, RatioOneGivesFixedLengths) {
   w.isl = 7;
   w.osl = 3;
   w.num_prompts = 20;
-  for (const auto& p : make_random_prompts(w)) {
+  for (const auto& p : std::vector<PromptSpec>(make_random_prompts(w).value())) {
     EXPECT_EQ(p.input_len, 7);
     EXPECT_EQ(p.output_len, 3);
   }
@@ -51,10 +51,10 @@ TEST(RandomPrompts, DeterministicForASeedAndDifferentAcrossSeeds) {
   w.isl = 32;
   w.osl = 8;
   w.num_prompts = 4;
-  auto a = make_random_prompts(w);
-  auto b = make_random_prompts(w);
+  auto a = make_random_prompts(w).value();
+  auto b = make_random_prompts(w).value();
   w.seed = 1;
-  auto c = make_random_prompts(w);
+  auto c = make_random_prompts(w).value();
   EXPECT_EQ(a[0].token_ids, b[0].token_ids);
   EXPECT_NE(a[0].token_ids, c[0].token_ids);
   EXPECT_NE(a[0].token_ids, a[1].token_ids);
@@ -66,7 +66,7 @@ TEST(RandomPrompts, TextPromptsHaveInputLenWords) {
   w.osl = 4;
   w.num_prompts = 3;
   w.as_text = true;
-  for (const auto& p : make_random_prompts(w)) {
+  for (const auto& p : std::vector<PromptSpec>(make_random_prompts(w).value())) {
     EXPECT_TRUE(p.token_ids.empty());
     std::istringstream ss(p.text);
     int words = 0;

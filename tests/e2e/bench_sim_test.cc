@@ -71,7 +71,7 @@ TEST_F(BenchAgainstSim, CompletionsCountsAndTimingMatchTheSimulator) {
   w.range_ratio = 0.5;
   w.num_prompts = 24;
   w.seed = 7;
-  auto prompts = workload::make_random_prompts(w);
+  auto prompts = workload::make_random_prompts(w).value();
   int64_t want_in = 0, want_out = 0;
   for (const auto& p : prompts) {
     want_in += p.input_len;

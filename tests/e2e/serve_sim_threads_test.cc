@@ -41,7 +41,7 @@ TEST(ServeSimThreads, ManyConcurrentStreamsAllCompleteAndEveryRequestIsLogged) {
   w.num_prompts = kPrompts;
   w.seed = 11;
   int64_t want_out = 0;
-  for (const auto& p : workload::make_random_prompts(w)) want_out += p.output_len;
+  for (const auto& p : std::vector<workload::PromptSpec>(workload::make_random_prompts(w).value())) want_out += p.output_len;
   EXPECT_EQ(num(j, "total_output_tokens"), want_out);
 
   const ExitInfo exit = sim.stop();
