@@ -246,6 +246,7 @@ inline constexpr int kMaxParseDepth = 200;          // nested expressions and bl
 inline constexpr int kMaxCallDepth = 200;           // macro calls within macro calls
 inline constexpr int64_t kMaxIterations = 10'000'000;   // loop iterations in one render
 inline constexpr size_t kMaxOutputBytes = 64u << 20;    // rendered text, and any one string
+inline constexpr int64_t kMaxMaterialized = 1'000'000;  // items made by range() or list * n
 
 /// Parses template text. Errors read "SOURCE:LINE: message".
 Expected<std::shared_ptr<const Program>> parse(std::string_view text, std::string_view source);

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <boost/json.hpp>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -247,6 +248,12 @@ List iterate(const Value& v) {
   }
 }
 
+// The same, shared rather than copied when `v` is a list or tuple already.
+std::shared_ptr<const List> iterate_shared(const Value& v) {
+  if (v.is_sequence()) return v.list;
+  return std::make_shared<const List>(iterate(v));
+}
+
 std::string checked(std::string s) {
   if (s.size() > kMaxOutputBytes) throw RenderError("string longer than 64 MiB");
   return s;
@@ -287,7 +294,7 @@ Value repeat(const Value& seq, int64_t n) {
     for (int64_t k = 0; k < n; ++k) out += seq.s;
     return Value::string(std::move(out));
   }
-  if (n > 0 && seq.list->size() * uint64_t(n) > uint64_t(kMaxIterations)) {
+  if (n > 0 && seq.list->size() * uint64_t(n) > uint64_t(kMaxMaterialized)) {
     throw RenderError("list too long");
   }
   List out;
@@ -320,7 +327,9 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
         return Value::floating(double(x) / double(y));
       }
       if (op == "//" || op == "%") {
-        if (y == 0) throw RenderError("integer division or modulo by zero");
+        if (y == 0) {
+          throw RenderError(op == "%" ? "integer modulo by zero" : "integer division or modulo by zero");
+        }
         if (x == INT64_MIN && y == -1) throw RenderError("integer overflow");
         int64_t q = x / y, m = x % y;
         if (m != 0 && ((m < 0) != (y < 0))) {
@@ -345,7 +354,9 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
     if (op == "-") return Value::floating(x - y);
     if (op == "*") return Value::floating(x * y);
     if (op == "/" || op == "//" || op == "%") {
-      if (y == 0) throw RenderError("float division by zero");
+      if (y == 0) {
+        throw RenderError(op == "/" ? "float division by zero" : op == "//" ? "float floor division by zero" : "float modulo");
+      }
       if (op == "/") return Value::floating(x / y);
       if (op == "//") return Value::floating(std::floor(x / y));
       return Value::floating(py_fmod(x, y));
@@ -483,21 +494,17 @@ List split(const std::string& s, const Value* sep_arg, int64_t maxsplit, bool fr
       k = e;
     }
     if (maxsplit >= 0 && int64_t(words.size()) > maxsplit + 1) {
-      // The unsplit remainder keeps its inner whitespace (trailing/leading trimmed).
+      // The unsplit remainder keeps its whitespace on the far side (Python's rule).
       if (!from_right) {
         const size_t rest = words[size_t(maxsplit)].first;
         words.resize(size_t(maxsplit));
-        size_t end = text.size();
-        while (end > rest && is_space(text[end - 1])) --end;
-        words.emplace_back(rest, end);
+        words.emplace_back(rest, text.size());
       } else {
         const size_t keep = size_t(maxsplit);
         const size_t rest_end = words[words.size() - keep - 1].second;
         std::vector<std::pair<size_t, size_t>> tail(words.end() - std::ptrdiff_t(keep), words.end());
-        size_t begin = 0;
-        while (begin < rest_end && is_space(text[begin])) ++begin;
         words.clear();
-        words.emplace_back(begin, rest_end);
+        words.emplace_back(0, rest_end);
         words.insert(words.end(), tail.begin(), tail.end());
       }
     }
@@ -885,6 +892,17 @@ std::optional<int64_t> parse_int(const std::string& text, int base) {
   size_t k = 0;
   bool negative = false;
   if (k < t.size() && (t[k] == '+' || t[k] == '-')) negative = t[k++] == '-';
+  // A 0x / 0o / 0b prefix is allowed when it matches the base (base 0: it picks the base).
+  if (k + 1 < t.size() && t[k] == '0') {
+    const char p = char(std::tolower(static_cast<unsigned char>(t[k + 1])));
+    const int prefixed = p == 'x' ? 16 : p == 'o' ? 8 : p == 'b' ? 2 : 0;
+    if (prefixed != 0 && (base == prefixed || base == 0)) {
+      base = prefixed;
+      k += 2;
+      if (k < t.size() && t[k] == '_') ++k;
+    }
+  }
+  if (base == 0) base = 10;
   if (k == t.size()) return std::nullopt;
   for (; k < t.size(); ++k) {
     if (t[k] == '_' && !digits.empty() && k + 1 < t.size() && t[k + 1] != '_') continue;
@@ -1060,17 +1078,18 @@ class Renderer {
   }
 
   Flow exec_for(const Node& n, Scope& scope, std::string& out) {
-    List items = iterate(eval(*n.expr, scope));
+    std::shared_ptr<const List> all = iterate_shared(eval(*n.expr, scope));
     if (n.cond) {
       List kept;
-      for (const Value& item : items) {
+      for (const Value& item : *all) {
         tick();
         Scope probe(&scope);
         assign(n.targets, n.unpack, item, probe);
         if (truthy(eval(*n.cond, probe))) kept.push_back(item);
       }
-      items = std::move(kept);
+      all = std::make_shared<const List>(std::move(kept));
     }
+    const List& items = *all;
     const auto length = int64_t(items.size());
     for (int64_t k = 0; k < length; ++k) {
       tick();
@@ -1096,6 +1115,13 @@ class Renderer {
 
   void tick() {
     if (++iterations_ > kMaxIterations) throw RenderError("more than 10^7 loop iterations");
+  }
+
+  // Items that range() creates count against a budget of their own: memory, not time, is what
+  // a huge range costs.
+  void materialize(int64_t n) {
+    materialized_ += n;
+    if (materialized_ > kMaxMaterialized) throw RenderError("range() made more than 10^6 items");
   }
 
   // ---- expressions ----
@@ -1306,7 +1332,7 @@ class Renderer {
       if (step == 0) throw RenderError("range() arg 3 must not be zero");
       List out;
       for (int64_t k = start; step > 0 ? k < stop : k > stop; k += step) {
-        if (int64_t(out.size()) >= kMaxIterations) throw RenderError("range too long (more than 10^7 items)");
+        materialize(1);
         out.push_back(Value::integer(k));
       }
       return Value::make_list(std::move(out));
@@ -1403,7 +1429,7 @@ class Renderer {
     if (name == "int") {
       a.check("int", {"default", "base"});
       const int64_t base = require_int(a.get_or(1, "base", Value::integer(10)), "int base");
-      if (base < 2 || base > 36) throw RenderError("int() base must be >= 2 and <= 36");
+      if (base != 0 && (base < 2 || base > 36)) throw RenderError("int() base must be >= 2 and <= 36, or 0");
       if (auto i = to_int(v, int(base))) return *i;
       return a.get_or(0, "default", Value::integer(0));
     }
@@ -1715,6 +1741,7 @@ class Renderer {
   Scope root_;     // the template's top level (its sets and macros)
   std::time_t now_;
   int64_t iterations_ = 0;
+  int64_t materialized_ = 0;
   size_t total_ = 0;
   int call_depth_ = 0;
   int line_ = 0;
