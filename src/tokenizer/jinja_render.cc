@@ -671,6 +671,22 @@ std::string percent_format(const std::string& fmt, const Value& args) {
   return out;
 }
 
+// Python's str.isalnum() of one code point (and re's \w without the underscore): letters and
+// every kind of number (Nd, Nl, No: '½' counts).
+bool is_alnum(char32_t c) {
+  switch (u_charType(UChar32(c))) {
+    case U_UPPERCASE_LETTER:
+    case U_LOWERCASE_LETTER:
+    case U_TITLECASE_LETTER:
+    case U_MODIFIER_LETTER:
+    case U_OTHER_LETTER:
+    case U_DECIMAL_DIGIT_NUMBER:
+    case U_LETTER_NUMBER:
+    case U_OTHER_NUMBER: return true;
+    default: return false;
+  }
+}
+
 bool all_chars(const std::string& s, bool (*pred)(char32_t)) {
   const std::u32string text = decode_utf8(s);
   return !text.empty() && std::all_of(text.begin(), text.end(), pred);
@@ -765,7 +781,7 @@ Value call_string_method(const std::string& s, const std::string& name, const Ar
   if (name == "format") return Value::string(checked(str_format(s, a)));
   if (name == "isdigit") return Value::boolean(all_chars(s, [](char32_t c) { return bool(u_isdigit(UChar32(c))); }));
   if (name == "isalpha") return Value::boolean(all_chars(s, [](char32_t c) { return bool(u_isalpha(UChar32(c))); }));
-  if (name == "isalnum") return Value::boolean(all_chars(s, [](char32_t c) { return bool(u_isalnum(UChar32(c))); }));
+  if (name == "isalnum") return Value::boolean(all_chars(s, is_alnum));
   if (name == "isspace") return Value::boolean(all_chars(s, is_space));
   if (name == "islower") return Value::boolean(cased_as(s, true));
   if (name == "isupper") return Value::boolean(cased_as(s, false));
@@ -1618,7 +1634,7 @@ class Renderer {
       int64_t n = 0;
       bool in_word = false;
       for (char32_t c : decode_utf8(to_str(v))) {
-        const bool w = c == '_' || u_isalnum(UChar32(c));
+        const bool w = c == '_' || is_alnum(c);
         if (w && !in_word) ++n;
         in_word = w;
       }
