@@ -174,7 +174,14 @@ line
   EXPECT_ERROR(R"j({{ 7 % 0 }})j", R"j({})j", "integer modulo by zero");  // ZeroDivisionError
   EXPECT_ERROR(R"j({{ 7 // 0 }})j", R"j({})j", "integer division or modulo by zero");  // ZeroDivisionError
   EXPECT_ERROR(R"j({{ 7.0 / 0 }})j", R"j({})j", "float division by zero");  // ZeroDivisionError
-  EXPECT_EQ(render(R"j({{ '0b101'|int(0, 2) }} {{ '0o17'|int(0, 8) }} {{ 'ff'|int(0, 16) }} {{ '1_000'|int }} {{ '-5'|int }})j"), R"j(5 15 255 1000 -5)j");
+  EXPECT_EQ(render(R"j({{ '0b101'|int(0, 2) }} {{ '0o17'|int(0, 8) }} {{ 'ff'|int(0, 16) }} {{ '1_000'|int }} {{ '-5'|int }}====
+{% for i in [1, 2] %}{% if i == 1 %}{% break %}{% endif %}{% else %}E{% endfor %}|{% for i in [1, 2] %}{% continue %}{% else %}E{% endfor %}|{% for i in [1, 2] %}x{% if i == 2 %}{% break %}{% endif %}{% else %}E{% endfor %})j"), R"j(5 15 255 1000 -5====
+E|E|xx)j");
+  EXPECT_ERROR(R"j({{ none|indent }})j", R"j({})j", "unsupported operand type(s) for +=: 'NoneType' and 'str'");  // TypeError
+  EXPECT_ERROR(R"j({{ [1] in {} }})j", R"j({})j", "unhashable type: 'list'");  // TypeError
+  EXPECT_EQ(render(R"j({{ 'abc' % [1] }} {{ 'abc' % {'a': 1} }} {{ range(2) }} {{ range(1, 5, 2) }} {{ range(3)|list }})j"), R"j(abc abc range(0, 2) range(1, 5, 2) [0, 1, 2])j");
+  EXPECT_ERROR(R"j({{ 1 is callable 2 }}
+)j", R"j({})j", "callable() takes exactly one argument (2 given)");  // TypeError
 }
 
 TEST(ChatTemplate, ParseErrorsNameSourceLineAndConstruct) {

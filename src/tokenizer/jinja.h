@@ -53,7 +53,7 @@ struct Value {
   bool b = false;
   int64_t i = 0;
   double f = 0;
-  std::string s;
+  std::string s;                     // kList: how a range() prints ("range(0, 3)"), else empty
   std::shared_ptr<const List> list;  // kList, kTuple
   std::shared_ptr<const Dict> dict;
   std::shared_ptr<Namespace> ns;

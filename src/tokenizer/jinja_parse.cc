@@ -991,7 +991,6 @@ class Parser {
       subs.push_back(parse_subscribed());
     }
     expect_op("]");
-    if (subs.empty()) fail("expected a subscript");
     if (subs.size() == 1 && subs[0] && subs[0]->kind == Expr::Kind::kSlice) {
       subs[0]->args.insert(subs[0]->args.begin(), std::move(node));
       return std::move(subs[0]);

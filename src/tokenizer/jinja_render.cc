@@ -270,7 +270,11 @@ bool contains(const Value& container, const Value& item) {
     case Value::Kind::kTuple:
       return std::any_of(container.list->begin(), container.list->end(),
                          [&](const Value& x) { return equal(x, item); });
-    case Value::Kind::kDict: return container.dict->find(item) != nullptr;
+    case Value::Kind::kDict:
+      if (item.kind == Value::Kind::kList || item.kind == Value::Kind::kDict) {
+        type_error("unhashable type: '" + type_name(item) + "'");
+      }
+      return container.dict->find(item) != nullptr;
     case Value::Kind::kUndefined: return false;
     default: type_error("argument of type '" + type_name(container) + "' is not iterable");
   }
@@ -667,7 +671,12 @@ std::string percent_format(const std::string& fmt, const Value& args) {
       throw RenderError(std::string("unsupported format character '") + conv + "'");
     }
   }
-  if (next < items.size()) throw RenderError("not all arguments converted during string formatting");
+  // Python raises this only for a tuple or a lone non-mapping value: a list or dict (anything
+  // with __getitem__) is taken as a mapping that %(name)s fields would read.
+  const bool mapping_like = args.kind == Value::Kind::kList || args.kind == Value::Kind::kDict;
+  if (next < items.size() && !mapping_like) {
+    throw RenderError("not all arguments converted during string formatting");
+  }
   return out;
 }
 
@@ -1107,6 +1116,9 @@ class Renderer {
     }
     const List& items = *all;
     const auto length = int64_t(items.size());
+    // Jinja's generated code clears its "no iteration" flag at the end of the body, so `else`
+    // also runs when every iteration left early by break or continue.
+    bool completed = false;
     for (int64_t k = 0; k < length; ++k) {
       tick();
       Scope body(&scope);
@@ -1120,9 +1132,11 @@ class Renderer {
       lv.kind = Value::Kind::kLoop;
       lv.loop = std::move(loop);
       body.set("loop", std::move(lv));
-      if (exec_body(n.body, body, out) == Flow::kBreak) break;
+      const Flow f = exec_body(n.body, body, out);
+      if (f == Flow::kBreak) break;
+      if (f == Flow::kNormal) completed = true;
     }
-    if (length == 0 && !n.else_body.empty()) {
+    if (!completed && !n.else_body.empty()) {
       Scope inner(&scope);
       exec_body(n.else_body, inner, out);
     }
@@ -1351,7 +1365,11 @@ class Renderer {
         materialize(1);
         out.push_back(Value::integer(k));
       }
-      return Value::make_list(std::move(out));
+      // A list that prints as Python's range object does.
+      Value r = Value::make_list(std::move(out));
+      r.s = "range(" + std::to_string(start) + ", " + std::to_string(stop) +
+            (step != 1 ? ", " + std::to_string(step) : "") + ")";
+      return r;
     }
     if (name == "namespace" || name == "dict") {
       Dict d;
@@ -1620,7 +1638,12 @@ class Renderer {
                                                 : std::string(size_t(std::clamp<int64_t>(require_int(width, "indent width"), 0, 1000)), ' ');
       const bool first = truthy(a.get_or(1, "first", Value::boolean(false)));
       const bool blank = truthy(a.get_or(2, "blank", Value::boolean(false)));
-      const std::vector<std::string> lines = split_lines(to_str(v) + "\n");
+      // do_indent appends "\n" to its argument as it is: only strings work.
+      fail_if_undefined(v);
+      if (!v.is_string()) {
+        type_error("unsupported operand type(s) for +=: '" + type_name(v) + "' and 'str'");
+      }
+      const std::vector<std::string> lines = split_lines(v.s + "\n");
       std::string out;
       for (size_t k = 0; k < lines.size(); ++k) {
         if (k) out += '\n';
@@ -1706,6 +1729,16 @@ class Renderer {
       if (a.pos.empty()) type_error("test '" + name + "' takes one argument");
       return a.pos[0];
     };
+    // Tests without a parameter refuse one (`x is callable y` parses `y` as an argument).
+    static const std::set<std::string_view, std::less<>> kUnary = {
+        "defined", "undefined", "none", "boolean", "true", "false", "integer", "float", "number",
+        "string", "mapping", "iterable", "sequence", "callable", "escaped", "lower", "upper",
+        "odd", "even", "filter", "test"};
+    if (kUnary.count(name) != 0 && (!a.pos.empty() || !a.kw.empty())) {
+      const std::string given = std::to_string(1 + a.pos.size() + a.kw.size());
+      if (name == "callable") type_error("callable() takes exactly one argument (" + given + " given)");
+      type_error("test_" + name + "() takes 1 positional argument but " + given + " were given");
+    }
     if (name == "defined") return !v.is_undefined();
     if (name == "undefined") return v.is_undefined();
     if (name == "none") return v.is_none();

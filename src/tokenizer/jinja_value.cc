@@ -263,7 +263,9 @@ std::string to_str(const Value& v) {
     case Value::Kind::kInt: return std::to_string(v.i);
     case Value::Kind::kFloat: return repr_float(v.f);
     case Value::Kind::kString: return v.s;
-    case Value::Kind::kList: return repr_sequence(*v.list, '[', ']', false);
+    case Value::Kind::kList:
+      if (!v.s.empty()) return v.s;  // range(): "range(0, 3)"
+      return repr_sequence(*v.list, '[', ']', false);
     case Value::Kind::kTuple: return repr_sequence(*v.list, '(', ')', true);
     case Value::Kind::kDict: return repr_dict(*v.dict);
     case Value::Kind::kNamespace: return "<Namespace " + repr_dict(v.ns->attrs) + ">";
