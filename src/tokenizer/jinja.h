@@ -97,7 +97,7 @@ struct Namespace {
 struct Loop {
   int64_t index0 = 0;
   int64_t length = 0;
-  Value previtem, nextitem;  // undefined at the ends
+  std::shared_ptr<const List> items;  // what the loop iterates (previtem, nextitem)
 };
 
 /// An error raised while rendering: the message Jinja (or Python) would give, and the line of the

@@ -178,8 +178,14 @@ std::optional<Value> builtin_attribute(const Value& obj, std::string_view name) 
       if (name == "length") return Value::integer(l.length);
       if (name == "depth") return Value::integer(1);
       if (name == "depth0") return Value::integer(0);
-      if (name == "previtem") return l.previtem;
-      if (name == "nextitem") return l.nextitem;
+      if (name == "previtem") {
+        if (l.index0 == 0) return Value::undefined("there is no previous item");
+        return (*l.items)[size_t(l.index0 - 1)];
+      }
+      if (name == "nextitem") {
+        if (l.index0 + 1 >= l.length) return Value::undefined("there is no next item");
+        return (*l.items)[size_t(l.index0 + 1)];
+      }
       if (name == "cycle") return method(obj, name);
       return std::nullopt;
     }
@@ -1122,12 +1128,12 @@ class Renderer {
     for (int64_t k = 0; k < length; ++k) {
       tick();
       Scope body(&scope);
+      body.vars.reserve(n.targets.size() + 1);
       assign(n.targets, n.unpack, items[size_t(k)], body);
       auto loop = std::make_shared<Loop>();
       loop->index0 = k;
       loop->length = length;
-      loop->previtem = k > 0 ? items[size_t(k - 1)] : Value::undefined("there is no previous item");
-      loop->nextitem = k + 1 < length ? items[size_t(k + 1)] : Value::undefined("there is no next item");
+      loop->items = all;
       Value lv;
       lv.kind = Value::Kind::kLoop;
       lv.loop = std::move(loop);
