@@ -28,7 +28,9 @@ Expected<std::string> ChatTemplate::render(const json::object& context,
   return jinja::render(*impl_->program, context, now);
 }
 
-const std::string& ChatTemplate::source() const { return impl_->program->source; }
+const std::string& ChatTemplate::source() const {
+  return impl_->program->source;
+}
 
 namespace {
 
@@ -75,8 +77,8 @@ Expected<TokenizerConfig> load_tokenizer_config(const fs::path& path) {
 
   TokenizerConfig out;
   out.source = file;
-  for (const auto& [field, slot] : {std::pair{"bos_token", &out.bos_token},
-                                    std::pair{"eos_token", &out.eos_token}}) {
+  for (const auto& [field, slot] :
+       {std::pair{"bos_token", &out.bos_token}, std::pair{"eos_token", &out.eos_token}}) {
     if (Status s = read_token(config, field, file, *slot); !s) return s.error();
   }
   if (Status s = read_flag(config, "add_bos_token", file, out.add_bos_token); !s) return s.error();
@@ -93,7 +95,8 @@ Expected<TokenizerConfig> load_tokenizer_config(const fs::path& path) {
       const json::value* name = o ? o->if_contains("name") : nullptr;
       const json::value* body = o ? o->if_contains("template") : nullptr;
       if (name == nullptr || !name->is_string() || body == nullptr || !body->is_string()) {
-        return Error{file + ": chat_template: a list entry is not {\"name\": string, \"template\": string}"};
+        return Error{
+            file + ": chat_template: a list entry is not {\"name\": string, \"template\": string}"};
       }
       if (name->get_string() == "default") {
         out.chat_template = std::string(body->get_string());
@@ -101,7 +104,8 @@ Expected<TokenizerConfig> load_tokenizer_config(const fs::path& path) {
       }
     }
     if (!out.chat_template) {
-      return Error{file + ": chat_template: a list of named templates without one named \"default\""};
+      return Error{file +
+                   ": chat_template: a list of named templates without one named \"default\""};
     }
   } else if (tmpl != nullptr && !tmpl->is_null()) {
     return Error{file + ": chat_template is neither a string nor a list of named templates"};

@@ -62,17 +62,21 @@ const Goldens& goldens() {
       if (require_files()) {                                                                     \
         FAIL() << "IB_REQUIRE_TOKENIZERS=1 but " << why << " (run scripts/fetch-tokenizers.sh)"; \
       }                                                                                          \
-      GTEST_SKIP() << why << "; run scripts/fetch-tokenizers.sh to make the chat template goldens"; \
+      GTEST_SKIP() << why                                                                        \
+                   << "; run scripts/fetch-tokenizers.sh to make the chat template goldens";     \
     }                                                                                            \
   } while (0)
 
-std::string str(const json::value& v) { return std::string(v.as_string()); }
+std::string str(const json::value& v) {
+  return std::string(v.as_string());
+}
 
 // The template of a case, read as the library reads it: load_tokenizer_config for a cached
 // tokenizer_config.json, the file itself for the repository's templates.
 Expected<TokenizerConfig> load_case_template(const json::object& c) {
   const std::string file = str(c.at("template_file"));
-  if (str(c.at("template_origin")) == "cache") return load_tokenizer_config(tokenizer_cache_dir() / file);
+  if (str(c.at("template_origin")) == "cache")
+    return load_tokenizer_config(tokenizer_cache_dir() / file);
   const fs::path path = fs::path(INFERBENCH_SOURCE_DIR) / file;
   auto text = read_file(path);
   if (!text) return text.error();
@@ -96,7 +100,7 @@ TEST(ChatTemplateGolden, RendersEveryCaseLikeJinja2) {
     TokenizerConfig config;
     std::optional<ChatTemplate> tmpl;
   };
-  std::map<std::string, Loaded> loaded;  // by family
+  std::map<std::string, Loaded> loaded;              // by family
   std::map<std::string, std::pair<int, int>> tally;  // family -> (equal, cases)
   for (const json::value& v : doc.at("cases").as_array()) {
     const json::object& c = v.as_object();
@@ -123,8 +127,8 @@ TEST(ChatTemplateGolden, RendersEveryCaseLikeJinja2) {
       for (const json::value& m : context.at("messages").as_array()) {
         messages.push_back({str(m.at("role")), str(m.at("content"))});
       }
-      const json::object built = chat_context(messages, l.config, c.at("add_generation_prompt").as_bool(),
-                                              c.at("kwargs").as_object());
+      const json::object built = chat_context(
+          messages, l.config, c.at("add_generation_prompt").as_bool(), c.at("kwargs").as_object());
       EXPECT_EQ(json::value(built), json::value(context)) << name << ": chat_context differs";
     }
 

@@ -74,7 +74,9 @@ struct Value {
   bool is_undefined() const { return kind == Kind::kUndefined; }
   bool is_none() const { return kind == Kind::kNone; }
   bool is_string() const { return kind == Kind::kString; }
-  bool is_number() const { return kind == Kind::kInt || kind == Kind::kFloat || kind == Kind::kBool; }
+  bool is_number() const {
+    return kind == Kind::kInt || kind == Kind::kFloat || kind == Kind::kBool;
+  }
   bool is_sequence() const { return kind == Kind::kList || kind == Kind::kTuple; }
 };
 
@@ -146,7 +148,8 @@ std::string encode_utf8(std::u32string_view s);
 /// str.isspace() of one code point.
 bool is_space(char32_t c);
 /// str.strip() / lstrip() / rstrip(): `chars` unset strips whitespace.
-std::string strip(std::string_view s, const std::optional<std::string>& chars, bool left, bool right);
+std::string strip(std::string_view s, const std::optional<std::string>& chars, bool left,
+                  bool right);
 /// str.lower() / str.upper() (full case mapping, as Python).
 std::string to_lower(std::string_view s);
 std::string to_upper(std::string_view s);
@@ -200,13 +203,13 @@ using Body = std::vector<NodePtr>;
 
 struct Node {
   enum class Kind : uint8_t {
-    kText,         // text
-    kOutput,       // {{ expr }}
-    kIf,           // branches (a null condition is the else branch)
-    kFor,          // for targets in expr [if cond]: body [else: else_body]
-    kSet,          // set targets = expr; `attr` set: targets[0].attr = expr
-    kSetBlock,     // set targets[0] %}body{% endset
-    kMacro,        // macro name(params): body
+    kText,      // text
+    kOutput,    // {{ expr }}
+    kIf,        // branches (a null condition is the else branch)
+    kFor,       // for targets in expr [if cond]: body [else: else_body]
+    kSet,       // set targets = expr; `attr` set: targets[0].attr = expr
+    kSetBlock,  // set targets[0] %}body{% endset
+    kMacro,     // macro name(params): body
     kBreak,
     kContinue,
     kWith,         // with targets[i] = values[i]: body
@@ -222,9 +225,9 @@ struct Node {
   std::string attr;     // kSet on a namespace attribute
   std::vector<std::pair<ExprPtr, Body>> branches;
   Body body, else_body;
-  std::string name;                                      // kMacro
-  std::vector<std::pair<std::string, ExprPtr>> params;   // kMacro: name and default (or null)
-  std::vector<ExprPtr> values;                           // kWith
+  std::string name;                                     // kMacro
+  std::vector<std::pair<std::string, ExprPtr>> params;  // kMacro: name and default (or null)
+  std::vector<ExprPtr> values;                          // kWith
 };
 
 /// A macro value refers to its definition in the (immutable, shared) tree.
@@ -242,8 +245,8 @@ struct Program {
 };
 
 // Limits that keep any input (fuzzing included) from crashing or running away.
-inline constexpr int kMaxParseDepth = 200;          // nested expressions and blocks
-inline constexpr int kMaxCallDepth = 200;           // macro calls within macro calls
+inline constexpr int kMaxParseDepth = 200;              // nested expressions and blocks
+inline constexpr int kMaxCallDepth = 200;               // macro calls within macro calls
 inline constexpr int64_t kMaxIterations = 10'000'000;   // loop iterations in one render
 inline constexpr size_t kMaxOutputBytes = 64u << 20;    // rendered text, and any one string
 inline constexpr int64_t kMaxMaterialized = 1'000'000;  // items made by range() or list * n

@@ -61,14 +61,20 @@ size_t skip_spaces(std::string_view s, size_t pos) {
   return pos;
 }
 
-bool all_spaces(std::string_view s) { return !s.empty() && skip_spaces(s, 0) == s.size(); }
+bool all_spaces(std::string_view s) {
+  return !s.empty() && skip_spaces(s, 0) == s.size();
+}
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
 bool name_start(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
          static_cast<uint8_t>(c) >= 0x80;
 }
-bool name_char(char c) { return name_start(c) || is_digit(c); }
+bool name_char(char c) {
+  return name_start(c) || is_digit(c);
+}
 
 class Lexer {
  public:
@@ -301,7 +307,8 @@ class Lexer {
     }
     int base = 10;
     size_t start = p, end = p;
-    if (s[p] == '0' && p + 1 < s.size() && std::string_view("bBoOxX").find(s[p + 1]) != std::string_view::npos) {
+    if (s[p] == '0' && p + 1 < s.size() &&
+        std::string_view("bBoOxX").find(s[p + 1]) != std::string_view::npos) {
       const char b = char(std::tolower(s[p + 1]));
       base = b == 'b' ? 2 : b == 'o' ? 8 : 16;
       auto ok = [&](char c) {
@@ -366,17 +373,38 @@ class Lexer {
       }
       const char c = body[++k];
       switch (c) {
-        case '\n': break;  // line continuation
-        case '\\': out += '\\'; break;
-        case '\'': out += '\''; break;
-        case '"': out += '"'; break;
-        case 'a': out += '\a'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'n': out += '\n'; break;
-        case 'r': out += '\r'; break;
-        case 't': out += '\t'; break;
-        case 'v': out += '\v'; break;
+        case '\n':
+          break;  // line continuation
+        case '\\':
+          out += '\\';
+          break;
+        case '\'':
+          out += '\'';
+          break;
+        case '"':
+          out += '"';
+          break;
+        case 'a':
+          out += '\a';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
+        case 'n':
+          out += '\n';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 't':
+          out += '\t';
+          break;
+        case 'v':
+          out += '\v';
+          break;
         case 'x':
         case 'u':
         case 'U': {
@@ -392,7 +420,8 @@ class Lexer {
           k += n;
           break;
         }
-        case 'N': fail("\\N{...} escapes are not supported", p);
+        case 'N':
+          fail("\\N{...} escapes are not supported", p);
         default:
           if (c >= '0' && c <= '7') {
             uint32_t cp = 0;
@@ -489,14 +518,22 @@ class Parser {
 
   static std::string describe(const Token& t) {
     switch (t.type) {
-      case Tok::kData: return "template data";
-      case Tok::kVarBegin: return "begin of print statement";
-      case Tok::kVarEnd: return "end of print statement";
-      case Tok::kBlockBegin: return "begin of statement block";
-      case Tok::kBlockEnd: return "end of statement block";
-      case Tok::kEof: return "end of template";
-      case Tok::kString: return "string";
-      default: return t.text;
+      case Tok::kData:
+        return "template data";
+      case Tok::kVarBegin:
+        return "begin of print statement";
+      case Tok::kVarEnd:
+        return "end of print statement";
+      case Tok::kBlockBegin:
+        return "begin of statement block";
+      case Tok::kBlockEnd:
+        return "end of statement block";
+      case Tok::kEof:
+        return "end of template";
+      case Tok::kString:
+        return "string";
+      default:
+        return t.text;
     }
   }
 
@@ -536,7 +573,8 @@ class Parser {
       if (t.type == Tok::kEof) {
         if (!ends.empty()) {
           std::string want;
-          for (std::string_view e : ends) want += (want.empty() ? "'" : " or '") + std::string(e) + "'";
+          for (std::string_view e : ends)
+            want += (want.empty() ? "'" : " or '") + std::string(e) + "'";
           fail("unexpected end of template, expected " + want);
         }
         return body;
@@ -1002,7 +1040,8 @@ class Parser {
     } else {
       auto tuple = make(Expr::Kind::kTuple, line);
       for (auto& s : subs) {
-        if (s->kind == Expr::Kind::kSlice) fail("slices inside a tuple subscript are not supported");
+        if (s->kind == Expr::Kind::kSlice)
+          fail("slices inside a tuple subscript are not supported");
         tuple->args.push_back(std::move(s));
       }
       e->args.push_back(std::move(tuple));

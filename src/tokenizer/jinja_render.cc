@@ -24,30 +24,36 @@ namespace {
 
 const std::set<std::string_view, std::less<>>& filter_names() {
   static const std::set<std::string_view, std::less<>> names = {
-      "abs",     "attr",   "capitalize", "count",  "d",          "default", "dictsort", "e",
-      "escape",  "first",  "float",      "format", "indent",     "int",     "items",    "join",
-      "last",    "length", "list",       "lower",  "map",        "max",     "min",      "reject",
-      "rejectattr", "replace", "reverse", "round", "safe",       "select",  "selectattr", "sort",
-      "string",  "sum",    "title",      "tojson", "trim",       "unique",  "upper",    "wordcount",
+      "abs",    "attr",   "capitalize", "count",      "d",         "default", "dictsort",
+      "e",      "escape", "first",      "float",      "format",    "indent",  "int",
+      "items",  "join",   "last",       "length",     "list",      "lower",   "map",
+      "max",    "min",    "reject",     "rejectattr", "replace",   "reverse", "round",
+      "safe",   "select", "selectattr", "sort",       "string",    "sum",     "title",
+      "tojson", "trim",   "unique",     "upper",      "wordcount",
   };
   return names;
 }
 
 const std::set<std::string_view, std::less<>>& test_names() {
   static const std::set<std::string_view, std::less<>> names = {
-      "boolean", "callable", "defined", "divisibleby", "eq",       "equalto", "escaped",  "even",
-      "false",   "filter",   "float",   "ge",          "greaterthan", "gt",   "in",       "integer",
-      "iterable", "le",      "lessthan", "lower",      "lt",       "mapping", "ne",       "none",
-      "number",  "odd",      "sameas",  "sequence",    "string",   "test",    "true",     "undefined",
-      "upper",   "==",       "!=",      ">",           ">=",       "<",       "<=",
+      "boolean", "callable", "defined",  "divisibleby", "eq",       "equalto",     "escaped",
+      "even",    "false",    "filter",   "float",       "ge",       "greaterthan", "gt",
+      "in",      "integer",  "iterable", "le",          "lessthan", "lower",       "lt",
+      "mapping", "ne",       "none",     "number",      "odd",      "sameas",      "sequence",
+      "string",  "test",     "true",     "undefined",   "upper",    "==",          "!=",
+      ">",       ">=",       "<",        "<=",
   };
   return names;
 }
 
 }  // namespace
 
-bool known_filter(std::string_view name) { return filter_names().count(name) != 0; }
-bool known_test(std::string_view name) { return test_names().count(name) != 0; }
+bool known_filter(std::string_view name) {
+  return filter_names().count(name) != 0;
+}
+bool known_test(std::string_view name) {
+  return test_names().count(name) != 0;
+}
 
 namespace {
 
@@ -79,7 +85,9 @@ struct Scope {
 
 enum class Flow { kNormal, kBreak, kContinue };
 
-[[noreturn]] void type_error(const std::string& message) { throw RenderError(message); }
+[[noreturn]] void type_error(const std::string& message) {
+  throw RenderError(message);
+}
 
 // Jinja raises when an Undefined is used for anything but printing, testing and iterating.
 [[noreturn]] void undefined_error(const Value& v) {
@@ -93,13 +101,17 @@ void fail_if_undefined(const Value& v) {
 // jinja2.utils.object_type_repr, for "has no attribute" messages.
 std::string object_type_repr(const Value& v) {
   switch (v.kind) {
-    case Value::Kind::kNone: return "None";
-    case Value::Kind::kNamespace: return "jinja2.utils.Namespace object";
-    case Value::Kind::kLoop: return "jinja2.runtime.LoopContext object";
+    case Value::Kind::kNone:
+      return "None";
+    case Value::Kind::kNamespace:
+      return "jinja2.utils.Namespace object";
+    case Value::Kind::kLoop:
+      return "jinja2.runtime.LoopContext object";
     case Value::Kind::kCallable:
       if (v.fn->type == Callable::Type::kMacro) return "jinja2.runtime.Macro object";
       return type_name(v) + " object";
-    default: return type_name(v) + " object";
+    default:
+      return type_name(v) + " object";
   }
 }
 
@@ -144,11 +156,12 @@ bool one_of(std::string_view name, std::initializer_list<std::string_view> names
 std::optional<Value> builtin_attribute(const Value& obj, std::string_view name) {
   switch (obj.kind) {
     case Value::Kind::kString:
-      if (one_of(name, {"startswith", "endswith", "split", "rsplit", "strip", "lstrip", "rstrip",
-                        "lower", "upper", "title", "capitalize", "replace", "find", "rfind",
-                        "index", "rindex", "count", "join", "format", "isdigit", "isalpha",
-                        "isalnum", "isspace", "islower", "isupper", "splitlines",
-                        "removeprefix", "removesuffix"})) {
+      if (one_of(name, {"startswith", "endswith",     "split",       "rsplit",  "strip",
+                        "lstrip",     "rstrip",       "lower",       "upper",   "title",
+                        "capitalize", "replace",      "find",        "rfind",   "index",
+                        "rindex",     "count",        "join",        "format",  "isdigit",
+                        "isalpha",    "isalnum",      "isspace",     "islower", "isupper",
+                        "splitlines", "removeprefix", "removesuffix"})) {
         return method(obj, name);
       }
       return std::nullopt;
@@ -161,9 +174,8 @@ std::optional<Value> builtin_attribute(const Value& obj, std::string_view name) 
     case Value::Kind::kList:
     case Value::Kind::kTuple:
       if (one_of(name, {"index", "count"})) return method(obj, name);
-      if (obj.kind == Value::Kind::kList &&
-          one_of(name, {"append", "extend", "insert", "pop", "remove", "reverse", "sort",
-                        "clear"})) {
+      if (obj.kind == Value::Kind::kList && one_of(name, {"append", "extend", "insert", "pop",
+                                                          "remove", "reverse", "sort", "clear"})) {
         return unsafe_attribute(obj, name);
       }
       return std::nullopt;
@@ -189,7 +201,8 @@ std::optional<Value> builtin_attribute(const Value& obj, std::string_view name) 
       if (name == "cycle") return method(obj, name);
       return std::nullopt;
     }
-    default: return std::nullopt;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -205,7 +218,9 @@ Value get_attr(const Value& obj, const std::string& name) {
   return missing_attribute(obj, Value::string(name));
 }
 
-int64_t index_of(const Value& v) { return v.kind == Value::Kind::kBool ? int64_t(v.b) : v.i; }
+int64_t index_of(const Value& v) {
+  return v.kind == Value::Kind::kBool ? int64_t(v.b) : v.i;
+}
 
 // Environment.getitem: `obj[key]` (an item first, then a Python attribute).
 Value get_item(const Value& obj, const Value& key) {
@@ -236,9 +251,11 @@ Value get_item(const Value& obj, const Value& key) {
 // The items a for loop (or list()) sees.
 List iterate(const Value& v) {
   switch (v.kind) {
-    case Value::Kind::kUndefined: return {};
+    case Value::Kind::kUndefined:
+      return {};
     case Value::Kind::kList:
-    case Value::Kind::kTuple: return *v.list;
+    case Value::Kind::kTuple:
+      return *v.list;
     case Value::Kind::kDict: {
       List keys;
       keys.reserve(v.dict->items.size());
@@ -247,10 +264,12 @@ List iterate(const Value& v) {
     }
     case Value::Kind::kString: {
       List chars;
-      for (char32_t c : decode_utf8(v.s)) chars.push_back(Value::string(encode_utf8(std::u32string(1, c))));
+      for (char32_t c : decode_utf8(v.s))
+        chars.push_back(Value::string(encode_utf8(std::u32string(1, c))));
       return chars;
     }
-    default: type_error("'" + type_name(v) + "' object is not iterable");
+    default:
+      type_error("'" + type_name(v) + "' object is not iterable");
   }
 }
 
@@ -281,13 +300,19 @@ bool contains(const Value& container, const Value& item) {
         type_error("unhashable type: '" + type_name(item) + "'");
       }
       return container.dict->find(item) != nullptr;
-    case Value::Kind::kUndefined: return false;
-    default: type_error("argument of type '" + type_name(container) + "' is not iterable");
+    case Value::Kind::kUndefined:
+      return false;
+    default:
+      type_error("argument of type '" + type_name(container) + "' is not iterable");
   }
 }
 
-bool int_like(const Value& v) { return v.kind == Value::Kind::kInt || v.kind == Value::Kind::kBool; }
-double as_double(const Value& v) { return v.kind == Value::Kind::kFloat ? v.f : double(index_of(v)); }
+bool int_like(const Value& v) {
+  return v.kind == Value::Kind::kInt || v.kind == Value::Kind::kBool;
+}
+double as_double(const Value& v) {
+  return v.kind == Value::Kind::kFloat ? v.f : double(index_of(v));
+}
 
 std::string operand_error(std::string_view op, const Value& a, const Value& b) {
   return "unsupported operand type(s) for " + std::string(op) + ": '" + type_name(a) + "' and '" +
@@ -338,7 +363,8 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
       }
       if (op == "//" || op == "%") {
         if (y == 0) {
-          throw RenderError(op == "%" ? "integer modulo by zero" : "integer division or modulo by zero");
+          throw RenderError(op == "%" ? "integer modulo by zero"
+                                      : "integer division or modulo by zero");
         }
         if (x == INT64_MIN && y == -1) throw RenderError("integer overflow");
         int64_t q = x / y, m = x % y;
@@ -365,7 +391,9 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
     if (op == "*") return Value::floating(x * y);
     if (op == "/" || op == "//" || op == "%") {
       if (y == 0) {
-        throw RenderError(op == "/" ? "float division by zero" : op == "//" ? "float floor division by zero" : "float modulo");
+        throw RenderError(op == "/"    ? "float division by zero"
+                          : op == "//" ? "float floor division by zero"
+                                       : "float modulo");
       }
       if (op == "/") return Value::floating(x / y);
       if (op == "//") return Value::floating(std::floor(x / y));
@@ -395,8 +423,8 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
 }
 
 // Python's slice.indices() and the slice itself.
-Value slice(const Value& obj, const std::optional<int64_t>& start, const std::optional<int64_t>& stop,
-            const std::optional<int64_t>& step_arg) {
+Value slice(const Value& obj, const std::optional<int64_t>& start,
+            const std::optional<int64_t>& stop, const std::optional<int64_t>& step_arg) {
   const int64_t step = step_arg.value_or(1);
   if (step == 0) throw RenderError("slice step cannot be zero");
   std::u32string text;
@@ -477,7 +505,8 @@ std::string require_string(const Value& v, std::string_view what) {
 int64_t require_int(const Value& v, std::string_view what) {
   if (!int_like(v)) {
     fail_if_undefined(v);
-    type_error(std::string(what) + ": '" + type_name(v) + "' object cannot be interpreted as an integer");
+    type_error(std::string(what) + ": '" + type_name(v) +
+               "' object cannot be interpreted as an integer");
   }
   return index_of(v);
 }
@@ -512,13 +541,15 @@ List split(const std::string& s, const Value* sep_arg, int64_t maxsplit, bool fr
       } else {
         const size_t keep = size_t(maxsplit);
         const size_t rest_end = words[words.size() - keep - 1].second;
-        std::vector<std::pair<size_t, size_t>> tail(words.end() - std::ptrdiff_t(keep), words.end());
+        std::vector<std::pair<size_t, size_t>> tail(words.end() - std::ptrdiff_t(keep),
+                                                    words.end());
         words.clear();
         words.emplace_back(0, rest_end);
         words.insert(words.end(), tail.begin(), tail.end());
       }
     }
-    for (const auto& [b, e] : words) out.push_back(Value::string(encode_utf8(text.substr(b, e - b))));
+    for (const auto& [b, e] : words)
+      out.push_back(Value::string(encode_utf8(text.substr(b, e - b))));
     return out;
   }
   const std::string sep = require_string(*sep_arg, "separator");
@@ -583,7 +614,9 @@ std::string replace_all(const std::string& s, const std::string& from, const std
 }
 
 // Code point offset of a byte offset in valid UTF-8.
-int64_t char_offset(const std::string& s, size_t byte) { return utf8_length(std::string_view(s).substr(0, byte)); }
+int64_t char_offset(const std::string& s, size_t byte) {
+  return utf8_length(std::string_view(s).substr(0, byte));
+}
 
 // str.format with positional ({} {0}) and named ({name}) fields, !r/!s, no format specs.
 std::string str_format(const std::string& fmt, const Args& a) {
@@ -592,8 +625,10 @@ std::string str_format(const std::string& fmt, const Args& a) {
   for (size_t k = 0; k < fmt.size(); ++k) {
     const char c = fmt[k];
     if (c == '}') {
-      if (k + 1 < fmt.size() && fmt[k + 1] == '}') ++k;
-      else throw RenderError("Single '}' encountered in format string");
+      if (k + 1 < fmt.size() && fmt[k + 1] == '}')
+        ++k;
+      else
+        throw RenderError("Single '}' encountered in format string");
       out += '}';
       continue;
     }
@@ -623,7 +658,8 @@ std::string str_format(const std::string& fmt, const Args& a) {
     if (field.empty()) {
       v = auto_index < a.pos.size() ? &a.pos[auto_index] : nullptr;
       ++auto_index;
-    } else if (std::all_of(field.begin(), field.end(), [](char d) { return d >= '0' && d <= '9'; })) {
+    } else if (std::all_of(field.begin(), field.end(),
+                           [](char d) { return d >= '0' && d <= '9'; })) {
       const size_t n = std::stoul(field);
       v = n < a.pos.size() ? &a.pos[n] : nullptr;
     } else {
@@ -651,7 +687,8 @@ std::string percent_format(const std::string& fmt, const Value& args) {
     int precision = -1;
     if (fmt[k] == '.') {
       precision = 0;
-      while (++k < fmt.size() && fmt[k] >= '0' && fmt[k] <= '9') precision = precision * 10 + (fmt[k] - '0');
+      while (++k < fmt.size() && fmt[k] >= '0' && fmt[k] <= '9')
+        precision = precision * 10 + (fmt[k] - '0');
       if (k >= fmt.size()) throw RenderError("incomplete format");
     }
     const char conv = fmt[k];
@@ -671,7 +708,8 @@ std::string percent_format(const std::string& fmt, const Value& args) {
     } else if (conv == 'f') {
       if (!v.is_number()) type_error("must be real number, not " + type_name(v));
       char buf[512];
-      std::snprintf(buf, sizeof buf, "%.*f", precision < 0 ? 6 : std::min(precision, 100), as_double(v));
+      std::snprintf(buf, sizeof buf, "%.*f", precision < 0 ? 6 : std::min(precision, 100),
+                    as_double(v));
       out += buf;
     } else {
       throw RenderError(std::string("unsupported format character '") + conv + "'");
@@ -697,8 +735,10 @@ bool is_alnum(char32_t c) {
     case U_OTHER_LETTER:
     case U_DECIMAL_DIGIT_NUMBER:
     case U_LETTER_NUMBER:
-    case U_OTHER_NUMBER: return true;
-    default: return false;
+    case U_OTHER_NUMBER:
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -731,7 +771,8 @@ Value call_string_method(const std::string& s, const std::string& name, const Ar
     for (const Value& o : options) {
       const std::string x = require_string(o, name + " first arg");
       const bool hit = name == "startswith" ? s.compare(0, x.size(), x) == 0 && s.size() >= x.size()
-                                            : s.size() >= x.size() && s.compare(s.size() - x.size(), x.size(), x) == 0;
+                                            : s.size() >= x.size() &&
+                                                  s.compare(s.size() - x.size(), x.size(), x) == 0;
       if (hit) return Value::boolean(true);
     }
     return Value::boolean(false);
@@ -743,7 +784,8 @@ Value call_string_method(const std::string& s, const std::string& name, const Ar
   }
   if (name == "strip" || name == "lstrip" || name == "rstrip") {
     a.check(name, {"chars"});
-    return Value::string(strip(s, optional_chars(a, 0, "chars"), name != "rstrip", name != "lstrip"));
+    return Value::string(
+        strip(s, optional_chars(a, 0, "chars"), name != "rstrip", name != "lstrip"));
   }
   if (name == "lower") return Value::string(to_lower(s));
   if (name == "upper") return Value::string(to_upper(s));
@@ -794,8 +836,10 @@ Value call_string_method(const std::string& s, const std::string& name, const Ar
     return Value::string(std::move(out));
   }
   if (name == "format") return Value::string(checked(str_format(s, a)));
-  if (name == "isdigit") return Value::boolean(all_chars(s, [](char32_t c) { return bool(u_isdigit(UChar32(c))); }));
-  if (name == "isalpha") return Value::boolean(all_chars(s, [](char32_t c) { return bool(u_isalpha(UChar32(c))); }));
+  if (name == "isdigit")
+    return Value::boolean(all_chars(s, [](char32_t c) { return bool(u_isdigit(UChar32(c))); }));
+  if (name == "isalpha")
+    return Value::boolean(all_chars(s, [](char32_t c) { return bool(u_isalpha(UChar32(c))); }));
   if (name == "isalnum") return Value::boolean(all_chars(s, is_alnum));
   if (name == "isspace") return Value::boolean(all_chars(s, is_space));
   if (name == "islower") return Value::boolean(cased_as(s, true));
@@ -810,7 +854,8 @@ Value call_string_method(const std::string& s, const std::string& name, const Ar
     const Value* fix = a.get(0, "fix");
     if (fix == nullptr) type_error(name + "() takes exactly one argument (0 given)");
     const std::string x = require_string(*fix, name + "() argument");
-    if (name == "removeprefix" && s.compare(0, x.size(), x) == 0) return Value::string(s.substr(x.size()));
+    if (name == "removeprefix" && s.compare(0, x.size(), x) == 0)
+      return Value::string(s.substr(x.size()));
     if (name == "removesuffix" && !x.empty() && s.size() >= x.size() &&
         s.compare(s.size() - x.size(), x.size(), x) == 0) {
       return Value::string(s.substr(0, s.size() - x.size()));
@@ -869,12 +914,23 @@ std::string html_escape(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&#34;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&#34;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -906,13 +962,19 @@ std::string jinja_title(const std::string& s) {
 
 int64_t length_of(const Value& v) {
   switch (v.kind) {
-    case Value::Kind::kUndefined: return 0;
-    case Value::Kind::kString: return utf8_length(v.s);
+    case Value::Kind::kUndefined:
+      return 0;
+    case Value::Kind::kString:
+      return utf8_length(v.s);
     case Value::Kind::kList:
-    case Value::Kind::kTuple: return int64_t(v.list->size());
-    case Value::Kind::kDict: return int64_t(v.dict->items.size());
-    case Value::Kind::kLoop: return v.loop->length;
-    default: type_error("object of type '" + type_name(v) + "' has no len()");
+    case Value::Kind::kTuple:
+      return int64_t(v.list->size());
+    case Value::Kind::kDict:
+      return int64_t(v.dict->items.size());
+    case Value::Kind::kLoop:
+      return v.loop->length;
+    default:
+      type_error("object of type '" + type_name(v) + "' has no len()");
   }
 }
 
@@ -950,7 +1012,8 @@ std::optional<double> parse_float(const std::string& text) {
   if (t.empty()) return std::nullopt;
   std::string lower = to_lower(t);
   if (lower == "nan" || lower == "+nan" || lower == "-nan") return std::nan("");
-  if (lower == "inf" || lower == "+inf" || lower == "infinity" || lower == "+infinity") return HUGE_VAL;
+  if (lower == "inf" || lower == "+inf" || lower == "infinity" || lower == "+infinity")
+    return HUGE_VAL;
   if (lower == "-inf" || lower == "-infinity") return -HUGE_VAL;
   if (lower.find_first_not_of("0123456789+-.e_") != std::string::npos) return std::nullopt;
   std::string clean;
@@ -1036,14 +1099,19 @@ class Renderer {
   Flow exec(const Node& n, Scope& scope, std::string& out) {
     line_ = n.line;
     switch (n.kind) {
-      case Node::Kind::kText: append(out, n.text); break;
-      case Node::Kind::kOutput: append(out, to_str(eval(*n.expr, scope))); break;
+      case Node::Kind::kText:
+        append(out, n.text);
+        break;
+      case Node::Kind::kOutput:
+        append(out, to_str(eval(*n.expr, scope)));
+        break;
       case Node::Kind::kIf:
         for (const auto& [cond, body] : n.branches) {
           if (cond == nullptr || truthy(eval(*cond, scope))) return exec_body(body, scope, out);
         }
         break;
-      case Node::Kind::kFor: return exec_for(n, scope, out);
+      case Node::Kind::kFor:
+        return exec_for(n, scope, out);
       case Node::Kind::kSet: {
         Value v = eval(*n.expr, scope);
         if (!n.attr.empty()) {
@@ -1074,11 +1142,14 @@ class Renderer {
         scope.set(n.name, std::move(v));
         break;
       }
-      case Node::Kind::kBreak: return Flow::kBreak;
-      case Node::Kind::kContinue: return Flow::kContinue;
+      case Node::Kind::kBreak:
+        return Flow::kBreak;
+      case Node::Kind::kContinue:
+        return Flow::kContinue;
       case Node::Kind::kWith: {
         Scope inner(&scope);
-        for (size_t k = 0; k < n.targets.size(); ++k) inner.set(n.targets[k], eval(*n.values[k], scope));
+        for (size_t k = 0; k < n.targets.size(); ++k)
+          inner.set(n.targets[k], eval(*n.values[k], scope));
         return exec_body(n.body, inner, out);
       }
       case Node::Kind::kFilterBlock: {
@@ -1087,7 +1158,8 @@ class Renderer {
         append(out, to_str(eval_filter_chain(*n.expr, Value::string(std::move(captured)), scope)));
         return f;
       }
-      case Node::Kind::kBody: return exec_body(n.body, scope, out);
+      case Node::Kind::kBody:
+        return exec_body(n.body, scope, out);
     }
     return Flow::kNormal;
   }
@@ -1099,7 +1171,8 @@ class Renderer {
     }
     const List items = iterate(v);
     if (items.size() > targets.size()) {
-      throw RenderError("too many values to unpack (expected " + std::to_string(targets.size()) + ")");
+      throw RenderError("too many values to unpack (expected " + std::to_string(targets.size()) +
+                        ")");
     }
     if (items.size() < targets.size()) {
       throw RenderError("not enough values to unpack (expected " + std::to_string(targets.size()) +
@@ -1173,9 +1246,12 @@ class Renderer {
   Value eval(const Expr& e, Scope& scope) {
     line_ = e.line;
     switch (e.kind) {
-      case Expr::Kind::kConst: return e.value;
-      case Expr::Kind::kName: return lookup(e.name, scope);
-      case Expr::Kind::kGetAttr: return get_attr(eval(*e.args[0], scope), e.name);
+      case Expr::Kind::kConst:
+        return e.value;
+      case Expr::Kind::kName:
+        return lookup(e.name, scope);
+      case Expr::Kind::kGetAttr:
+        return get_attr(eval(*e.args[0], scope), e.name);
       case Expr::Kind::kGetItem: {
         Value obj = eval(*e.args[0], scope);
         return get_item(obj, eval(*e.args[1], scope));
@@ -1201,7 +1277,8 @@ class Renderer {
         Args a = eval_args(e, scope);
         return call(callee, a);
       }
-      case Expr::Kind::kFilter: return eval_filter_chain(e, Value(), scope);
+      case Expr::Kind::kFilter:
+        return eval_filter_chain(e, Value(), scope);
       case Expr::Kind::kTest: {
         Value subject = eval(*e.args[0], scope);
         Args a = eval_args(e, scope);
@@ -1220,7 +1297,8 @@ class Renderer {
         if (index_of(v) == INT64_MIN) throw RenderError("integer overflow");
         return Value::integer(-index_of(v));
       }
-      case Expr::Kind::kNot: return Value::boolean(!truthy(eval(*e.args[0], scope)));
+      case Expr::Kind::kNot:
+        return Value::boolean(!truthy(eval(*e.args[0], scope)));
       case Expr::Kind::kBinary: {
         Value a = eval(*e.args[0], scope);
         Value b = eval(*e.args[1], scope);
@@ -1242,11 +1320,16 @@ class Renderer {
           line_ = e.line;
           const std::string& op = e.ops[k];
           bool ok = false;
-          if (op == "==") ok = equal(left, right);
-          else if (op == "!=") ok = !equal(left, right);
-          else if (op == "in") ok = contains(right, left);
-          else if (op == "notin") ok = !contains(right, left);
-          else ok = compare(left, right, op);
+          if (op == "==")
+            ok = equal(left, right);
+          else if (op == "!=")
+            ok = !equal(left, right);
+          else if (op == "in")
+            ok = contains(right, left);
+          else if (op == "notin")
+            ok = !contains(right, left);
+          else
+            ok = compare(left, right, op);
           if (!ok) return Value::boolean(false);
           left = std::move(right);
         }
@@ -1269,7 +1352,8 @@ class Renderer {
         Dict d;
         for (size_t k = 0; k + 1 < e.args.size(); k += 2) {
           Value key = eval(*e.args[k], scope);
-          if (key.is_sequence() && key.kind == Value::Kind::kList) type_error("unhashable type: 'list'");
+          if (key.is_sequence() && key.kind == Value::Kind::kList)
+            type_error("unhashable type: 'list'");
           if (key.kind == Value::Kind::kDict) type_error("unhashable type: 'dict'");
           d.set(std::move(key), eval(*e.args[k + 1], scope));
         }
@@ -1303,12 +1387,16 @@ class Renderer {
 
   Value call(const Value& callee, const Args& a) {
     if (callee.is_undefined()) undefined_error(callee);
-    if (callee.kind != Value::Kind::kCallable) type_error("'" + type_name(callee) + "' object is not callable");
+    if (callee.kind != Value::Kind::kCallable)
+      type_error("'" + type_name(callee) + "' object is not callable");
     const Callable& fn = *callee.fn;
     switch (fn.type) {
-      case Callable::Type::kMacro: return call_macro(fn, a);
-      case Callable::Type::kMethod: return call_method(fn, a);
-      case Callable::Type::kGlobal: return call_global(fn.name, a);
+      case Callable::Type::kMacro:
+        return call_macro(fn, a);
+      case Callable::Type::kMethod:
+        return call_method(fn, a);
+      case Callable::Type::kGlobal:
+        return call_global(fn.name, a);
     }
     return Value();
   }
@@ -1316,8 +1404,8 @@ class Renderer {
   Value call_macro(const Callable& fn, const Args& a) {
     const Node& m = *fn.macro;
     if (a.pos.size() > m.params.size()) {
-      throw RenderError("macro '" + m.name + "' takes not more than " + std::to_string(m.params.size()) +
-                        " argument(s)");
+      throw RenderError("macro '" + m.name + "' takes not more than " +
+                        std::to_string(m.params.size()) + " argument(s)");
     }
     for (const auto& [k, v] : a.kw) {
       const bool known = std::any_of(m.params.begin(), m.params.end(),
@@ -1350,7 +1438,8 @@ class Renderer {
     if (name == "strftime_now") {
       a.check(name, {"format"});
       const Value* f = a.get(0, "format");
-      if (f == nullptr) type_error("strftime_now() missing 1 required positional argument: 'format'");
+      if (f == nullptr)
+        type_error("strftime_now() missing 1 required positional argument: 'format'");
       return Value::string(strftime(require_string(*f, "strftime_now() argument")));
     }
     if (name == "range") {
@@ -1416,9 +1505,11 @@ class Renderer {
     size_t start = 0;
     while (true) {
       const size_t dot = path.find('.', start);
-      const std::string part = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+      const std::string part =
+          path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
       Value key = Value::string(part);
-      if (!part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      if (!part.empty() &&
+          std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; })) {
         if (auto i = parse_int(part, 10)) key = Value::integer(*i);
       }
       v = get_item(v, key);
@@ -1469,7 +1560,8 @@ class Renderer {
     if (name == "int") {
       a.check("int", {"default", "base"});
       const int64_t base = require_int(a.get_or(1, "base", Value::integer(10)), "int base");
-      if (base != 0 && (base < 2 || base > 36)) throw RenderError("int() base must be >= 2 and <= 36, or 0");
+      if (base != 0 && (base < 2 || base > 36))
+        throw RenderError("int() base must be >= 2 and <= 36, or 0");
       if (auto i = to_int(v, int(base))) return *i;
       return a.get_or(0, "default", Value::integer(0));
     }
@@ -1492,7 +1584,8 @@ class Renderer {
     }
     if (name == "round") {
       a.check("round", {"precision", "method"});
-      const int64_t precision = require_int(a.get_or(0, "precision", Value::integer(0)), "round precision");
+      const int64_t precision =
+          require_int(a.get_or(0, "precision", Value::integer(0)), "round precision");
       const std::string how = to_str(a.get_or(1, "method", Value::string("common")));
       fail_if_undefined(v);
       if (!v.is_number()) type_error("type " + type_name(v) + " doesn't define __round__ method");
@@ -1500,7 +1593,8 @@ class Renderer {
         if (int_like(v)) return Value::integer(index_of(v));
         return Value::floating(round_half_even(v.f, precision));
       }
-      if (how != "floor" && how != "ceil") throw RenderError("method must be common, ceil or floor");
+      if (how != "floor" && how != "ceil")
+        throw RenderError("method must be common, ceil or floor");
       const double scale = std::pow(10.0, double(precision));
       const double x = as_double(v) * scale;
       return Value::floating((how == "floor" ? std::floor(x) : std::ceil(x)) / scale);
@@ -1508,7 +1602,8 @@ class Renderer {
     if (name == "d" || name == "default") {
       a.check(name, {"default_value", "boolean"});
       const bool boolean = truthy(a.get_or(1, "boolean", Value::boolean(false)));
-      if (v.is_undefined() || (boolean && !truthy(v))) return a.get_or(0, "default_value", Value::string(""));
+      if (v.is_undefined() || (boolean && !truthy(v)))
+        return a.get_or(0, "default_value", Value::string(""));
       return v;
     }
     if (name == "first" || name == "last") {
@@ -1530,7 +1625,8 @@ class Renderer {
       const bool cs = truthy(a.get_or(0, "case_sensitive", Value::boolean(false)));
       const std::string by = to_str(a.get_or(1, "by", Value::string("key")));
       const bool reverse = truthy(a.get_or(2, "reverse", Value::boolean(false)));
-      if (by != "key" && by != "value") throw RenderError("You can only sort by either \"key\" or \"value\"");
+      if (by != "key" && by != "value")
+        throw RenderError("You can only sort by either \"key\" or \"value\"");
       std::vector<std::pair<Value, Value>> items = v.dict->items;
       const bool by_key = by == "key";
       std::stable_sort(items.begin(), items.end(), [&](const auto& x, const auto& y) {
@@ -1640,8 +1736,11 @@ class Renderer {
     if (name == "indent") {
       a.check("indent", {"width", "first", "blank"});
       const Value width = a.get_or(0, "width", Value::integer(4));
-      const std::string pad = width.is_string() ? width.s
-                                                : std::string(size_t(std::clamp<int64_t>(require_int(width, "indent width"), 0, 1000)), ' ');
+      const std::string pad =
+          width.is_string()
+              ? width.s
+              : std::string(
+                    size_t(std::clamp<int64_t>(require_int(width, "indent width"), 0, 1000)), ' ');
       const bool first = truthy(a.get_or(1, "first", Value::boolean(false)));
       const bool blank = truthy(a.get_or(2, "blank", Value::boolean(false)));
       // do_indent appends "\n" to its argument as it is: only strings work.
@@ -1685,8 +1784,10 @@ class Renderer {
     if (attr != nullptr) {
       const Value* def = nullptr;
       for (const auto& [k, x] : a.kw) {
-        if (k == "default") def = &x;
-        else if (k != "attribute") type_error("map: unexpected keyword argument '" + k + "'");
+        if (k == "default")
+          def = &x;
+        else if (k != "attribute")
+          type_error("map: unexpected keyword argument '" + k + "'");
       }
       for (const Value& item : iterate(v)) {
         Value x = attribute_path(item, to_str(*attr));
@@ -1715,7 +1816,8 @@ class Renderer {
     }
     std::string test_name;
     if (next < a.pos.size()) test_name = to_str(a.pos[next++]);
-    if (!test_name.empty() && !known_test(test_name)) throw RenderError("No test named '" + test_name + "'.");
+    if (!test_name.empty() && !known_test(test_name))
+      throw RenderError("No test named '" + test_name + "'.");
     Args rest;
     rest.pos.assign(a.pos.begin() + std::ptrdiff_t(std::min(next, a.pos.size())), a.pos.end());
     rest.kw = a.kw;
@@ -1737,12 +1839,13 @@ class Renderer {
     };
     // Tests without a parameter refuse one (`x is callable y` parses `y` as an argument).
     static const std::set<std::string_view, std::less<>> kUnary = {
-        "defined", "undefined", "none", "boolean", "true", "false", "integer", "float", "number",
-        "string", "mapping", "iterable", "sequence", "callable", "escaped", "lower", "upper",
-        "odd", "even", "filter", "test"};
+        "defined", "undefined", "none",   "boolean", "true",     "false",    "integer",
+        "float",   "number",    "string", "mapping", "iterable", "sequence", "callable",
+        "escaped", "lower",     "upper",  "odd",     "even",     "filter",   "test"};
     if (kUnary.count(name) != 0 && (!a.pos.empty() || !a.kw.empty())) {
       const std::string given = std::to_string(1 + a.pos.size() + a.kw.size());
-      if (name == "callable") type_error("callable() takes exactly one argument (" + given + " given)");
+      if (name == "callable")
+        type_error("callable() takes exactly one argument (" + given + " given)");
       type_error("test_" + name + "() takes 1 positional argument but " + given + " were given");
     }
     if (name == "defined") return !v.is_undefined();

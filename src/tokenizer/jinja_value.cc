@@ -105,20 +105,31 @@ void Dict::set(Value key, Value value) {
 
 std::string type_name(const Value& v) {
   switch (v.kind) {
-    case Value::Kind::kUndefined: return "Undefined";
-    case Value::Kind::kNone: return "NoneType";
-    case Value::Kind::kBool: return "bool";
-    case Value::Kind::kInt: return "int";
-    case Value::Kind::kFloat: return "float";
-    case Value::Kind::kString: return "str";
-    case Value::Kind::kList: return "list";
-    case Value::Kind::kTuple: return "tuple";
-    case Value::Kind::kDict: return "dict";
-    case Value::Kind::kNamespace: return "Namespace";
+    case Value::Kind::kUndefined:
+      return "Undefined";
+    case Value::Kind::kNone:
+      return "NoneType";
+    case Value::Kind::kBool:
+      return "bool";
+    case Value::Kind::kInt:
+      return "int";
+    case Value::Kind::kFloat:
+      return "float";
+    case Value::Kind::kString:
+      return "str";
+    case Value::Kind::kList:
+      return "list";
+    case Value::Kind::kTuple:
+      return "tuple";
+    case Value::Kind::kDict:
+      return "dict";
+    case Value::Kind::kNamespace:
+      return "Namespace";
     case Value::Kind::kCallable:
       if (v.fn->type == Callable::Type::kMacro) return "Macro";
       return v.fn->type == Callable::Type::kMethod ? "builtin_function_or_method" : "function";
-    case Value::Kind::kLoop: return "LoopContext";
+    case Value::Kind::kLoop:
+      return "LoopContext";
   }
   return "object";
 }
@@ -126,15 +137,23 @@ std::string type_name(const Value& v) {
 bool truthy(const Value& v) {
   switch (v.kind) {
     case Value::Kind::kUndefined:
-    case Value::Kind::kNone: return false;
-    case Value::Kind::kBool: return v.b;
-    case Value::Kind::kInt: return v.i != 0;
-    case Value::Kind::kFloat: return v.f != 0;
-    case Value::Kind::kString: return !v.s.empty();
+    case Value::Kind::kNone:
+      return false;
+    case Value::Kind::kBool:
+      return v.b;
+    case Value::Kind::kInt:
+      return v.i != 0;
+    case Value::Kind::kFloat:
+      return v.f != 0;
+    case Value::Kind::kString:
+      return !v.s.empty();
     case Value::Kind::kList:
-    case Value::Kind::kTuple: return !v.list->empty();
-    case Value::Kind::kDict: return !v.dict->items.empty();
-    default: return true;
+    case Value::Kind::kTuple:
+      return !v.list->empty();
+    case Value::Kind::kDict:
+      return !v.dict->items.empty();
+    default:
+      return true;
   }
 }
 
@@ -187,8 +206,10 @@ bool is_printable(char32_t c) {
     case U_UNASSIGNED:
     case U_LINE_SEPARATOR:
     case U_PARAGRAPH_SEPARATOR:
-    case U_SPACE_SEPARATOR: return false;
-    default: return true;
+    case U_SPACE_SEPARATOR:
+      return false;
+    default:
+      return true;
   }
 }
 
@@ -249,26 +270,38 @@ std::string repr_string(std::string_view s) {
 
 std::string repr(const Value& v) {
   switch (v.kind) {
-    case Value::Kind::kUndefined: return "Undefined";
-    case Value::Kind::kString: return repr_string(v.s);
-    default: return to_str(v);
+    case Value::Kind::kUndefined:
+      return "Undefined";
+    case Value::Kind::kString:
+      return repr_string(v.s);
+    default:
+      return to_str(v);
   }
 }
 
 std::string to_str(const Value& v) {
   switch (v.kind) {
-    case Value::Kind::kUndefined: return "";
-    case Value::Kind::kNone: return "None";
-    case Value::Kind::kBool: return v.b ? "True" : "False";
-    case Value::Kind::kInt: return std::to_string(v.i);
-    case Value::Kind::kFloat: return repr_float(v.f);
-    case Value::Kind::kString: return v.s;
+    case Value::Kind::kUndefined:
+      return "";
+    case Value::Kind::kNone:
+      return "None";
+    case Value::Kind::kBool:
+      return v.b ? "True" : "False";
+    case Value::Kind::kInt:
+      return std::to_string(v.i);
+    case Value::Kind::kFloat:
+      return repr_float(v.f);
+    case Value::Kind::kString:
+      return v.s;
     case Value::Kind::kList:
       if (!v.s.empty()) return v.s;  // range(): "range(0, 3)"
       return repr_sequence(*v.list, '[', ']', false);
-    case Value::Kind::kTuple: return repr_sequence(*v.list, '(', ')', true);
-    case Value::Kind::kDict: return repr_dict(*v.dict);
-    case Value::Kind::kNamespace: return "<Namespace " + repr_dict(v.ns->attrs) + ">";
+    case Value::Kind::kTuple:
+      return repr_sequence(*v.list, '(', ')', true);
+    case Value::Kind::kDict:
+      return repr_dict(*v.dict);
+    case Value::Kind::kNamespace:
+      return "<Namespace " + repr_dict(v.ns->attrs) + ">";
     case Value::Kind::kCallable:
       if (v.fn->type == Callable::Type::kMacro) return "<Macro " + repr_string(v.fn->name) + ">";
       if (v.fn->type == Callable::Type::kMethod) {
@@ -284,9 +317,15 @@ std::string to_str(const Value& v) {
 
 namespace {
 
-bool int_like(const Value& v) { return v.kind == Value::Kind::kInt || v.kind == Value::Kind::kBool; }
-int64_t as_int(const Value& v) { return v.kind == Value::Kind::kBool ? int64_t(v.b) : v.i; }
-double as_double(const Value& v) { return v.kind == Value::Kind::kFloat ? v.f : double(as_int(v)); }
+bool int_like(const Value& v) {
+  return v.kind == Value::Kind::kInt || v.kind == Value::Kind::kBool;
+}
+int64_t as_int(const Value& v) {
+  return v.kind == Value::Kind::kBool ? int64_t(v.b) : v.i;
+}
+double as_double(const Value& v) {
+  return v.kind == Value::Kind::kFloat ? v.f : double(as_int(v));
+}
 
 }  // namespace
 
@@ -298,8 +337,10 @@ bool equal(const Value& a, const Value& b) {
   if (a.kind != b.kind) return false;
   switch (a.kind) {
     case Value::Kind::kUndefined:
-    case Value::Kind::kNone: return true;
-    case Value::Kind::kString: return a.s == b.s;
+    case Value::Kind::kNone:
+      return true;
+    case Value::Kind::kString:
+      return a.s == b.s;
     case Value::Kind::kList:
     case Value::Kind::kTuple:
       if (a.list->size() != b.list->size()) return false;
@@ -314,10 +355,14 @@ bool equal(const Value& a, const Value& b) {
         if (other == nullptr || !equal(v, *other)) return false;
       }
       return true;
-    case Value::Kind::kNamespace: return a.ns == b.ns;
-    case Value::Kind::kCallable: return a.fn == b.fn;
-    case Value::Kind::kLoop: return a.loop == b.loop;
-    default: return false;
+    case Value::Kind::kNamespace:
+      return a.ns == b.ns;
+    case Value::Kind::kCallable:
+      return a.fn == b.fn;
+    case Value::Kind::kLoop:
+      return a.loop == b.loop;
+    default:
+      return false;
   }
 }
 
@@ -340,7 +385,8 @@ int three_way(const Value& a, const Value& b, std::string_view op) {
     if (std::isnan(x) || std::isnan(y)) return 2;  // every comparison with nan is false
     return x < y ? -1 : x > y;
   }
-  if (a.is_string() && b.is_string()) return a.s < b.s ? -1 : a.s > b.s;  // UTF-8 keeps code point order
+  if (a.is_string() && b.is_string())
+    return a.s < b.s ? -1 : a.s > b.s;  // UTF-8 keeps code point order
   if (a.is_sequence() && a.kind == b.kind) {
     const List& x = *a.list;
     const List& y = *b.list;
@@ -369,14 +415,29 @@ void json_string(std::string& out, std::string_view s, bool ensure_ascii) {
   out += '"';
   for (char32_t c : decode_utf8(s)) {
     switch (c) {
-      case '"': out += "\\\""; continue;
-      case '\\': out += "\\\\"; continue;
-      case '\n': out += "\\n"; continue;
-      case '\r': out += "\\r"; continue;
-      case '\t': out += "\\t"; continue;
-      case '\b': out += "\\b"; continue;
-      case '\f': out += "\\f"; continue;
-      default: break;
+      case '"':
+        out += "\\\"";
+        continue;
+      case '\\':
+        out += "\\\\";
+        continue;
+      case '\n':
+        out += "\\n";
+        continue;
+      case '\r':
+        out += "\\r";
+        continue;
+      case '\t':
+        out += "\\t";
+        continue;
+      case '\b':
+        out += "\\b";
+        continue;
+      case '\f':
+        out += "\\f";
+        continue;
+      default:
+        break;
     }
     if (c < 0x20 || (ensure_ascii && c > 0x7e)) {
       if (c >= 0x10000) {
@@ -401,11 +462,16 @@ std::string json_float(double d) {
 
 std::string json_key(const Value& k) {
   switch (k.kind) {
-    case Value::Kind::kString: return k.s;
-    case Value::Kind::kInt: return std::to_string(k.i);
-    case Value::Kind::kFloat: return json_float(k.f);
-    case Value::Kind::kBool: return k.b ? "true" : "false";
-    case Value::Kind::kNone: return "null";
+    case Value::Kind::kString:
+      return k.s;
+    case Value::Kind::kInt:
+      return std::to_string(k.i);
+    case Value::Kind::kFloat:
+      return json_float(k.f);
+    case Value::Kind::kBool:
+      return k.b ? "true" : "false";
+    case Value::Kind::kNone:
+      return "null";
     default:
       throw RenderError("keys must be str, int, float, bool or None, not " + type_name(k));
   }
@@ -419,11 +485,21 @@ void dump(std::string& out, const Value& v, const JsonOptions& o, int level) {
     for (int k = 0; k < depth; ++k) out += *o.indent;
   };
   switch (v.kind) {
-    case Value::Kind::kNone: out += "null"; return;
-    case Value::Kind::kBool: out += v.b ? "true" : "false"; return;
-    case Value::Kind::kInt: out += std::to_string(v.i); return;
-    case Value::Kind::kFloat: out += json_float(v.f); return;
-    case Value::Kind::kString: json_string(out, v.s, o.ensure_ascii); return;
+    case Value::Kind::kNone:
+      out += "null";
+      return;
+    case Value::Kind::kBool:
+      out += v.b ? "true" : "false";
+      return;
+    case Value::Kind::kInt:
+      out += std::to_string(v.i);
+      return;
+    case Value::Kind::kFloat:
+      out += json_float(v.f);
+      return;
+    case Value::Kind::kString:
+      json_string(out, v.s, o.ensure_ascii);
+      return;
     case Value::Kind::kList:
     case Value::Kind::kTuple: {
       if (v.list->empty()) {
@@ -479,14 +555,19 @@ std::string to_json(const Value& v, const JsonOptions& options) {
 
 Value from_json(const json::value& v) {
   switch (v.kind()) {
-    case json::kind::null: return Value::none();
-    case json::kind::bool_: return Value::boolean(v.get_bool());
-    case json::kind::int64: return Value::integer(v.get_int64());
+    case json::kind::null:
+      return Value::none();
+    case json::kind::bool_:
+      return Value::boolean(v.get_bool());
+    case json::kind::int64:
+      return Value::integer(v.get_int64());
     case json::kind::uint64:
       if (v.get_uint64() <= uint64_t(INT64_MAX)) return Value::integer(int64_t(v.get_uint64()));
       return Value::floating(double(v.get_uint64()));
-    case json::kind::double_: return Value::floating(v.get_double());
-    case json::kind::string: return Value::string(std::string(v.get_string()));
+    case json::kind::double_:
+      return Value::floating(v.get_double());
+    case json::kind::string:
+      return Value::string(std::string(v.get_string()));
     case json::kind::array: {
       List items;
       items.reserve(v.get_array().size());
@@ -522,7 +603,8 @@ std::u32string decode_utf8(std::string_view s) {
     char32_t c = b(0);
     if (n == 2) c = ((c & 0x1f) << 6) | (b(1) & 0x3f);
     if (n == 3) c = ((c & 0x0f) << 12) | ((b(1) & 0x3f) << 6) | (b(2) & 0x3f);
-    if (n == 4) c = ((c & 0x07) << 18) | ((b(1) & 0x3f) << 12) | ((b(2) & 0x3f) << 6) | (b(3) & 0x3f);
+    if (n == 4)
+      c = ((c & 0x07) << 18) | ((b(1) & 0x3f) << 12) | ((b(2) & 0x3f) << 6) | (b(3) & 0x3f);
     out += c;
     k += size_t(n);
   }
@@ -547,8 +629,8 @@ int64_t utf8_length(std::string_view s) {
 
 bool is_space(char32_t c) {
   return (c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x20) || c == 0x85 || c == 0xa0 ||
-         c == 0x1680 || (c >= 0x2000 && c <= 0x200a) || c == 0x2028 || c == 0x2029 ||
-         c == 0x202f || c == 0x205f || c == 0x3000;
+         c == 0x1680 || (c >= 0x2000 && c <= 0x200a) || c == 0x2028 || c == 0x2029 || c == 0x202f ||
+         c == 0x205f || c == 0x3000;
 }
 
 std::string strip(std::string_view s, const std::optional<std::string>& chars, bool left,
