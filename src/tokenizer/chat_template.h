@@ -72,8 +72,9 @@ struct TokenizerConfig {
 Expected<TokenizerConfig> load_tokenizer_config(const std::filesystem::path& path);
 
 /// The context transformers' apply_chat_template builds: messages (role, content), bos_token and
-/// eos_token from `config` (when set), add_generation_prompt, plus `extra` (chat_template_kwargs
-/// such as enable_thinking) merged on top.
+/// eos_token from `config` (when set), add_generation_prompt, tools and documents (null, as
+/// apply_chat_template passes them when not given), plus `extra` (chat_template_kwargs such as
+/// enable_thinking, or tools) merged on top.
 boost::json::object chat_context(std::span<const ChatMessage> messages, const TokenizerConfig& config,
                                  bool add_generation_prompt,
                                  const boost::json::object& extra = {});
