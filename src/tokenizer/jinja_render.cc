@@ -1876,9 +1876,9 @@ class Renderer {
     if (name == "escaped") return false;
     if (name == "lower") return v.is_string() && cased_as(v.s, true);
     if (name == "upper") return v.is_string() && cased_as(v.s, false);
-    if (name == "odd" || name == "even") {
+    if (name == "odd" || name == "even") {  // value % 2 == 1 (or == 0): 0.5 is neither
       const Value r = arithmetic("%", v, Value::integer(2));
-      return (name == "odd") == truthy(r);
+      return equal(r, Value::integer(name == "odd" ? 1 : 0));
     }
     if (name == "divisibleby") return !truthy(arithmetic("%", v, arg()));
     if (name == "sameas") {
