@@ -363,9 +363,17 @@ E|E|xx)j");
       render(
           R"j({{ 'abc' % [1] }} {{ 'abc' % {'a': 1} }} {{ range(2) }} {{ range(1, 5, 2) }} {{ range(3)|list }})j"),
       R"j(abc abc range(0, 2) range(1, 5, 2) [0, 1, 2])j");
-  EXPECT_ERROR(R"j({{ 1 is callable 2 }}
-)j",
-               R"j({})j", "callable() takes exactly one argument (2 given)");  // TypeError
+  EXPECT_ERROR(R"j({{ 1 is callable 2 }})j", R"j({})j",
+               "callable() takes exactly one argument (2 given)");  // TypeError
+  EXPECT_EQ(
+      render(
+          R"j({% set s = 'str' %}{% set y %}{% set s = 'inner' %}{{ s }}{% endset %}{{ y }}{{ s }}|{% for i in range(3) %}{% set y %}{% if i == 1 %}{% continue %}{% endif %}<{{ i }}>{% endset %}{{ y }}{% endfor %}|{{ [[1, 2]][0][:1] }}|{{ 'abc' % undef }})j"),
+      R"j(innerstr|<0><2>|[1]|abc)j");
+  EXPECT_EQ(
+      render(
+          R"j({{ 0.1 is odd }} {{ 0.5 is even }} {{ 3.0 is odd }} {{ 4 is even }} {{ true is odd }}
+)j"),
+      R"j(False False True True True)j");
 }
 
 TEST(ChatTemplate, ParseErrorsNameSourceLineAndConstruct) {

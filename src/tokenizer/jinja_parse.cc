@@ -1029,7 +1029,8 @@ class Parser {
       subs.push_back(parse_subscribed());
     }
     expect_op("]");
-    if (subs.size() == 1 && subs[0] && subs[0]->kind == Expr::Kind::kSlice) {
+    if (subs.size() == 1 && subs[0]->kind == Expr::Kind::kSlice && subs[0]->name == ":") {
+      subs[0]->name.clear();
       subs[0]->args.insert(subs[0]->args.begin(), std::move(node));
       return std::move(subs[0]);
     }
@@ -1040,8 +1041,9 @@ class Parser {
     } else {
       auto tuple = make(Expr::Kind::kTuple, line);
       for (auto& s : subs) {
-        if (s->kind == Expr::Kind::kSlice)
+        if (s->kind == Expr::Kind::kSlice && s->name == ":") {
           fail("slices inside a tuple subscript are not supported");
+        }
         tuple->args.push_back(std::move(s));
       }
       e->args.push_back(std::move(tuple));
@@ -1059,6 +1061,7 @@ class Parser {
     }
     advance();  // ':'
     auto slice = make(Expr::Kind::kSlice, line);
+    slice->name = ":";  // a bare slice, until parse_subscript gives it its object
     slice->args.push_back(std::move(start));
     if (!is_op(":") && !is_op("]") && !is_op(",")) {
       slice->args.push_back(parse_expression(true));

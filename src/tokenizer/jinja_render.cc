@@ -348,6 +348,7 @@ std::string percent_format(const std::string& fmt, const Value& args);
 
 Value arithmetic(const std::string& op, const Value& a, const Value& b) {
   if (op == "~") return Value::string(checked(to_str(a) + to_str(b)));
+  if (op == "%" && a.is_string()) return Value::string(checked(percent_format(a.s, b)));
   fail_if_undefined(a);
   fail_if_undefined(b);
   if (a.is_number() && b.is_number()) {
@@ -418,7 +419,6 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
     if ((a.is_string() || a.is_sequence()) && int_like(b)) return repeat(a, index_of(b));
     if ((b.is_string() || b.is_sequence()) && int_like(a)) return repeat(b, index_of(a));
   }
-  if (op == "%" && a.is_string()) return Value::string(checked(percent_format(a.s, b)));
   type_error(operand_error(op, a, b));
 }
 
@@ -717,7 +717,8 @@ std::string percent_format(const std::string& fmt, const Value& args) {
   }
   // Python raises this only for a tuple or a lone non-mapping value: a list or dict (anything
   // with __getitem__) is taken as a mapping that %(name)s fields would read.
-  const bool mapping_like = args.kind == Value::Kind::kList || args.kind == Value::Kind::kDict;
+  const bool mapping_like = args.kind == Value::Kind::kList || args.kind == Value::Kind::kDict ||
+                            args.kind == Value::Kind::kUndefined;
   if (next < items.size() && !mapping_like) {
     throw RenderError("not all arguments converted during string formatting");
   }
@@ -1126,8 +1127,10 @@ class Renderer {
         break;
       }
       case Node::Kind::kSetBlock: {
+        // The body has a scope of its own; break/continue inside it skip the assignment.
         std::string captured;
-        exec_body(n.body, scope, captured);
+        Scope inner(&scope);
+        if (const Flow f = exec_body(n.body, inner, captured); f != Flow::kNormal) return f;
         scope.set(n.targets[0], Value::string(std::move(captured)));
         break;
       }
@@ -1154,9 +1157,10 @@ class Renderer {
       }
       case Node::Kind::kFilterBlock: {
         std::string captured;
-        const Flow f = exec_body(n.body, scope, captured);
+        Scope inner(&scope);
+        if (const Flow f = exec_body(n.body, inner, captured); f != Flow::kNormal) return f;
         append(out, to_str(eval_filter_chain(*n.expr, Value::string(std::move(captured)), scope)));
-        return f;
+        break;
       }
       case Node::Kind::kBody:
         return exec_body(n.body, scope, out);
@@ -1777,6 +1781,7 @@ class Renderer {
 
   Value filter_map(const Value& v, const Args& a) {
     List out;
+    if (!truthy(v)) return Value::make_list({});  // do_map: `if value:` before iterating
     const Value* attr = nullptr;
     for (const auto& [k, x] : a.kw) {
       if (k == "attribute") attr = &x;
@@ -1822,6 +1827,7 @@ class Renderer {
     rest.pos.assign(a.pos.begin() + std::ptrdiff_t(std::min(next, a.pos.size())), a.pos.end());
     rest.kw = a.kw;
     List out;
+    if (!truthy(v)) return Value::make_list({});  // select_or_reject: `if value:` first
     for (const Value& item : iterate(v)) {
       const Value x = by_attr ? attribute_path(item, attr) : item;
       const bool pass = test_name.empty() ? truthy(x) : test(test_name, x, rest);
@@ -1870,9 +1876,9 @@ class Renderer {
     if (name == "escaped") return false;
     if (name == "lower") return v.is_string() && cased_as(v.s, true);
     if (name == "upper") return v.is_string() && cased_as(v.s, false);
-    if (name == "odd" || name == "even") {
+    if (name == "odd" || name == "even") {  // value % 2 == 1 (or == 0): 0.5 is neither
       const Value r = arithmetic("%", v, Value::integer(2));
-      return (name == "odd") == truthy(r);
+      return equal(r, Value::integer(name == "odd" ? 1 : 0));
     }
     if (name == "divisibleby") return !truthy(arithmetic("%", v, arg()));
     if (name == "sameas") {
