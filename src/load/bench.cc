@@ -33,6 +33,7 @@ Status validate(const BenchSpec& spec) {
   auto endpoint = http::parse_endpoint(spec.endpoint_url);
   if (!endpoint) return endpoint.error();
   workload::RandomWorkload w = spec.workload;
+  w.as_text = spec.api == openai::Api::kChat;
   if (spec.shape.duration_s > 0 && w.num_prompts < 1) w.num_prompts = 1;
   if (auto s = validate(w); !s) return s;
   if (auto s = validate(runner_config(spec, *endpoint)); !s) return s;

@@ -15,6 +15,7 @@
 
 #include "core/files.h"
 #include "tokenizer/cache.h"
+#include "tokenizer/test_cache.h"
 #include "tokenizer/chat_template.h"
 
 namespace ib::tokenizer {
@@ -23,10 +24,7 @@ namespace {
 namespace fs = std::filesystem;
 namespace json = boost::json;
 
-bool require_files() {
-  const char* v = std::getenv("IB_REQUIRE_TOKENIZERS");
-  return v != nullptr && std::string_view(v) == "1";
-}
+using ::ib::tokenizer::testing::require_files;
 
 // The goldens document, or why there is none.
 struct Goldens {
