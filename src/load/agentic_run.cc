@@ -156,9 +156,11 @@ class Driver {
     const std::string& marker = marker_of(d.instance);
     int64_t marker_tokens = -1;
     if (config_.tokenizer) {
-      // The marker's tokens where it stands: in front of the first block's first word.
+      // The marker's tokens where it stands: in front of a block's first word.
       const auto& tok = config_.tokenizer->tokenizer();
-      marker_tokens = static_cast<int64_t>(tok.count(marker + "the")) - 1;
+      const std::string word(config_.corpus ? config_.corpus->token(0) : "the");
+      marker_tokens =
+          static_cast<int64_t>(tok.count(marker + word)) - static_cast<int64_t>(tok.count(word));
     }
     s.prompts = std::make_unique<StreamPrompts>(
         sched_.tree_of(d.instance), d.stream, config_.seed, marker,

@@ -39,7 +39,8 @@ constexpr const char* kWords[] = {
 
 }  // namespace
 
-Status write_test_tokenizer(const std::filesystem::path& dir) {
+Status write_test_tokenizer(const std::filesystem::path& dir,
+                            std::span<const std::string_view> extra_words) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return Error{dir.string() + ": " + ec.message()};
@@ -47,10 +48,17 @@ Status write_test_tokenizer(const std::filesystem::path& dir) {
   for (int b = 0; b < 256; ++b) vocab[bytes_to_byte_level(std::string(1, char(b)))] = b;
   json::array merges;
   std::set<std::string> made;
-  // Each word with a leading space, built left to right: " w" + "o" -> " wo", ...
-  for (const char* w : kWords) {
-    std::string piece = bytes_to_byte_level(" ");
-    const std::string word = w;
+  // Each word with a leading space, built left to right: " w" + "o" -> " wo", ...; the extra
+  // words also without the space.
+  std::vector<std::string> chains;
+  for (const char* w : kWords) chains.push_back(std::string(" ") + w);
+  for (std::string_view w : extra_words) {
+    chains.push_back(" " + std::string(w));
+    chains.emplace_back(w);
+  }
+  for (const std::string& chain : chains) {
+    std::string piece = bytes_to_byte_level(chain.substr(0, 1));
+    const std::string word = chain.substr(1);
     for (size_t i = 0; i < word.size(); ++i) {
       const std::string next = bytes_to_byte_level(word.substr(i, 1));
       const std::string joined = piece + next;

@@ -5,13 +5,17 @@
 #pragma once
 
 #include <filesystem>
+#include <span>
+#include <string_view>
 
 #include "core/expected.h"
 
 namespace ib::tokenizer {
 
-/// Writes tokenizer.json and tokenizer_config.json into `dir` (created when missing).
-Status write_test_tokenizer(const std::filesystem::path& dir);
+/// Writes tokenizer.json and tokenizer_config.json into `dir` (created when missing). Each of
+/// `extra_words` becomes one token too, alone and after a space (lower-case ASCII words).
+Status write_test_tokenizer(const std::filesystem::path& dir,
+                            std::span<const std::string_view> extra_words = {});
 
 /// The test tokenizer's chat template (ChatML, with the BOS token first).
 extern const char* const kTestChatTemplate;

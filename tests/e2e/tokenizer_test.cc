@@ -10,6 +10,7 @@
 #include "tokenizer/serving.h"
 #include "tokenizer/test_cache.h"
 #include "tokenizer/testing.h"
+#include "workload/agentic_prompts.h"
 
 namespace ib::e2e {
 namespace {
@@ -188,6 +189,50 @@ TEST_F(Tokenizer, BenchRefusesAnIslBelowTheTemplate) {
   EXPECT_EQ(c.exit.code, 2);
   EXPECT_NE(c.output.find("--chat-template applies with --tokenizer"), std::string::npos)
       << c.output;
+}
+
+// Agentic replay with a tokenizer: every block is exactly its tokens, so the server counts each
+// request's content exactly as recorded, plus the template's own tokens. The template here has
+// no role names, so what it adds is known: BOS, <|im_start|> and <|im_end|> per message, and the
+// generation prompt's <|im_start|>.
+TEST(TokenizerAgentic, ServerCountsTheRecordedTokensPlusTheTemplate) {
+  TempDir dir;
+  const fs::path model = dir.path() / "model";
+  std::vector<std::string_view> words;
+  const auto& corpus = workload::agentic::Corpus::words();
+  for (size_t i = 0; i < corpus.size(); ++i) words.push_back(corpus.token(i));
+  ASSERT_TRUE(tokenizer::write_test_tokenizer(model, words).ok());
+  const fs::path tmpl = dir.path() / "plain.jinja";
+  {
+    std::ofstream f(tmpl);
+    f << "{{ bos_token }}{% for m in messages %}<|im_start|>{{ m['content'] | trim }}<|im_end|>"
+         "{% endfor %}{% if add_generation_prompt %}<|im_start|>{% endif %}";
+  }
+  SimServer sim(dir.path(), {"--timing-model", "simple", "--time-scale", "100",
+                             "--max-model-len", "262144", "--tokenizer", model.string(),
+                             "--chat-template", tmpl.string()});
+  ASSERT_TRUE(sim.running());
+  const fs::path details = dir.path() / "details.jsonl";
+  auto r = run_inferbench(
+      {"bench", "--endpoint", sim.url(), "--workload", "agentic", "--traces",
+       (fs::path(INFERBENCH_TEST_DATA) / "agentx-traces").string(), "--max-traces", "2",
+       "--agentx-fast", "--time-scale", "100", "--concurrency", "2", "--tokenizer",
+       model.string(), "--chat-template", tmpl.string(), "--details", details.string()},
+      dir.path() / "bench.log", std::chrono::seconds(180));
+  ASSERT_TRUE(r.exit.code == 0 || r.exit.code == 1) << r.output;
+  EXPECT_NE(r.output.find("single tokens for"), std::string::npos) << r.output;
+  std::ifstream in(details);
+  std::string line;
+  int checked = 0;
+  while (std::getline(in, line)) {
+    const auto j = boost::json::parse(line).as_object();
+    const int64_t server = j.at("prompt_tokens").as_int64();
+    if (server < 0) continue;
+    const int64_t messages = j.at("messages").as_int64();
+    EXPECT_EQ(server, j.at("content_tokens").as_int64() + 2 * messages + 2) << line.substr(0, 300);
+    ++checked;
+  }
+  EXPECT_GT(checked, 20);
 }
 
 // The fetched model tokenizers: serve-sim and bench with the same files agree on every prompt.
