@@ -1,0 +1,442 @@
+#include "tune/knob.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <set>
+
+#include "core/sha256.h"
+#include "core/strings.h"
+#include "recipe/fingerprint.h"
+
+namespace ib::tune {
+
+namespace json = boost::json;
+
+std::string_view to_string(KnobKind kind) {
+  switch (kind) {
+    case KnobKind::kEnv:
+      return "env";
+    case KnobKind::kArg:
+      return "arg";
+    case KnobKind::kField:
+      return "field";
+  }
+  return "?";
+}
+
+namespace {
+
+constexpr std::string_view kUnset = "(unset)";
+constexpr std::string_view kAbsent = "(absent)";
+
+bool is_env_name(std::string_view s) {
+  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+}
+
+Error knob_error(std::string_view spec, const std::string& why) {
+  return Error{fmt::format("--knob '{}': {}", printable(spec, 80), why)};
+}
+
+// "a,b,c" with `removal` standing for nullopt. Errors: an empty value, a value twice.
+Expected<std::vector<std::optional<std::string>>> split_values(std::string_view spec,
+                                                               std::string_view text,
+                                                               std::string_view removal) {
+  std::vector<std::optional<std::string>> out;
+  std::set<std::string> seen;
+  for (const std::string& v : split(std::string(text), ',')) {
+    if (v.empty()) return knob_error(spec, "an empty value (values are separated by commas)");
+    if (!seen.insert(v).second) return knob_error(spec, fmt::format("value '{}' is given twice", v));
+    if (v == removal) {
+      out.emplace_back(std::nullopt);
+    } else {
+      out.emplace_back(v);
+    }
+  }
+  return out;
+}
+
+Status check_field_value(std::string_view spec, const std::string& field, const std::string& v) {
+  if (field == "dp-attn") {
+    if (v != "true" && v != "false") {
+      return knob_error(spec, fmt::format("dp-attn is true or false, not '{}'", v));
+    }
+    return Status::Ok();
+  }
+  if (field == "spec-decoding") {
+    if (v != "mtp" && v != "draft_model" && v != "none") {
+      return knob_error(spec,
+                        fmt::format("spec-decoding is mtp, draft_model or none, not '{}'", v));
+    }
+    return Status::Ok();
+  }
+  int64_t n = 0;
+  const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (ec != std::errc() || p != v.data() + v.size() || n < 1 || n > recipe::limits::kMaxParallel) {
+    return knob_error(spec, fmt::format("{} must be an integer from 1 to {}, not '{}'", field,
+                                        recipe::limits::kMaxParallel, v));
+  }
+  return Status::Ok();
+}
+
+// Where a flag is in an argv: the element index, and whether it is "--flag=value".
+struct FlagAt {
+  std::vector<std::string>* argv = nullptr;
+  size_t index = 0;
+  bool joined = false;
+};
+
+std::vector<FlagAt> find_flag(recipe::ServeSpec& serve, const std::string& flag) {
+  std::vector<FlagAt> found;
+  for (auto* argv : {&serve.command, &serve.extra_args}) {
+    for (size_t i = 0; i < argv->size(); ++i) {
+      const std::string& a = (*argv)[i];
+      if (a == flag) found.push_back({argv, i, false});
+      if (a.size() > flag.size() && a.starts_with(flag) && a[flag.size()] == '=') {
+        found.push_back({argv, i, true});
+      }
+    }
+  }
+  return found;
+}
+
+// The value a flag has where it is: "--f=v" -> v, "--f v" -> v, a bare "--f" -> "".
+std::string value_at(const FlagAt& at, const std::string& flag) {
+  const auto& argv = *at.argv;
+  if (at.joined) return argv[at.index].substr(flag.size() + 1);
+  if (at.index + 1 < argv.size() && !argv[at.index + 1].starts_with("-")) return argv[at.index + 1];
+  return "";
+}
+
+json::array to_json_array(const std::vector<std::string>& v) {
+  json::array a;
+  for (const auto& s : v) a.emplace_back(s);
+  return a;
+}
+
+json::object& raw_serve(recipe::ConfigEntry& e) {
+  if (!e.raw.is_object()) e.raw = json::object();
+  json::value& s = e.raw.as_object()["serve"];
+  if (!s.is_object()) s = json::object();
+  return s.as_object();
+}
+
+json::value field_json(const std::string& field, const std::string& v) {
+  if (field == "dp-attn") return json::value(v == "true");
+  if (field == "spec-decoding") return json::value(v);
+  return json::value(std::stoll(v));
+}
+
+void set_field(recipe::SearchSpaceEntry& s, const std::string& field, const std::string& v) {
+  if (field == "tp") s.tp = std::stoll(v);
+  if (field == "pp") s.pp = std::stoll(v);
+  if (field == "ep") s.ep = std::stoll(v);
+  if (field == "dcp-size") s.dcp_size = std::stoll(v);
+  if (field == "pcp-size") s.pcp_size = std::stoll(v);
+  if (field == "dp-attn") s.dp_attn = v == "true";
+  if (field == "spec-decoding") s.spec_decoding = v;
+}
+
+std::optional<std::string> field_of(const recipe::SearchSpaceEntry& s, const std::string& field) {
+  if (field == "tp") return s.tp ? std::optional(std::to_string(*s.tp)) : std::nullopt;
+  if (field == "pp") return std::to_string(s.pp);
+  if (field == "ep") return std::to_string(s.ep);
+  if (field == "dcp-size") return std::to_string(s.dcp_size);
+  if (field == "pcp-size") return std::to_string(s.pcp_size);
+  if (field == "dp-attn") return s.dp_attn ? "true" : "false";
+  if (field == "spec-decoding") return s.spec_decoding;
+  return std::nullopt;
+}
+
+}  // namespace
+
+Expected<Knob> parse_knob(std::string_view spec) {
+  Knob k;
+  k.spec = std::string(spec);
+  const auto colon = spec.find(':');
+  const std::string_view kind = colon == std::string_view::npos ? spec : spec.substr(0, colon);
+  const std::string_view rest = colon == std::string_view::npos ? "" : spec.substr(colon + 1);
+  if (kind == "env") {
+    k.kind = KnobKind::kEnv;
+    const auto eq = rest.find('=');
+    if (eq == std::string_view::npos) {
+      return knob_error(spec, "env knobs need values (env:NAME=a,b; '(unset)' removes it)");
+    }
+    k.name = std::string(rest.substr(0, eq));
+    if (!is_env_name(k.name)) {
+      return knob_error(spec,
+                        fmt::format("'{}' is not an environment variable name", printable(k.name)));
+    }
+    auto v = split_values(spec, rest.substr(eq + 1), kUnset);
+    if (!v) return v.error();
+    k.values = std::move(*v);
+    return k;
+  }
+  if (kind == "arg") {
+    k.kind = KnobKind::kArg;
+    const auto eq = rest.find('=');
+    k.name = std::string(rest.substr(0, eq));
+    if (!k.name.starts_with("-") || k.name == "-" || k.name == "--") {
+      return knob_error(spec, "a server argument starts with '-' (arg:--max-num-seqs=64,128)");
+    }
+    if (std::any_of(k.name.begin(), k.name.end(),
+                    [](char c) { return std::isspace(static_cast<unsigned char>(c)) || c == ','; })) {
+      return knob_error(spec, "a server argument has no spaces or commas");
+    }
+    if (eq == std::string_view::npos) {
+      k.toggle = true;
+      return k;
+    }
+    auto v = split_values(spec, rest.substr(eq + 1), kAbsent);
+    if (!v) return v.error();
+    k.values = std::move(*v);
+    return k;
+  }
+  if (kind == "field") {
+    k.kind = KnobKind::kField;
+    const auto eq = rest.find('=');
+    k.name = std::string(rest.substr(0, eq));
+    if (std::find(std::begin(kTunableFields), std::end(kTunableFields), k.name) ==
+        std::end(kTunableFields)) {
+      std::string all;
+      for (auto f : kTunableFields) all += (all.empty() ? "" : ", ") + std::string(f);
+      std::string why = fmt::format("'{}' cannot be tuned; tunable fields: {}", printable(k.name),
+                                    all);
+      if (k.name == "image" || k.name == "model" || k.name == "precision" ||
+          k.name == "framework" || k.name == "runner") {
+        why = fmt::format("{} is an identity field: a different {} is another recipe (a "
+                          "confounder), not a tuning; tunable fields: {}",
+                          k.name, k.name, all);
+      }
+      return knob_error(spec, why);
+    }
+    if (eq == std::string_view::npos) return knob_error(spec, "field knobs need values (field:tp=1,2)");
+    auto v = split_values(spec, rest.substr(eq + 1), "\x01");
+    if (!v) return v.error();
+    for (const auto& value : *v) {
+      if (auto s = check_field_value(spec, k.name, *value); !s.ok()) return s.error();
+    }
+    k.values = std::move(*v);
+    return k;
+  }
+  return knob_error(spec, fmt::format("unknown kind '{}' (env:NAME=a,b, arg:--flag=a,b, arg:--flag "
+                                      "or field:tp=1,2)",
+                                      printable(kind, 20)));
+}
+
+std::string Change::describe() const {
+  switch (kind) {
+    case KnobKind::kEnv:
+      return value ? fmt::format("env {}={}", name, *value) : fmt::format("env {} unset", name);
+    case KnobKind::kArg:
+      if (toggle) return fmt::format("arg {} {}", name, value ? "added" : "removed");
+      return value ? fmt::format("arg {}={}", name, *value) : fmt::format("arg {} removed", name);
+    case KnobKind::kField:
+      return fmt::format("field {}={}", name, value.value_or(""));
+  }
+  return "";
+}
+
+std::optional<std::string> base_value(const recipe::ConfigEntry& base, const Knob& knob) {
+  switch (knob.kind) {
+    case KnobKind::kEnv: {
+      if (!base.serve) return std::nullopt;
+      auto it = base.serve->env.find(knob.name);
+      if (it == base.serve->env.end()) return std::nullopt;
+      return it->second;
+    }
+    case KnobKind::kArg: {
+      if (!base.serve) return std::nullopt;
+      recipe::ServeSpec serve = *base.serve;
+      auto at = find_flag(serve, knob.name);
+      if (at.empty()) return std::nullopt;
+      if (knob.toggle) return std::string("present");
+      return value_at(at.front(), knob.name);
+    }
+    case KnobKind::kField:
+      for (const auto& s : base.fixed_seq_len) {
+        for (const auto& e : s.search_space) return field_of(e, knob.name);
+      }
+      for (const auto& s : base.agentic_coding) {
+        for (const auto& e : s.search_space) return field_of(e, knob.name);
+      }
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+Expected<recipe::ConfigEntry> apply_change(const recipe::ConfigEntry& base, const Change& change) {
+  recipe::ConfigEntry e = base;
+  if (change.kind != KnobKind::kField && !e.serve) {
+    return Error{fmt::format("{}: no serve block: env and arg knobs change the server the recipe "
+                             "starts, and this entry starts none",
+                             base.key)};
+  }
+  switch (change.kind) {
+    case KnobKind::kEnv: {
+      json::object& serve = raw_serve(e);
+      json::value& env = serve["env"];
+      if (!env.is_object()) env = json::object();
+      if (change.value) {
+        e.serve->env[change.name] = *change.value;
+        env.as_object()[change.name] = *change.value;
+      } else {
+        e.serve->env.erase(change.name);
+        env.as_object().erase(change.name);
+        if (env.as_object().empty()) serve.erase("env");
+      }
+      break;
+    }
+    case KnobKind::kArg: {
+      auto at = find_flag(*e.serve, change.name);
+      if (at.size() > 1) {
+        return Error{fmt::format("{}: {} appears {} times in the serve command and extra-args; "
+                                 "a knob changes one",
+                                 base.key, change.name, at.size())};
+      }
+      std::vector<std::string>* changed = nullptr;
+      if (at.empty()) {
+        if (change.value) {
+          e.serve->extra_args.push_back(change.name);
+          if (!change.toggle) e.serve->extra_args.push_back(*change.value);
+          changed = &e.serve->extra_args;
+        }
+      } else {
+        auto& argv = *at[0].argv;
+        const size_t i = at[0].index;
+        const bool has_next = !at[0].joined && i + 1 < argv.size() && !argv[i + 1].starts_with("-");
+        if (change.toggle || !change.value) {
+          // Removed: the flag, and its value when it has one (a toggle has none).
+          const size_t n = (!change.toggle && has_next) ? 2 : 1;
+          argv.erase(argv.begin() + static_cast<std::ptrdiff_t>(i),
+                     argv.begin() + static_cast<std::ptrdiff_t>(i + n));
+        } else if (at[0].joined) {
+          argv[i] = change.name + "=" + *change.value;
+        } else if (has_next) {
+          argv[i + 1] = *change.value;
+        } else {
+          argv.insert(argv.begin() + static_cast<std::ptrdiff_t>(i + 1), *change.value);
+        }
+        changed = &argv;
+      }
+      if (changed != nullptr) {
+        json::object& serve = raw_serve(e);
+        const bool is_command = changed == &e.serve->command;
+        if (!is_command && changed->empty()) {
+          serve.erase("extra-args");
+        } else {
+          serve[is_command ? "command" : "extra-args"] = to_json_array(*changed);
+        }
+      }
+      break;
+    }
+    case KnobKind::kField: {
+      if (!change.value) return Error{fmt::format("field {}: a value is needed", change.name)};
+      bool any = false;
+      for (auto& s : e.fixed_seq_len) {
+        for (auto& sp : s.search_space) set_field(sp, change.name, *change.value), any = true;
+      }
+      for (auto& s : e.agentic_coding) {
+        for (auto& sp : s.search_space) set_field(sp, change.name, *change.value), any = true;
+      }
+      if (!any) return Error{fmt::format("{}: no search-space row to set {} in", base.key, change.name)};
+      if (auto* sc = e.raw.is_object() ? e.raw.as_object().if_contains("scenarios") : nullptr;
+          sc && sc->is_object()) {
+        for (auto& kv : sc->as_object()) {
+          if (!kv.value().is_array()) continue;
+          for (auto& row : kv.value().as_array()) {
+            auto* space = row.is_object() ? row.as_object().if_contains("search-space") : nullptr;
+            if (space == nullptr || !space->is_array()) continue;
+            for (auto& sp : space->as_array()) {
+              if (sp.is_object()) sp.as_object()[change.name] = field_json(change.name, *change.value);
+            }
+          }
+        }
+      }
+      break;
+    }
+  }
+  return e;
+}
+
+std::string Candidate::describe() const {
+  std::string out;
+  for (const auto& c : changes) out += (out.empty() ? "" : " + ") + c.describe();
+  return out;
+}
+
+namespace {
+
+Expected<Candidate> make_candidate(const recipe::ConfigEntry& base, std::vector<Change> changes) {
+  Candidate c;
+  recipe::ConfigEntry e = base;
+  for (const auto& ch : changes) {
+    auto next = apply_change(e, ch);
+    if (!next) return next.error();
+    e = std::move(*next);
+  }
+  std::string id_text = base.key;
+  for (const auto& ch : changes) id_text += "\n" + ch.describe();
+  c.id = sha256_hex(id_text).substr(0, 10);
+  c.config_key = base.key + "~" + c.id;
+  e.key = c.config_key;
+  c.entry = std::move(e);
+  c.changes = std::move(changes);
+  return c;
+}
+
+}  // namespace
+
+Expected<CandidateSet> single_candidates(const recipe::ConfigEntry& base,
+                                         const std::vector<Knob>& knobs, size_t max_candidates) {
+  CandidateSet out;
+  std::set<std::string> entries{recipe::canonical_json(base.raw)};
+  for (const Knob& k : knobs) {
+    const auto was = base_value(base, k);
+    std::vector<std::optional<std::string>> values = k.values;
+    if (k.toggle) values = {was ? std::nullopt : std::optional<std::string>("present")};
+    for (const auto& v : values) {
+      Change ch{k.kind, k.name, v, was, k.toggle};
+      if (!k.toggle && v == was) {
+        out.notes.push_back(fmt::format("{}: the base has this already; not a candidate",
+                                        ch.describe()));
+        continue;
+      }
+      auto c = make_candidate(base, {ch});
+      if (!c) return Error{fmt::format("--knob '{}': {}", printable(k.spec, 80), c.error().message)};
+      if (!entries.insert(recipe::canonical_json(c->entry.raw)).second) {
+        out.notes.push_back(
+            fmt::format("{}: the same recipe entry as an earlier candidate; not a candidate again",
+                        ch.describe()));
+        continue;
+      }
+      out.candidates.push_back(std::move(*c));
+      if (out.candidates.size() > max_candidates) {
+        return Error{fmt::format("--knob: more than {} candidates (--max-candidates); fewer "
+                                 "values per knob, or raise the limit",
+                                 max_candidates)};
+      }
+    }
+  }
+  return out;
+}
+
+Expected<Candidate> pair_candidate(const recipe::ConfigEntry& base, const Candidate& a,
+                                   const Candidate& b) {
+  for (const auto& x : a.changes) {
+    for (const auto& y : b.changes) {
+      if (x.kind == y.kind && x.name == y.name) {
+        return Error{fmt::format("{} and {} change the same {} '{}'", a.describe(), b.describe(),
+                                 to_string(x.kind), x.name)};
+      }
+    }
+  }
+  std::vector<Change> changes = a.changes;
+  changes.insert(changes.end(), b.changes.begin(), b.changes.end());
+  return make_candidate(base, std::move(changes));
+}
+
+}  // namespace ib::tune
