@@ -48,6 +48,7 @@ int main(int argc, char** argv) {
   add(&ib::cli::register_report);
   add(&ib::cli::register_eval);
   add(&ib::cli::register_tokenize);
+  add(&ib::cli::register_tune);
 
   try {
     app.parse(argc, argv);

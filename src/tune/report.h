@@ -1,0 +1,31 @@
+// What `inferbench tune` says (docs/tune.md): every candidate and what happened to it, as text or
+// markdown (a pull-request description that names the measurement's identity) and JSON.
+#pragma once
+
+#include <boost/json/object.hpp>
+#include <string>
+#include <vector>
+
+#include "tune/knob.h"
+#include "tune/verify_stage.h"
+
+namespace ib::tune {
+
+struct TuneReport {
+  std::string recipe;  // the file
+  std::string key;
+  std::vector<Candidate> candidates;
+  std::vector<std::string> notes;  // values that were not candidates, and why
+  VerifyStage verify;
+  /// What one sweep of a candidate's row would measure (its concurrency points) and send
+  /// (measured + warmup requests, the recipe's workload): what each dropped no-op saves, at least.
+  int64_t requests_per_candidate = 0;
+  int points_per_candidate = 0;
+  std::vector<std::string> stages_not_run;  // "screen", "confirm": said in every output
+
+  int64_t requests_saved() const;
+  std::string markdown() const;
+  boost::json::object to_json() const;
+};
+
+}  // namespace ib::tune

@@ -1,0 +1,144 @@
+#include "tune/verify_stage.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+
+#include "core/files.h"
+#include "core/strings.h"
+#include "govern/changed.h"
+#include "recipe/matrix.h"
+
+namespace ib::tune {
+
+namespace fs = std::filesystem;
+
+std::string_view to_string(VerifyOutcome o) {
+  switch (o) {
+    case VerifyOutcome::kSurvives:
+      return "survives";
+    case VerifyOutcome::kNoOp:
+      return "no-op";
+    case VerifyOutcome::kFailedToStart:
+      return "failed to start";
+    case VerifyOutcome::kConfounded:
+      return "confounded";
+  }
+  return "?";
+}
+
+std::vector<verify::ChangedField> changed_fields(const recipe::ConfigEntry& base,
+                                                 const Candidate& candidate) {
+  std::vector<verify::ChangedField> out;
+  for (const auto& f : govern::diff_fields(base.raw, candidate.entry.raw)) {
+    std::string path = f.path;
+    if (path.starts_with("scenarios")) {
+      // scenarios.fixed-seq-len[0].search-space[0].tp -> search-space.tp
+      const auto dot = path.rfind('.');
+      path = "search-space." + (dot == std::string::npos ? path : path.substr(dot + 1));
+    }
+    out.push_back({path, f.kind, f.detail});
+  }
+  return out;
+}
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+std::string first_line(const std::string& s) {
+  const auto nl = s.find('\n');
+  return nl == std::string::npos ? s : s.substr(0, nl);
+}
+
+}  // namespace
+
+Expected<VerifyStage> verify_candidates(const recipe::ConfigEntry& base,
+                                        const std::vector<Candidate>& candidates,
+                                        const fs::path& dir, const sweep::VerifyOptions& options,
+                                        const std::function<void(const std::string&)>& progress) {
+  const auto t0 = std::chrono::steady_clock::now();
+  VerifyStage stage;
+  auto say = [&](const std::string& line) {
+    if (progress) progress(line);
+  };
+  // Every variable any side sets is watched on every server, so "never read" is known for each.
+  std::vector<std::string> watch;
+  auto add_watch = [&](const recipe::ConfigEntry& e) {
+    if (!e.serve) return;
+    for (const auto& [name, value] : e.serve->env) {
+      if (std::find(watch.begin(), watch.end(), name) == watch.end()) watch.push_back(name);
+    }
+  };
+  add_watch(base);
+  for (const auto& c : candidates) {
+    add_watch(c.entry);
+    for (const auto& ch : c.changes) {
+      if (ch.kind == KnobKind::kEnv &&
+          std::find(watch.begin(), watch.end(), ch.name) == watch.end()) {
+        watch.push_back(ch.name);
+      }
+    }
+  }
+  const auto base_rows = recipe::expand({base}, nullptr);
+  if (base_rows.empty()) return Error{fmt::format("{}: the entry has no benchmark row", base.key)};
+  say(fmt::format("stage 1/3 verify: starting the base server ({})", base.key));
+  stage.base = sweep::observe_server(base_rows.front(), watch, dir / "base", options, &base);
+  ++stage.servers_started;
+  if (!stage.base.observed) {
+    return Error{fmt::format("the base server did not start: {} (log: {})",
+                             first_line(stage.base.error), (dir / "base").string())};
+  }
+  size_t index = 0;
+  for (const Candidate& c : candidates) {
+    ++index;
+    const auto t = std::chrono::steady_clock::now();
+    VerifyItem item;
+    item.candidate_id = c.id;
+    item.evidence_dir = (dir / c.id).string();
+    say(fmt::format("stage 1/3 verify: {}/{} {}", index, candidates.size(), c.describe()));
+    const auto rows = recipe::expand({c.entry}, nullptr);
+    const auto fields = changed_fields(base, c);
+    if (rows.empty()) {
+      item.outcome = VerifyOutcome::kFailedToStart;
+      item.error = "the candidate entry has no benchmark row";
+    } else {
+      verify::ServerObservation obs =
+          sweep::observe_server(rows.front(), watch, dir / c.id, options, &c.entry);
+      ++stage.servers_started;
+      item.verdict = verify::judge_key(c.config_key, "modified", fields, &stage.base, &obs,
+                                       options.ignore_settings);
+      if (!obs.observed) {
+        item.outcome = VerifyOutcome::kFailedToStart;
+        item.error = first_line(obs.error);
+        // The server's own first words say why (a bad argument, a missing file).
+        const fs::path log = obs.log_path.empty() ? dir / c.id / "server.log" : fs::path(obs.log_path);
+        if (auto text = read_file(log)) {
+          for (const std::string& line : split(*text, '\n')) {
+            if (!line.empty()) {
+              item.error += fmt::format(": {}", printable(line, 200));
+              break;
+            }
+          }
+        }
+        item.error += fmt::format(" (log: {})", log.string());
+      } else if (item.verdict.no_op()) {
+        item.outcome = VerifyOutcome::kNoOp;
+      } else if (!item.verdict.confounders.empty()) {
+        item.outcome = VerifyOutcome::kConfounded;
+      } else {
+        item.outcome = VerifyOutcome::kSurvives;
+      }
+    }
+    item.wall_s = seconds_since(t);
+    say(fmt::format("stage 1/3 verify: {}/{} {}: {}", index, candidates.size(), c.describe(),
+                    to_string(item.outcome)));
+    stage.items.push_back(std::move(item));
+  }
+  stage.wall_s = seconds_since(t0);
+  return stage;
+}
+
+}  // namespace ib::tune
