@@ -115,6 +115,14 @@ metrics::PointResult ConfigRunner::measure(const ConfigPlan& cfg, int64_t conc, 
                    fmt::format("{} of {} requests failed{}", m.failed, m.num_requests,
                                why.empty() ? "" : ": " + why));
   }
+  // Prompts built with a tokenizer that the server counts differently: the stated ISL is not
+  // what the server saw. Said on the terminal; the result carries prompt_token_check.
+  if (m.prompt_token_mismatches > 0) {
+    fmt::print(stderr, "warning: {} conc {}: {} of {} prompts: the server counted {} prompt tokens, "
+               "the client {} (another tokenizer, chat template or BOS rule on the server)\n",
+               cfg.row.config_key, conc, m.prompt_token_mismatches, m.prompt_tokens_checked,
+               m.prompt_tokens_server, m.prompt_tokens_client);
+  }
   for (const auto& problem : client_health_problems(report->run.health, conc)) {
     p.validity.add(metrics::InvalidKind::kClientHealth, problem);
   }

@@ -1411,7 +1411,8 @@ class Renderer {
       throw RenderError("macro '" + m.name + "' takes not more than " +
                         std::to_string(m.params.size()) + " argument(s)");
     }
-    for (const auto& [k, v] : a.kw) {
+    for (const auto& kv : a.kw) {
+      const auto& k = kv.first;  // not a structured binding: clang 14 cannot capture one
       const bool known = std::any_of(m.params.begin(), m.params.end(),
                                      [&](const auto& p) { return p.first == k; });
       if (!known) throw RenderError("macro '" + m.name + "' takes no keyword argument '" + k + "'");
