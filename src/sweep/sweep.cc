@@ -257,7 +257,13 @@ Expected<SweepOutcome> run_sweep(const SweepOptions& o, std::FILE* table_out) {
     return Error{"the recipes (with --keys, --labels and --concurrency as given) select no points; "
                  "nothing would be measured (inferbench plan shows the rows)"};
   }
+  return run_planned(o, *planned, std::move(by_key),
+                     o.labels.empty() ? std::vector<std::string>{} : labels.all(), table_out);
+}
 
+Expected<SweepOutcome> run_planned(const SweepOptions& o, const SweepPlanned& planned,
+                                   std::map<std::string, const recipe::ConfigEntry*> by_key,
+                                   std::vector<std::string> labels, std::FILE* table_out) {
   // 2. Database and run folder.
   store::RunRecord fresh;
   fresh.tool_version = INFERBENCH_VERSION;
@@ -265,7 +271,7 @@ Expected<SweepOutcome> run_sweep(const SweepOptions& o, std::FILE* table_out) {
   fresh.host = host_name();
   fresh.owner = self_identity();  // how readers tell a killed sweep's run from a running one
   fresh.command_line = o.command_line;
-  fresh.labels = o.labels.empty() ? std::vector<std::string>{} : labels.all();
+  fresh.labels = std::move(labels);
   json::array files;
   for (const auto& f : o.recipes) files.emplace_back(f.string());
   fresh.options["recipes"] = std::move(files);
@@ -276,6 +282,7 @@ Expected<SweepOutcome> run_sweep(const SweepOptions& o, std::FILE* table_out) {
   if (o.workload.warmups_per_conc) fresh.options["warmups_per_conc"] = *o.workload.warmups_per_conc;
   fresh.options["api"] = api_name(o.api);
   fresh.options["check_expect"] = o.check_expect;
+  for (const auto& kv : o.extra_run_options) fresh.options[kv.key()] = kv.value();
   if (o.repeat_count > 1) {
     fresh.options["repeat"] = json::object{
         {"group", o.repeat_group}, {"index", o.repeat_index}, {"count", o.repeat_count}};
@@ -285,7 +292,7 @@ Expected<SweepOutcome> run_sweep(const SweepOptions& o, std::FILE* table_out) {
   if (!recorder) return recorder.error();
 
   SweepOutcome outcome;
-  outcome.notes = planned->notes;
+  outcome.notes = planned.notes;
   outcome.run_id = recorder->run_id();
   outcome.run_name = recorder->run_name();
   outcome.run_dir = recorder->run_dir();
@@ -298,7 +305,7 @@ Expected<SweepOutcome> run_sweep(const SweepOptions& o, std::FILE* table_out) {
   std::fflush(table_out);
   size_t index = 0;
   bool canary_failed = false;
-  for (const GroupPlan& g : planned->groups) {
+  for (const GroupPlan& g : planned.groups) {
     bool stop_group = false;
     for (const ConfigPlan& cfg : g.configs) {
       ++index;

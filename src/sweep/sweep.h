@@ -8,6 +8,7 @@
 #include <boost/json.hpp>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,8 @@ struct SweepOptions {
   int repeat_index = 0;
   int repeat_count = 0;
   std::string repeat_group;
+  /// More entries for the run's options in the store (`inferbench tune` tags its runs).
+  boost::json::object extra_run_options;
 };
 
 struct SweepOutcome {
@@ -88,6 +91,14 @@ struct SweepOutcome {
 /// Runs the sweep, printing the table to `table_out` as points finish. Error only for problems
 /// found before anything ran (invalid recipes or options, unknown --resume run, database).
 Expected<SweepOutcome> run_sweep(const SweepOptions& options, std::FILE* table_out);
+
+/// Steps 2-4 of run_sweep (run folder and database, the servers and points, the summary) on a plan
+/// made elsewhere (`inferbench tune` plans its own passes). `by_key` maps every config key of the
+/// plan to its entry (which must outlive the call); `labels` are recorded with the run.
+/// options.recipes still names the recipe files (their git revision is recorded).
+Expected<SweepOutcome> run_planned(const SweepOptions& options, const SweepPlanned& planned,
+                                   std::map<std::string, const recipe::ConfigEntry*> by_key,
+                                   std::vector<std::string> labels, std::FILE* table_out);
 
 /// The point table, streamed: header, then one row per point as it finishes.
 std::string sweep_table_header();
