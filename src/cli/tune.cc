@@ -1,6 +1,7 @@
 // `inferbench tune RECIPE --key KEY --knob SPEC...` (issue 19, docs/tune.md). This version runs
-// stage 1 (verify: candidates that change nothing are dropped before any benchmark request);
-// screening and confirmation are not built yet, so it asks for `--stop-after verify` and says so.
+// stage 1 (verify: candidates that change nothing are dropped before any benchmark request) and
+// stage 2 (screen: successive halving against an interleaved baseline); confirmation is not built
+// yet, so it asks for `--stop-after verify|screen` and says so.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -31,6 +32,14 @@ struct TuneCliOptions {
   double startup_timeout_s = 600;
   bool no_env_trace = false, json = false;
   int max_candidates = 64;
+  // Stage 2.
+  std::string objective = "tput_per_gpu";
+  int64_t conc = 0;  // 0: the base row's largest concurrency
+  int keep = 2, eta = 2, passes = 3;
+  double min_effect = 2, confidence = 95;
+  int64_t seed = 0;
+  int screen_prompts_per_conc = 2, screen_min_prompts = 16, screen_warmups_per_conc = 1;
+  std::string runs_dir = "runs", db;
 };
 
 // What one sweep of the base row would measure and send: each dropped no-op saves that much.
@@ -53,10 +62,10 @@ void sweep_cost(const recipe::RecipeRow& row, const recipe::ConfigEntry& entry,
 }
 
 int run(const TuneCliOptions& o) {
-  if (o.stop_after != "verify") {
+  if (o.stop_after != "verify" && o.stop_after != "screen") {
     fmt::print(stderr,
-               "inferbench tune: only stage 1 (verify) is in this version; screening and "
-               "confirmation are not built yet: run with --stop-after verify\n");
+               "inferbench tune: stage 3 (confirm) is not in this version yet: run with "
+               "--stop-after verify or --stop-after screen\n");
     return kExitUsage;
   }
   std::vector<tune::Knob> knobs;
@@ -96,13 +105,29 @@ int run(const TuneCliOptions& o) {
   report.key = base->key;
   report.candidates = set->candidates;
   report.notes = set->notes;
-  report.stages_not_run = {"screen", "confirm"};
+  report.stages_not_run = o.stop_after == "verify" ? std::vector<std::string>{"screen", "confirm"}
+                                                    : std::vector<std::string>{"confirm"};
   const auto rows = recipe::expand({*base}, nullptr);
   if (rows.empty()) {
     fmt::print(stderr, "inferbench tune: {}: the key has no benchmark row\n", base->key);
     return kExitUsage;
   }
   sweep_cost(rows.front(), *base, report);
+  int64_t conc = o.conc;
+  if (conc == 0) {
+    // The largest concurrency of the base row's configuration.
+    for (const auto& r : rows) {
+      const auto* c = r.fields.if_contains("conc");
+      if (c && c->is_int64() && r.fingerprint == rows.front().fingerprint) {
+        conc = std::max(conc, c->as_int64());
+      }
+    }
+  }
+  auto objective = tune::make_objective(o.objective, std::max<int64_t>(conc, 1));
+  if (!objective) {
+    fmt::print(stderr, "inferbench tune: {}\n", objective.error().message);
+    return kExitUsage;
+  }
   if (set->candidates.empty()) {
     fmt::print(stderr, "inferbench tune: no candidate: every knob value is the base's\n");
     return kExitUsage;
@@ -126,6 +151,49 @@ int run(const TuneCliOptions& o) {
     return kExitFailure;
   }
   report.verify = std::move(*stage);
+  if (o.stop_after == "screen" && !interrupt_requested()) {
+    std::vector<const tune::Candidate*> survivors;
+    for (size_t i = 0; i < report.candidates.size(); ++i) {
+      if (report.verify.items[i].outcome == tune::VerifyOutcome::kSurvives) {
+        survivors.push_back(&report.candidates[i]);
+      }
+    }
+    tune::ScreenOptions so;
+    so.keep = o.keep;
+    so.eta = o.eta;
+    so.passes0 = o.passes;
+    so.seed = static_cast<uint64_t>(o.seed);
+    so.confidence = o.confidence / 100;
+    so.min_effect_pct = o.min_effect;
+    so.tune_id = std::filesystem::path(dir).filename().string();
+    so.sweep.recipes = {o.recipe};
+    so.sweep.runs_dir = o.runs_dir;
+    so.sweep.db = o.db;
+    so.sweep.inferbench_exe = self_executable();
+    so.sweep.extra_server_args = o.server_args;
+    so.sweep.startup_timeout_s = o.startup_timeout_s;
+    so.sweep.env_trace = !o.no_env_trace;
+    so.sweep.show_progress = tty;
+    so.sweep.workload.prompts_per_conc = o.screen_prompts_per_conc;
+    so.sweep.workload.min_prompts = o.screen_min_prompts;
+    so.sweep.workload.warmups_per_conc = o.screen_warmups_per_conc;
+    so.sweep.command_line = "inferbench tune (screen)";
+    std::FILE* points = std::fopen((std::filesystem::path(dir) / "points.txt").c_str(), "a");
+    so.points_out = points;
+    auto screen = tune::screen_candidates(*base, survivors, *objective, so,
+                                          [&](const std::string& line) {
+                                            if (tty) fmt::print(stderr, "tune {}: {}\n", base->key, line);
+                                          });
+    if (points) std::fclose(points);
+    if (!screen) {
+      fmt::print(stderr, "inferbench tune: {}\n", screen.error().message);
+      return kExitFailure;
+    }
+    report.objective = *objective;
+    report.screen = std::move(*screen);
+    report.min_effect_pct = o.min_effect;
+    report.confidence = o.confidence / 100;
+  }
   const std::string md = report.markdown();
   if (auto s = write_file_atomic(std::filesystem::path(dir) / "report.md", md); !s.ok()) {
     fmt::print(stderr, "inferbench tune: {}\n", s.error().message);
@@ -158,7 +226,39 @@ RunFn register_tune(CLI::App& root) {
                   "What to vary: env:NAME=a,b ('(unset)' removes it), arg:--flag=a,b ('(absent)' "
                   "removes it), arg:--flag (toggle), field:tp=1,2; repeatable")
       ->required();
-  app->add_option("--stop-after", o->stop_after, "verify: stop after stage 1 (required for now)");
+  app->add_option("--stop-after", o->stop_after,
+                  "verify: stop after stage 1; screen: after stage 2 (one of them is required "
+                  "until stage 3 exists)");
+  app->add_option("--objective", o->objective,
+                  "Stage 2: the headline metric to improve, in its good direction")
+      ->capture_default_str();
+  add_integer(app, "--conc", o->conc,
+              "Stage 2: the concurrency to screen at (0 = the base row's largest)", 0, 100000);
+  add_integer(app, "--top", o->keep, "Stage 2: candidates kept by each halving round", 1, 64)
+      ->capture_default_str();
+  add_integer(app, "--eta", o->eta, "Stage 2: each round keeps 1/eta of the candidates", 2, 16)
+      ->capture_default_str();
+  add_integer(app, "--screen-passes", o->passes,
+              "Stage 2: passes of the first round (each later round eta times more)", 1, 100)
+      ->capture_default_str();
+  app->add_option("--min-effect", o->min_effect, "Minimum effect in percent")
+      ->capture_default_str()
+      ->transform(real_in(0, 100));
+  app->add_option("--confidence", o->confidence, "Confidence level in percent")
+      ->capture_default_str()
+      ->transform(real_in(50, 99.9));
+  add_integer(app, "--seed", o->seed, "Seed of the pass order", 0, INT64_MAX);
+  add_integer(app, "--screen-prompts-per-conc", o->screen_prompts_per_conc,
+              "Stage 2: measured prompts per unit of concurrency of a screening point", 1, 1000)
+      ->capture_default_str();
+  add_integer(app, "--screen-min-prompts", o->screen_min_prompts,
+              "Stage 2: at least this many measured prompts a screening point", 1, 1000000)
+      ->capture_default_str();
+  add_integer(app, "--screen-warmups-per-conc", o->screen_warmups_per_conc,
+              "Stage 2: warmup prompts per unit of concurrency", 0, 1000)
+      ->capture_default_str();
+  app->add_option("--runs-dir", o->runs_dir, "Where the screening runs go")->capture_default_str();
+  app->add_option("--db", o->db, "Results database (default RUNS_DIR/inferbench.db)");
   app->add_option("--work-dir", o->work_dir,
                   "Where servers' logs, traces and the report go (default runs/tune-<time>)")
       ->check(folder_to_write());

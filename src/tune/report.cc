@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "core/redact.h"
 
 namespace ib::tune {
@@ -72,10 +74,41 @@ std::string TuneReport::markdown() const {
         requests_saved(), points_per_candidate, points_per_candidate == 1 ? "" : "s",
         requests_per_candidate);
   }
+  if (screen && objective) {
+    md += fmt::format(
+        "\n#### Stage 2: screen ({}; {} round{}, baseline first in every pass, ratios to the "
+        "adjacent baselines, {:.0f}% t intervals, minimum effect {}%)\n\n",
+        objective->describe(), screen->plan.rounds(), screen->plan.rounds() == 1 ? "" : "s",
+        confidence * 100, min_effect_pct);
+    md += "| candidate | change | Δ objective | interval | passes | decision |\n"
+          "|---|---|---|---|---|---|\n";
+    for (const auto& r : screen->results) {
+      std::string change;
+      for (const auto& c : candidates) {
+        if (c.id == r.candidate_id) change = c.describe();
+      }
+      const std::string delta = r.score ? fmt::format("{:+.2f}%", r.score->delta_pct) : "–";
+      const std::string ci = r.score && r.score->ci_pct.valid()
+                                 ? fmt::format("[{:+.2f}, {:+.2f}]", r.score->ci_pct.lo,
+                                               r.score->ci_pct.hi)
+                                 : "–";
+      md += fmt::format("| `{}` | {} | {} | {} | {} | {} (round {}) |\n", r.candidate_id, change,
+                        delta, ci, r.score ? r.score->passes : 0, to_string(r.decision),
+                        r.round + 1);
+    }
+    md += fmt::format(
+        "\nStage 2 measured {} points ({} benchmark requests) in {:.1f} s; baseline drift over the "
+        "stage {:+.2f}%{}.\n",
+        screen->points, screen->requests, screen->wall_s, screen->drift.pct,
+        screen->drift.significant ? " (beyond the minimum effect: ratios to adjacent baselines "
+                                    "cancel a steady drift)"
+                                  : "");
+    if (screen->interrupted) md += "Interrupted: the screen is incomplete.\n";
+  }
   for (const auto& n : notes) md += "\n- " + n;
   if (!notes.empty()) md += "\n";
   if (!stages_not_run.empty()) {
-    md += fmt::format("\nNot run: {} (stopped after stage 1).\n", fmt::join(stages_not_run, ", "));
+    md += fmt::format("\nNot run: {}.\n", fmt::join(stages_not_run, ", "));
   }
   return redact_text(md);
 }
@@ -126,6 +159,52 @@ json::object TuneReport::to_json() const {
   cost["requests_per_candidate"] = requests_per_candidate;
   cost["points_per_candidate"] = points_per_candidate;
   o["cost"] = std::move(cost);
+  if (screen && objective) {
+    json::object s;
+    s["objective"] = objective->describe();
+    s["metric"] = objective->metric;
+    s["conc"] = objective->conc;
+    json::array rounds;
+    for (int r = 0; r < screen->plan.rounds(); ++r) {
+      rounds.push_back(json::object{{"candidates", screen->plan.candidates[static_cast<size_t>(r)]},
+                                    {"passes", screen->plan.passes[static_cast<size_t>(r)]}});
+    }
+    s["rounds"] = std::move(rounds);
+    json::array results;
+    for (const auto& r : screen->results) {
+      json::object x;
+      x["id"] = r.candidate_id;
+      x["decision"] = to_string(r.decision);
+      x["round"] = r.round + 1;
+      if (r.score) {
+        x["delta_pct"] = r.score->delta_pct;
+        x["ci_pct"] = r.score->ci_pct.valid()
+                          ? json::value(json::array{r.score->ci_pct.lo, r.score->ci_pct.hi})
+                          : json::value(nullptr);
+        x["passes"] = r.score->passes;
+      }
+      json::array values;
+      for (double v : r.values) values.push_back(std::isfinite(v) ? json::value(v) : json::value(nullptr));
+      x["values"] = std::move(values);
+      results.push_back(std::move(x));
+    }
+    s["candidates"] = std::move(results);
+    json::array baselines;
+    for (double v : screen->baselines) {
+      baselines.push_back(std::isfinite(v) ? json::value(v) : json::value(nullptr));
+    }
+    s["baselines"] = std::move(baselines);
+    s["drift_pct"] = screen->drift.pct;
+    s["points"] = screen->points;
+    s["requests"] = screen->requests;
+    s["wall_s"] = screen->wall_s;
+    s["interrupted"] = screen->interrupted;
+    json::array runs;
+    for (const auto& r : screen->runs) runs.emplace_back(r);
+    s["runs"] = std::move(runs);
+    o["screen"] = std::move(s);
+    o["cost"].as_object()["benchmark_requests_sent"] = screen->requests;
+  }
   json::array not_run;
   for (const auto& s : stages_not_run) not_run.emplace_back(s);
   o["stages_not_run"] = std::move(not_run);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "tune/knob.h"
+#include "tune/screen_run.h"
 #include "tune/verify_stage.h"
 
 namespace ib::tune {
@@ -22,6 +23,11 @@ struct TuneReport {
   int64_t requests_per_candidate = 0;
   int points_per_candidate = 0;
   std::vector<std::string> stages_not_run;  // "screen", "confirm": said in every output
+  /// Stage 2, when it ran.
+  std::optional<Objective> objective;
+  std::optional<ScreenStage> screen;
+  double min_effect_pct = 2;
+  double confidence = 0.95;
 
   int64_t requests_saved() const;
   std::string markdown() const;

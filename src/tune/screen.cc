@@ -8,7 +8,7 @@
 namespace ib::tune {
 
 int HalvingPlan::points() const {
-  int total = 1;  // the closing baseline
+  int total = rounds();  // a closing baseline a round
   for (size_t r = 0; r < candidates.size(); ++r) total += passes[r] * (candidates[r] + 1);
   return total;
 }

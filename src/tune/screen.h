@@ -21,7 +21,8 @@ struct HalvingPlan {
   std::vector<int> candidates;  // per round
   std::vector<int> passes;      // per round: passes0 · eta^r
   int rounds() const { return static_cast<int>(candidates.size()); }
-  /// Points measured, baselines included: Σ passes · (candidates + 1), plus a closing baseline.
+  /// Points measured, baselines included: Σ passes · (candidates + 1), plus one closing baseline
+  /// a round (the baseline after a round's last pass).
   int points() const;
 };
 

@@ -13,7 +13,7 @@ TEST(Screen, HalvingKeepsTheTopAndDoublesThePasses) {
   const HalvingPlan p = plan_halving(5, 2, 2, 3);
   EXPECT_EQ(p.candidates, (std::vector<int>{5, 3, 2}));
   EXPECT_EQ(p.passes, (std::vector<int>{3, 6, 12}));
-  EXPECT_EQ(p.points(), 3 * 6 + 6 * 4 + 12 * 3 + 1);
+  EXPECT_EQ(p.points(), 3 * 6 + 6 * 4 + 12 * 3 + 3);
   // Already at most `keep`: one round.
   const HalvingPlan one = plan_halving(2, 2, 2, 3);
   EXPECT_EQ(one.rounds(), 1);

@@ -53,6 +53,16 @@ std::string first_line(const std::string& s) {
   return nl == std::string::npos ? s : s.substr(0, nl);
 }
 
+// The server's own first words say why it stopped (a bad argument, a missing file): ": LINE".
+std::string server_says(const fs::path& log) {
+  if (auto text = read_file(log)) {
+    for (const std::string& line : split(*text, '\n')) {
+      if (!line.empty()) return fmt::format(": {}", printable(line, 200));
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 Expected<VerifyStage> verify_candidates(const recipe::ConfigEntry& base,
@@ -88,8 +98,9 @@ Expected<VerifyStage> verify_candidates(const recipe::ConfigEntry& base,
   stage.base = sweep::observe_server(base_rows.front(), watch, dir / "base", options, &base);
   ++stage.servers_started;
   if (!stage.base.observed) {
-    return Error{fmt::format("the base server did not start: {} (log: {})",
-                             first_line(stage.base.error), (dir / "base").string())};
+    return Error{fmt::format("the base server did not start: {}{} (log: {})",
+                             first_line(stage.base.error), server_says(dir / "base" / "server.log"),
+                             (dir / "base" / "server.log").string())};
   }
   size_t index = 0;
   for (const Candidate& c : candidates) {
@@ -113,17 +124,8 @@ Expected<VerifyStage> verify_candidates(const recipe::ConfigEntry& base,
       if (!obs.observed) {
         item.outcome = VerifyOutcome::kFailedToStart;
         item.error = first_line(obs.error);
-        // The server's own first words say why (a bad argument, a missing file).
         const fs::path log = obs.log_path.empty() ? dir / c.id / "server.log" : fs::path(obs.log_path);
-        if (auto text = read_file(log)) {
-          for (const std::string& line : split(*text, '\n')) {
-            if (!line.empty()) {
-              item.error += fmt::format(": {}", printable(line, 200));
-              break;
-            }
-          }
-        }
-        item.error += fmt::format(" (log: {})", log.string());
+        item.error += server_says(log) + fmt::format(" (log: {})", log.string());
       } else if (item.verdict.no_op()) {
         item.outcome = VerifyOutcome::kNoOp;
       } else if (!item.verdict.confounders.empty()) {
