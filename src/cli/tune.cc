@@ -218,8 +218,8 @@ RunFn register_tune(CLI::App& root) {
   auto o = std::make_shared<TuneCliOptions>();
   CLI::App* app = root.add_subcommand(
       "tune",
-      "Propose recipe changes and drop the no-ops before measuring (stage 1: verify; screening "
-      "and confirmation are not in this version)");
+      "Propose recipe changes, drop the no-ops before measuring (stage 1: verify) and screen "
+      "the rest against the baseline (stage 2); confirmation is not in this version yet");
   app->add_option("recipe", o->recipe, "Recipe file")->required();
   app->add_option("--key", o->key, "The config key to tune (needed when the file has several)");
   app->add_option("--knob", o->knobs,
