@@ -124,7 +124,9 @@ TEST(SimpleEngine, TokensFollowTheAbsoluteSchedule) {
 }
 
 TEST(SimpleEngine, CancellingAQueuedRequestLeavesTheQueue) {
-  Fixture f(0.005, 0.001, 1);
+  // A's prefill (0.5 s) outlasts the two polls below by far, even on a loaded machine under a
+  // sanitizer: with 5 ms it could finish in between, and C would already run.
+  Fixture f(0.5, 0.05, 1);
   std::vector<std::string> log;
   asio::co_spawn(f.io, run_request(f.engine, "A", 3, log), rethrow);
   asio::cancellation_signal cancel_b;
