@@ -203,6 +203,12 @@ std::optional<ApiError> read_prompt(const json::object& o, const ServedModel& mo
   return read_single_prompt(*p, "prompt", model, keep_ids, r);
 }
 
+// One validated chat message: views into the request body's JSON.
+struct MessageView {
+  std::string_view role;
+  std::vector<std::string_view> parts;  // the content: a string, or its text parts
+};
+
 std::optional<ApiError> read_messages(const json::object& o, const ServedModel& model,
                                       bool keep_ids, GenerateRequest& r) {
   const json::value* m = find(o, "messages");
@@ -212,10 +218,8 @@ std::optional<ApiError> read_messages(const json::object& o, const ServedModel& 
   }
   const json::array& messages = m->get_array();
   if (messages.empty()) return bad_request("messages", "messages must not be empty");
-  int64_t tokens = kChatTokensPerRequest;
+  std::vector<MessageView> views(messages.size());
   uint64_t h = fnv1a("chat");
-  // With a tokenizer: the messages as the template sees them.
-  std::vector<tokenizer::ChatMessage> chat;
   for (std::size_t i = 0; i < messages.size(); ++i) {
     if (!messages[i].is_object()) {
       return bad_request("messages", fmt::format("messages[{}] must be an object, got {}", i,
@@ -227,19 +231,13 @@ std::optional<ApiError> read_messages(const json::object& o, const ServedModel& 
       return bad_request("messages", fmt::format("messages[{}].role must be a string, got {}", i,
                                                  role ? describe(*role) : "nothing"));
     }
-    h = fnv1a(role->get_string(), h);
+    MessageView& view = views[i];
+    view.role = role->get_string();
+    h = fnv1a(view.role, h);
     h = fnv1a("\x1f", h);
-    // Template tokens: header start, role, header end, then the content, then end of turn (EOS).
-    r.prompt_keys.push_back(kKeyHeaderStart);
-    r.prompt_keys.push_back(word_key(role->get_string()));
-    r.prompt_keys.push_back(kKeyHeaderEnd);
-    int64_t words = 0;
-    if (model.tokenizer != nullptr) chat.push_back({std::string(role->get_string()), ""});
     if (const json::value* content = find(msg, "content")) {
       if (content->is_string()) {
-        if (model.tokenizer != nullptr) chat.back().content = content->get_string();
-        words = append_word_keys(content->get_string(), r.prompt_keys);
-        h = fnv1a(content->get_string(), h);
+        view.parts.push_back(content->get_string());
       } else if (content->is_array()) {
         const json::array& parts = content->get_array();
         for (std::size_t j = 0; j < parts.size(); ++j) {
@@ -258,9 +256,7 @@ std::optional<ApiError> read_messages(const json::object& o, const ServedModel& 
                 "messages", fmt::format("messages[{}].content[{}].text must be a string, got {}", i,
                                         j, text ? describe(*text) : "nothing"));
           }
-          if (model.tokenizer != nullptr) chat.back().content += text->get_string();
-          words += append_word_keys(text->get_string(), r.prompt_keys);
-          h = fnv1a(text->get_string(), h);
+          view.parts.push_back(text->get_string());
         }
       } else {
         return bad_request(
@@ -270,9 +266,46 @@ std::optional<ApiError> read_messages(const json::object& o, const ServedModel& 
                 describe(*content)));
       }
     }
+    for (std::string_view part : view.parts) h = fnv1a(part, h);
     h = fnv1a("\x1e", h);
+  }
+  r.prompt_hash = h;
+  const tokenizer::ServingTokenizer* tok = model.tokenizer;
+  if (tok != nullptr && tok->has_chat_template()) {
+    // As a real server: the rendered template's tokens.
+    std::vector<tokenizer::ChatMessage> chat;
+    chat.reserve(views.size());
+    for (const MessageView& v : views) {
+      std::string content;
+      for (std::string_view part : v.parts) content += part;
+      chat.push_back({std::string(v.role), std::move(content)});
+    }
+    auto ids = tok->encode_chat(chat);
+    if (!ids) return bad_request(std::nullopt, ids.error().message);
+    return use_ids(std::move(*ids), keep_ids, "messages", r);
+  }
+  // The word rule's template tokens (header start, role, header end, then the content, then end
+  // of turn) around the content's tokens: its words, or with a tokenizer (and no template) its
+  // token ids. One key a token.
+  int64_t tokens = kChatTokensPerRequest;
+  std::vector<int32_t> ids;
+  for (const MessageView& v : views) {
+    r.prompt_keys.push_back(kKeyHeaderStart);
+    r.prompt_keys.push_back(word_key(v.role));
+    r.prompt_keys.push_back(kKeyHeaderEnd);
+    int64_t content_tokens = 0;
+    for (std::string_view part : v.parts) {
+      if (tok != nullptr) {
+        ids.clear();
+        tok->tokenizer().encode_into(part, ids);
+        for (int32_t id : ids) r.prompt_keys.push_back(token_id_key(id));
+        content_tokens += static_cast<int64_t>(ids.size());
+      } else {
+        content_tokens += append_word_keys(part, r.prompt_keys);
+      }
+    }
     r.prompt_keys.push_back(kKeyEos);
-    tokens += kChatTokensPerMessage + words;
+    tokens += kChatTokensPerMessage + content_tokens;
   }
   // The assistant reply's header (the generation prompt).
   r.prompt_keys.push_back(kKeyHeaderStart);
@@ -282,23 +315,6 @@ std::optional<ApiError> read_messages(const json::object& o, const ServedModel& 
     return bad_request("messages", "messages have too many tokens");
   }
   r.prompt_tokens = static_cast<int>(tokens);
-  r.prompt_hash = h;
-  if (model.tokenizer != nullptr) {
-    if (model.tokenizer->has_chat_template()) {
-      auto ids = model.tokenizer->encode_chat(chat);
-      if (!ids) return bad_request(std::nullopt, ids.error().message);
-      return use_ids(std::move(*ids), keep_ids, "messages", r);
-    }
-    // No template: the word rule's template tokens around the tokenizer's count of the content.
-    int64_t n = kChatTokensPerRequest;
-    for (const auto& message : chat) {
-      n += kChatTokensPerMessage + static_cast<int64_t>(model.tokenizer->tokenizer().count(message.content));
-    }
-    if (n > std::numeric_limits<int>::max()) {
-      return bad_request("messages", "messages have too many tokens");
-    }
-    r.prompt_tokens = static_cast<int>(n);
-  }
   return std::nullopt;
 }
 
@@ -324,7 +340,9 @@ std::string prompt_text(const json::object& o, Api api) {
   return out;
 }
 
-ParseResult parse_request(std::string_view body, const ServedModel& model, Api api) {
+// The body as a JSON object whose `model` (when given) is the served one: 400 for a body that is
+// not a JSON object, 404 for another model (as vLLM).
+std::variant<json::value, ApiError> parse_body(std::string_view body, const ServedModel& model) {
   boost::system::error_code ec;
   json::value root = json::parse(body, ec);
   if (ec) {
@@ -335,9 +353,7 @@ ParseResult parse_request(std::string_view body, const ServedModel& model, Api a
     return bad_request(std::nullopt,
                        fmt::format("request body must be a JSON object, got {}", describe(root)));
   }
-  const json::object& o = root.get_object();
-
-  if (const json::value* name = find(o, "model")) {
+  if (const json::value* name = find(root.get_object(), "model")) {
     if (!name->is_string()) {
       return bad_request("model", fmt::format("model must be a string, got {}", describe(*name)));
     }
@@ -348,6 +364,13 @@ ParseResult parse_request(std::string_view body, const ServedModel& model, Api a
           "model"};
     }
   }
+  return root;
+}
+
+ParseResult parse_request(std::string_view body, const ServedModel& model, Api api) {
+  auto parsed = parse_body(body, model);
+  if (auto* error = std::get_if<ApiError>(&parsed)) return *error;
+  const json::object& o = std::get<json::value>(parsed).get_object();
 
   GenerateRequest r;
   r.api = api;
@@ -454,22 +477,31 @@ ParseResult parse_chat_request(std::string_view body, const ServedModel& model) 
 }
 
 ParseResult parse_tokenize_request(std::string_view body, const ServedModel& model) {
-  boost::system::error_code ec;
-  json::value root = json::parse(body, ec);
-  if (ec) {
-    return bad_request(std::nullopt,
-                       fmt::format("request body is not valid JSON: {}", ec.message()));
-  }
-  if (!root.is_object()) {
-    return bad_request(std::nullopt,
-                       fmt::format("request body must be a JSON object, got {}", describe(root)));
-  }
-  const json::object& o = root.get_object();
+  auto parsed = parse_body(body, model);
+  if (auto* error = std::get_if<ApiError>(&parsed)) return *error;
+  const json::object& o = std::get<json::value>(parsed).get_object();
   GenerateRequest r;
   const bool chat = find(o, "messages") != nullptr;
   r.api = chat ? Api::kChat : Api::kCompletions;
+  bool add_special = true, add_generation_prompt = true;
+  if (auto err = read_bool(o, "add_special_tokens", add_special)) return *err;
+  if (auto err = read_bool(o, "add_generation_prompt", add_generation_prompt)) return *err;
+  if (!add_generation_prompt) {
+    return bad_request("add_generation_prompt",
+                       "serve-sim's /tokenize counts chat requests as they are served: "
+                       "add_generation_prompt must be true");
+  }
   if (auto err = chat ? read_messages(o, model, true, r) : read_prompt(o, model, true, r)) {
     return *err;
+  }
+  // A text prompt without the special tokens a completions request gets (BOS).
+  const json::value* prompt = find(o, "prompt");
+  if (!chat && !add_special && model.tokenizer != nullptr && prompt != nullptr &&
+      prompt->is_string()) {
+    if (auto err = use_ids(model.tokenizer->tokenizer().encode(prompt->get_string()), true,
+                           "prompt", r)) {
+      return *err;
+    }
   }
   return r;
 }

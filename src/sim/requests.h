@@ -73,8 +73,9 @@ ParseResult parse_completion_request(std::string_view body, const ServedModel& m
 ParseResult parse_chat_request(std::string_view body, const ServedModel& model);
 
 /// Parses a /tokenize body (vLLM's and SGLang's shape): `prompt` (a string or token ids) or
-/// `messages`, counted as a generation request would be; `add_special_tokens` (default true) and
-/// `add_generation_prompt` (default true) are accepted. With a tokenizer, prompt_ids holds the ids.
+/// `messages`, counted as a generation request would be; `add_special_tokens: false` leaves out
+/// the BOS of a text prompt; `add_generation_prompt: false` is refused (400). With a tokenizer,
+/// prompt_ids holds the ids.
 ParseResult parse_tokenize_request(std::string_view body, const ServedModel& model);
 
 }  // namespace ib::sim

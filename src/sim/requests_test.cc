@@ -343,6 +343,45 @@ TEST(ParseWithTokenizer, CountsLikeARealServer) {
   EXPECT_EQ(std::get<GenerateRequest>(r).prompt_tokens, 3);
   EXPECT_TRUE(std::get<GenerateRequest>(r).prompt_ids.empty());
   EXPECT_EQ(error_of(parse_tokenize_request("[1]", kModel)).status, 400);
+  // add_special_tokens: false leaves out the BOS; another model is 404, as for generation.
+  r = parse_tokenize_request(R"({"prompt":")" + text + R"(","add_special_tokens":false})", model);
+  ASSERT_TRUE(std::holds_alternative<GenerateRequest>(r));
+  EXPECT_EQ(std::get<GenerateRequest>(r).prompt_ids, (*tok)->tokenizer().encode(text));
+  EXPECT_EQ(error_of(parse_tokenize_request(R"({"model":"x","prompt":"a"})", model)).status, 404);
+  const ApiError no_gen =
+      error_of(parse_tokenize_request(chat_body.substr(0, chat_body.size() - 1) +
+                                          R"(,"add_generation_prompt":false})",
+                                      model));
+  EXPECT_EQ(no_gen.param, "add_generation_prompt");
+}
+
+// A tokenizer without a chat template: the word rule's template tokens around the content's
+// token ids, one prefix key per token.
+TEST(ParseWithTokenizer, NoTemplateCountsContentTokensPlusTheWordRulesTemplate) {
+  TempDir dir("ib-sim-tok");
+  ASSERT_TRUE(tokenizer::write_test_tokenizer(dir.path()).ok());
+  auto tok = tokenizer::ServingTokenizer::load(dir.path() / "tokenizer.json");
+  ASSERT_TRUE(tok) << tok.error().message;
+  ASSERT_FALSE((*tok)->has_chat_template());
+  ServedModel model{"sim-model", 1000, false, tok->get()};
+  ParseResult r = parse_chat_request(
+      R"({"messages":[{"role":"user","content":[{"type":"text","text":"How many"},)"
+      R"({"type":"text","text":" apples"}]}],"max_tokens":2})",
+      model);
+  ASSERT_TRUE(std::holds_alternative<GenerateRequest>(r));
+  const GenerateRequest& g = std::get<GenerateRequest>(r);
+  const int content = static_cast<int>((*tok)->tokenizer().count("How many") +
+                                       (*tok)->tokenizer().count(" apples"));
+  EXPECT_EQ(g.prompt_tokens, kChatTokensPerRequest + kChatTokensPerMessage + content);
+  EXPECT_EQ(g.prompt_keys.size(), static_cast<size_t>(g.prompt_tokens));
+  // The same content without a tokenizer hashes the same (the hash is of the text).
+  ParseResult w = parse_chat_request(
+      R"({"model":"sim-model","messages":[{"role":"user","content":[{"type":"text","text":"How many"},)"
+      R"({"type":"text","text":" apples"}]}],"max_tokens":2})",
+      kModel);
+  ASSERT_TRUE(std::holds_alternative<GenerateRequest>(w));
+  EXPECT_EQ(std::get<GenerateRequest>(w).prompt_hash, g.prompt_hash);
+  EXPECT_EQ(std::get<GenerateRequest>(w).prompt_tokens, kChatTokensPerRequest + kChatTokensPerMessage + 3);
 }
 
 }  // namespace
