@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "core/files.h"
 #include "core/interrupt.h"
+#include "core/redact.h"
 #include "core/strings.h"
 #include "core/clock.h"
 #include "recipe/matrix.h"
@@ -144,7 +145,7 @@ int run(const TuneCliOptions& o) {
   const bool tty = isatty(STDERR_FILENO);
   auto stage = tune::verify_candidates(*base, set->candidates, std::filesystem::path(dir) / "verify",
                                        vo, [&](const std::string& line) {
-                                         if (tty) fmt::print(stderr, "tune {}: {}\n", base->key, line);
+                                         if (tty) fmt::print(stderr, "tune {}: {}\n", base->key, redact_text(line));
                                        });
   if (!stage) {
     fmt::print(stderr, "inferbench tune: {}\n", stage.error().message);
@@ -182,7 +183,7 @@ int run(const TuneCliOptions& o) {
     so.points_out = points;
     auto screen = tune::screen_candidates(*base, survivors, *objective, so,
                                           [&](const std::string& line) {
-                                            if (tty) fmt::print(stderr, "tune {}: {}\n", base->key, line);
+                                            if (tty) fmt::print(stderr, "tune {}: {}\n", base->key, redact_text(line));
                                           });
     if (points) std::fclose(points);
     if (!screen) {

@@ -35,15 +35,14 @@ const std::set<std::string>& serve_placeholders() {
   return kNames;
 }
 
-namespace {
-
-// [A-Za-z_][A-Za-z0-9_]*
-bool is_env_name(const std::string& name) {
+bool is_env_name(std::string_view name) {
   auto alpha = [](char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'; };
   if (name.empty() || !alpha(name[0])) return false;
   return std::all_of(name.begin(), name.end(),
                      [&](char c) { return alpha(c) || (c >= '0' && c <= '9'); });
 }
+
+namespace {
 
 class MasterParser {
  public:

@@ -192,6 +192,9 @@ void parse_runners(const std::string& text, const std::string& file, RunnersFile
                    std::vector<Diagnostic>* diagnostics);
 Expected<RunnersFile> load_runners(const std::filesystem::path& file);
 
+/// Whether `name` may be an environment variable of `serve.env`: [A-Za-z_][A-Za-z0-9_]*.
+bool is_env_name(std::string_view name);
+
 /// A YAML file's bytes; one larger than YamlLimits::max_bytes, or a directory, is an error naming
 /// the file before anything is read.
 Expected<std::string> read_yaml_file(const std::filesystem::path& path);

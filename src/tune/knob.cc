@@ -6,6 +6,7 @@
 #include <charconv>
 #include <set>
 
+#include "core/redact.h"
 #include "core/sha256.h"
 #include "core/strings.h"
 #include "recipe/fingerprint.h"
@@ -31,25 +32,36 @@ namespace {
 constexpr std::string_view kUnset = "(unset)";
 constexpr std::string_view kAbsent = "(absent)";
 
-bool is_env_name(std::string_view s) {
-  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
-  return std::all_of(s.begin(), s.end(),
-                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+// The spec as messages show it: a credential-looking variable's values are never echoed.
+std::string shown_spec(std::string_view spec) {
+  if (spec.starts_with("env:")) {
+    const auto eq = spec.find('=');
+    const std::string_view name = spec.substr(4, eq == std::string_view::npos ? eq : eq - 4);
+    if (eq != std::string_view::npos && is_secret_name(name)) {
+      return fmt::format("env:{}={}", name, kRedacted);
+    }
+  }
+  return printable(redact_text(spec), 80);
 }
 
 Error knob_error(std::string_view spec, const std::string& why) {
-  return Error{fmt::format("--knob '{}': {}", printable(spec, 80), why)};
+  return Error{fmt::format("--knob '{}': {}", shown_spec(spec), why)};
 }
 
-// "a,b,c" with `removal` standing for nullopt. Errors: an empty value, a value twice.
-Expected<std::vector<std::optional<std::string>>> split_values(std::string_view spec,
-                                                               std::string_view text,
-                                                               std::string_view removal) {
+// "a,b,c" with `removal` (when given) standing for nullopt. Errors: an empty value, a value
+// twice.
+// `hide`: the values are credentials, never echoed.
+Expected<std::vector<std::optional<std::string>>> split_values(
+    std::string_view spec, std::string_view text, std::optional<std::string_view> removal,
+    bool hide) {
   std::vector<std::optional<std::string>> out;
   std::set<std::string> seen;
   for (const std::string& v : split(std::string(text), ',')) {
     if (v.empty()) return knob_error(spec, "an empty value (values are separated by commas)");
-    if (!seen.insert(v).second) return knob_error(spec, fmt::format("value '{}' is given twice", v));
+    if (!seen.insert(v).second) {
+      return knob_error(spec, hide ? std::string("a value is given twice")
+                                   : fmt::format("value '{}' is given twice", v));
+    }
     if (v == removal) {
       out.emplace_back(std::nullopt);
     } else {
@@ -166,13 +178,17 @@ Expected<Knob> parse_knob(std::string_view spec) {
       return knob_error(spec, "env knobs need values (env:NAME=a,b; '(unset)' removes it)");
     }
     k.name = std::string(rest.substr(0, eq));
-    if (!is_env_name(k.name)) {
+    if (!recipe::is_env_name(k.name)) {
       return knob_error(spec,
                         fmt::format("'{}' is not an environment variable name", printable(k.name)));
     }
-    auto v = split_values(spec, rest.substr(eq + 1), kUnset);
+    auto v = split_values(spec, rest.substr(eq + 1), kUnset, is_secret_name(k.name));
     if (!v) return v.error();
     k.values = std::move(*v);
+    // Values of a credential-looking variable are hidden in every output, as a recipe's are.
+    for (const auto& value : k.values) {
+      if (value && is_secret_name(k.name)) add_secret(*value);
+    }
     return k;
   }
   if (kind == "arg") {
@@ -190,9 +206,13 @@ Expected<Knob> parse_knob(std::string_view spec) {
       k.toggle = true;
       return k;
     }
-    auto v = split_values(spec, rest.substr(eq + 1), kAbsent);
+    auto v = split_values(spec, rest.substr(eq + 1), kAbsent, false);
     if (!v) return v.error();
     k.values = std::move(*v);
+    // `--api-key X` and its kin: hidden in every output.
+    for (const auto& value : k.values) {
+      if (value) add_secrets_from_argv({k.name, *value});
+    }
     return k;
   }
   if (kind == "field") {
@@ -214,7 +234,7 @@ Expected<Knob> parse_knob(std::string_view spec) {
       return knob_error(spec, why);
     }
     if (eq == std::string_view::npos) return knob_error(spec, "field knobs need values (field:tp=1,2)");
-    auto v = split_values(spec, rest.substr(eq + 1), "\x01");
+    auto v = split_values(spec, rest.substr(eq + 1), std::nullopt, false);
     if (!v) return v.error();
     for (const auto& value : *v) {
       if (auto s = check_field_value(spec, k.name, *value); !s.ok()) return s.error();
@@ -406,7 +426,7 @@ Expected<CandidateSet> single_candidates(const recipe::ConfigEntry& base,
         continue;
       }
       auto c = make_candidate(base, {ch});
-      if (!c) return Error{fmt::format("--knob '{}': {}", printable(k.spec, 80), c.error().message)};
+      if (!c) return knob_error(k.spec, c.error().message);
       if (!entries.insert(recipe::canonical_json(c->entry.raw)).second) {
         out.notes.push_back(
             fmt::format("{}: the same recipe entry as an earlier candidate; not a candidate again",

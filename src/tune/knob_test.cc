@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/redact.h"
 #include "govern/changed.h"
 #include "recipe/matrix.h"
 
@@ -164,6 +165,20 @@ TEST(Knob, CandidatesSkipTheBaseValueAndHaveTheirOwnKeyAndFingerprint) {
   auto many = single_candidates(b, knobs, 2);
   ASSERT_FALSE(many.ok());
   EXPECT_NE(many.error().message.find("--max-candidates"), std::string::npos);
+}
+
+TEST(Knob, CredentialValuesAreNeverShown) {
+  // A value given on the command line for a credential-looking variable is registered as a
+  // secret: every output hides it, and a bad spec's message never echoes it.
+  auto k = parse_knob("env:HF_TOKEN=knob-secret-value-1");
+  ASSERT_TRUE(k.ok());
+  auto set = single_candidates(base(), {*k});
+  ASSERT_TRUE(set.ok());
+  const std::string shown = redact_text(set->candidates.at(0).describe());
+  EXPECT_EQ(shown.find("knob-secret-value-1"), std::string::npos) << shown;
+  const std::string e = error_of("env:HF_TOKEN=other-secret-2,other-secret-2");
+  EXPECT_EQ(e.find("other-secret-2"), std::string::npos) << e;
+  EXPECT_NE(e.find("a value is given twice"), std::string::npos) << e;
 }
 
 TEST(Knob, EnvAndArgKnobsNeedAServeBlock) {
