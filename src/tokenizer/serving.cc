@@ -63,12 +63,12 @@ Expected<std::shared_ptr<const ServingTokenizer>> ServingTokenizer::load(
                                "the file; o200k_base and cl100k_base are known)",
                                path.string(), stem)};
     }
-    auto t = Tokenizer::from_tiktoken_file(path, pattern, specials);
-    if (!t) return t.error();
-    tok = std::move(*t);
     auto bytes = read_file(path);
     if (!bytes) return bytes.error();
-    identity_text = *bytes;
+    auto t = Tokenizer::from_tiktoken(*bytes, path.string(), pattern, specials);
+    if (!t) return t.error();
+    tok = std::move(*t);
+    identity_text = std::move(*bytes);
   } else {
     json_file = path;
   }

@@ -71,11 +71,12 @@ Expected<ExactPromptBuilder> ExactPromptBuilder::create(
   return b;
 }
 
-int ExactPromptBuilder::count_request(const std::string& text) const {
+Expected<int> ExactPromptBuilder::count_request(const std::string& text) const {
   if (!chat_) return static_cast<int>(tok_->count_prompt(text));
   const tokenizer::ChatMessage m{"user", text};
   auto ids = tok_->encode_chat(std::span(&m, 1));
-  return ids ? static_cast<int>(ids->size()) : -1;
+  if (!ids) return Error{"rendering the chat template: " + ids.error().message};
+  return static_cast<int>(ids->size());
 }
 
 Expected<ExactPrompt> ExactPromptBuilder::build(int tokens, uint64_t start) const {
@@ -97,11 +98,9 @@ Expected<ExactPrompt> ExactPromptBuilder::build(int tokens, uint64_t start) cons
     for (size_t i = 0; i < window.size(); ++i) window[i] = corpus[(s + i) % size];
     std::string text(trim(tok_->tokenizer().decode(window)));
     if (text.empty()) text.push_back('a');
-    const int c = count_request(text);
-    if (c < 0) {
-      const tokenizer::ChatMessage m{"user", text};
-      return Error{"rendering the chat template: " + tok_->encode_chat(std::span(&m, 1)).error().message};
-    }
+    auto counted = count_request(text);
+    if (!counted) return counted.error();
+    const int c = *counted;
     const int miss = std::abs(c - tokens);
     if (best_miss < 0 || miss < best_miss) {
       best_miss = miss;

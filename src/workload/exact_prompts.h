@@ -46,7 +46,8 @@ class ExactPromptBuilder {
 
  private:
   ExactPromptBuilder() = default;
-  int count_request(const std::string& text) const;
+  /// The request's tokens as the server counts them; Error when the template fails to render.
+  Expected<int> count_request(const std::string& text) const;
 
   std::shared_ptr<const tokenizer::ServingTokenizer> tok_;
   std::shared_ptr<const std::vector<int32_t>> corpus_;
