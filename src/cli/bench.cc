@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/tokenizer_options.h"
 #include "core/files.h"
 #include "core/interrupt.h"
 #include "core/strings.h"
@@ -42,20 +43,15 @@ struct BenchOptions {
   CLI::Option* concurrency_option = nullptr;
   std::string gpu_power = "auto";
   CLI::Option* warmup_per_lane_option = nullptr;
-  std::string tokenizer, chat_template;
+  TokenizerOptions tokenizer;
 };
 
 // --tokenizer / --chat-template: the served model's tokenizer, for exact prompt lengths.
 std::optional<int> load_tokenizer(BenchOptions& o,
                                   std::shared_ptr<const tokenizer::ServingTokenizer>& out) {
-  if (!o.chat_template.empty() && o.tokenizer.empty()) {
-    fmt::print(stderr, "inferbench bench: --chat-template applies with --tokenizer\n");
-    return kExitUsage;
-  }
-  if (o.tokenizer.empty()) return std::nullopt;
-  auto tok = tokenizer::ServingTokenizer::load(o.tokenizer, o.chat_template);
+  auto tok = load_tokenizer(o.tokenizer);
   if (!tok) {
-    fmt::print(stderr, "inferbench bench: --tokenizer: {}\n", tok.error().message);
+    fmt::print(stderr, "inferbench bench: {}\n", tok.error().message);
     return kExitUsage;
   }
   out = std::move(*tok);
@@ -439,14 +435,9 @@ RunFn register_bench(CLI::App& root) {
               "Loopback targets: spread connections over 127.0.0.1..N (0 = automatic)", 0, 254)
       ->capture_default_str();
   app->add_flag("--no-request-ids", o->no_request_ids, "Do not send X-Request-Id headers");
-  app->add_option("--tokenizer", o->tokenizer,
-                  "The served model's tokenizer: a tokenizer.json, a folder with tokenizer.json "
-                  "and tokenizer_config.json, or a .tiktoken file; prompts become natural text of "
-                  "exactly --isl tokens as the server counts them, chat template included "
-                  "(docs/tokenizer.md)");
-  app->add_option("--chat-template", o->chat_template,
-                  "With --tokenizer: the server's Jinja chat template, when it is not the "
-                  "tokenizer_config.json's (vLLM's --chat-template)");
+  add_tokenizer_options(app, o->tokenizer,
+                        "prompts become natural text of exactly --isl tokens as the server counts "
+                        "them, chat template included");
   add_integer(app, "--tokenize-check", o->spec.tokenize_check,
               "Before measuring, have the server's /tokenize (vLLM, SGLang) count N prompts and "
               "compare with the client's count",

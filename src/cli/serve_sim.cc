@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/tokenizer_options.h"
 #include "core/files.h"
 #include "core/process.h"
 #include "core/strings.h"
@@ -35,7 +36,7 @@ struct ServeSimOptions {
   std::string threads = "auto";
   bool list_presets = false;
   double gsm8k_correct = 1.0, gsm8k_flexible_only = 0.0;
-  std::string tokenizer, chat_template;
+  TokenizerOptions tokenizer;
   CLI::Option *gsm8k_correct_opt = nullptr, *gsm8k_flexible_opt = nullptr;
   // Roofline settings.
   std::string hardware, model_preset, quantization, kv_cache_dtype;
@@ -188,18 +189,12 @@ int run(ServeSimOptions& o) {
   if (o.gsm8k_correct_opt->count() > 0) {
     o.args.gsm8k = sim::Gsm8kAnswerOptions{o.gsm8k_correct, o.gsm8k_flexible_only};
   }
-  if (!o.chat_template.empty() && o.tokenizer.empty()) {
-    fmt::print(stderr, "inferbench serve-sim: --chat-template applies with --tokenizer\n");
+  auto tok = load_tokenizer(o.tokenizer);
+  if (!tok) {
+    fmt::print(stderr, "inferbench serve-sim: {}\n", tok.error().message);
     return kExitUsage;
   }
-  if (!o.tokenizer.empty()) {
-    auto tok = tokenizer::ServingTokenizer::load(o.tokenizer, o.chat_template);
-    if (!tok) {
-      fmt::print(stderr, "inferbench serve-sim: --tokenizer: {}\n", tok.error().message);
-      return kExitUsage;
-    }
-    o.args.tokenizer = std::move(*tok);
-  }
+  o.args.tokenizer = std::move(*tok);
   o.args.threads = o.threads == "auto" ? sim::default_io_threads() : std::stoi(o.threads);
   if (auto valid = sim::validate(o.args); !valid) {
     fmt::print(stderr, "inferbench serve-sim: {}\n", valid.error().message);
@@ -336,12 +331,9 @@ RunFn register_serve_sim(CLI::App& root) {
           ->capture_default_str()
           ->transform(real_in(0, 1));
 
-  app->add_option("--tokenizer", o->tokenizer,
-                  "Count prompt tokens like a real server: a tokenizer.json, a folder with "
-                  "tokenizer.json and tokenizer_config.json (its chat template), or a .tiktoken "
-                  "file (docs/tokenizer.md); default: one token per word");
-  app->add_option("--chat-template", o->chat_template,
-                  "With --tokenizer: a Jinja chat template file replacing the tokenizer's");
+  add_tokenizer_options(app, o->tokenizer,
+                        "prompt tokens are counted with it as a real server counts them "
+                        "(default: one token per word)");
 
   // Roofline model.
   auto roofline = [&](CLI::Option* opt) {

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/tokenizer_options.h"
 #include "core/redact.h"
 #include "core/clock.h"
 #include "core/files.h"
@@ -48,7 +49,7 @@ struct SweepCliOptions {
   int64_t eval_limit = 0;
   std::string eval_prompt_style = "chat";
   std::string thresholds;
-  std::string tokenizer, chat_template;
+  TokenizerOptions tokenizer;
 };
 
 // The bundled example: in the working directory, else in the source tree this binary was built
@@ -194,8 +195,8 @@ int run(SweepCliOptions& c) {
     o.eval_thresholds = std::move(*t);
   }
   o.workload.traces = c.traces;
-  o.workload.tokenizer = c.tokenizer;
-  o.workload.chat_template = c.chat_template;
+  o.workload.tokenizer = c.tokenizer.path;
+  o.workload.chat_template = c.tokenizer.chat_template;
   if (c.max_traces > 0) o.workload.max_traces = c.max_traces;
   if (c.warmup_requests_per_lane >= 0) o.workload.warmup_requests_per_lane = c.warmup_requests_per_lane;
   if (c.agentic_duration > 0) o.workload.agentic_duration_s = c.agentic_duration;
@@ -343,14 +344,9 @@ RunFn register_sweep(CLI::App& root) {
       ->capture_default_str();
   app->add_flag("--require-power", o.require_power,
                 "Fail points whose GPU power is missing or not valid");
-  app->add_option("--tokenizer", c->tokenizer,
-                  "The served model's tokenizer (a tokenizer.json, a folder with tokenizer.json "
-                  "and tokenizer_config.json, or a .tiktoken file), replacing the recipe's "
-                  "workload.tokenizer: prompts of exactly the row's ISL as the server counts them "
-                  "(docs/tokenizer.md)");
-  app->add_option("--chat-template", c->chat_template,
-                  "With a tokenizer: the server's Jinja chat template, replacing the recipe's "
-                  "workload.chat-template and the tokenizer's own");
+  add_tokenizer_options(app, c->tokenizer,
+                        "prompts of exactly the row's ISL as the server counts them; both options "
+                        "replace the recipe's workload.tokenizer and workload.chat-template");
   add_integer(app, "--eval-limit", c->eval_limit,
               "Eval rows: only the first N GSM8K problems (0 = all 1319)", 0, kMaxRequests)
       ->capture_default_str();

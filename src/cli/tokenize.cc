@@ -10,6 +10,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/tokenizer_options.h"
 #include "core/files.h"
 #include "tokenizer/serving.h"
 
@@ -18,7 +19,8 @@ namespace ib::cli {
 namespace {
 
 struct TokenizeOptions {
-  std::string tokenizer, chat_template, file, system;
+  TokenizerOptions tokenizer;
+  std::string file, system;
   bool json = false, chat = false, no_special = false, show_rendered = false, no_ids = false;
   std::vector<std::string> kwargs;  // KEY=true|false for the template (enable_thinking=false)
 };
@@ -42,9 +44,9 @@ Expected<boost::json::object> parse_kwargs(const std::vector<std::string>& items
 std::string ids_text(const std::vector<int32_t>& ids) { return fmt::format("{}", fmt::join(ids, " ")); }
 
 int run(const TokenizeOptions& o) {
-  auto tok = tokenizer::ServingTokenizer::load(o.tokenizer, o.chat_template);
+  auto tok = load_tokenizer(o.tokenizer);
   if (!tok) {
-    fmt::print(stderr, "inferbench tokenize: --tokenizer: {}\n", tok.error().message);
+    fmt::print(stderr, "inferbench tokenize: {}\n", tok.error().message);
     return kExitUsage;
   }
   std::string text;
@@ -129,12 +131,7 @@ RunFn register_tokenize(CLI::App& root) {
   auto o = std::make_shared<TokenizeOptions>();
   CLI::App* app = root.add_subcommand(
       "tokenize", "Print a text's token ids as the served model's tokenizer gives them");
-  app->add_option("--tokenizer", o->tokenizer,
-                  "A tokenizer.json, a folder with tokenizer.json and tokenizer_config.json, or "
-                  "a .tiktoken file")
-      ->required();
-  app->add_option("--chat-template", o->chat_template,
-                  "A Jinja chat template file replacing the tokenizer's");
+  add_tokenizer_options(app, o->tokenizer, "the ids and counts printed are its")->required();
   app->add_option("file", o->file, "The text (default: standard input)");
   app->add_flag("--json", o->json, "Print JSON");
   app->add_flag("--chat", o->chat,

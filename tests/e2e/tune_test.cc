@@ -28,13 +28,15 @@ const char* kRecipe =
     "    fixed-seq-len:\n"
     "    - { isl: 512, osl: 64, search-space: [{ tp: 2, conc-list: [8, 32] }] }\n";
 
+fs::path write_recipe(const TempDir& dir) {
+  const fs::path recipe = dir.path() / "r.yaml";
+  std::ofstream(recipe) << kRecipe;
+  return recipe;
+}
+
 TEST(Tune, StageOneDropsWhatIsNeverReadBeforeAnyBenchmarkRequest) {
   TempDir dir;
-  const fs::path recipe = dir.path() / "r.yaml";
-  {
-    std::ofstream f(recipe);
-    f << kRecipe;
-  }
+  const fs::path recipe = write_recipe(dir);
   const fs::path work = dir.path() / "tune";
   auto r = run_inferbench(
       {"tune", recipe.string(), "--knob", "env:SIM_DISABLE_CUSTOM_ALL_REDUCE=0", "--knob",
@@ -86,12 +88,8 @@ TEST(Tune, StageOneDropsWhatIsNeverReadBeforeAnyBenchmarkRequest) {
 // out; the never-read variable is not measured at all.
 TEST(Tune, StageTwoScreensOutWhatHasNoMeasurableEffect) {
   TempDir dir;
-  const fs::path recipe = dir.path() / "r.yaml";
-  {
-    // In real time: a sanitizer build's slower simulator then still shows the effects.
-    std::ofstream f(recipe);
-    f << kRecipe;
-  }
+  // In real time: a sanitizer build's slower simulator then still shows the effects.
+  const fs::path recipe = write_recipe(dir);
   const fs::path work = dir.path() / "tune";
   auto r = run_inferbench(
       {"tune", recipe.string(), "--knob", "env:SIM_DISABLE_CUSTOM_ALL_REDUCE=0", "--knob",
@@ -138,11 +136,7 @@ TEST(Tune, StageTwoScreensOutWhatHasNoMeasurableEffect) {
 
 TEST(Tune, BadInputIsAUsageError) {
   TempDir dir;
-  const fs::path recipe = dir.path() / "r.yaml";
-  {
-    std::ofstream f(recipe);
-    f << kRecipe;
-  }
+  const fs::path recipe = write_recipe(dir);
   struct Case {
     std::vector<std::string> args;
     std::string says;
