@@ -1031,6 +1031,13 @@ boost::json::object to_json(const RunRecord& r) {
 }
 
 std::string resume_command(const RunRecord& r) {
+  // A block of `inferbench tune` (its screening passes and confirmation repeats) is continued by
+  // resuming the tuning, which decides what comes after the block.
+  if (const auto* t = r.options.if_contains("tune"); t && t->is_object()) {
+    if (const auto* dir = t->as_object().if_contains("dir"); dir && dir->is_string()) {
+      return fmt::format("inferbench tune --resume {}", printable(dir->as_string(), 200));
+    }
+  }
   std::string recipes;
   if (const auto* files = r.options.if_contains("recipes"); files && files->is_array()) {
     for (const auto& f : files->as_array()) {

@@ -904,6 +904,16 @@ struct Sleeper {
   }
 };
 
+TEST(ResumeCommand, ATuneBlockIsContinuedByResumingTheTuning) {
+  RunRecord r;
+  r.name = "20261203-0700";
+  r.options = {{"recipes", boost::json::array{"r.yaml"}},
+               {"tune", {{"id", "tune-1"}, {"dir", "runs/tune-1"}, {"block", "screen-r0-p0"}}}};
+  EXPECT_EQ(resume_command(r), "inferbench tune --resume runs/tune-1");
+  r.options.erase("tune");
+  EXPECT_EQ(resume_command(r), "inferbench sweep r.yaml --resume 20261203-0700");
+}
+
 TEST_F(StoreTest, RunningRunOfAGoneOwnerReadsInterruptedWithHowToResume) {
   auto store = open();
   Sleeper child;

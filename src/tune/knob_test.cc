@@ -6,26 +6,12 @@
 #include "core/redact.h"
 #include "govern/changed.h"
 #include "recipe/matrix.h"
+#include "tune/test_recipe.h"
 
 namespace ib::tune {
 namespace {
 
-const char* kRecipe =
-    "k:\n"
-    "  image: inferbench/serve-sim\n"
-    "  model: meta-llama/Llama-3.1-8B-Instruct\n"
-    "  model-prefix: llama8b\n"
-    "  precision: bf16\n"
-    "  framework: serve-sim\n"
-    "  runner: local\n"
-    "  multinode: false\n"
-    "  serve:\n"
-    "    command: [inferbench, serve-sim, --tp, \"{tp}\", --max-num-seqs, \"8\", "
-    "--block-size=16, --port, \"{port}\"]\n"
-    "    env: { SIM_DISABLE_CUSTOM_ALL_REDUCE: \"1\" }\n"
-    "  scenarios:\n"
-    "    fixed-seq-len:\n"
-    "    - { isl: 512, osl: 64, search-space: [{ tp: 2, conc-list: [32] }] }\n";
+using testing::kRecipe;
 
 recipe::ConfigEntry base() {
   auto e = recipe::load_master_texts({{"r.yaml", kRecipe}});
@@ -67,8 +53,7 @@ TEST(Knob, BadSpecsNameTheOptionAndWhy) {
             std::string::npos);
   EXPECT_NE(error_of("arg:max-num-seqs=4").find("starts with '-'"), std::string::npos);
   EXPECT_NE(error_of("arg:--max-num-seqs=4,,8").find("an empty value"), std::string::npos);
-  EXPECT_NE(error_of("arg:--max-num-seqs=8,8").find("value '8' is given twice"),
-            std::string::npos);
+  EXPECT_NE(error_of("arg:--max-num-seqs=8,8").find("value '8' is given twice"), std::string::npos);
   EXPECT_NE(error_of("field:image=x").find("image is an identity field"), std::string::npos);
   EXPECT_NE(error_of("field:tp=two").find("tp must be an integer from 1 to 4096"),
             std::string::npos);
@@ -99,8 +84,8 @@ TEST(Knob, ArgumentsChangeInPlaceOrAreAppended) {
   ASSERT_TRUE(e.ok());
   EXPECT_EQ(e->serve->command.size(), b.serve->command.size() - 2);
   // A toggle adds a bare flag.
-  e = apply_change(b, Change{KnobKind::kArg, "--no-enable-prefix-caching", "present",
-                             std::nullopt, true});
+  e = apply_change(
+      b, Change{KnobKind::kArg, "--no-enable-prefix-caching", "present", std::nullopt, true});
   ASSERT_TRUE(e.ok());
   EXPECT_EQ(e->serve->extra_args, std::vector<std::string>{"--no-enable-prefix-caching"});
 }

@@ -3,11 +3,16 @@
 #pragma once
 
 #include <boost/json/object.hpp>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "govern/changed.h"
+#include "tune/confirm.h"
 #include "tune/knob.h"
 #include "tune/screen_run.h"
+#include "tune/search_run.h"
 #include "tune/verify_stage.h"
 
 namespace ib::tune {
@@ -28,6 +33,24 @@ struct TuneReport {
   std::optional<ScreenStage> screen;
   double min_effect_pct = 2;
   double confidence = 0.95;
+  /// The tuning's folder and id (its store runs are tagged with the id).
+  std::string id, dir;
+  /// tput-at-slo: each side's operating point, found by the search.
+  std::optional<SearchStage> search;
+  std::map<std::string, int64_t> operating_conc;
+  /// Stage 3, when it ran.
+  std::vector<Guard> guards;
+  std::optional<ConfirmStage> confirm;
+  /// The winner (confirmed, largest effect): its recipe diff, recipe file and changelog entry.
+  std::optional<size_t> winner;  // index into candidates
+  std::vector<govern::FieldChange> winner_diff;
+  std::string winner_yaml, changelog;
+  bool interrupted = false;
+  std::string resume_command;  // how to continue when interrupted
+
+  const Candidate* candidate(const std::string& cid) const;
+  /// One line per candidate: what happened to it at the last stage it reached.
+  std::string outcome_of(size_t candidate_index) const;
 
   int64_t requests_saved() const;
   std::string markdown() const;

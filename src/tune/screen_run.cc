@@ -13,49 +13,11 @@
 
 namespace ib::tune {
 
-namespace json = boost::json;
-
-std::string Objective::describe() const {
-  return fmt::format("{} at concurrency {} ({} is better)", metric, conc,
-                     higher_is_better ? "higher" : "lower");
-}
-
-Expected<Objective> make_objective(const std::string& metric, int64_t conc) {
-  auto i = metrics::headline_index(metric);
-  if (!i) {
-    std::string keys;
-    for (const auto& k : metrics::kHeadlineMetrics) keys += (keys.empty() ? "" : ", ") + std::string(k.key);
-    return Error{fmt::format("--objective: '{}' is not a headline metric ({})", metric, keys)};
-  }
-  Objective o;
-  o.metric = metric;
-  o.conc = conc;
-  o.higher_is_better = metrics::kHeadlineMetrics[*i].higher_is_better;
-  return o;
-}
-
-namespace {
-
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-// The requests a measured point sent (measured + warmup), from its result JSON.
-int64_t requests_of(const metrics::PointResult& p) {
-  int64_t n = 0;
-  for (const char* k : {"num_prompts", "num_warmups"}) {
-    if (const auto* v = p.result.if_contains(k); v && v->is_int64()) n += v->as_int64();
-  }
-  return n;
-}
-
-}  // namespace
-
 Expected<ScreenStage> screen_candidates(const recipe::ConfigEntry& base,
                                         const std::vector<const Candidate*>& survivors,
                                         const Objective& objective, const ScreenOptions& o,
+                                        BlockRunner& runner,
+                                        const std::map<std::string, int64_t>& operating_conc,
                                         const std::function<void(const std::string&)>& progress) {
   const auto t0 = std::chrono::steady_clock::now();
   auto say = [&](const std::string& line) {
@@ -66,32 +28,13 @@ Expected<ScreenStage> screen_candidates(const recipe::ConfigEntry& base,
   for (size_t i = 0; i < survivors.size(); ++i) stage.results[i].candidate_id = survivors[i]->id;
   if (survivors.empty()) return stage;
 
-  // One server configuration per side, at the objective's concurrency.
-  std::map<std::string, const recipe::ConfigEntry*> by_key{{base.key, &base}};
-  for (const Candidate* c : survivors) by_key[c->config_key] = &c->entry;
-  sweep::PlanOptions po;
-  po.concurrencies = {objective.conc};
-  po.extra_server_args = o.sweep.extra_server_args;
-  po.launcher = o.sweep.launcher.empty() ? "local" : o.sweep.launcher;
-  po.workload = o.sweep.workload;
-  po.workload.api = std::string(openai::api_name(o.sweep.api));
+  // One server configuration per side, at its operating concurrency.
+  sweep::SweepOptions so = runner.sweep();
+  so.workload = o.workload;
   auto config_of = [&](const recipe::ConfigEntry& e) -> Expected<sweep::ConfigPlan> {
-    auto rows = recipe::expand({e}, nullptr);
-    std::vector<recipe::RecipeRow> first;
-    for (auto& r : rows) {
-      if (r.scenario == "fixed-seq-len") {
-        first.push_back(std::move(r));
-        break;
-      }
-    }
-    if (first.empty()) return Error{fmt::format("{}: no fixed-seq-len row to screen", e.key)};
-    auto configs = sweep::group_configs(first, by_key, po);
-    if (!configs) return configs.error();
-    if (configs->empty() || !configs->front().unsupported.empty()) {
-      return Error{fmt::format("{}: cannot be measured here: {}", e.key,
-                               configs->empty() ? "no configuration" : configs->front().unsupported)};
-    }
-    return configs->front();
+    auto it = operating_conc.find(e.key);
+    return side_config(e, o.row, {it == operating_conc.end() ? objective.conc : it->second}, so,
+                       false, 0);
   };
   auto base_cfg = config_of(base);
   if (!base_cfg) return base_cfg.error();
@@ -106,31 +49,21 @@ Expected<ScreenStage> screen_candidates(const recipe::ConfigEntry& base,
   for (size_t i = 0; i < active.size(); ++i) active[i] = i;
   stage.plan = plan_halving(static_cast<int>(active.size()), o.keep, o.eta, o.passes0);
   int global_pass = 0;
-  // One sweep run of `configs`; the objective value of each config key (NaN: not a success).
-  auto run_pass = [&](const std::vector<const sweep::ConfigPlan*>& configs, const std::string& tag)
-      -> Expected<std::map<std::string, double>> {
-    sweep::SweepPlanned planned;
-    sweep::GroupPlan g;
-    g.name = "tune-screen";
-    for (const auto* c : configs) g.configs.push_back(*c);
-    planned.groups.push_back(std::move(g));
-    sweep::SweepOptions so = o.sweep;
-    so.extra_run_options["tune"] = json::object{{"id", o.tune_id}, {"stage", "screen"}, {"pass", tag}};
-    std::FILE* out = o.points_out;
-    std::FILE* sink = nullptr;
-    if (out == nullptr) out = sink = std::fopen("/dev/null", "w");
-    auto outcome = sweep::run_planned(so, planned, by_key, {}, out);
-    if (sink) std::fclose(sink);
-    if (!outcome) return outcome.error();
-    stage.runs.push_back(outcome->run_name);
-    if (outcome->interrupted) stage.interrupted = true;
+  // One block of `configs`; the objective value of each config key (NaN: not a success).
+  auto run_pass = [&](const std::vector<const sweep::ConfigPlan*>& configs,
+                      const std::string& tag) -> Expected<std::map<std::string, double>> {
+    std::vector<sweep::ConfigPlan> plan;
+    for (const auto* c : configs) plan.push_back(*c);
+    auto block = runner.run("screen", "screen-" + tag, plan);
+    if (!block) return block.error();
+    stage.runs.push_back(block->run);
+    if (block->interrupted) stage.interrupted = true;
     std::map<std::string, double> values;
-    for (const auto& p : outcome->points) {
+    for (const auto& p : block->points) {
       ++stage.points;
-      stage.requests += requests_of(p);
-      const bool ok = metrics::is_success(p.status) && p.validity.valid();
-      values[p.id.config_key] = ok ? p.headline.get(objective.metric) : kNaN;
+      values[p.id.config_key] = objective.value(p);
     }
+    stage.requests += block->requests;
     return values;
   };
 
@@ -153,9 +86,10 @@ Expected<ScreenStage> screen_candidates(const recipe::ConfigEntry& base,
       if (!values) return values.error();
       const double b = (*values)[base.key];
       if (global_pass == 0 && !std::isfinite(b)) {
-        return Error{fmt::format("the baseline's first screening point failed ({} at concurrency "
-                                 "{}); nothing can be scored against it (see the run {})",
-                                 base.key, objective.conc, stage.runs.back())};
+        return Error{
+            fmt::format("the baseline's first screening point failed ({} at concurrency "
+                        "{}); nothing can be scored against it (see the run {})",
+                        base.key, objective.conc, stage.runs.back())};
       }
       round_baselines.push_back(b);
       stage.baselines.push_back(b);

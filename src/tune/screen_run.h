@@ -6,27 +6,19 @@
 
 #include <cstdio>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "core/expected.h"
 #include "sweep/sweep.h"
+#include "tune/blocks.h"
 #include "tune/knob.h"
+#include "tune/objective.h"
 #include "tune/screen.h"
 
 namespace ib::tune {
-
-/// What is optimised: a headline metric at one concurrency, in its good direction.
-struct Objective {
-  std::string metric = "tput_per_gpu";
-  int64_t conc = 1;
-  bool higher_is_better = true;
-  std::string describe() const;  // "tput_per_gpu at concurrency 32 (higher is better)"
-};
-
-/// Error names --objective and lists the headline keys.
-Expected<Objective> make_objective(const std::string& metric, int64_t conc);
 
 struct ScreenOptions {
   int keep = 2;
@@ -35,11 +27,9 @@ struct ScreenOptions {
   uint64_t seed = 0;
   double confidence = 0.95;
   double min_effect_pct = 2;
-  /// The sweep settings of every pass (runs folder, database, inferbench, workload overrides for
-  /// short screening points); extra_run_options gets the tune's tag.
-  sweep::SweepOptions sweep;
-  std::string tune_id;  // the tag's id
-  std::FILE* points_out = nullptr;  // the sweep's point table; null: discarded
+  RowSelector row;  // the tuned row
+  /// Short screening points: these over the recipe's workload.
+  sweep::WorkloadOverrides workload;
 };
 
 struct ScreenResult {
@@ -55,18 +45,23 @@ struct ScreenStage {
   std::vector<ScreenResult> results;  // parallel to the survivors given
   std::vector<double> baselines;      // every baseline value, in time order
   Drift drift;
-  std::vector<std::string> runs;      // the store runs of the passes
+  std::vector<std::string> runs;  // the store runs of the passes
   int points = 0;
   int64_t requests = 0;  // benchmark requests sent (measured + warmup)
   double wall_s = 0;
   bool interrupted = false;
 };
 
-/// Runs stage 2. Error before anything runs (no row at the objective's concurrency, a workload
-/// error) or when the baseline's first point fails (nothing can be scored against it).
+/// Runs stage 2, each pass a block of `runner` ("screen-r<R>-p<P>", "screen-r<R>-close").
+/// `operating_conc` gives each side's concurrency by config key (the SLO search's operating
+/// points); a side not in it is measured at the objective's. Error before anything runs (no row
+/// to measure, a workload error) or when the baseline's first point fails (nothing can be scored
+/// against it).
 Expected<ScreenStage> screen_candidates(const recipe::ConfigEntry& base,
                                         const std::vector<const Candidate*>& survivors,
                                         const Objective& objective, const ScreenOptions& options,
+                                        BlockRunner& runner,
+                                        const std::map<std::string, int64_t>& operating_conc,
                                         const std::function<void(const std::string&)>& progress);
 
 }  // namespace ib::tune

@@ -143,4 +143,86 @@ Expected<VerifyStage> verify_candidates(const recipe::ConfigEntry& base,
   return stage;
 }
 
+namespace {
+
+std::optional<VerifyOutcome> outcome_named(std::string_view name) {
+  for (auto o : {VerifyOutcome::kSurvives, VerifyOutcome::kNoOp, VerifyOutcome::kFailedToStart,
+                 VerifyOutcome::kConfounded}) {
+    if (to_string(o) == name) return o;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+boost::json::object stage_to_json(const VerifyStage& stage) {
+  boost::json::array items;
+  for (const auto& i : stage.items) {
+    items.push_back(boost::json::object{{"candidate", i.candidate_id},
+                                        {"outcome", to_string(i.outcome)},
+                                        {"verdict", i.verdict.to_json()},
+                                        {"error", i.error},
+                                        {"evidence_dir", i.evidence_dir},
+                                        {"wall_s", i.wall_s}});
+  }
+  return boost::json::object{{"version", 1},
+                             {"base", boost::json::object{{"identity", stage.base.identity},
+                                                          {"log", stage.base.log_path}}},
+                             {"items", std::move(items)},
+                             {"wall_s", stage.wall_s},
+                             {"servers_started", stage.servers_started}};
+}
+
+Expected<VerifyStage> stage_from_json(const boost::json::value& json,
+                                      const std::vector<Candidate>& candidates) {
+  try {
+    const auto& o = json.as_object();
+    VerifyStage stage;
+    stage.base.observed = true;
+    stage.base.identity = o.at("base").at("identity").as_object();
+    stage.base.log_path = std::string(o.at("base").at("log").as_string());
+    stage.wall_s = o.at("wall_s").to_number<double>();
+    stage.servers_started = static_cast<int>(o.at("servers_started").as_int64());
+    const auto& items = o.at("items").as_array();
+    if (items.size() != candidates.size()) {
+      return Error{fmt::format("stage 1 holds {} candidates, the tuning has {}", items.size(),
+                               candidates.size())};
+    }
+    for (size_t k = 0; k < items.size(); ++k) {
+      const auto& j = items[k].as_object();
+      VerifyItem item;
+      item.candidate_id = std::string(j.at("candidate").as_string());
+      if (item.candidate_id != candidates[k].id) {
+        return Error{fmt::format("stage 1's candidate {} is not the tuning's {}", item.candidate_id,
+                                 candidates[k].id)};
+      }
+      auto outcome = outcome_named(j.at("outcome").as_string());
+      if (!outcome) return Error{"stage 1: an unknown outcome"};
+      item.outcome = *outcome;
+      item.error = std::string(j.at("error").as_string());
+      item.evidence_dir = std::string(j.at("evidence_dir").as_string());
+      item.wall_s = j.at("wall_s").to_number<double>();
+      const auto& v = j.at("verdict").as_object();
+      item.verdict.key = std::string(v.at("config-key").as_string());
+      item.verdict.status = std::string(v.at("status").as_string());
+      item.verdict.verdict = std::string(v.at("verdict").as_string());
+      item.verdict.effective_diff = v.at("effective-diff").as_object();
+      for (const auto& f : v.at("fields").as_array()) {
+        item.verdict.fields.push_back({std::string(f.at("field").as_string()),
+                                       std::string(f.at("change").as_string()),
+                                       std::string(f.at("verdict").as_string()),
+                                       std::string(f.at("evidence").as_string())});
+      }
+      for (const auto& c : v.at("confounders").as_array()) {
+        item.verdict.confounders.emplace_back(c.as_string());
+      }
+      for (const auto& n : v.at("notes").as_array()) item.verdict.notes.emplace_back(n.as_string());
+      stage.items.push_back(std::move(item));
+    }
+    return stage;
+  } catch (const std::exception& e) {
+    return Error{fmt::format("not a stage 1 record ({})", e.what())};
+  }
+}
+
 }  // namespace ib::tune

@@ -48,6 +48,13 @@ Expected<VerifyStage> verify_candidates(const recipe::ConfigEntry& base,
                                         const sweep::VerifyOptions& options,
                                         const std::function<void(const std::string&)>& progress);
 
+/// Stage 1 as JSON, kept in the tuning's folder so that a resumed tuning does not start every
+/// server again; and back. Error when the text is not such a stage or its candidates are not
+/// `candidates` (the same ids in the same order).
+boost::json::object stage_to_json(const VerifyStage& stage);
+Expected<VerifyStage> stage_from_json(const boost::json::value& json,
+                                      const std::vector<Candidate>& candidates);
+
 /// The fields a candidate changes, as verify judges them: govern's diff of the raw entries, with
 /// search-space paths named `search-space.FIELD` (judged by the effective configuration, not as a
 /// new workload).

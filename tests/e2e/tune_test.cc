@@ -1,11 +1,19 @@
-// `inferbench tune` on serve-sim, where the truth is known (issue 19; stage 1 so far): a variable
-// the preset never reads is dropped without a benchmark request, a knob that changes the effective
-// configuration survives, a value that stops the server is reported, a value equal to the base's
-// is not a candidate, and bad input is a usage error naming the option.
+// `inferbench tune` on serve-sim, where the truth is known (issue 19): a variable the preset never
+// reads is dropped without a benchmark request, a knob with no measurable effect is screened out,
+// the all-reduce setting that really matters wins the confirmation, a larger batch that raises
+// throughput but hurts TPOT is rejected by the guard, a value that stops the server is reported;
+// the SLO search finds each side's operating point; a tuning stopped after a stage resumes without
+// measuring anything twice; bad input is a usage error naming the option.
 #include <cmath>
+#include <csignal>
 #include <fstream>
+#include <set>
 
 #include "e2e_util.h"
+#include "govern/changelog.h"
+#include "recipe/matrix.h"
+#include "recipe/recipe.h"
+#include "store/store.h"
 
 namespace ib::e2e {
 namespace {
@@ -82,56 +90,345 @@ TEST(Tune, StageOneDropsWhatIsNeverReadBeforeAnyBenchmarkRequest) {
   EXPECT_NE(md.find("Not run: screen, confirm"), std::string::npos);
 }
 
-// Stage 2 on serve-sim's roofline model, where the effects are known: the custom all-reduce
-// (about +14% throughput at tp 2) and a larger batch (about +140%) advance; turning prefix caching
-// off changes the effective configuration but not the timing of random prompts, so it is screened
-// out; the never-read variable is not measured at all.
-TEST(Tune, StageTwoScreensOutWhatHasNoMeasurableEffect) {
+// serve-sim's simple timing model, where the truth is a formula: TPOT = 5 + 0.2 · running ms.
+// `env` is a serve.env line ("" for none).
+fs::path write_simple_recipe(const TempDir& dir, const std::string& name, const std::string& env) {
+  const fs::path recipe = dir.path() / name;
+  std::ofstream(recipe)
+      << "simple-sim:\n"
+         "  image: inferbench/serve-sim\n"
+         "  model: sim-model\n"
+         "  model-prefix: sim\n"
+         "  precision: bf16\n"
+         "  framework: serve-sim\n"
+         "  runner: local\n"
+         "  multinode: false\n"
+         "  serve:\n"
+         "    command: [inferbench, serve-sim, --timing-model, simple, --decode-base-ms, \"5\",\n"
+         "              --decode-per-running-ms, \"0.2\", --prefill-tok-s, \"1000000\",\n"
+         "              --model, \"{served-model}\", --host, \"{host}\", --port, \"{port}\"]\n"
+      << env
+      << "  scenarios:\n"
+         "    fixed-seq-len:\n"
+         "    - { isl: 32, osl: 32, search-space: [{ tp: 1, conc-list: [16] }] }\n";
+  return recipe;
+}
+
+// Every point of every run in the database, by config key.
+std::map<std::string, int> points_by_key(const fs::path& db) {
+  std::map<std::string, int> out;
+  auto st = store::Store::open_existing(db);
+  EXPECT_TRUE(st.ok());
+  if (!st.ok()) return out;
+  auto runs = st->list_runs(0);
+  EXPECT_TRUE(runs.ok());
+  if (!runs.ok()) return out;
+  for (const auto& r : *runs) {
+    auto points = st->points(r.run.id);
+    auto configs = st->server_configs(r.run.id);
+    EXPECT_TRUE(points.ok() && configs.ok());
+    if (!points.ok() || !configs.ok()) continue;
+    std::map<int64_t, std::string> key_of;
+    for (const auto& c : *configs) key_of[c.id] = c.config_key;
+    for (const auto& p : *points) ++out[key_of[p.server_config_id]];
+  }
+  return out;
+}
+
+std::map<std::string, boost::json::object> candidates_by_change(const boost::json::object& j) {
+  std::map<std::string, boost::json::object> out;
+  for (const auto& c : j.at("candidates").as_array()) {
+    out[std::string(c.at("change").as_string())] = c.as_object();
+  }
+  return out;
+}
+
+// The whole tuning, the issue's four behaviours: stage 1 drops the variable the preset never
+// reads, stage 2 screens out prefix caching (no effect on random prompts), stage 3 confirms the
+// custom all-reduce (about +14% at tp 2) and rejects --max-num-seqs 32, whose throughput gain
+// comes with a much slower TPOT (the guard).
+TEST(Tune, FindsTheWinnerAndRejectsWhatHurtsTheGuard) {
   TempDir dir;
-  // In real time: a sanitizer build's slower simulator then still shows the effects.
   const fs::path recipe = write_recipe(dir);
   const fs::path work = dir.path() / "tune";
-  auto r = run_inferbench(
-      {"tune", recipe.string(), "--knob", "env:SIM_DISABLE_CUSTOM_ALL_REDUCE=0", "--knob",
-       "env:SIM_MINIMAX_ALLOW_CUSTOM_AR=1", "--knob", "arg:--max-num-seqs=32", "--knob",
-       "arg:--no-enable-prefix-caching", "--stop-after", "screen", "--conc", "16",
-       "--screen-passes", "2", "--min-effect", "5", "--work-dir", work.string(), "--runs-dir",
-       (dir.path() / "runs").string()},
-      dir.path() / "tune.log", std::chrono::seconds(600));
+  const fs::path runs = dir.path() / "runs";
+  auto r = run_inferbench({"tune",
+                           recipe.string(),
+                           "--knob",
+                           "env:SIM_DISABLE_CUSTOM_ALL_REDUCE=0",
+                           "--knob",
+                           "env:SIM_MINIMAX_ALLOW_CUSTOM_AR=1",
+                           "--knob",
+                           "arg:--max-num-seqs=32,0",
+                           "--knob",
+                           "arg:--no-enable-prefix-caching",
+                           "--conc",
+                           "16",
+                           "--screen-passes",
+                           "2",
+                           "--min-effect",
+                           "5",
+                           "--confirm-repeats",
+                           "4",
+                           "--prompts-per-conc",
+                           "3",
+                           "--warmups-per-conc",
+                           "1",
+                           "--guard",
+                           "median_tpot_ms",
+                           "--work-dir",
+                           work.string(),
+                           "--runs-dir",
+                           runs.string(),
+                           "--json",
+                           "--markdown",
+                           (dir.path() / "pr.md").string()},
+                          dir.path() / "tune.log", std::chrono::seconds(900));
   ASSERT_EQ(r.exit.code, 0) << r.output;
   const auto j = read_json(work / "report.json");
-  std::map<std::string, std::string> change_of;
-  for (const auto& c : j.at("candidates").as_array()) {
-    change_of[std::string(c.at("id").as_string())] = std::string(c.at("change").as_string());
-  }
-  const auto& screen = j.at("screen").as_object();
-  std::map<std::string, boost::json::object> result;
-  for (const auto& c : screen.at("candidates").as_array()) {
-    result[change_of[std::string(c.at("id").as_string())]] = c.as_object();
-  }
-  // The no-op was dropped at stage 1: never screened, so never measured.
-  EXPECT_EQ(result.count("env SIM_MINIMAX_ALLOW_CUSTOM_AR=1"), 0u);
-  ASSERT_EQ(result.size(), 3u) << boost::json::serialize(screen);
-  const auto& ar = result["env SIM_DISABLE_CUSTOM_ALL_REDUCE=0"];
-  EXPECT_EQ(ar.at("decision").as_string(), "advances") << boost::json::serialize(ar);
-  EXPECT_GT(ar.at("delta_pct").to_number<double>(), 5);
-  const auto& batch = result["arg --max-num-seqs=32"];
-  EXPECT_EQ(batch.at("decision").as_string(), "advances");
-  EXPECT_GT(batch.at("delta_pct").to_number<double>(), 50);
-  const auto& prefix = result["arg --no-enable-prefix-caching added"];
-  EXPECT_NE(prefix.at("decision").as_string(), "advances") << boost::json::serialize(prefix);
-  EXPECT_LT(std::abs(prefix.at("delta_pct").to_number<double>()), 5);
+  auto c = candidates_by_change(j);
+  ASSERT_EQ(c.size(), 5u) << boost::json::serialize(j);
+  auto outcome = [&](const std::string& change) {
+    return std::string(c[change].at("outcome").as_string());
+  };
+  EXPECT_EQ(outcome("env SIM_DISABLE_CUSTOM_ALL_REDUCE=0"), "winner") << boost::json::serialize(j);
+  EXPECT_EQ(outcome("env SIM_MINIMAX_ALLOW_CUSTOM_AR=1"), "dropped at stage 1: no-op");
+  EXPECT_EQ(outcome("arg --max-num-seqs=0"), "failed to start");
+  EXPECT_EQ(outcome("arg --no-enable-prefix-caching added").rfind("screened out", 0), 0u)
+      << outcome("arg --no-enable-prefix-caching added");
+  EXPECT_EQ(outcome("arg --max-num-seqs=32"), "rejected");
   // Rounds: 3 candidates over 2 passes, then the best 2 over 4; a baseline first in every pass
   // and one closing each round.
+  const auto& screen = j.at("screen").as_object();
   EXPECT_EQ(screen.at("points").as_int64(), 2 * 4 + 1 + 4 * 3 + 1);
   EXPECT_EQ(screen.at("baselines").as_array().size(), 2u + 1 + 4 + 1);
-  EXPECT_EQ(j.at("cost").as_object().at("benchmark_requests_sent").as_int64(),
-            screen.at("requests").as_int64());
-  EXPECT_GT(screen.at("requests").as_int64(), 0);
-  auto md = read_file(work / "report.md");
-  ASSERT_TRUE(md);
-  EXPECT_NE(md->find("#### Stage 2: screen"), std::string::npos) << *md;
-  EXPECT_NE(md->find("Not run: confirm"), std::string::npos);
+  const auto& batch = c["arg --max-num-seqs=32"].at("confirm").as_object();
+  EXPECT_NE(std::string(batch.at("reason").as_string()).find("guard median_tpot_ms"),
+            std::string::npos)
+      << boost::json::serialize(batch);
+  EXPECT_EQ(batch.at("objective").at("verdict").as_string(), "improved");
+  const auto& win = c["env SIM_DISABLE_CUSTOM_ALL_REDUCE=0"].at("confirm").as_object();
+  EXPECT_EQ(win.at("decision").as_string(), "confirmed");
+  EXPECT_GT(win.at("objective").at("delta_pct").to_number<double>(), 5);
+  EXPECT_EQ(win.at("objective").at("head_values").as_array().size(), 4u);
+
+  // The no-op never reached the database; every measured side did.
+  const auto points = points_by_key(runs / "inferbench.db");
+  const std::string noop_key(c["env SIM_MINIMAX_ALLOW_CUSTOM_AR=1"].at("config_key").as_string());
+  const std::string failed_key(c["arg --max-num-seqs=0"].at("config_key").as_string());
+  EXPECT_EQ(points.count(noop_key), 0u);
+  EXPECT_EQ(points.count(failed_key), 0u);
+  EXPECT_GT(points.at("llama8b-tp2-servesim"), 0);
+  EXPECT_GT(j.at("cost").at("requests_saved").as_int64(), 0);
+  for (const auto& s : j.at("cost").at("stages").as_array()) {
+    EXPECT_GT(s.at("wall_s").to_number<double>(), 0) << boost::json::serialize(s);
+  }
+  EXPECT_EQ(j.at("cost").at("stages").as_array().size(), 3u);
+
+  // The winner's recipe loads and is the candidate's row; its changelog entry passes the check.
+  auto winner = recipe::load_master_configs({work / "winner.yaml"});
+  ASSERT_TRUE(winner.ok()) << winner.error().message;
+  ASSERT_EQ(winner->size(), 1u);
+  const auto rows = recipe::expand(*winner, nullptr);
+  ASSERT_FALSE(rows.empty());
+  const auto& env = (*winner)[0].serve->env;
+  ASSERT_TRUE(env.contains("SIM_DISABLE_CUSTOM_ALL_REDUCE"));
+  EXPECT_EQ(env.at("SIM_DISABLE_CUSTOM_ALL_REDUCE"), "0");
+  auto entry = read_file(work / "changelog-entry.yaml");
+  ASSERT_TRUE(entry.ok());
+  const std::string base_log =
+      "- config-keys:\n    - llama8b-tp2-servesim\n  description:\n    - \"First\"\n  pr-link: "
+      "https://github.com/o/r/pull/1\n";
+  govern::ChangelogContext ctx;
+  ctx.config_keys = std::vector<std::string>{"llama8b-tp2-servesim"};
+  ctx.affected_keys = std::vector<std::string>{"llama8b-tp2-servesim"};
+  const auto check = govern::check_changelog(base_log, base_log + *entry, ctx);
+  EXPECT_TRUE(check.ok()) << *entry;
+
+  // The pull-request text: the winner first, then the measurement's identity.
+  auto md = read_file(dir.path() / "pr.md");
+  ASSERT_TRUE(md.ok());
+  const std::string first = md->substr(0, md->find('\n'));
+  EXPECT_NE(first.find("winner: env SIM_DISABLE_CUSTOM_ALL_REDUCE=0"), std::string::npos) << first;
+  const size_t second = md->find('\n', md->find('\n') + 1);
+  const std::string identity = md->substr(second + 1, md->find('\n', second + 1) - second - 1);
+  EXPECT_NE(identity.find("image `inferbench/serve-sim`"), std::string::npos) << identity;
+  EXPECT_NE(identity.find("model `meta-llama/Llama-3.1-8B-Instruct`"), std::string::npos);
+  EXPECT_NE(md->find("#### Winning recipe diff"), std::string::npos);
+  EXPECT_NE(md->find("`serve.env.SIM_DISABLE_CUSTOM_ALL_REDUCE`"), std::string::npos);
+}
+
+// A simple timing model where the truth is a formula: TPOT = 5 + 0.2 · running ms, so a median
+// TPOT of at most 11.1 ms holds up to concurrency 30 (61 with 0.1 ms per running request). The
+// SLO search finds both; SIM_MAX_NUM_SEQS is never read by the simple model (stage 1 drops it).
+TEST(Tune, SloSearchFindsEachSidesOperatingPoint) {
+  TempDir dir;
+  const fs::path recipe =
+      write_simple_recipe(dir, "slo.yaml", "    env: { SIM_MAX_NUM_SEQS: \"1024\" }\n");
+  const fs::path work = dir.path() / "tune";
+  auto r = run_inferbench({"tune",
+                           recipe.string(),
+                           "--knob",
+                           "arg:--decode-per-running-ms=0.1",
+                           "--knob",
+                           "env:SIM_MAX_NUM_SEQS=4",
+                           "--slo",
+                           "median_tpot_ms<=11.1",
+                           "--search-tolerance",
+                           "0",
+                           "--screen-passes",
+                           "2",
+                           "--confirm-repeats",
+                           "3",
+                           "--prompts-per-conc",
+                           "2",
+                           "--guard",
+                           "median_itl_ms:50",
+                           "--work-dir",
+                           work.string(),
+                           "--runs-dir",
+                           (dir.path() / "runs").string(),
+                           "--json"},
+                          dir.path() / "tune.log", std::chrono::seconds(900));
+  ASSERT_EQ(r.exit.code, 0) << r.output;
+  const auto j = read_json(work / "report.json");
+  auto c = candidates_by_change(j);
+  EXPECT_EQ(std::string(c["env SIM_MAX_NUM_SEQS=4"].at("outcome").as_string()),
+            "dropped at stage 1: no-op");
+  const auto& sides = j.at("search").at("sides").as_array();
+  ASSERT_EQ(sides.size(), 2u) << boost::json::serialize(j.at("search"));
+  const int64_t lo_b = sides[0].at("lo").as_int64();
+  const int64_t lo_c = sides[1].at("lo").as_int64();
+  EXPECT_GE(lo_b, 26) << boost::json::serialize(sides[0]);
+  EXPECT_LE(lo_b, 31) << boost::json::serialize(sides[0]);
+  EXPECT_GE(lo_c, 52) << boost::json::serialize(sides[1]);
+  EXPECT_LE(lo_c, 62) << boost::json::serialize(sides[1]);
+  EXPECT_EQ(sides[0].at("hi").as_int64(), lo_b + 1);
+  const auto& confirm = c["arg --decode-per-running-ms=0.1"].at("confirm").as_object();
+  EXPECT_EQ(confirm.at("objective").at("base_conc").as_int64(), lo_b);
+  EXPECT_EQ(confirm.at("objective").at("head_conc").as_int64(), lo_c);
+  EXPECT_EQ(std::string(c["arg --decode-per-running-ms=0.1"].at("outcome").as_string()), "winner")
+      << boost::json::serialize(confirm);
+}
+
+// --stop-after screen, then --resume: stage 3 runs, nothing screened is measured again.
+TEST(Tune, ResumeAfterAStageMeasuresNothingTwice) {
+  TempDir dir;
+  const fs::path recipe = write_simple_recipe(dir, "r.yaml", "");
+  const fs::path work = dir.path() / "tune";
+  const fs::path runs = dir.path() / "runs";
+  auto first = run_inferbench(
+      {"tune", recipe.string(), "--knob", "arg:--decode-base-ms=3", "--screen-passes", "2",
+       "--confirm-repeats", "3", "--prompts-per-conc", "2", "--no-guards", "--stop-after", "screen",
+       "--work-dir", work.string(), "--runs-dir", runs.string()},
+      dir.path() / "first.log", std::chrono::seconds(600));
+  ASSERT_EQ(first.exit.code, 0) << first.output;
+  const auto screened = points_by_key(runs / "inferbench.db");
+  const auto state = read_json(work / "tune.json");
+  EXPECT_EQ(state.at("status").as_string(), "done");
+  // Options other than the outputs come from tune.json.
+  auto mixed = run_inferbench({"tune", "--resume", work.string(), "--knob", "env:X=1"},
+                              dir.path() / "mixed.log");
+  EXPECT_EQ(mixed.exit.code, 2);
+  EXPECT_NE(mixed.output.find("--knob cannot be given with it"), std::string::npos) << mixed.output;
+  const auto base_log = work / "verify" / "base" / "server.log";
+  const auto started = fs::last_write_time(base_log);
+  auto second = run_inferbench({"tune", "--resume", work.string(), "--json"},
+                               dir.path() / "second.log", std::chrono::seconds(600));
+  ASSERT_EQ(second.exit.code, 0) << second.output;
+  // Stage 1 was read back, not observed again.
+  EXPECT_EQ(fs::last_write_time(base_log), started);
+  const auto j = read_json(work / "report.json");
+  auto c = candidates_by_change(j);
+  EXPECT_EQ(std::string(c["arg --decode-base-ms=3"].at("outcome").as_string()), "winner")
+      << boost::json::serialize(j);
+  // The screen was read back: its points were not measured again, and only the confirmation
+  // (3 repeats of baseline and finalist) was added.
+  EXPECT_EQ(j.at("screen").at("requests").as_int64(), 0);
+  const auto after = points_by_key(runs / "inferbench.db");
+  int before_total = 0, after_total = 0;
+  for (const auto& [k, n] : screened) before_total += n;
+  for (const auto& [k, n] : after) after_total += n;
+  EXPECT_EQ(after_total - before_total, 2 * 3);
+  // A changed recipe refuses to resume.
+  std::ofstream(recipe, std::ios::app) << "# edited\n";
+  auto changed = run_inferbench({"tune", "--resume", work.string()}, dir.path() / "changed.log");
+  EXPECT_EQ(changed.exit.code, 2);
+  EXPECT_NE(changed.output.find("changed since the tuning started"), std::string::npos)
+      << changed.output;
+}
+
+// Ctrl-C in the middle of the screen: exit 130 with the resume command, the state says
+// interrupted, and --resume finishes the tuning from the blocks in the database.
+TEST(Tune, InterruptKeepsWhatWasMeasuredAndResumes) {
+  TempDir dir;
+  const fs::path recipe = write_simple_recipe(dir, "r.yaml", "");
+  const fs::path work = dir.path() / "tune";
+  const fs::path runs = dir.path() / "runs";
+  SpawnOptions so;
+  so.argv = {INFERBENCH_BIN,
+             "tune",
+             recipe.string(),
+             "--knob",
+             "arg:--decode-base-ms=3,4",
+             "--screen-passes",
+             "3",
+             "--confirm-repeats",
+             "2",
+             "--prompts-per-conc",
+             "2",
+             "--no-guards",
+             "--work-dir",
+             work.string(),
+             "--runs-dir",
+             runs.string()};
+  so.log_path = dir.path() / "first.log";
+  auto child = ChildProcess::spawn(so);
+  ASSERT_TRUE(child.ok());
+  // Interrupt once a few screening points are in the table.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (std::chrono::steady_clock::now() < deadline && !child->poll()) {
+    auto table = read_file(work / "points.txt");
+    if (table.ok() && std::count(table->begin(), table->end(), '\n') >= 6) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_FALSE(child->poll().has_value()) << file_tail(so.log_path);
+  ::kill(child->pid(), SIGINT);
+  const auto stop = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!child->poll() && std::chrono::steady_clock::now() < stop) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  auto exit = child->poll();
+  ASSERT_TRUE(exit.has_value()) << "tune did not stop after SIGINT";
+  EXPECT_EQ(exit->code, 130) << file_tail(so.log_path);
+  EXPECT_NE(read_file(so.log_path)->find("continue with inferbench tune --resume"),
+            std::string::npos)
+      << file_tail(so.log_path);
+  EXPECT_EQ(read_json(work / "tune.json").at("status").as_string(), "interrupted");
+  const auto before = points_by_key(runs / "inferbench.db");
+  int measured_before = 0;
+  for (const auto& [k, n] : before) measured_before += n;
+  EXPECT_GT(measured_before, 0);
+
+  auto second = run_inferbench({"tune", "--resume", work.string(), "--json"},
+                               dir.path() / "second.log", std::chrono::seconds(600));
+  ASSERT_EQ(second.exit.code, 0) << second.output;
+  const auto j = read_json(work / "report.json");
+  EXPECT_EQ(read_json(work / "tune.json").at("status").as_string(), "done");
+  EXPECT_FALSE(j.at("interrupted").as_bool());
+  ASSERT_TRUE(j.at("winner").is_object()) << boost::json::serialize(j);
+  EXPECT_EQ(j.at("winner").at("change").as_string(), "arg --decode-base-ms=3");
+  // One run per block: the interrupted block was continued, not started again.
+  std::set<std::string> blocks;
+  for (const char* stage : {"screen", "confirm"}) {
+    for (const auto& r : j.at(stage).at("runs").as_array())
+      blocks.insert(std::string(r.as_string()));
+  }
+  auto st = store::Store::open_existing(runs / "inferbench.db");
+  ASSERT_TRUE(st.ok());
+  auto all = st->list_runs(0);
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->size(), blocks.size());
 }
 
 TEST(Tune, BadInputIsAUsageError) {
@@ -146,9 +443,11 @@ TEST(Tune, BadInputIsAUsageError) {
       {{"--knob", "field:image=x", "--stop-after", "verify"}, "image is an identity field"},
       {{"--knob", "env:X=a", "--key", "nope", "--stop-after", "verify"}, "no config key 'nope'"},
       {{"--knob", "arg:--max-num-seqs=8", "--stop-after", "verify"}, "no candidate"},
-      {{"--knob", "env:X=a"}, "--stop-after verify or --stop-after screen"},
-      {{"--knob", "env:X=a", "--stop-after", "screen", "--objective", "speed"},
-       "--objective: 'speed' is not a headline metric"},
+      {{"--knob", "env:X=a", "--objective", "speed"}, "unknown metric 'speed'"},
+      {{"--knob", "env:X=a", "--slo", "median_tpot_ms<10"}, "--slo 'median_tpot_ms<10'"},
+      {{"--knob", "env:X=a", "--guard", "p99_speed"}, "--guard 'p99_speed'"},
+      {{"--knob", "env:X=a", "--isl", "1024"}, "no row with isl 1024"},
+      {{}, "--knob is required"},
   };
   for (const auto& c : cases) {
     std::vector<std::string> args = {"tune", recipe.string()};

@@ -1,0 +1,364 @@
+#include "tune/confirm.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <numeric>
+
+#include "core/interrupt.h"
+#include "core/strings.h"
+#include "metrics/keys.h"
+#include "store/store.h"
+#include "verdict/sources.h"
+#include "verdict/stats.h"
+
+namespace ib::tune {
+
+namespace {
+
+double mean_of(const std::vector<double>& v) {
+  if (v.empty()) return std::numeric_limits<double>::quiet_NaN();
+  return std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+}
+
+std::vector<double> finite(const std::vector<double>& v) {
+  std::vector<double> out;
+  for (double x : v) {
+    if (std::isfinite(x)) out.push_back(x);
+  }
+  return out;
+}
+
+bool is_eval(const metrics::PointResult& p) {
+  return p.id.workload_key.starts_with("gsm8k:");
+}
+
+std::string ci_text(const verdict::Interval& ci) {
+  return ci.valid() ? fmt::format("[{:+.2f}%, {:+.2f}%]", ci.lo, ci.hi) : "no interval";
+}
+
+}  // namespace
+
+std::string_view to_string(ConfirmDecision d) {
+  switch (d) {
+    case ConfirmDecision::kConfirmed:
+      return "confirmed";
+    case ConfirmDecision::kRejected:
+      return "rejected";
+    case ConfirmDecision::kInconclusive:
+      return "inconclusive";
+    case ConfirmDecision::kNotMeasured:
+      break;
+  }
+  return "not measured";
+}
+
+Expected<Guard> parse_guard(std::string_view text, double default_tolerance_pct) {
+  Guard g;
+  g.tolerance_pct = default_tolerance_pct;
+  std::string_view metric = text;
+  if (const size_t colon = text.find(':'); colon != std::string_view::npos) {
+    metric = text.substr(0, colon);
+    std::string_view tol = text.substr(colon + 1);
+    if (!tol.empty() && tol.back() == '%') tol.remove_suffix(1);
+    double v = 0;
+    auto [ptr, ec] = std::from_chars(tol.data(), tol.data() + tol.size(), v);
+    if (tol.empty() || ec != std::errc() || ptr != tol.data() + tol.size() || !std::isfinite(v) ||
+        v < 0 || v > 1000) {
+      return Error{
+          fmt::format("--guard '{}': the tolerance '{}' is not a percentage from 0 to "
+                      "1000",
+                      printable(text, 80), printable(tol, 40))};
+    }
+    g.tolerance_pct = v;
+  }
+  auto i = metrics::headline_index(metric);
+  if (!i) {
+    std::string keys;
+    for (const auto& k : metrics::kHeadlineMetrics) {
+      keys += (keys.empty() ? "" : ", ") + std::string(k.key);
+    }
+    return Error{fmt::format("--guard '{}': '{}' is not a headline metric ({})",
+                             printable(text, 80), printable(metric, 40), keys)};
+  }
+  g.metric = std::string(metric);
+  g.higher_is_better = metrics::kHeadlineMetrics[*i].higher_is_better;
+  return g;
+}
+
+std::vector<Guard> default_guards(const Objective& objective, double tolerance_pct) {
+  std::vector<Guard> out;
+  const auto used = objective.metrics();
+  for (const char* m :
+       {"median_ttft_ms", "p99_ttft_ms", "median_tpot_ms", "p99_tpot_ms", "median_itl_ms"}) {
+    if (std::find(used.begin(), used.end(), m) != used.end()) continue;
+    if (objective.kind == Objective::Kind::kTputAtSlo) {
+      bool constrained = false;
+      for (const auto& s : objective.slos) constrained = constrained || s.metric == m;
+      if (constrained) continue;  // the SLO already bounds it
+    }
+    auto g = parse_guard(m, tolerance_pct);
+    if (g) out.push_back(*g);
+  }
+  return out;
+}
+
+void decide_confirmation(ConfirmResult& r, const Objective& objective, double min_effect_pct,
+                         double accuracy_tolerance, int repeats) {
+  const auto b = finite(r.base_values), h = finite(r.head_values);
+  if (b.empty() || h.empty() || b.size() + h.size() < 3) {
+    r.decision = ConfirmDecision::kNotMeasured;
+    r.reason = fmt::format("too few measured repeats (baseline {}, candidate {}): see the runs",
+                           b.size(), h.size());
+    return;
+  }
+  r.base_mean = mean_of(b);
+  r.head_mean = mean_of(h);
+  r.delta_pct = 100 * (r.head_mean - r.base_mean) / r.base_mean;
+  r.objective_verdict = decide(r.ci_pct, objective.higher_is_better, min_effect_pct);
+  const std::string obj =
+      fmt::format("{} {:+.2f}% {}", objective.name(), r.delta_pct, ci_text(r.ci_pct));
+  auto reject = [&](std::string why) {
+    r.decision = ConfirmDecision::kRejected;
+    r.reason = std::move(why);
+  };
+  if (r.objective_verdict == verdict::Verdict::kRegressed) {
+    return reject(fmt::format("the objective regressed: {}", obj));
+  }
+  if (r.objective_verdict == verdict::Verdict::kNoChange) {
+    return reject(
+        fmt::format("no significant change in the objective: {} (minimum effect "
+                    "{}%)",
+                    obj, min_effect_pct));
+  }
+  if (r.objective_verdict == verdict::Verdict::kNoInterval) {
+    r.decision = ConfirmDecision::kNotMeasured;
+    r.reason = fmt::format("no interval for the objective ({})", obj);
+    return;
+  }
+  std::vector<std::string> regressed, inconclusive;
+  for (const auto& g : r.guards) {
+    const std::string line = fmt::format("{} {:+.2f}% {} (tolerance {}%)", g.guard.metric,
+                                         g.delta_pct, ci_text(g.ci_pct), g.guard.tolerance_pct);
+    if (g.verdict == "regressed") regressed.push_back(line);
+    if (g.verdict == "inconclusive") inconclusive.push_back(line);
+  }
+  std::vector<std::string> acc_bad, acc_unsure;
+  for (const auto& a : r.accuracy) {
+    const std::string line =
+        fmt::format("{} {:+.3f} [{:+.3f}, {:+.3f}]", a.filter, a.delta, a.ci.lo, a.ci.hi);
+    if (a.verdict == verdict::Verdict::kRegressed) {
+      acc_bad.push_back(line);
+    } else if (!a.ci.valid() || a.ci.lo < -accuracy_tolerance) {
+      acc_unsure.push_back(line);
+    }
+  }
+  if (!regressed.empty()) {
+    return reject(fmt::format("{} improved, but guard {} regressed beyond tolerance", obj,
+                              fmt::join(regressed, "; ")));
+  }
+  if (!acc_bad.empty()) {
+    return reject(
+        fmt::format("{} improved, but accuracy regressed: {}", obj, fmt::join(acc_bad, "; ")));
+  }
+  if (r.slo_met >= 0 && r.slo_met * 2 <= static_cast<int>(r.head_values.size())) {
+    return reject(
+        fmt::format("{} improved, but its operating point met the SLO in only {} of "
+                    "{} repeats",
+                    obj, r.slo_met, r.head_values.size()));
+  }
+  std::vector<std::string> unsure;
+  if (r.confounded) unsure.push_back("the comparison is confounded: " + r.compare_verdict);
+  for (const auto& g : inconclusive) {
+    unsure.push_back(fmt::format("guard {} is not shown within tolerance", g));
+  }
+  for (const auto& a : acc_unsure) {
+    unsure.push_back(fmt::format("accuracy {} is not shown within -{}", a, accuracy_tolerance));
+  }
+  if (!unsure.empty()) {
+    r.decision = ConfirmDecision::kInconclusive;
+    r.reason = fmt::format("{} improved, but {}; rerun with --confirm-repeats {}", obj,
+                           fmt::join(unsure, "; "), 2 * std::max(repeats, 1));
+    return;
+  }
+  r.decision = ConfirmDecision::kConfirmed;
+  r.reason = fmt::format("{} improved; {} guard{} within tolerance{}", obj, r.guards.size(),
+                         r.guards.size() == 1 ? "" : "s",
+                         r.accuracy.empty() ? "" : "; accuracy within tolerance");
+}
+
+Expected<ConfirmStage> confirm_candidates(const recipe::ConfigEntry& base,
+                                          const std::vector<const Candidate*>& finalists,
+                                          const Objective& objective, const ConfirmOptions& o,
+                                          BlockRunner& runner,
+                                          const std::map<std::string, int64_t>& operating_conc,
+                                          const std::function<void(const std::string&)>& progress) {
+  const auto t0 = std::chrono::steady_clock::now();
+  ConfirmStage stage;
+  stage.repeats = o.repeats;
+  stage.results.resize(finalists.size());
+  if (finalists.empty()) return stage;
+  stage.confidence_each = 1 - (1 - o.confidence) / static_cast<double>(finalists.size());
+  auto conc_of = [&](const std::string& key) {
+    auto it = operating_conc.find(key);
+    return it == operating_conc.end() ? objective.conc : it->second;
+  };
+  const int64_t base_conc = conc_of(base.key);
+  sweep::SweepOptions so = runner.sweep();
+  so.workload = o.workload;
+  auto base_cfg = side_config(base, o.row, {base_conc}, so, o.eval, base_conc);
+  if (!base_cfg) return base_cfg.error();
+  std::vector<sweep::ConfigPlan> cand_cfg;
+  for (size_t i = 0; i < finalists.size(); ++i) {
+    const int64_t c = conc_of(finalists[i]->config_key);
+    // At the baseline's concurrency too, so the guards compare like with like.
+    std::vector<int64_t> concs{base_conc};
+    if (c != base_conc) concs.push_back(c);
+    std::sort(concs.begin(), concs.end());
+    auto cfg = side_config(finalists[i]->entry, o.row, concs, so, o.eval, base_conc);
+    if (!cfg) return cfg.error();
+    cand_cfg.push_back(std::move(*cfg));
+    stage.results[i].candidate_id = finalists[i]->id;
+    stage.results[i].base_conc = base_conc;
+    stage.results[i].head_conc = c;
+    if (objective.kind == Objective::Kind::kTputAtSlo) stage.results[i].slo_met = 0;
+  }
+
+  for (int rep = 0; rep < o.repeats; ++rep) {
+    if (interrupt_requested()) {
+      stage.interrupted = true;
+      break;
+    }
+    std::vector<sweep::ConfigPlan> configs{*base_cfg};
+    for (int k : pass_order(static_cast<int>(finalists.size()), o.seed + 1000, rep)) {
+      configs.push_back(cand_cfg[static_cast<size_t>(k)]);
+    }
+    if (progress) {
+      progress(fmt::format("stage 3/3 confirm: repeat {}/{}: baseline and {} finalist{}", rep + 1,
+                           o.repeats, finalists.size(), finalists.size() == 1 ? "" : "s"));
+    }
+    auto block = runner.run("confirm", fmt::format("confirm-{}", rep), configs);
+    if (!block) return block.error();
+    stage.runs.push_back(block->run);
+    stage.points += static_cast<int>(block->points.size());
+    stage.requests += block->requests;
+    double bv = std::numeric_limits<double>::quiet_NaN();
+    for (const auto& p : block->points) {
+      if (p.id.config_key == base.key && p.id.concurrency == base_conc && !is_eval(p)) {
+        bv = objective.value(p);
+      }
+    }
+    stage.baselines.push_back(bv);
+    for (size_t i = 0; i < finalists.size(); ++i) {
+      auto& r = stage.results[i];
+      double hv = std::numeric_limits<double>::quiet_NaN();
+      for (const auto& p : block->points) {
+        if (p.id.config_key == finalists[i]->config_key && p.id.concurrency == r.head_conc &&
+            !is_eval(p)) {
+          hv = objective.value(p);
+          if (r.slo_met >= 0 && objective.meets(p)) ++r.slo_met;
+        }
+      }
+      r.base_values.push_back(bv);
+      r.head_values.push_back(hv);
+    }
+    if (block->interrupted) {
+      stage.interrupted = true;
+      break;
+    }
+  }
+  stage.drift = baseline_drift(stage.baselines, o.min_effect_pct);
+
+  // compare's semantics over the stored points: guards, accuracy, confounders.
+  const auto db = so.db.empty() ? so.runs_dir / "inferbench.db" : so.db;
+  auto st = store::Store::open_read_only(db);
+  if (!st) return st.error();
+  std::vector<store::RunRecord> runs;
+  for (const auto& name : stage.runs) {
+    auto rs = verdict::runs_of(*st, name);
+    if (!rs) return rs.error();
+    for (auto& r : *rs) {
+      if (std::none_of(runs.begin(), runs.end(), [&](const auto& x) { return x.id == r.id; })) {
+        runs.push_back(std::move(r));
+      }
+    }
+  }
+  verdict::Side all;
+  if (!runs.empty()) {
+    auto side = verdict::side_from_runs(*st, runs, "tune confirmation");
+    if (!side) return side.error();
+    all = std::move(*side);
+  }
+  for (size_t i = 0; i < finalists.size(); ++i) {
+    auto& r = stage.results[i];
+    const auto b = finite(r.base_values), h = finite(r.head_values);
+    if (!b.empty() && !h.empty() && b.size() + h.size() >= 3) {
+      if (auto w = verdict::welch_interval(b, h, stage.confidence_each)) {
+        const double m = mean_of(b);
+        r.ci_pct = {100 * w->ci.lo / m, 100 * w->ci.hi / m};
+      }
+    }
+    verdict::Side bs{"baseline " + base.key, stage.runs, {}};
+    verdict::Side hs{finalists[i]->describe(), stage.runs, {}};
+    for (const auto& p : all.points) {
+      if (p.config_key == base.key) bs.points.push_back(p);
+      if (p.config_key == finalists[i]->config_key) hs.points.push_back(p);
+    }
+    verdict::CompareOptions co;
+    co.confidence = stage.confidence_each;
+    co.min_effect_pct = o.min_effect_pct;
+    co.resamples = o.resamples;
+    co.pairs[base.key] = finalists[i]->config_key;
+    const auto cmp = verdict::compare(bs, hs, co);
+    r.confounded = cmp.confounded;
+    r.compare_verdict = cmp.verdict_line();
+    r.compare = verdict::comparison_json(cmp);
+    for (const auto& pair : cmp.pairs) {
+      for (const auto& a : pair.accuracy) r.accuracy.push_back(a);
+      if (pair.concurrency != base_conc || pair.metrics.empty()) continue;
+      for (const auto& g : o.guards) {
+        for (const auto& m : pair.metrics) {
+          if (m.key != g.metric) continue;
+          GuardResult gr;
+          gr.guard = g;
+          gr.base = m.base;
+          gr.head = m.head;
+          gr.delta_pct = m.delta_pct;
+          gr.interval = m.interval;
+          gr.ci_pct = m.interval == "welch"       ? m.welch_pct
+                      : m.interval == "bootstrap" ? m.bootstrap_pct
+                                                  : verdict::Interval{};
+          if (!gr.ci_pct.valid()) {
+            gr.verdict = "inconclusive";
+          } else if (decide(gr.ci_pct, g.higher_is_better, g.tolerance_pct) ==
+                     verdict::Verdict::kRegressed) {
+            gr.verdict = "regressed";
+          } else if (g.higher_is_better ? gr.ci_pct.lo >= -g.tolerance_pct
+                                        : gr.ci_pct.hi <= g.tolerance_pct) {
+            gr.verdict = "within";
+          } else {
+            gr.verdict = "inconclusive";
+          }
+          r.guards.push_back(std::move(gr));
+        }
+      }
+    }
+    decide_confirmation(r, objective, o.min_effect_pct, o.accuracy_tolerance, o.repeats);
+    if (stage.interrupted && r.decision != ConfirmDecision::kRejected) {
+      r.decision = ConfirmDecision::kInconclusive;
+      r.reason = "interrupted before every repeat was measured: " + r.reason;
+    }
+    if (r.decision == ConfirmDecision::kConfirmed &&
+        (!stage.winner ||
+         r.delta_pct * (objective.higher_is_better ? 1 : -1) >
+             stage.results[*stage.winner].delta_pct * (objective.higher_is_better ? 1 : -1))) {
+      stage.winner = i;
+    }
+  }
+  stage.wall_s = seconds_since(t0);
+  return stage;
+}
+
+}  // namespace ib::tune
