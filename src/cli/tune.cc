@@ -332,6 +332,7 @@ int run(TuneCliOptions o, const std::vector<std::string>& given) {
   t.sweep.show_progress = tty;
 
   std::error_code ec;
+  const bool created = !std::filesystem::exists(dir, ec);
   std::filesystem::create_directories(dir, ec);
   if (ec) {
     fmt::print(stderr, "inferbench tune: {}: {}\n", dir.string(), ec.message());
@@ -343,10 +344,15 @@ int run(TuneCliOptions o, const std::vector<std::string>& given) {
   }
   install_interrupt_handlers();
   auto result = tune::run_tune(t, [&](const std::string& line) {
-    if (tty) fmt::print(stderr, "tune {}: {}\n", o.key.empty() ? t.id : o.key, redact_text(line));
+    if (tty) fmt::print(stderr, "tune: {}\n", redact_text(line));
   });
   if (result.failure) {
-    (void)write_state(dir, t.id, o, recipe_sha, "failed");
+    // Bad input found before anything was measured leaves nothing behind.
+    if (result.failure->exit_code == kExitUsage && created && !resume) {
+      std::filesystem::remove_all(dir, ec);
+    } else {
+      (void)write_state(dir, t.id, o, recipe_sha, "failed");
+    }
     fmt::print(stderr, "inferbench tune: {}\n", redact_text(result.failure->message));
     return result.failure->exit_code;
   }

@@ -177,6 +177,13 @@ std::string format_sim_args(const SimArgs& args) {
         py_float(args.timing.decode_base_ms), py_float(args.timing.decode_per_running_ms),
         args.max_running);
   }
+  // The answer model is part of the effective configuration: `tune` and `verify` see a change.
+  if (args.gsm8k) {
+    out += fmt::format("gsm8k_correct={}, gsm8k_flexible_only={}, ", py_float(args.gsm8k->correct),
+                       py_float(args.gsm8k->flexible_only));
+  } else {
+    out += "gsm8k_correct=None, ";
+  }
   out += fmt::format("time_scale={}, truth_log={}, seed={}, keep_alive_timeout_s={}, threads={})",
                      py_float(args.time_scale),
                      args.truth_log.empty() ? "None" : py_str(args.truth_log), args.seed,

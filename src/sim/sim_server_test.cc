@@ -376,9 +376,12 @@ TEST(SimArgsTest, FormatListsEverySettingPythonStyle) {
        {"host='127.0.0.1'", "port=8000", "model='sim-model'", "max_model_len=32768",
         "prefill_tok_s=20000.0", "prefill_overhead_ms=2.0", "decode_base_ms=5.0",
         "decode_per_running_ms=0.1", "max_running=256", "seed=0", "keep_alive_timeout_s=5.0",
-        "threads=1"}) {
+        "threads=1", "gsm8k_correct=None"}) {
     EXPECT_NE(s.find(part), std::string::npos) << part << " missing in " << s;
   }
+  args.gsm8k = Gsm8kAnswerOptions{0.5, 0.25};
+  EXPECT_NE(format_sim_args(args).find("gsm8k_correct=0.5, gsm8k_flexible_only=0.25"),
+            std::string::npos);
   args.model = "it's";
   EXPECT_NE(format_sim_args(args).find(R"(model='it\'s')"), std::string::npos);
 }

@@ -163,11 +163,21 @@ void decide_confirmation(ConfirmResult& r, const Objective& objective, double mi
     return reject(
         fmt::format("{} improved, but accuracy regressed: {}", obj, fmt::join(acc_bad, "; ")));
   }
-  if (r.slo_met >= 0 && r.slo_met * 2 <= static_cast<int>(r.head_values.size())) {
-    return reject(
-        fmt::format("{} improved, but its operating point met the SLO in only {} of "
-                    "{} repeats",
-                    obj, r.slo_met, r.head_values.size()));
+  // The operating point is the edge the search found, so single repeats fall on either side of
+  // the bound; the mean over the repeats must meet it, within the minimum effect.
+  for (size_t k = 0; k < objective.slos.size() && k < r.slo_values.size(); ++k) {
+    const Slo& slo = objective.slos[k];
+    const auto v = finite(r.slo_values[k]);
+    const double m = mean_of(v);
+    const double slack = std::abs(slo.bound * min_effect_pct / 100);
+    const double bound = slo.upper ? slo.bound + slack : slo.bound - slack;
+    if (v.empty() || !(slo.upper ? m <= bound : m >= bound)) {
+      return reject(
+          fmt::format("{} improved, but its operating point misses the SLO: {} "
+                      "averages {:.4g} over {} repeats ({} {:.4g} within the minimum "
+                      "effect)",
+                      obj, slo.metric, m, v.size(), slo.upper ? "<=" : ">=", bound));
+    }
   }
   std::vector<std::string> unsure;
   if (r.confounded) unsure.push_back("the comparison is confounded: " + r.compare_verdict);
@@ -259,6 +269,10 @@ Expected<ConfirmStage> confirm_candidates(const recipe::ConfigEntry& base,
             !is_eval(p)) {
           hv = objective.value(p);
           if (r.slo_met >= 0 && objective.meets(p)) ++r.slo_met;
+          r.slo_values.resize(objective.slos.size());
+          for (size_t k = 0; k < objective.slos.size(); ++k) {
+            r.slo_values[k].push_back(point_metric(p, objective.slos[k].metric));
+          }
         }
       }
       r.base_values.push_back(bv);

@@ -62,6 +62,8 @@ struct ConfirmResult {
   std::vector<GuardResult> guards;
   std::vector<verdict::AccuracyDelta> accuracy;
   int slo_met = -1;  // tput-at-slo: repeats whose point met every SLO (-1: not an SLO objective)
+  /// tput-at-slo: each SLO metric of the candidate's point per repeat (parallel to the SLOs).
+  std::vector<std::vector<double>> slo_values;
   bool confounded = false;
   std::string compare_verdict;  // compare's verdict line
   boost::json::object compare;  // verdict::comparison_json

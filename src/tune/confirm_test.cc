@@ -108,11 +108,22 @@ TEST(Confirm, AccuracyConfoundingAndTheSloDecideToo) {
   decide_confirmation(confounded, tput(), 2, 0.01, 5);
   EXPECT_EQ(confounded.decision, ConfirmDecision::kInconclusive);
 
-  auto slo = improved();
-  slo.slo_met = 2;
-  decide_confirmation(slo, tput(), 2, 0.01, 5);
-  EXPECT_EQ(slo.decision, ConfirmDecision::kRejected);
-  EXPECT_NE(slo.reason.find("met the SLO in only 2 of 5"), std::string::npos);
+  // The operating point is an edge: repeats on both sides of the bound are fine while the mean
+  // meets it within the minimum effect (2% of 10 ms here).
+  auto s = make_objective("tput-at-slo", {"median_tpot_ms<=10"}, 8, false);
+  ASSERT_TRUE(s.ok());
+  auto edge = improved();
+  edge.slo_met = 2;
+  edge.slo_values = {{9.9, 10.1, 10.3, 9.8, 10.2}};
+  decide_confirmation(edge, *s, 2, 0.01, 5);
+  EXPECT_EQ(edge.decision, ConfirmDecision::kConfirmed) << edge.reason;
+  auto miss = improved();
+  miss.slo_values = {{10.4, 10.5, 10.3, 10.6, 10.2}};
+  decide_confirmation(miss, *s, 2, 0.01, 5);
+  EXPECT_EQ(miss.decision, ConfirmDecision::kRejected);
+  EXPECT_NE(miss.reason.find("misses the SLO: median_tpot_ms averages 10.4 over 5 repeats"),
+            std::string::npos)
+      << miss.reason;
 }
 
 TEST(Confirm, TooFewRepeatsAreNotMeasured) {

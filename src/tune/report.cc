@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <filesystem>
 
 #include "core/redact.h"
 #include "core/strings.h"
@@ -34,12 +35,25 @@ std::string cell(std::string s) {
 
 std::string identity_line(const verify::ServerObservation& base) {
   std::vector<std::string> parts;
-  for (const char* f : {"image", "model", "framework", "precision", "runner", "engine-version"}) {
+  for (const char* f :
+       {"image", "model", "hardware", "framework", "precision", "runner", "engine-version"}) {
     if (const auto* v = base.identity.if_contains(f); v && v->is_string()) {
       parts.push_back(fmt::format("{} `{}`", f, std::string_view(v->get_string())));
     }
   }
   return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+// A path as people read it: relative to the current folder when inside it (the tuning keeps
+// absolute paths so that --resume works from anywhere).
+std::string shown(const std::string& path) {
+  std::error_code ec;
+  const std::string cwd = std::filesystem::current_path(ec).string();
+  if (!ec && path.size() > cwd.size() + 1 && path.compare(0, cwd.size(), cwd) == 0 &&
+      path[cwd.size()] == '/') {
+    return path.substr(cwd.size() + 1);
+  }
+  return path;
 }
 
 std::string_view ltrim_newlines(std::string_view s) {
@@ -119,7 +133,7 @@ std::string TuneReport::markdown() const {
   md += fmt::format(
       "Measured for **{}** ({}) on {}. Evidence for this recipe on this image, model and "
       "hardware only.\n\n",
-      key, recipe, identity_line(verify.base));
+      key, shown(recipe), identity_line(verify.base));
   if (objective) {
     md += fmt::format("Objective: {}. ", objective->describe());
     if (!guards.empty()) {
@@ -170,7 +184,7 @@ std::string TuneReport::markdown() const {
       }
       for (const auto& cf : item.verdict.confounders) evidence += "; confounder: " + cf;
     }
-    if (!item.evidence_dir.empty()) evidence += fmt::format(" — `{}`", item.evidence_dir);
+    if (!item.evidence_dir.empty()) evidence += fmt::format(" — `{}`", shown(item.evidence_dir));
     md += fmt::format("| `{}` | {} | {} | {} |\n", c.id, cell(c.describe()),
                       to_string(item.outcome), cell(evidence));
   }
@@ -299,7 +313,7 @@ std::string TuneReport::markdown() const {
     md += fmt::format(
         "\nThe whole entry: `{}/winner.yaml`. Perf-changelog entry "
         "(`{}/changelog-entry.yaml`):\n\n```yaml\n{}```\n",
-        dir, dir, std::string(ltrim_newlines(changelog)));
+        shown(dir), shown(dir), std::string(ltrim_newlines(changelog)));
     md +=
         "If other keys share this serve block (YAML anchors), run `inferbench changed` after "
         "applying the diff.\n";

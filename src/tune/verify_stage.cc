@@ -97,6 +97,12 @@ Expected<VerifyStage> verify_candidates(const recipe::ConfigEntry& base,
   say(fmt::format("stage 1/3 verify: starting the base server ({})", base.key));
   stage.base = sweep::observe_server(base_rows.front(), watch, dir / "base", options, &base);
   ++stage.servers_started;
+  // The hardware the server says it runs on (serve-sim's `hardware`) joins the identity the
+  // report states, when the recipe's runner does not name it.
+  if (const auto* hw = stage.base.config.settings.if_contains("hardware");
+      hw && hw->is_string() && !stage.base.identity.contains("hardware")) {
+    stage.base.identity["hardware"] = hw->as_string();
+  }
   if (!stage.base.observed) {
     return Error{fmt::format("the base server did not start: {}{} (log: {})",
                              first_line(stage.base.error), server_says(dir / "base" / "server.log"),
