@@ -183,17 +183,22 @@ constexpr const char* kTuningOptions[] = {"recipe",
                                           "--max-pairs"};
 
 Status write_state(const std::filesystem::path& dir, const std::string& id, const TuneCliOptions& o,
-                   const std::string& recipe_sha, const std::string& status) {
-  json::object s{{"version", 1},        {"id", id},
-                 {"dir", dir.string()}, {"recipe_sha256", recipe_sha},
-                 {"status", status},    {"updated", utc_time_text("%Y-%m-%dT%H:%M:%SZ")},
+                   const std::string& recipe_sha, const std::string& status,
+                   const std::string& build_sha) {
+  json::object s{{"version", 1},
+                 {"id", id},
+                 {"dir", dir.string()},
+                 {"recipe_sha256", recipe_sha},
+                 {"server_build_sha256", build_sha},
+                 {"status", status},
+                 {"updated", utc_time_text("%Y-%m-%dT%H:%M:%SZ")},
                  {"options", o.state()}};
   return write_file_atomic(dir / "tune.json", json::serialize(redacted(s)) + "\n");
 }
 
 int run(TuneCliOptions o, const std::vector<std::string>& given) {
   std::filesystem::path dir;
-  std::string tune_id;
+  std::string tune_id, build_sha;
   bool resume = false;
   if (!o.resume.empty()) {
     if (!given.empty()) {
@@ -228,6 +233,9 @@ int run(TuneCliOptions o, const std::vector<std::string>& given) {
     loaded.changelog_entry = o.changelog_entry;
     if (const auto* id = v.as_object().if_contains("id"); id && id->is_string()) {
       tune_id = std::string(id->as_string());
+    }
+    if (const auto* b = v.as_object().if_contains("server_build_sha256"); b && b->is_string()) {
+      build_sha = std::string(b->as_string());
     }
     const std::string sha = std::string(v.at("recipe_sha256").is_string()
                                             ? std::string_view(v.at("recipe_sha256").as_string())
@@ -318,6 +326,7 @@ int run(TuneCliOptions o, const std::vector<std::string>& given) {
   t.dir = dir;
   t.id = tune_id.empty() ? dir.filename().string() : tune_id;
   t.resume = resume;
+  t.expected_build_sha256 = build_sha;
   t.ignore_settings = o.ignore;
   const bool tty = isatty(STDERR_FILENO);
   t.show_progress = tty;
@@ -338,7 +347,7 @@ int run(TuneCliOptions o, const std::vector<std::string>& given) {
     fmt::print(stderr, "inferbench tune: {}: {}\n", dir.string(), ec.message());
     return kExitUsage;
   }
-  if (auto s = write_state(dir, t.id, o, recipe_sha, "running"); !s.ok()) {
+  if (auto s = write_state(dir, t.id, o, recipe_sha, "running", build_sha); !s.ok()) {
     fmt::print(stderr, "inferbench tune: {}\n", s.error().message);
     return kExitFailure;
   }
@@ -351,7 +360,8 @@ int run(TuneCliOptions o, const std::vector<std::string>& given) {
     if (result.failure->exit_code == kExitUsage && created && !resume) {
       std::filesystem::remove_all(dir, ec);
     } else {
-      (void)write_state(dir, t.id, o, recipe_sha, "failed");
+      (void)write_state(dir, t.id, o, recipe_sha, "failed",
+                        build_sha.empty() ? result.report.server_build.sha256 : build_sha);
     }
     fmt::print(stderr, "inferbench tune: {}\n", redact_text(result.failure->message));
     return result.failure->exit_code;
@@ -360,7 +370,8 @@ int run(TuneCliOptions o, const std::vector<std::string>& given) {
   const bool interrupted = report.interrupted || interrupt_requested();
   report.interrupted = interrupted;
   report.resume_command = fmt::format("inferbench tune --resume {}", dir.string());
-  (void)write_state(dir, t.id, o, recipe_sha, interrupted ? "interrupted" : "done");
+  (void)write_state(dir, t.id, o, recipe_sha, interrupted ? "interrupted" : "done",
+                    report.server_build.sha256);
   const std::string md = report.markdown();
   const std::string js = json::serialize(report.to_json()) + "\n";
   std::vector<std::pair<std::filesystem::path, std::string>> files = {{dir / "report.md", md},

@@ -1,9 +1,16 @@
 #include "tune/blocks.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
+#include <cstdlib>
+
+#include "core/files.h"
+#include "core/sha256.h"
+#include "core/strings.h"
 #include "recipe/matrix.h"
 #include "store/store.h"
+#include "sweep/server_spec.h"
 
 namespace ib::tune {
 
@@ -53,8 +60,72 @@ Expected<std::string> BlockRunner::earlier_run(const std::string& name) {
   return it == earlier_.end() ? std::string() : it->second;
 }
 
+namespace {
+
+bool file_state(const std::string& path, uintmax_t& size, int64_t& mtime_ns) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return false;
+  size = std::filesystem::file_size(path, ec);
+  if (ec) return false;
+  const auto t = std::filesystem::last_write_time(path, ec);
+  if (ec) return false;
+  mtime_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+  return true;
+}
+
+std::string resolve_program(const std::string& argv0) {
+  if (argv0.find('/') != std::string::npos) return argv0;
+  const char* path = std::getenv("PATH");
+  if (path == nullptr) return "";
+  for (const auto& dir : split(path, ':')) {
+    if (dir.empty()) continue;
+    const auto candidate = std::filesystem::path(std::string(dir)) / argv0;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate.string();
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string ServerBuild::describe() const {
+  if (!recorded()) return "";
+  return fmt::format("sha256:{} ({})", sha256.substr(0, 12), program);
+}
+
+ServerBuild server_build(const recipe::ConfigEntry& entry, const RowSelector& sel,
+                         const sweep::SweepOptions& so) {
+  ServerBuild b;
+  auto row = tuned_row(entry, sel);
+  if (!row) return b;
+  auto spec = sweep::server_spec_for_row(*row, so.extra_server_args, so.inferbench_exe);
+  if (!spec || spec->argv.empty()) return b;
+  const std::string name = std::filesystem::path(spec->argv[0]).filename().string();
+  for (const char* runtime : {"docker", "podman", "nerdctl", "srun", "sbatch", "apptainer",
+                              "singularity", "enroot", "env", "bash", "sh", "python", "python3"}) {
+    if (name == runtime) return b;
+  }
+  b.program = resolve_program(spec->argv[0]);
+  if (b.program.empty() || !file_state(b.program, b.size, b.mtime_ns)) return ServerBuild{};
+  auto bytes = read_file(b.program);
+  if (!bytes) return ServerBuild{};
+  b.sha256 = sha256_hex(*bytes);
+  return b;
+}
+
 Expected<BlockOutcome> BlockRunner::run(const std::string& stage, const std::string& name,
                                         const std::vector<sweep::ConfigPlan>& configs) {
+  if (build_.recorded()) {
+    uintmax_t size = 0;
+    int64_t mtime = 0;
+    if (!file_state(build_.program, size, mtime) || size != build_.size ||
+        mtime != build_.mtime_ns) {
+      return Error{
+          fmt::format("the server program {} changed during the tuning (it was {} at "
+                      "the start): its measurements would mix two builds; start a new "
+                      "tune",
+                      build_.program, build_.describe())};
+    }
+  }
   auto earlier = earlier_run(name);
   if (!earlier) return earlier.error();
   sweep::SweepPlanned planned;

@@ -17,6 +17,11 @@
 
 namespace ib::tune {
 
+/// Which fixed-seq-len row of the key is tuned (0 = any; the first that matches).
+struct RowSelector {
+  int64_t isl = 0, osl = 0, tp = 0;
+};
+
 inline double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -24,6 +29,23 @@ inline double seconds_since(std::chrono::steady_clock::time_point t0) {
 /// The requests a measured point sent (measured + warmup), from its result JSON; 0 for a point
 /// read back from the store.
 int64_t requests_sent(const metrics::PointResult& p);
+
+/// The program that serves every side (the serve command's argv[0], resolved), so that all
+/// measurements of a tuning are of one server build. Not recorded for container runtimes and job
+/// launchers (docker, podman, srun, ...): there the recipe's image is the build.
+struct ServerBuild {
+  std::string program;  // resolved path; empty: unknown
+  std::string sha256;   // of the file; empty: not recorded
+  uintmax_t size = 0;
+  int64_t mtime_ns = 0;
+  bool recorded() const { return !sha256.empty(); }
+  /// "sha256:0123456789ab (/usr/bin/vllm)"; "" when not recorded.
+  std::string describe() const;
+};
+
+/// The server build of `entry`'s tuned row with `sweep`'s server arguments (hashes the file).
+ServerBuild server_build(const recipe::ConfigEntry& entry, const RowSelector& row,
+                         const sweep::SweepOptions& sweep);
 
 struct BlockOutcome {
   std::string run;                           // the store run's name
@@ -48,6 +70,10 @@ class BlockRunner {
   Expected<BlockOutcome> run(const std::string& stage, const std::string& name,
                              const std::vector<sweep::ConfigPlan>& configs);
 
+  /// Every block first checks that the server program is still the file `build` hashed (size and
+  /// modification time): a rebuilt server would mix two builds in one comparison.
+  void pin_build(ServerBuild build) { build_ = std::move(build); }
+
   /// A config key a later block may hold (a pair made after the screen).
   void add_entry(const std::string& key, const recipe::ConfigEntry* entry) { by_key_[key] = entry; }
 
@@ -66,15 +92,13 @@ class BlockRunner {
   std::map<std::string, std::string> earlier_;  // block -> run name
   std::FILE* points_out_ = nullptr;
   std::vector<std::string> runs_;
+  ServerBuild build_;
 };
 
 /// The server configuration of `entry`'s tuned row (the fixed-seq-len row of `isl`/`osl`/`tp`;
 /// 0 = any, the first) at `concs`, with `overrides` over the recipe's workload; with `eval`,
 /// also a GSM8K eval at `eval_conc` on the same server start. Error names the key when it has no
 /// such row or the row cannot be measured here.
-struct RowSelector {
-  int64_t isl = 0, osl = 0, tp = 0;
-};
 Expected<sweep::ConfigPlan> side_config(const recipe::ConfigEntry& entry, const RowSelector& row,
                                         const std::vector<int64_t>& concs,
                                         const sweep::SweepOptions& sweep, bool eval,

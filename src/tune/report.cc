@@ -131,9 +131,10 @@ std::string TuneReport::markdown() const {
   }
   std::string md = title + "\n\n";
   md += fmt::format(
-      "Measured for **{}** ({}) on {}. Evidence for this recipe on this image, model and "
+      "Measured for **{}** ({}) on {}{}. Evidence for this recipe on this image, model and "
       "hardware only.\n\n",
-      key, shown(recipe), identity_line(verify.base));
+      key, shown(recipe), identity_line(verify.base),
+      server_build.recorded() ? fmt::format(", server build `{}`", server_build.describe()) : "");
   if (objective) {
     md += fmt::format("Objective: {}. ", objective->describe());
     if (!guards.empty()) {
@@ -352,6 +353,10 @@ json::object TuneReport::to_json() const {
   o["recipe"] = recipe;
   o["key"] = key;
   o["identity"] = verify.base.identity;
+  if (server_build.recorded()) {
+    o["identity"].as_object()["server_build"] =
+        json::object{{"program", server_build.program}, {"sha256", server_build.sha256}};
+  }
   if (objective) {
     o["objective"] = json::object{{"name", objective->name()},
                                   {"describe", objective->describe()},

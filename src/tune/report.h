@@ -46,7 +46,9 @@ struct TuneReport {
   std::vector<govern::FieldChange> winner_diff;
   std::string winner_yaml, changelog;
   bool interrupted = false;
-  std::string resume_command;  // how to continue when interrupted
+  std::string resume_command;
+  /// The server program every block ran (tune/blocks.h); not recorded for container runtimes.
+  ServerBuild server_build;  // how to continue when interrupted
 
   const Candidate* candidate(const std::string& cid) const;
   /// One line per candidate: what happened to it at the last stage it reached.

@@ -129,6 +129,15 @@ TuneRun run_tune(const TuneOptions& o, const std::function<void(const std::strin
         2, fmt::format("--search-min {} is above --search-max {}", o.search_min, o.search_max));
   }
   report.objective = *objective;
+  report.server_build = server_build(*base, o.row, o.sweep);
+  if (!o.expected_build_sha256.empty() && report.server_build.recorded() &&
+      report.server_build.sha256 != o.expected_build_sha256) {
+    return fail(2, fmt::format("the server program {} is not the build the tuning started with "
+                               "(sha256 {} → {}): its measurements would mix two builds; start a "
+                               "new tune",
+                               report.server_build.program, o.expected_build_sha256.substr(0, 12),
+                               report.server_build.sha256.substr(0, 12)));
+  }
   if (!o.no_guards) {
     if (o.guards.empty()) {
       report.guards = default_guards(*objective, o.guard_tolerance);
@@ -175,8 +184,8 @@ TuneRun run_tune(const TuneOptions& o, const std::function<void(const std::strin
     if (!stage1) return fail(1, stage1.error().message);
     report.verify = std::move(*stage1);
     if (!interrupt_requested()) {
-      if (auto w = write_file_atomic(stage1_file,
-                                     boost::json::serialize(redacted(stage_to_json(report.verify))) + "\n");
+      if (auto w = write_file_atomic(
+              stage1_file, boost::json::serialize(redacted(stage_to_json(report.verify))) + "\n");
           !w.ok()) {
         return fail(1, w.error().message);
       }
@@ -203,6 +212,7 @@ TuneRun run_tune(const TuneOptions& o, const std::function<void(const std::strin
   }
   std::FILE* points = std::fopen((o.dir / "points.txt").c_str(), "a");
   BlockRunner runner(o.sweep, o.id, o.dir.string(), by_key, o.resume, points);
+  runner.pin_build(report.server_build);
   struct Closer {
     std::FILE* f;
     ~Closer() {

@@ -54,6 +54,8 @@ struct TuneOptions {
   sweep::SweepOptions sweep;  // runs folder, database, inferbench, server arguments, timeouts
   std::vector<std::string> ignore_settings;
   bool show_progress = false;
+  /// --resume: the server build the tuning started with (tune.json); a different one is refused.
+  std::string expected_build_sha256;
 };
 
 struct TuneFailure {

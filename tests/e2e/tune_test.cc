@@ -405,6 +405,16 @@ TEST(Tune, ResumeAfterAStageMeasuresNothingTwice) {
   for (const auto& [k, n] : screened) before_total += n;
   for (const auto& [k, n] : after) after_total += n;
   EXPECT_EQ(after_total - before_total, 2 * 3);
+  // The report names the server build; another build refuses to resume.
+  EXPECT_EQ(j.at("identity").at("server_build").at("sha256").as_string().size(), 64u);
+  auto kept = read_json(work / "tune.json");
+  EXPECT_EQ(kept.at("server_build_sha256"), j.at("identity").at("server_build").at("sha256"));
+  kept["server_build_sha256"] = std::string(64, '0');
+  std::ofstream(work / "tune.json") << boost::json::serialize(kept);
+  auto rebuilt = run_inferbench({"tune", "--resume", work.string()}, dir.path() / "rebuilt.log");
+  EXPECT_EQ(rebuilt.exit.code, 2);
+  EXPECT_NE(rebuilt.output.find("is not the build the tuning started with"), std::string::npos)
+      << rebuilt.output;
   // A changed recipe refuses to resume.
   std::ofstream(recipe, std::ios::app) << "# edited\n";
   auto changed = run_inferbench({"tune", "--resume", work.string()}, dir.path() / "changed.log");
