@@ -114,6 +114,19 @@ fs::path write_simple_recipe(const TempDir& dir, const std::string& name, const 
   return recipe;
 }
 
+// `inferbench tune RECIPE ARGS... --work-dir DIR/tune --runs-dir DIR/runs --json`, which must
+// succeed; its report (empty when it failed).
+boost::json::object tune_report(const TempDir& dir, const fs::path& recipe,
+                                std::vector<std::string> args) {
+  args.insert(args.begin(), {"tune", recipe.string()});
+  args.insert(args.end(), {"--work-dir", (dir.path() / "tune").string(), "--runs-dir",
+                           (dir.path() / "runs").string(), "--json"});
+  auto r = run_inferbench(args, dir.path() / "tune.log", std::chrono::seconds(900));
+  EXPECT_EQ(r.exit.code, 0) << r.output;
+  if (r.exit.code != 0) return {};
+  return read_json(dir.path() / "tune" / "report.json");
+}
+
 // Every point of every run in the database, by config key.
 std::map<std::string, int> points_by_key(const fs::path& db) {
   std::map<std::string, int> out;
@@ -152,41 +165,34 @@ TEST(Tune, FindsTheWinnerAndRejectsWhatHurtsTheGuard) {
   const fs::path recipe = write_recipe(dir);
   const fs::path work = dir.path() / "tune";
   const fs::path runs = dir.path() / "runs";
-  auto r =
-      run_inferbench({"tune",
-                      recipe.string(),
-                      "--knob",
-                      "env:SIM_DISABLE_CUSTOM_ALL_REDUCE=0",
-                      "--knob",
-                      "env:SIM_MINIMAX_ALLOW_CUSTOM_AR=1",
-                      "--knob",
-                      "arg:--max-num-seqs=32,0",
-                      "--knob",
-                      "arg:--no-enable-prefix-caching",
-                      "--conc",
-                      "16",
-                      "--screen-passes",
-                      "2",
-                      "--min-effect",
-                      "5",
-                      "--confirm-repeats",
-                      "4",
-                      "--prompts-per-conc",
-                      "3",
-                      "--warmups-per-conc",
-                      "1",
-                      "--guard",
-                      "median_tpot_ms:1",  // the batch costs it 10-16%; the all-reduce saves 13%
-                      "--work-dir",
-                      work.string(),
-                      "--runs-dir",
-                      runs.string(),
-                      "--json",
-                      "--markdown",
-                      (dir.path() / "pr.md").string()},
-                     dir.path() / "tune.log", std::chrono::seconds(900));
-  ASSERT_EQ(r.exit.code, 0) << r.output;
-  const auto j = read_json(work / "report.json");
+  // The batch costs median TPOT 10-16%, the all-reduce saves 13%: a 1% guard tells them apart
+  // even on a loaded machine.
+  const auto j = tune_report(dir, recipe,
+                             {"--knob",
+                              "env:SIM_DISABLE_CUSTOM_ALL_REDUCE=0",
+                              "--knob",
+                              "env:SIM_MINIMAX_ALLOW_CUSTOM_AR=1",
+                              "--knob",
+                              "arg:--max-num-seqs=32,0",
+                              "--knob",
+                              "arg:--no-enable-prefix-caching",
+                              "--conc",
+                              "16",
+                              "--screen-passes",
+                              "2",
+                              "--min-effect",
+                              "5",
+                              "--confirm-repeats",
+                              "4",
+                              "--prompts-per-conc",
+                              "3",
+                              "--warmups-per-conc",
+                              "1",
+                              "--guard",
+                              "median_tpot_ms:1",
+                              "--markdown",
+                              (dir.path() / "pr.md").string()});
+  ASSERT_FALSE(j.empty());
   auto c = candidates_by_change(j);
   ASSERT_EQ(c.size(), 5u) << boost::json::serialize(j);
   auto outcome = [&](const std::string& change) {
@@ -266,33 +272,12 @@ TEST(Tune, SloSearchFindsEachSidesOperatingPoint) {
   TempDir dir;
   const fs::path recipe =
       write_simple_recipe(dir, "slo.yaml", "    env: { SIM_MAX_NUM_SEQS: \"1024\" }\n");
-  const fs::path work = dir.path() / "tune";
-  auto r = run_inferbench({"tune",
-                           recipe.string(),
-                           "--knob",
-                           "arg:--decode-per-running-ms=0.1",
-                           "--knob",
-                           "env:SIM_MAX_NUM_SEQS=4",
-                           "--slo",
-                           "median_tpot_ms<=11.1",
-                           "--search-tolerance",
-                           "0",
-                           "--screen-passes",
-                           "2",
-                           "--confirm-repeats",
-                           "3",
-                           "--prompts-per-conc",
-                           "2",
-                           "--guard",
-                           "median_itl_ms:50",
-                           "--work-dir",
-                           work.string(),
-                           "--runs-dir",
-                           (dir.path() / "runs").string(),
-                           "--json"},
-                          dir.path() / "tune.log", std::chrono::seconds(900));
-  ASSERT_EQ(r.exit.code, 0) << r.output;
-  const auto j = read_json(work / "report.json");
+  const auto j = tune_report(
+      dir, recipe,
+      {"--knob", "arg:--decode-per-running-ms=0.1", "--knob", "env:SIM_MAX_NUM_SEQS=4", "--slo",
+       "median_tpot_ms<=11.1", "--search-tolerance", "0", "--screen-passes", "2",
+       "--confirm-repeats", "3", "--prompts-per-conc", "2", "--guard", "median_itl_ms:50"});
+  ASSERT_FALSE(j.empty());
   auto c = candidates_by_change(j);
   EXPECT_EQ(std::string(c["env SIM_MAX_NUM_SEQS=4"].at("outcome").as_string()),
             "dropped at stage 1: no-op");
@@ -323,31 +308,12 @@ TEST(Tune, EvalsGateTheConfirmationOnAccuracy) {
   std::string text = *read_file(recipe);
   text.replace(text.find("--model,"), 0, "--gsm8k-correct, \"1\", ");
   std::ofstream(recipe) << text;
-  const fs::path work = dir.path() / "tune";
-  auto r = run_inferbench({"tune",
-                           recipe.string(),
-                           "--knob",
-                           "arg:--decode-base-ms=3",
-                           "--knob",
-                           "arg:--gsm8k-correct=0.5",
-                           "--screen-passes",
-                           "2",
-                           "--confirm-repeats",
-                           "3",
-                           "--prompts-per-conc",
-                           "2",
-                           "--no-guards",
-                           "--eval",
-                           "--eval-limit",
-                           "40",
-                           "--work-dir",
-                           work.string(),
-                           "--runs-dir",
-                           (dir.path() / "runs").string(),
-                           "--json"},
-                          dir.path() / "tune.log", std::chrono::seconds(600));
-  ASSERT_EQ(r.exit.code, 0) << r.output;
-  const auto j = read_json(work / "report.json");
+  const auto j =
+      tune_report(dir, recipe,
+                  {"--knob", "arg:--decode-base-ms=3", "--knob", "arg:--gsm8k-correct=0.5",
+                   "--screen-passes", "2", "--confirm-repeats", "3", "--prompts-per-conc", "2",
+                   "--no-guards", "--eval", "--eval-limit", "40"});
+  ASSERT_FALSE(j.empty());
   auto c = candidates_by_change(j);
   EXPECT_EQ(std::string(c["arg --gsm8k-correct=0.5"].at("verify").at("outcome").as_string()),
             "survives")
