@@ -476,7 +476,7 @@ RunFn register_tune(CLI::App& root) {
               1000000)
       ->capture_default_str();
   add_integer(app, "--screen-prompts-per-conc", o->screen_prompts_per_conc,
-              "Stages 2: measured prompts per unit of concurrency of a screening point", 1, 1000)
+              "Stage 2: measured prompts per unit of concurrency of a screening point", 1, 1000)
       ->capture_default_str();
   add_integer(app, "--screen-min-prompts", o->screen_min_prompts,
               "Stage 2: at least this many measured prompts a screening point", 1, 1000000)
