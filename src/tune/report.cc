@@ -123,9 +123,13 @@ std::string TuneReport::markdown() const {
   if (winner && confirm) {
     const auto& c = candidates[*winner];
     const auto* r = confirm_of(confirm, c.id);
-    title += fmt::format(" — winner: {} ({:+.2f}% {} at concurrency {}, {:.1f}% CI {})",
-                         c.describe(), r->delta_pct, objective ? objective->name() : "",
-                         r->head_conc, 100 * confirm->confidence_each, ci_text(r->ci_pct));
+    const std::string where =
+        r->head_conc == r->base_conc
+            ? fmt::format("at concurrency {}", r->head_conc)
+            : fmt::format("(concurrency {} against the baseline's {})", r->head_conc, r->base_conc);
+    title += fmt::format(" — winner: {} ({:+.2f}% {} {}, {:.1f}% CI {})", c.describe(),
+                         r->delta_pct, objective ? objective->name() : "", where,
+                         100 * confirm->confidence_each, ci_text(r->ci_pct));
   } else if (confirm) {
     title += " — no winner";
   }
