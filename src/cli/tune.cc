@@ -198,7 +198,7 @@ Status write_state(const std::filesystem::path& dir, const std::string& id, cons
 
 int run(TuneCliOptions o, const std::vector<std::string>& given) {
   std::filesystem::path dir;
-  std::string tune_id, build_sha;
+  std::string tune_id, build_sha, started_recipe_sha;
   bool resume = false;
   if (!o.resume.empty()) {
     if (!given.empty()) {
@@ -231,29 +231,22 @@ int run(TuneCliOptions o, const std::vector<std::string>& given) {
     loaded.exit_code = o.exit_code;
     loaded.winner_recipe = o.winner_recipe;
     loaded.changelog_entry = o.changelog_entry;
-    if (const auto* id = v.as_object().if_contains("id"); id && id->is_string()) {
-      tune_id = std::string(id->as_string());
-    }
-    if (const auto* b = v.as_object().if_contains("server_build_sha256"); b && b->is_string()) {
-      build_sha = std::string(b->as_string());
-    }
-    const std::string sha = std::string(v.at("recipe_sha256").is_string()
-                                            ? std::string_view(v.at("recipe_sha256").as_string())
-                                            : std::string_view());
-    o = std::move(loaded);
-    auto recipe_text = read_file(o.recipe);
-    if (!recipe_text) {
-      fmt::print(stderr, "inferbench tune: --resume {}: the recipe {}: {}\n", dir.string(),
-                 o.recipe, recipe_text.error().message);
-      return kExitUsage;
-    }
-    if (sha256_hex(*recipe_text) != sha) {
+    // Read without throwing: an edited state file is refused with a message, not a crash.
+    auto text_of = [&](const char* k) {
+      const auto* f = v.as_object().if_contains(k);
+      return f && f->is_string() ? std::string(f->as_string()) : std::string();
+    };
+    tune_id = text_of("id");
+    build_sha = text_of("server_build_sha256");
+    started_recipe_sha = text_of("recipe_sha256");
+    if (tune_id.empty() || started_recipe_sha.empty()) {
       fmt::print(stderr,
-                 "inferbench tune: --resume {}: {} changed since the tuning started (sha256 {} → "
-                 "{}); its measurements are of the old recipe: start a new tune\n",
-                 dir.string(), o.recipe, sha.substr(0, 12), sha256_hex(*recipe_text).substr(0, 12));
+                 "inferbench tune: {}/tune.json: not a tuning's state file (no id or "
+                 "recipe_sha256)\n",
+                 o.resume);
       return kExitUsage;
     }
+    o = std::move(loaded);
     resume = true;
   } else {
     if (o.knobs.empty()) {
@@ -282,10 +275,19 @@ int run(TuneCliOptions o, const std::vector<std::string>& given) {
   }
   auto recipe_text = read_file(o.recipe);
   if (!recipe_text) {
-    fmt::print(stderr, "inferbench tune: {}\n", recipe_text.error().message);
+    fmt::print(stderr, "inferbench tune: {}{}\n",
+               resume ? fmt::format("--resume {}: the recipe: ", dir.string()) : "",
+               recipe_text.error().message);
     return kExitUsage;
   }
   const std::string recipe_sha = sha256_hex(*recipe_text);
+  if (resume && recipe_sha != started_recipe_sha) {
+    fmt::print(stderr,
+               "inferbench tune: --resume {}: {} changed since the tuning started (sha256 {} → "
+               "{}); its measurements are of the old recipe: start a new tune\n",
+               dir.string(), o.recipe, started_recipe_sha.substr(0, 12), recipe_sha.substr(0, 12));
+    return kExitUsage;
+  }
 
   tune::TuneOptions t;
   t.recipe = o.recipe;
@@ -324,7 +326,7 @@ int run(TuneCliOptions o, const std::vector<std::string>& given) {
   t.max_pairs = o.max_pairs;
   t.stop_after = o.stop_after;
   t.dir = dir;
-  t.id = tune_id.empty() ? dir.filename().string() : tune_id;
+  t.id = tune_id;
   t.resume = resume;
   t.expected_build_sha256 = build_sha;
   t.ignore_settings = o.ignore;

@@ -32,6 +32,11 @@ inline std::string utc_time_text(const char* format, std::time_t unix_s = std::t
   return std::string(buf, n);
 }
 
+/// Seconds elapsed on the monotonic clock since `t0`.
+inline double seconds_since(MonoClock::time_point t0) {
+  return std::chrono::duration<double>(MonoClock::now() - t0).count();
+}
+
 inline double ns_to_ms(int64_t ns) {
   return static_cast<double>(ns) / 1e6;
 }

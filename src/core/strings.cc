@@ -86,6 +86,16 @@ void append_json_escaped(std::string& out, std::string_view s) {
   }
 }
 
+std::string markdown_cell(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char ch : s) {
+    if (ch == '|') out.push_back('\\');
+    out.push_back(ch == '\n' || ch == '\r' ? ' ' : ch);
+  }
+  return out;
+}
+
 std::string printable(std::string_view s, size_t cap) {
   std::string out;
   size_t end = s.size();

@@ -60,4 +60,8 @@ void append_json_escaped(std::string& out, std::string_view s);
 /// every value from outside input that a message repeats.
 std::string printable(std::string_view s, size_t cap = 120);
 
+/// Text for one cell of a markdown table: '|' escaped as "\|", line breaks as spaces (either
+/// would end the cell or the row).
+std::string markdown_cell(std::string_view s);
+
 }  // namespace ib

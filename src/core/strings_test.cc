@@ -35,6 +35,11 @@ TEST(Strings, RtrimKeepsLeadingWhitespace) {
   EXPECT_EQ(rtrim(""), "");
 }
 
+TEST(Strings, MarkdownCellEscapesPipesAndJoinsLines) {
+  EXPECT_EQ(markdown_cell("a|b\nc\r\nd"), "a\\|b c  d");
+  EXPECT_EQ(markdown_cell(""), "");
+}
+
 TEST(Strings, LowerIsAsciiOnly) {
   EXPECT_EQ(lower("FP8 Auto-Dtype_Z"), "fp8 auto-dtype_z");
   EXPECT_EQ(lower("already lower 123 @[`{"), "already lower 123 @[`{");

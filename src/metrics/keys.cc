@@ -71,6 +71,15 @@ std::optional<size_t> headline_index(std::string_view key) {
   return std::nullopt;
 }
 
+std::string headline_keys_text() {
+  std::string out;
+  for (const auto& k : kHeadlineMetrics) {
+    if (!out.empty()) out += ", ";
+    out += k.key;
+  }
+  return out;
+}
+
 Headline::Headline() {
   v_.fill(std::numeric_limits<double>::quiet_NaN());
 }

@@ -37,6 +37,10 @@ extern const std::array<MetricKey, kHeadlineCount> kHeadlineMetrics;
 /// Index of `key` in kHeadlineMetrics; nullopt when it is not a headline key.
 std::optional<size_t> headline_index(std::string_view key);
 
+/// Every headline key, comma-separated in table order: what an error about an unknown metric
+/// lists.
+std::string headline_keys_text();
+
 /// The headline values of one point; NaN where not measured.
 class Headline {
  public:

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -62,6 +63,13 @@ TEST(MetricKeys, KeysAreUniqueAndAPercentileNotAskedForIsUnset) {
   const Headline h = Headline::from_metrics(m, o);
   EXPECT_TRUE(std::isnan(h.get("p99_ttft_ms")));
   EXPECT_FALSE(metrics_to_json(m, o).contains("p99_ttft_ms"));
+}
+
+TEST(MetricKeys, KeysTextListsEveryKeyInOrder) {
+  const std::string text = headline_keys_text();
+  EXPECT_EQ(text.rfind("request_throughput, ", 0), 0u) << text;
+  EXPECT_NE(text.find(", tput_per_gpu, "), std::string::npos) << text;
+  EXPECT_EQ(std::count(text.begin(), text.end(), ','), static_cast<long>(kHeadlineCount) - 1);
 }
 
 TEST(MetricKeys, HeadlineJsonAndCells) {

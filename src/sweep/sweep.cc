@@ -287,7 +287,7 @@ Expected<SweepOutcome> run_planned(const SweepOptions& o, const SweepPlanned& pl
     fresh.options["repeat"] = json::object{
         {"group", o.repeat_group}, {"index", o.repeat_index}, {"count", o.repeat_count}};
   }
-  const fs::path db_path = o.db.empty() ? o.runs_dir / "inferbench.db" : o.db;
+  const fs::path db_path = o.database();
   auto recorder = RunRecorder::open(db_path, o.runs_dir, o.resume, std::move(fresh));
   if (!recorder) return recorder.error();
 

@@ -28,7 +28,7 @@ struct SweepOptions {
   std::vector<std::string> keys;               // fnmatch globs; empty: all keys
   std::vector<std::string> labels;             // sweep labels (govern/labels.h); empty: full sweep
   std::filesystem::path runs_dir = "runs";
-  std::filesystem::path db;  // empty: <runs_dir>/inferbench.db
+  std::filesystem::path db;  // empty: <runs_dir>/inferbench.db (database())
   std::string resume;        // run id or name to continue
   bool reuse = false;
   std::string launcher;      // local | slurm | endpoint; empty: the runners file's, else local
@@ -66,6 +66,9 @@ struct SweepOptions {
   std::string repeat_group;
   /// More entries for the run's options in the store (`inferbench tune` tags its runs).
   boost::json::object extra_run_options;
+
+  /// The results database: `db`, else <runs_dir>/inferbench.db.
+  std::filesystem::path database() const { return db.empty() ? runs_dir / "inferbench.db" : db; }
 };
 
 struct SweepOutcome {

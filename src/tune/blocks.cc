@@ -39,7 +39,7 @@ Expected<std::string> BlockRunner::earlier_run(const std::string& name) {
   if (!resume_) return std::string();
   if (!looked_up_) {
     looked_up_ = true;
-    const auto db = sweep_.db.empty() ? sweep_.runs_dir / "inferbench.db" : sweep_.db;
+    const auto db = sweep_.database();
     std::error_code ec;
     if (!std::filesystem::exists(db, ec)) return std::string();
     auto st = store::Store::open_existing(db);
@@ -145,11 +145,7 @@ Expected<BlockOutcome> BlockRunner::run(const std::string& stage, const std::str
   b.run = outcome->run_name;
   b.interrupted = outcome->interrupted;
   b.points = std::move(outcome->points);
-  for (const auto& p : b.points) {
-    b.requests += requests_sent(p);
-    b.measured += p.status != metrics::PointStatus::kResumed ? 1 : 0;
-  }
-  runs_.push_back(b.run);
+  for (const auto& p : b.points) b.requests += requests_sent(p);
   return b;
 }
 

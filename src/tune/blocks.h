@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/clock.h"
 #include "core/expected.h"
 #include "sweep/sweep.h"
 
@@ -21,10 +22,6 @@ namespace ib::tune {
 struct RowSelector {
   int64_t isl = 0, osl = 0, tp = 0;
 };
-
-inline double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 /// The requests a measured point sent (measured + warmup), from its result JSON; 0 for a point
 /// read back from the store.
@@ -51,7 +48,6 @@ struct BlockOutcome {
   std::string run;                           // the store run's name
   std::vector<metrics::PointResult> points;  // in plan order
   bool interrupted = false;
-  int measured = 0;  // points measured now (not read back)
   int64_t requests = 0;
 };
 
@@ -64,9 +60,9 @@ class BlockRunner {
               std::map<std::string, const recipe::ConfigEntry*> by_key, bool resume,
               std::FILE* points_out);
 
-  /// Runs block `name` (stage "screen" | "confirm"): one run of `configs`, in this order, with
-  /// `workload` over the recipe's. An earlier run of the same block (a resumed tuning) is
-  /// continued instead of measured again.
+  /// Runs block `name` (stage "search" | "screen" | "confirm"): one run of `configs`, in this
+  /// order. An earlier run of the same block (a resumed tuning) is continued instead of measured
+  /// again.
   Expected<BlockOutcome> run(const std::string& stage, const std::string& name,
                              const std::vector<sweep::ConfigPlan>& configs);
 
@@ -77,8 +73,6 @@ class BlockRunner {
   /// A config key a later block may hold (a pair made after the screen).
   void add_entry(const std::string& key, const recipe::ConfigEntry* entry) { by_key_[key] = entry; }
 
-  /// The store runs of every block so far, in order.
-  const std::vector<std::string>& runs() const { return runs_; }
   const sweep::SweepOptions& sweep() const { return sweep_; }
 
  private:
@@ -91,7 +85,6 @@ class BlockRunner {
   bool looked_up_ = false;
   std::map<std::string, std::string> earlier_;  // block -> run name
   std::FILE* points_out_ = nullptr;
-  std::vector<std::string> runs_;
   ServerBuild build_;
 };
 

@@ -9,6 +9,7 @@
 
 #include "core/interrupt.h"
 #include "core/strings.h"
+#include "metrics/eval_result.h"
 #include "metrics/keys.h"
 #include "store/store.h"
 #include "verdict/sources.h"
@@ -32,7 +33,7 @@ std::vector<double> finite(const std::vector<double>& v) {
 }
 
 bool is_eval(const metrics::PointResult& p) {
-  return p.id.workload_key.starts_with("gsm8k:");
+  return metrics::is_eval_workload_key(p.id.workload_key);
 }
 
 std::string ci_text(const verdict::Interval& ci) {
@@ -76,12 +77,9 @@ Expected<Guard> parse_guard(std::string_view text, double default_tolerance_pct)
   }
   auto i = metrics::headline_index(metric);
   if (!i) {
-    std::string keys;
-    for (const auto& k : metrics::kHeadlineMetrics) {
-      keys += (keys.empty() ? "" : ", ") + std::string(k.key);
-    }
     return Error{fmt::format("--guard '{}': '{}' is not a headline metric ({})",
-                             printable(text, 80), printable(metric, 40), keys)};
+                             printable(text, 80), printable(metric, 40),
+                             metrics::headline_keys_text())};
   }
   g.metric = std::string(metric);
   g.higher_is_better = metrics::kHeadlineMetrics[*i].higher_is_better;
@@ -105,8 +103,8 @@ std::vector<Guard> default_guards(const Objective& objective, double tolerance_p
   return out;
 }
 
-void decide_confirmation(ConfirmResult& r, const Objective& objective, double min_effect_pct,
-                         double accuracy_tolerance, int repeats) {
+void decide_confirmation(ConfirmResult& r, const Objective& objective, double confidence,
+                         double min_effect_pct, double accuracy_tolerance, int repeats) {
   const auto b = finite(r.base_values), h = finite(r.head_values);
   if (b.empty() || h.empty() || b.size() + h.size() < 3) {
     r.decision = ConfirmDecision::kNotMeasured;
@@ -117,6 +115,10 @@ void decide_confirmation(ConfirmResult& r, const Objective& objective, double mi
   r.base_mean = mean_of(b);
   r.head_mean = mean_of(h);
   r.delta_pct = 100 * (r.head_mean - r.base_mean) / r.base_mean;
+  r.ci_pct = {};
+  if (auto w = verdict::welch_interval(b, h, confidence)) {
+    r.ci_pct = {100 * w->ci.lo / r.base_mean, 100 * w->ci.hi / r.base_mean};
+  }
   r.objective_verdict = decide(r.ci_pct, objective.higher_is_better, min_effect_pct);
   const std::string obj =
       fmt::format("{} {:+.2f}% {}", objective.name(), r.delta_pct, ci_text(r.ci_pct));
@@ -286,8 +288,7 @@ Expected<ConfirmStage> confirm_candidates(const recipe::ConfigEntry& base,
   stage.drift = baseline_drift(stage.baselines, o.min_effect_pct);
 
   // compare's semantics over the stored points: guards, accuracy, confounders.
-  const auto db = so.db.empty() ? so.runs_dir / "inferbench.db" : so.db;
-  auto st = store::Store::open_read_only(db);
+  auto st = store::Store::open_read_only(so.database());
   if (!st) return st.error();
   std::vector<store::RunRecord> runs;
   for (const auto& name : stage.runs) {
@@ -307,13 +308,6 @@ Expected<ConfirmStage> confirm_candidates(const recipe::ConfigEntry& base,
   }
   for (size_t i = 0; i < finalists.size(); ++i) {
     auto& r = stage.results[i];
-    const auto b = finite(r.base_values), h = finite(r.head_values);
-    if (!b.empty() && !h.empty() && b.size() + h.size() >= 3) {
-      if (auto w = verdict::welch_interval(b, h, stage.confidence_each)) {
-        const double m = mean_of(b);
-        r.ci_pct = {100 * w->ci.lo / m, 100 * w->ci.hi / m};
-      }
-    }
     verdict::Side bs{"baseline " + base.key, stage.runs, {}};
     verdict::Side hs{finalists[i]->describe(), stage.runs, {}};
     for (const auto& p : all.points) {
@@ -359,7 +353,8 @@ Expected<ConfirmStage> confirm_candidates(const recipe::ConfigEntry& base,
         }
       }
     }
-    decide_confirmation(r, objective, o.min_effect_pct, o.accuracy_tolerance, o.repeats);
+    decide_confirmation(r, objective, stage.confidence_each, o.min_effect_pct, o.accuracy_tolerance,
+                        o.repeats);
     if (stage.interrupted && r.decision != ConfirmDecision::kRejected) {
       r.decision = ConfirmDecision::kInconclusive;
       r.reason = "interrupted before every repeat was measured: " + r.reason;

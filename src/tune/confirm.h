@@ -105,9 +105,10 @@ Expected<ConfirmStage> confirm_candidates(const recipe::ConfigEntry& base,
                                           const std::map<std::string, int64_t>& operating_conc,
                                           const std::function<void(const std::string&)>& progress);
 
-/// The decision from the measured parts (pure; the unit tests drive it): the objective's
-/// interval, the guards, the accuracy deltas, confounding and the SLO count.
-void decide_confirmation(ConfirmResult& r, const Objective& objective, double min_effect_pct,
-                         double accuracy_tolerance, int repeats);
+/// The decision from the measured parts (pure; the unit tests drive it): the objective's Welch
+/// interval at `confidence` over the per-repeat values (set here), the guards, the accuracy
+/// deltas, confounding and the SLO values.
+void decide_confirmation(ConfirmResult& r, const Objective& objective, double confidence,
+                         double min_effect_pct, double accuracy_tolerance, int repeats);
 
 }  // namespace ib::tune

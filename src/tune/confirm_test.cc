@@ -1,5 +1,5 @@
-// Stage 3's decision rule (tune/confirm.h) on synthetic figures: the objective's interval, the
-// guards, accuracy, confounding and the SLO count decide it, in that order.
+// Stage 3's decision rule (tune/confirm.h) on synthetic figures: the objective's Welch interval
+// over the repeats, the guards, accuracy, confounding and the SLO values decide it, in that order.
 #include "tune/confirm.h"
 
 #include <gtest/gtest.h>
@@ -13,13 +13,18 @@ Objective tput() {
   return *o;
 }
 
-ConfirmResult improved(double lo = 8, double hi = 14) {
+// Five repeats of a baseline near 100 against `head`.
+ConfirmResult repeats(std::vector<double> head) {
   ConfirmResult r;
   r.candidate_id = "c1";
   r.base_values = {100, 101, 99, 100, 100};
-  r.head_values = {111, 112, 110, 111, 111};
-  r.ci_pct = {lo, hi};
+  r.head_values = std::move(head);
   return r;
+}
+
+// +11% with a Welch interval of about [+10, +12].
+ConfirmResult improved() {
+  return repeats({111, 112, 110, 111, 111});
 }
 
 GuardResult guard(const std::string& verdict) {
@@ -35,16 +40,19 @@ GuardResult guard(const std::string& verdict) {
 TEST(Confirm, ImprovedWithGuardsWithinIsConfirmed) {
   auto r = improved();
   r.guards = {guard("within")};
-  decide_confirmation(r, tput(), 2, 0.01, 5);
+  decide_confirmation(r, tput(), 0.95, 2, 0.01, 5);
   EXPECT_EQ(r.decision, ConfirmDecision::kConfirmed) << r.reason;
   EXPECT_NEAR(r.delta_pct, 11, 0.01);
+  ASSERT_TRUE(r.ci_pct.valid());
+  EXPECT_GT(r.ci_pct.lo, 9);
+  EXPECT_LT(r.ci_pct.hi, 13);
   EXPECT_NE(r.reason.find("1 guard within tolerance"), std::string::npos) << r.reason;
 }
 
 TEST(Confirm, AGuardThatRegressedRejectsAnImprovement) {
   auto r = improved();
   r.guards = {guard("within"), guard("regressed")};
-  decide_confirmation(r, tput(), 2, 0.01, 5);
+  decide_confirmation(r, tput(), 0.95, 2, 0.01, 5);
   EXPECT_EQ(r.decision, ConfirmDecision::kRejected);
   EXPECT_NE(r.reason.find("guard median_tpot_ms +48.00%"), std::string::npos) << r.reason;
 }
@@ -52,22 +60,23 @@ TEST(Confirm, AGuardThatRegressedRejectsAnImprovement) {
 TEST(Confirm, AGuardNotShownWithinToleranceIsInconclusive) {
   auto r = improved();
   r.guards = {guard("inconclusive")};
-  decide_confirmation(r, tput(), 2, 0.01, 5);
+  decide_confirmation(r, tput(), 0.95, 2, 0.01, 5);
   EXPECT_EQ(r.decision, ConfirmDecision::kInconclusive);
   EXPECT_NE(r.reason.find("--confirm-repeats 10"), std::string::npos) << r.reason;
 }
 
 TEST(Confirm, NoSignificantChangeAndRegressionsAreRejected) {
-  auto r = improved(-1, 3);
-  decide_confirmation(r, tput(), 2, 0.01, 5);
+  auto r = repeats({100, 102, 99, 101, 100});
+  decide_confirmation(r, tput(), 0.95, 2, 0.01, 5);
   EXPECT_EQ(r.decision, ConfirmDecision::kRejected);
   EXPECT_NE(r.reason.find("no significant change"), std::string::npos) << r.reason;
   // Interval beyond the minimum effect only in part: not improved.
-  auto partly = improved(1, 9);
-  decide_confirmation(partly, tput(), 2, 0.01, 5);
+  auto partly = repeats({101, 109, 103, 107, 105});  // +5%, interval about [+1, +9]
+  decide_confirmation(partly, tput(), 0.95, 2, 0.01, 5);
   EXPECT_EQ(partly.decision, ConfirmDecision::kRejected);
-  auto worse = improved(-9, -4);
-  decide_confirmation(worse, tput(), 2, 0.01, 5);
+  EXPECT_NE(partly.reason.find("no significant change"), std::string::npos) << partly.reason;
+  auto worse = repeats({93, 94, 92, 93, 93});
+  decide_confirmation(worse, tput(), 0.95, 2, 0.01, 5);
   EXPECT_EQ(worse.decision, ConfirmDecision::kRejected);
   EXPECT_NE(worse.reason.find("regressed"), std::string::npos);
 }
@@ -78,8 +87,7 @@ TEST(Confirm, LowerIsBetterObjectivesImproveDownwards) {
   ConfirmResult r;
   r.base_values = {100, 100, 100};
   r.head_values = {80, 81, 79};
-  r.ci_pct = {-22, -18};
-  decide_confirmation(r, *o, 2, 0.01, 3);
+  decide_confirmation(r, *o, 0.95, 2, 0.01, 3);
   EXPECT_EQ(r.decision, ConfirmDecision::kConfirmed) << r.reason;
 }
 
@@ -91,7 +99,7 @@ TEST(Confirm, AccuracyConfoundingAndTheSloDecideToo) {
   a.ci = {-0.08, -0.02};
   a.verdict = verdict::Verdict::kRegressed;
   acc.accuracy = {a};
-  decide_confirmation(acc, tput(), 2, 0.01, 5);
+  decide_confirmation(acc, tput(), 0.95, 2, 0.01, 5);
   EXPECT_EQ(acc.decision, ConfirmDecision::kRejected);
   EXPECT_NE(acc.reason.find("accuracy regressed"), std::string::npos);
 
@@ -99,13 +107,13 @@ TEST(Confirm, AccuracyConfoundingAndTheSloDecideToo) {
   a.ci = {-0.03, 0.01};
   a.verdict = verdict::Verdict::kNoChange;
   unsure.accuracy = {a};
-  decide_confirmation(unsure, tput(), 2, 0.01, 5);
+  decide_confirmation(unsure, tput(), 0.95, 2, 0.01, 5);
   EXPECT_EQ(unsure.decision, ConfirmDecision::kInconclusive) << unsure.reason;
 
   auto confounded = improved();
   confounded.confounded = true;
   confounded.compare_verdict = "CONFOUNDED: image differs";
-  decide_confirmation(confounded, tput(), 2, 0.01, 5);
+  decide_confirmation(confounded, tput(), 0.95, 2, 0.01, 5);
   EXPECT_EQ(confounded.decision, ConfirmDecision::kInconclusive);
 
   // The operating point is an edge: repeats on both sides of the bound are fine while the mean
@@ -115,11 +123,11 @@ TEST(Confirm, AccuracyConfoundingAndTheSloDecideToo) {
   auto edge = improved();
   edge.slo_met = 2;
   edge.slo_values = {{9.9, 10.1, 10.3, 9.8, 10.2}};
-  decide_confirmation(edge, *s, 2, 0.01, 5);
+  decide_confirmation(edge, *s, 0.95, 2, 0.01, 5);
   EXPECT_EQ(edge.decision, ConfirmDecision::kConfirmed) << edge.reason;
   auto miss = improved();
   miss.slo_values = {{10.4, 10.5, 10.3, 10.6, 10.2}};
-  decide_confirmation(miss, *s, 2, 0.01, 5);
+  decide_confirmation(miss, *s, 0.95, 2, 0.01, 5);
   EXPECT_EQ(miss.decision, ConfirmDecision::kRejected);
   EXPECT_NE(miss.reason.find("misses the SLO: median_tpot_ms averages 10.4 over 5 repeats"),
             std::string::npos)
@@ -130,7 +138,7 @@ TEST(Confirm, TooFewRepeatsAreNotMeasured) {
   ConfirmResult r;
   r.base_values = {100, std::nan("")};
   r.head_values = {std::nan(""), 110};
-  decide_confirmation(r, tput(), 2, 0.01, 2);
+  decide_confirmation(r, tput(), 0.95, 2, 0.01, 2);
   EXPECT_EQ(r.decision, ConfirmDecision::kNotMeasured);
 }
 

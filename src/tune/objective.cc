@@ -15,19 +15,11 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-std::string headline_keys() {
-  std::string keys;
-  for (const auto& k : metrics::kHeadlineMetrics) {
-    keys += (keys.empty() ? "" : ", ") + std::string(k.key);
-  }
-  return keys;
-}
+}  // namespace
 
 bool usable(const metrics::PointResult& p) {
   return metrics::is_success(p.status) && p.validity.valid();
 }
-
-}  // namespace
 
 double point_metric(const metrics::PointResult& p, std::string_view key) {
   if (metrics::headline_index(key)) return p.headline.get(key);
@@ -63,7 +55,7 @@ Expected<Slo> parse_slo(std::string_view text) {
   const std::string_view num = trim(text.substr(at + 2));
   if (!metrics::headline_index(s.metric)) {
     return bad(fmt::format("'{}' is not a headline metric ({})", printable(s.metric, 40),
-                           headline_keys()));
+                           metrics::headline_keys_text()));
   }
   double v = 0;
   auto [ptr, ec] = std::from_chars(num.data(), num.data() + num.size(), v);
@@ -166,7 +158,7 @@ Expected<Objective> make_objective(const std::string& text, const std::vector<st
     return Error{
         fmt::format("{} (an objective is a headline metric, e2e-intvty[:pXX], "
                     "tput-at-slo, or a formula over the headline metrics: {})",
-                    f.error().message, headline_keys())};
+                    f.error().message, metrics::headline_keys_text())};
   }
   o.kind = Objective::Kind::kFormula;
   o.formula = std::make_shared<const Formula>(std::move(*f));

@@ -60,6 +60,9 @@ struct Objective {
 Expected<Objective> make_objective(const std::string& text, const std::vector<std::string>& slos,
                                    int64_t conc, bool minimize);
 
+/// Measured and valid: a point whose numbers the objective and the SLOs may read.
+bool usable(const metrics::PointResult& p);
+
 /// A headline metric or an e2e-normalized interactivity key of a point's result; NaN when absent.
 double point_metric(const metrics::PointResult& p, std::string_view key);
 

@@ -26,13 +26,6 @@ std::string ci_text(const verdict::Interval& ci) {
   return ci.valid() ? fmt::format("[{:+.2f}, {:+.2f}]", ci.lo, ci.hi) : "–";
 }
 
-std::string cell(std::string s) {
-  for (char& ch : s) {
-    if (ch == '|' || ch == '\n') ch = ' ';
-  }
-  return s;
-}
-
 std::string identity_line(const verify::ServerObservation& base) {
   std::vector<std::string> parts;
   for (const char* f :
@@ -54,11 +47,6 @@ std::string shown(const std::string& path) {
     return path.substr(cwd.size() + 1);
   }
   return path;
-}
-
-std::string_view ltrim_newlines(std::string_view s) {
-  while (!s.empty() && s.front() == '\n') s.remove_prefix(1);
-  return s;
 }
 
 const ScreenResult* screen_of(const std::optional<ScreenStage>& s, const std::string& id) {
@@ -169,8 +157,8 @@ std::string TuneReport::markdown() const {
       s3 = fmt::format("{:+.2f}% {}, {}", r->delta_pct, ci_text(r->ci_pct), to_string(r->decision));
     }
     const std::string outcome = outcome_of(i);
-    md += fmt::format("| `{}` | {} | {} | {} | {} | {} |\n", c.id, cell(c.describe()), s1, s2, s3,
-                      outcome == "winner" ? "**winner**" : outcome);
+    md += fmt::format("| `{}` | {} | {} | {} | {} | {} |\n", c.id, markdown_cell(c.describe()), s1,
+                      s2, s3, outcome == "winner" ? "**winner**" : outcome);
   }
 
   // Stage 1.
@@ -190,8 +178,8 @@ std::string TuneReport::markdown() const {
       for (const auto& cf : item.verdict.confounders) evidence += "; confounder: " + cf;
     }
     if (!item.evidence_dir.empty()) evidence += fmt::format(" — `{}`", shown(item.evidence_dir));
-    md += fmt::format("| `{}` | {} | {} | {} |\n", c.id, cell(c.describe()),
-                      to_string(item.outcome), cell(evidence));
+    md += fmt::format("| `{}` | {} | {} | {} |\n", c.id, markdown_cell(c.describe()),
+                      to_string(item.outcome), markdown_cell(evidence));
   }
   int no_op = 0, survive = 0, failed = 0;
   for (const auto& i : verify.items) {
@@ -229,8 +217,8 @@ std::string TuneReport::markdown() const {
           if (c.config_key == s.config_key) side = fmt::format("`{}` {}", c.id, c.describe());
         }
       }
-      md += fmt::format("| {} | {} | {} |\n", cell(side), s.text,
-                        cell(fmt::format("{}", fmt::join(probes, "; "))));
+      md += fmt::format("| {} | {} | {} |\n", markdown_cell(side), s.text,
+                        markdown_cell(fmt::format("{}", fmt::join(probes, "; "))));
     }
   }
 
@@ -247,10 +235,10 @@ std::string TuneReport::markdown() const {
     for (const auto& r : screen->results) {
       const Candidate* c = candidate(r.candidate_id);
       const std::string delta = r.score ? fmt::format("{:+.2f}%", r.score->delta_pct) : "–";
-      md +=
-          fmt::format("| `{}` | {} | {} | {} | {} | {} (round {}) |\n", r.candidate_id,
-                      c ? cell(c->describe()) : "", delta, r.score ? ci_text(r.score->ci_pct) : "–",
-                      r.score ? r.score->passes : 0, to_string(r.decision), r.round + 1);
+      md += fmt::format("| `{}` | {} | {} | {} | {} | {} (round {}) |\n", r.candidate_id,
+                        c ? markdown_cell(c->describe()) : "", delta,
+                        r.score ? ci_text(r.score->ci_pct) : "–", r.score ? r.score->passes : 0,
+                        to_string(r.decision), r.round + 1);
     }
     md += fmt::format(
         "\nStage 2 measured {} points ({} benchmark requests) in {:.1f} s; baseline drift over the "
@@ -318,7 +306,7 @@ std::string TuneReport::markdown() const {
     md += fmt::format(
         "\nThe whole entry: `{}/winner.yaml`. Perf-changelog entry "
         "(`{}/changelog-entry.yaml`):\n\n```yaml\n{}```\n",
-        shown(dir), shown(dir), std::string(ltrim_newlines(changelog)));
+        shown(dir), shown(dir), std::string(trim(changelog)) + "\n");
     md +=
         "If other keys share this serve block (YAML anchors), run `inferbench changed` after "
         "applying the diff.\n";

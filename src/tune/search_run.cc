@@ -22,7 +22,7 @@ namespace {
 
 // Which SLO a point missed, for the report.
 std::string missed(const Objective& objective, const metrics::PointResult& p) {
-  if (!metrics::is_success(p.status) || !p.validity.valid()) return p.status_text();
+  if (!usable(p)) return p.status_text();
   std::vector<std::string> out;
   for (const auto& s : objective.slos) {
     const double v = point_metric(p, s.metric);

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <memory>
 
 #include "core/files.h"
 #include "core/interrupt.h"
@@ -37,31 +39,27 @@ int64_t field_of(const recipe::RecipeRow& r, const char* k) {
   return v && v->is_int64() ? v->as_int64() : 0;
 }
 
-// The concurrencies of the tuned row's configuration (same isl, osl and server row).
-std::vector<int64_t> row_concs(const recipe::ConfigEntry& entry, const recipe::RecipeRow& row) {
-  std::vector<int64_t> out;
+// The rows of the tuned row's configuration (same scenario, isl, osl and tp): their
+// concurrencies, and whether any of them is an eval row.
+struct RowFacts {
+  std::vector<int64_t> concs;  // sorted, unique
+  bool eval = false;
+};
+
+RowFacts row_facts(const recipe::ConfigEntry& entry, const recipe::RecipeRow& row) {
+  RowFacts out;
   for (const auto& r : recipe::expand({entry}, nullptr)) {
     if (r.scenario != row.scenario || field_of(r, "isl") != field_of(row, "isl") ||
         field_of(r, "osl") != field_of(row, "osl") || field_of(r, "tp") != field_of(row, "tp")) {
       continue;
     }
-    if (const int64_t c = field_of(r, "conc"); c > 0) out.push_back(c);
-  }
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
-  return out;
-}
-
-bool row_has_eval(const recipe::ConfigEntry& entry, const recipe::RecipeRow& row) {
-  for (const auto& r : recipe::expand({entry}, nullptr)) {
-    if (field_of(r, "isl") != field_of(row, "isl") || field_of(r, "osl") != field_of(row, "osl") ||
-        field_of(r, "tp") != field_of(row, "tp")) {
-      continue;
-    }
+    if (const int64_t c = field_of(r, "conc"); c > 0) out.concs.push_back(c);
     const auto* e = r.fields.if_contains("run-eval");
-    if (e && e->is_bool() && e->as_bool()) return true;
+    out.eval = out.eval || (e && e->is_bool() && e->as_bool());
   }
-  return false;
+  std::sort(out.concs.begin(), out.concs.end());
+  out.concs.erase(std::unique(out.concs.begin(), out.concs.end()), out.concs.end());
+  return out;
 }
 
 }  // namespace
@@ -115,7 +113,8 @@ TuneRun run_tune(const TuneOptions& o, const std::function<void(const std::strin
   if (set->candidates.empty()) return fail(2, "no candidate: every knob value is the base's");
   auto row = tuned_row(*base, o.row);
   if (!row) return fail(2, row.error().message);
-  const auto concs = row_concs(*base, *row);
+  const RowFacts facts = row_facts(*base, *row);
+  const auto& concs = facts.concs;
   sweep_cost(*row, *base, concs, report);
   int64_t conc = o.conc;
   if (conc == 0) conc = concs.empty() ? 1 : concs.back();
@@ -210,15 +209,11 @@ TuneRun run_tune(const TuneOptions& o, const std::function<void(const std::strin
     report.notes.push_back("no candidate survived stage 1: nothing to measure");
     return out;
   }
-  std::FILE* points = std::fopen((o.dir / "points.txt").c_str(), "a");
-  BlockRunner runner(o.sweep, o.id, o.dir.string(), by_key, o.resume, points);
+  // Every block's point table; closed when the tuning returns.
+  const std::unique_ptr<std::FILE, int (*)(std::FILE*)> points(
+      std::fopen((o.dir / "points.txt").c_str(), "a"), &std::fclose);
+  BlockRunner runner(o.sweep, o.id, o.dir.string(), by_key, o.resume, points.get());
   runner.pin_build(report.server_build);
-  struct Closer {
-    std::FILE* f;
-    ~Closer() {
-      if (f) std::fclose(f);
-    }
-  } closer{points};
 
   // The SLO search: each side's operating point.
   if (objective->kind == Objective::Kind::kTputAtSlo) {
@@ -319,7 +314,7 @@ TuneRun run_tune(const TuneOptions& o, const std::function<void(const std::strin
   co.min_effect_pct = o.min_effect;
   co.guards = report.guards;
   co.accuracy_tolerance = o.accuracy_tolerance;
-  co.eval = o.eval || row_has_eval(*base, *row);
+  co.eval = o.eval || facts.eval;
   co.seed = o.seed;
   co.resamples = o.resamples;
   co.row = o.row;

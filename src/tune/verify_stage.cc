@@ -4,6 +4,7 @@
 
 #include <chrono>
 
+#include "core/clock.h"
 #include "core/files.h"
 #include "core/strings.h"
 #include "govern/changed.h"
@@ -43,10 +44,6 @@ std::vector<verify::ChangedField> changed_fields(const recipe::ConfigEntry& base
 }
 
 namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 std::string first_line(const std::string& s) {
   const auto nl = s.find('\n');
@@ -130,7 +127,8 @@ Expected<VerifyStage> verify_candidates(const recipe::ConfigEntry& base,
       if (!obs.observed) {
         item.outcome = VerifyOutcome::kFailedToStart;
         item.error = first_line(obs.error);
-        const fs::path log = obs.log_path.empty() ? dir / c.id / "server.log" : fs::path(obs.log_path);
+        const fs::path log =
+            obs.log_path.empty() ? dir / c.id / "server.log" : fs::path(obs.log_path);
         item.error += server_says(log) + fmt::format(" (log: {})", log.string());
       } else if (item.verdict.no_op()) {
         item.outcome = VerifyOutcome::kNoOp;
@@ -214,10 +212,9 @@ Expected<VerifyStage> stage_from_json(const boost::json::value& json,
       item.verdict.verdict = std::string(v.at("verdict").as_string());
       item.verdict.effective_diff = v.at("effective-diff").as_object();
       for (const auto& f : v.at("fields").as_array()) {
-        item.verdict.fields.push_back({std::string(f.at("field").as_string()),
-                                       std::string(f.at("change").as_string()),
-                                       std::string(f.at("verdict").as_string()),
-                                       std::string(f.at("evidence").as_string())});
+        item.verdict.fields.push_back(
+            {std::string(f.at("field").as_string()), std::string(f.at("change").as_string()),
+             std::string(f.at("verdict").as_string()), std::string(f.at("evidence").as_string())});
       }
       for (const auto& c : v.at("confounders").as_array()) {
         item.verdict.confounders.emplace_back(c.as_string());

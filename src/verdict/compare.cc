@@ -8,6 +8,7 @@
 #include <random>
 #include <tuple>
 
+#include "core/strings.h"
 #include "report/table.h"
 #include "verdict/resample.h"
 
@@ -475,15 +476,6 @@ std::string curves_text(const Comparison& c, bool markdown) {
                                                    : std::string("- (range has no width)"));
     }
     out += (markdown ? "- " : "  ") + line + "\n";
-  }
-  return out;
-}
-
-std::string markdown_cell(std::string s) {
-  std::string out;
-  for (char ch : s) {
-    if (ch == '|') out += '\\';
-    out += ch;
   }
   return out;
 }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/redact.h"
+#include "core/strings.h"
 
 namespace ib::verify {
 
@@ -198,22 +199,15 @@ std::string verdicts_markdown(const std::string& title, const std::vector<KeyVer
   for (const auto& v : verdicts) noop += v.no_op() ? 1 : 0;
   md += fmt::format("{} config key{} checked: **{} no-op**, {} to sweep.\n\n", verdicts.size(),
                     verdicts.size() == 1 ? "" : "s", noop, verdicts.size() - noop);
-  auto cell = [](std::string s) {
-    for (size_t p = s.find('|'); p != std::string::npos; p = s.find('|', p + 2))
-      s.replace(p, 1, "\\|");
-    for (char& c : s) {
-      if (c == '\n') c = ' ';
-    }
-    return s;
-  };
   for (const auto& v : verdicts) {
     md += fmt::format("#### `{}`: {}\n\n", v.key,
                       v.no_op() ? "**no-op: skip the sweep**" : v.verdict);
     if (!v.fields.empty()) {
       md += "| field | change | verdict | evidence |\n|---|---|---|---|\n";
       for (const auto& f : v.fields) {
-        md += fmt::format("| `{}` | {} | {} | {} |\n", cell(f.field.empty() ? "(key)" : f.field),
-                          cell(f.change), cell(f.verdict), cell(f.evidence));
+        md += fmt::format("| `{}` | {} | {} | {} |\n", markdown_cell(f.field.empty() ? "(key)" : f.field),
+                          markdown_cell(f.change), markdown_cell(f.verdict),
+                          markdown_cell(f.evidence));
       }
       md += "\n";
     }
