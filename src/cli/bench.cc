@@ -47,8 +47,8 @@ struct BenchOptions {
 };
 
 // --tokenizer / --chat-template: the served model's tokenizer, for exact prompt lengths.
-std::optional<int> load_tokenizer(BenchOptions& o,
-                                  std::shared_ptr<const tokenizer::ServingTokenizer>& out) {
+std::optional<int> load_bench_tokenizer(BenchOptions& o,
+                                        std::shared_ptr<const tokenizer::ServingTokenizer>& out) {
   auto tok = load_tokenizer(o.tokenizer);
   if (!tok) {
     fmt::print(stderr, "inferbench bench: {}\n", tok.error().message);
@@ -196,7 +196,7 @@ int run_agentic(BenchOptions& o) {
     return kExitUsage;
   }
   o.spec.api = openai::Api::kChat;
-  if (auto rc = load_tokenizer(o, p.tokenizer)) return *rc;
+  if (auto rc = load_bench_tokenizer(o, p.tokenizer)) return *rc;
   auto wl = workload::AgenticWorkload::load(p);
   if (!wl) {
     fmt::print(stderr, "inferbench bench: {}\n", wl.error().message);
@@ -272,7 +272,7 @@ int run(BenchOptions& o) {
     return kExitUsage;
   }
   o.spec.api = *api;
-  if (auto rc = load_tokenizer(o, o.spec.workload.tokenizer)) return *rc;
+  if (auto rc = load_bench_tokenizer(o, o.spec.workload.tokenizer)) return *rc;
   auto pct = parse_percentiles(o.percentiles);
   if (!pct) {
     fmt::print(stderr, "inferbench bench: {}\n", pct.error().message);

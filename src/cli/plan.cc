@@ -82,7 +82,7 @@ std::string parallelism_text(const recipe::RecipeRow& row) {
   return t;
 }
 
-std::string table_text(const std::vector<recipe::RecipeRow>& rows) {
+std::string plan_table_text(const std::vector<recipe::RecipeRow>& rows) {
   using report::Align;
   report::Table table({{"KEY", Align::kLeft},
                        {"RUNNER", Align::kLeft},
@@ -171,7 +171,7 @@ int run(PlanOptions o) {
     for (const auto& row : rows) out.push_back(redacted(row.to_json()));
     text = boost::json::serialize(out) + "\n";
   } else {
-    text = table_text(rows);
+    text = plan_table_text(rows);
   }
   // One write; a reader that stops early (`| head`) is not an error worth reporting.
   std::fwrite(text.data(), 1, text.size(), stdout);
@@ -183,11 +183,11 @@ std::string plan_text(const govern::SweepPlan& plan) {
   for (const auto& n : plan.notes) out += fmt::format("  {}\n", n);
   out +=
       fmt::format("{} throughput rows, {} eval rows\n", plan.throughput_rows(), plan.eval_rows());
-  if (plan.canary) out += "\ncanary (runs first):\n" + table_text({*plan.canary});
+  if (plan.canary) out += "\ncanary (runs first):\n" + plan_table_text({*plan.canary});
   for (const auto& g : plan.groups) {
     out += fmt::format("\n{}{}{} ({} rows):\n", g.name, g.eval ? " [eval]" : "",
                        g.fail_fast ? " [fail-fast]" : "", g.rows.size());
-    out += table_text(g.rows);
+    out += plan_table_text(g.rows);
   }
   return out;
 }

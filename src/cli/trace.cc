@@ -53,12 +53,12 @@ void add(workload::agentic::DagSummary& total, const workload::agentic::DagSumma
 }
 
 /// One row: what the trace holds and what the replay makes of it.
-struct Row {
+struct TraceRow {
   workload::TraceStats stats;
   workload::agentic::DagSummary dag;
 };
 
-boost::json::object stats_json(const Row& r) {
+boost::json::object stats_json(const TraceRow& r) {
   const workload::TraceStats& s = r.stats;
   return {{"id", s.id},
           {"requests", s.requests},
@@ -80,10 +80,10 @@ int run_stats(const TraceStatsOptions& o) {
     fmt::print(stderr, "inferbench trace stats: {}\n", traces.error().message);
     return kExitUsage;
   }
-  Row total_row;
+  TraceRow total_row;
   workload::TraceStats& total = total_row.stats;
   total.id = fmt::format("total ({} traces)", traces->size());
-  std::vector<Row> rows;
+  std::vector<TraceRow> rows;
   for (const auto& t : *traces) {
     auto tree = workload::agentic::build_replay_tree(t);
     if (!tree) {

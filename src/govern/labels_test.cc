@@ -8,13 +8,13 @@
 namespace ib::govern {
 namespace {
 
-const std::string kData = INFERBENCH_TEST_DATA "/inferencex";
+const std::string kInferenceXData = INFERBENCH_TEST_DATA "/inferencex";
 
 std::vector<recipe::RecipeRow> real_rows() {
   auto entries =
-      recipe::load_master_configs({kData + "/amd-master.yaml", kData + "/nvidia-master.yaml"});
+      recipe::load_master_configs({kInferenceXData + "/amd-master.yaml", kInferenceXData + "/nvidia-master.yaml"});
   EXPECT_TRUE(entries.ok());
-  auto runners = recipe::load_runners(kData + "/runners.yaml");
+  auto runners = recipe::load_runners(kInferenceXData + "/runners.yaml");
   return recipe::expand(*entries, runners.ok() ? &*runners : nullptr);
 }
 

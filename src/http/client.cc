@@ -21,6 +21,7 @@
 #include <tuple>
 
 #include "core/clock.h"
+#include "http/awaitable.h"
 
 namespace ib::http {
 
@@ -28,7 +29,6 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 std::string Endpoint::url() const {
   return fmt::format("http://{}:{}{}", host, port, base_path);

@@ -23,6 +23,7 @@
 #include <list>
 
 #include "core/clock.h"
+#include "http/awaitable.h"
 
 namespace ib::http {
 
@@ -33,8 +34,6 @@ using tcp = asio::ip::tcp;
 using boost::system::error_code;
 
 namespace {
-
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 // Server diagnostics go to stderr: stdout is for results.
 spdlog::logger& server_log() {

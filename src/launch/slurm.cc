@@ -186,7 +186,7 @@ Expected<CommandResult> scancel(const std::string& id, std::vector<std::string> 
   return run_command(argv, co);
 }
 
-std::string with_log_tail(std::string message, const fs::path& log) {
+std::string with_job_log_tail(std::string message, const fs::path& log) {
   std::string tail = file_tail(log);
   if (tail.empty())
     return fmt::format("{}\n(server log {} is empty or missing)", message, log.string());
@@ -347,12 +347,12 @@ class SlurmLauncher final : public Launcher {
     auto node = wait_running(*server);
     if (!node) {
       server->stop(milliseconds(2000));
-      return Error{with_log_tail(node.error().message, s.log_path)};
+      return Error{with_job_log_tail(node.error().message, s.log_path)};
     }
     auto host = node_address(*node);
     if (!host) {
       server->stop(milliseconds(2000));
-      return Error{with_log_tail(host.error().message, s.log_path)};
+      return Error{with_job_log_tail(host.error().message, s.log_path)};
     }
     server->set_url(fmt::format("http://{}:{}", *host, *port));
     SlurmServer* raw = server.get();
@@ -364,7 +364,7 @@ class SlurmLauncher final : public Launcher {
         message += fmt::format(" (slurm job {} on {})", id, *node);
       }
       server->stop(milliseconds(10000));
-      return Error{with_log_tail(message, s.log_path)};
+      return Error{with_job_log_tail(message, s.log_path)};
     }
     return std::unique_ptr<Server>(std::move(server));
   }

@@ -48,13 +48,13 @@ double cpu_seconds_now() {
   return tv(ru.ru_utime) + tv(ru.ru_stime);
 }
 
-int64_t peak_rss_kib() {
+int64_t agentic_peak_rss_kib() {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
   return ru.ru_maxrss;
 }
 
-std::chrono::steady_clock::time_point to_steady(int64_t mono) {
+std::chrono::steady_clock::time_point agentic_to_steady(int64_t mono) {
   return std::chrono::steady_clock::time_point(std::chrono::nanoseconds(mono));
 }
 
@@ -86,7 +86,7 @@ class Driver {
     result_.end_unix = unix_seconds();
     result_.wall_seconds = seconds_now();
     result_.cpu_seconds = cpu_seconds_now() - cpu0;
-    result_.peak_rss_kib = peak_rss_kib();
+    result_.peak_rss_kib = agentic_peak_rss_kib();
     result_.aborted = sched_.aborted();
     result_.abort_reason = sched_.abort_reason();
     if (result_.aborted && !first_root_primer_error_.empty()) {
@@ -336,7 +336,7 @@ class Driver {
       double wake = std::min(sched_.next_wake(), now + 0.1);  // interrupts, progress
       if (!cutting_) wake = std::min(wake, sched_.hard_stop());
       wake_.expires_at(
-          to_steady(result_.origin_ns + static_cast<int64_t>(std::max(wake, now) * 1e9)));
+          agentic_to_steady(result_.origin_ns + static_cast<int64_t>(std::max(wake, now) * 1e9)));
       boost::system::error_code ec;
       co_await wake_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
     }

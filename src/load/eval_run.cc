@@ -68,7 +68,7 @@ std::string outcome_error(const http::HttpOutcome& o) {
   return o.ec ? o.ec.message() : "incomplete response";
 }
 
-struct Shared {
+struct EvalShared {
   const EvalSpec& spec;
   const gsm8k::Dataset& dataset;
   http::Endpoint endpoint;
@@ -83,7 +83,7 @@ struct Shared {
   std::vector<http::HttpConnection*> connections = {};
 };
 
-asio::awaitable<void> worker(Shared& s) {
+asio::awaitable<void> worker(EvalShared& s) {
   auto executor = co_await asio::this_coro::executor;
   http::ClientTimeouts timeouts;
   timeouts.total = std::chrono::duration_cast<std::chrono::milliseconds>(s.spec.request_timeout);
@@ -149,7 +149,7 @@ asio::awaitable<void> worker(Shared& s) {
   --s.running;
 }
 
-asio::awaitable<void> watcher(Shared& s, bool tty, int64_t start_ns) {
+asio::awaitable<void> watcher(EvalShared& s, bool tty, int64_t start_ns) {
   asio::steady_timer t(co_await asio::this_coro::executor);
   while (s.running > 0) {
     t.expires_after(std::chrono::milliseconds(100));
@@ -367,7 +367,7 @@ Expected<EvalReport> run_eval(const EvalSpec& spec, const gsm8k::Dataset& datase
   for (size_t i = 0; i < n; ++i) report.records[i].index = i;
 
   asio::io_context io(1);
-  Shared shared{spec,   dataset, *endpoint, *addresses, model,
+  EvalShared shared{spec,   dataset, *endpoint, *addresses, model,
                 std::string(openai::api_path(spec.prompt.style == gsm8k::PromptStyle::kCompletions
                                                  ? openai::Api::kCompletions
                                                  : openai::Api::kChat)),

@@ -43,7 +43,7 @@ AgenticDist dist(std::vector<double> values) {
 
 // Interactivity from per-request costs x_i (seconds per token, or ITL seconds): 1/percentile_q(x)
 // (so p90 is the slow tail), 1/mean(x), and the population std of 1/x_i. Keeps x_i > 0 only.
-Interactivity inverse(std::vector<double> x) {
+Interactivity agentic_inverse(std::vector<double> x) {
   std::erase_if(x, [](double v) { return !(v > 0) || !std::isfinite(v); });
   Interactivity out;
   out.count = static_cast<int64_t>(x.size());
@@ -157,8 +157,8 @@ AgenticMetrics compute_agentic_metrics(std::span<const RequestRecord> records,
   m.ttft_s = dist(ttft);
   m.e2el_s = dist(e2el);
   m.itl_s = dist(itl);
-  m.intvty = inverse(itl);
-  m.e2e_norm_intvty = inverse(norm);
+  m.intvty = agentic_inverse(itl);
+  m.e2e_norm_intvty = agentic_inverse(norm);
   m.input_tokens = dist(isl);
   m.output_tokens = dist(osl);
   m.expected_output_tokens = dist(expected);

@@ -7,18 +7,18 @@
 namespace ib::metrics {
 namespace {
 
-constexpr int64_t kMs = 1'000'000;  // ns per ms
+constexpr int64_t kNsPerMs = 1'000'000;  // ns per ms
 
 // A successful request: sent at `send` ms, content events at `events` ms, `out` tokens reported.
 RequestRecord ok_request(int64_t send, std::vector<int64_t> events, int64_t out, int in = 100) {
   RequestRecord r;
   r.input_len = in;
   r.output_len = static_cast<int>(out);
-  r.sched_ns = send * kMs;
-  r.send_ns = send * kMs;
-  r.first_byte_ns = events.front() * kMs;
-  for (int64_t e : events) r.content_ns.push_back(e * kMs);
-  r.done_ns = events.back() * kMs;
+  r.sched_ns = send * kNsPerMs;
+  r.send_ns = send * kNsPerMs;
+  r.first_byte_ns = events.front() * kNsPerMs;
+  for (int64_t e : events) r.content_ns.push_back(e * kNsPerMs);
+  r.done_ns = events.back() * kNsPerMs;
   r.completion_tokens = out;
   r.prompt_tokens = in;
   return r;
@@ -72,8 +72,8 @@ TEST(ComputeMetrics, OnlyOneTokenOutputsWarnThatTpotIsUndefined) {
 TEST(ComputeMetrics, FailuresAreCountedByCauseAndExcluded) {
   std::vector<RequestRecord> rs = {ok_request(1, {10, 20}, 2)};
   RequestRecord bad;
-  bad.send_ns = 5 * kMs;
-  bad.done_ns = 900 * kMs;
+  bad.send_ns = 5 * kNsPerMs;
+  bad.done_ns = 900 * kNsPerMs;
   bad.failure = FailureCause::kHttpStatus;
   bad.error = "HTTP 500: boom";
   rs.push_back(bad);
@@ -96,7 +96,7 @@ TEST(ComputeMetrics, FailuresAreCountedByCauseAndExcluded) {
 
 TEST(ComputeMetrics, ScheduleBasedLatencyIncludesQueueing) {
   RequestRecord r = ok_request(100, {150, 160}, 2);
-  r.sched_ns = 40 * kMs;  // intended 60 ms before it could be sent
+  r.sched_ns = 40 * kNsPerMs;  // intended 60 ms before it could be sent
   std::vector<RequestRecord> rs = {r};
   BenchMetrics m = compute_metrics(rs, {});
   EXPECT_DOUBLE_EQ(m.ttft_ms.mean, 50);

@@ -14,7 +14,7 @@
 namespace ib::recipe {
 namespace {
 
-const std::string kData = INFERBENCH_TEST_DATA "/inferencex";
+const std::string kInferenceXData = INFERBENCH_TEST_DATA "/inferencex";
 
 std::vector<Diagnostic> parse(const std::string& text,
                               std::vector<ConfigEntry>* entries = nullptr) {
@@ -46,16 +46,16 @@ std::string single_node(const std::string& search_space_entry, const std::string
 }
 
 TEST(RecipeLoad, RealMasterConfigsAndRunnersLoadCleanly) {
-  auto runners = load_runners(kData + "/runners.yaml");
+  auto runners = load_runners(kInferenceXData + "/runners.yaml");
   ASSERT_TRUE(runners.ok()) << runners.error().message;
   EXPECT_FALSE(runners->labels.empty());
   EXPECT_EQ(runners->hardware.at("cluster:h100-dgxc").available_cpu_dram_mib,
             2063837);  // 2_063_837
   EXPECT_EQ(runners->hardware.at("cluster:h100-dgxc").gpus_per_node, 8);
-  auto amd = load_master_configs({kData + "/amd-master.yaml"});
+  auto amd = load_master_configs({kInferenceXData + "/amd-master.yaml"});
   ASSERT_TRUE(amd.ok()) << amd.error().message;
   EXPECT_EQ(amd->size(), 56u);
-  auto both = load_master_configs({kData + "/amd-master.yaml", kData + "/nvidia-master.yaml"});
+  auto both = load_master_configs({kInferenceXData + "/amd-master.yaml", kInferenceXData + "/nvidia-master.yaml"});
   ASSERT_TRUE(both.ok()) << both.error().message;
   EXPECT_EQ(both->size(), 208u);
   const ConfigEntry& first = both->front();
@@ -68,7 +68,7 @@ TEST(RecipeLoad, RealMasterConfigsAndRunnersLoadCleanly) {
 }
 
 TEST(RecipeLoad, DuplicateKeysAcrossFiles) {
-  auto r = load_master_configs({kData + "/amd-master.yaml", kData + "/amd-master.yaml"});
+  auto r = load_master_configs({kInferenceXData + "/amd-master.yaml", kInferenceXData + "/amd-master.yaml"});
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("dsr1-fp4-mi355x-sglang: config key is already defined at"),
             std::string::npos);

@@ -14,7 +14,7 @@ struct Parsed {
   std::string text() const { return join_diagnostics(diagnostics); }
 };
 
-Parsed parse(const std::string& text, YamlLimits limits = {}) {
+Parsed parse_yaml(const std::string& text, YamlLimits limits = {}) {
   Parsed p;
   YamlReader reader("t.yaml", &p.diagnostics, limits);
   p.ok = reader.parse(text).has_value();
@@ -38,7 +38,7 @@ std::string billion_laughs() {
 TEST(YamlLimits, BillionLaughsIsRejectedAtTheAliasThatCrossesTheNodeLimit) {
   const std::string doc = billion_laughs();
   ASSERT_LT(doc.size(), 400u);
-  auto p = parse(doc);
+  auto p = parse_yaml(doc);
   EXPECT_FALSE(p.ok);
   ASSERT_EQ(p.diagnostics.size(), 1u) << p.text();
   const Diagnostic& d = p.diagnostics[0];
@@ -56,10 +56,10 @@ TEST(YamlLimits, NodeLimitCountsEveryExpandedNodeExactly) {
   const std::string doc = "a: &a [1, 2, 3]\nb: *a\n";
   YamlLimits at;
   at.max_nodes = 11;
-  EXPECT_TRUE(parse(doc, at).ok) << parse(doc, at).text();
+  EXPECT_TRUE(parse_yaml(doc, at).ok) << parse_yaml(doc, at).text();
   YamlLimits below;
   below.max_nodes = 10;
-  auto p = parse(doc, below);
+  auto p = parse_yaml(doc, below);
   EXPECT_FALSE(p.ok);
   EXPECT_NE(p.text().find("t.yaml:2:4: too many nodes after alias expansion (limit 10): each alias "
                           "counts every node of what it repeats"),
@@ -67,7 +67,7 @@ TEST(YamlLimits, NodeLimitCountsEveryExpandedNodeExactly) {
       << p.text();
   // Without aliases the message does not blame them.
   below.max_nodes = 3;
-  p = parse("[1, 2, 3]\n", below);
+  p = parse_yaml("[1, 2, 3]\n", below);
   EXPECT_NE((p.text() + "\n").find("too many nodes after alias expansion (limit 3)\n"),
             std::string::npos)
       << p.text();
@@ -76,8 +76,8 @@ TEST(YamlLimits, NodeLimitCountsEveryExpandedNodeExactly) {
 TEST(YamlLimits, AliasCount) {
   YamlLimits limits;
   limits.max_aliases = 3;
-  EXPECT_TRUE(parse("a: &a 1\nb: [*a, *a, *a]\n", limits).ok);
-  auto p = parse("a: &a 1\nb: [*a, *a, *a, *a]\n", limits);
+  EXPECT_TRUE(parse_yaml("a: &a 1\nb: [*a, *a, *a]\n", limits).ok);
+  auto p = parse_yaml("a: &a 1\nb: [*a, *a, *a, *a]\n", limits);
   EXPECT_FALSE(p.ok);
   EXPECT_NE(p.text().find("t.yaml:2:17: more than 3 aliases (the limit)"), std::string::npos)
       << p.text();
@@ -86,8 +86,8 @@ TEST(YamlLimits, AliasCount) {
 TEST(YamlLimits, AnchorCount) {
   YamlLimits limits;
   limits.max_anchors = 2;
-  EXPECT_TRUE(parse("[&a 1, &b 2]\n", limits).ok);
-  auto p = parse("[&a 1, &b 2, &c [3]]\n", limits);
+  EXPECT_TRUE(parse_yaml("[&a 1, &b 2]\n", limits).ok);
+  auto p = parse_yaml("[&a 1, &b 2, &c [3]]\n", limits);
   EXPECT_FALSE(p.ok);
   EXPECT_EQ(p.text().rfind("t.yaml:1:", 0), 0u) << p.text();
   EXPECT_NE(p.text().find(": more than 2 anchors (the limit)"), std::string::npos) << p.text();
@@ -97,24 +97,24 @@ TEST(YamlLimits, ScalarTextAfterAliasExpansion) {
   YamlLimits limits;
   limits.max_scalar_bytes = 40;
   // "a", "b" and 10 bytes, then three more copies of the 10 bytes: 42 bytes.
-  auto p = parse("a: &a xxxxxxxxxx\nb: [*a, *a, *a]\n", limits);
+  auto p = parse_yaml("a: &a xxxxxxxxxx\nb: [*a, *a, *a]\n", limits);
   EXPECT_FALSE(p.ok);
   EXPECT_NE(p.text().find("t.yaml:2:13: more than 40 bytes of scalar text after alias expansion"),
             std::string::npos)
       << p.text();
   limits.max_scalar_bytes = 42;
-  EXPECT_TRUE(parse("a: &a xxxxxxxxxx\nb: [*a, *a, *a]\n", limits).ok);
+  EXPECT_TRUE(parse_yaml("a: &a xxxxxxxxxx\nb: [*a, *a, *a]\n", limits).ok);
 }
 
 TEST(YamlLimits, DocumentSize) {
   YamlLimits limits;
   limits.max_bytes = 16;
-  EXPECT_TRUE(parse("k: 0123456789ab\n", limits).ok);  // 16 bytes
-  auto p = parse("k: 0123456789abc\n", limits);
+  EXPECT_TRUE(parse_yaml("k: 0123456789ab\n", limits).ok);  // 16 bytes
+  auto p = parse_yaml("k: 0123456789abc\n", limits);
   EXPECT_FALSE(p.ok);
   EXPECT_EQ(p.text(), "t.yaml: 17 bytes is more than the limit for a YAML document (16 bytes)");
   // The default: 16 MiB.
-  p = parse("k: \"" + std::string((16 << 20) + 1, 'x') + "\"\n");
+  p = parse_yaml("k: \"" + std::string((16 << 20) + 1, 'x') + "\"\n");
   EXPECT_NE(p.text().find("is more than the limit for a YAML document (16 MiB)"),
             std::string::npos);
   EXPECT_LT(p.text().size(), 200u);
@@ -122,9 +122,9 @@ TEST(YamlLimits, DocumentSize) {
 
 TEST(YamlLimits, FlowNestingIsCaughtOnTheBytesBeforeYamlCppBuffersIt) {
   // 100 levels are allowed, 101 are not; 100000 '[' fail as fast as 101.
-  EXPECT_TRUE(parse("k: " + std::string(99, '[') + std::string(99, ']') + "\n").ok);
+  EXPECT_TRUE(parse_yaml("k: " + std::string(99, '[') + std::string(99, ']') + "\n").ok);
   for (size_t n : {101, 100000}) {
-    auto p = parse("k: " + std::string(n, '[') + std::string(n, ']') + "\n");
+    auto p = parse_yaml("k: " + std::string(n, '[') + std::string(n, ']') + "\n");
     EXPECT_FALSE(p.ok);
     ASSERT_EQ(p.diagnostics.size(), 1u);
     EXPECT_EQ(p.diagnostics[0].kind, "yaml-limit");
@@ -133,7 +133,7 @@ TEST(YamlLimits, FlowNestingIsCaughtOnTheBytesBeforeYamlCppBuffersIt) {
               "limit); a recipe needs only a few levels");
   }
   // After an anchor or a tag, and in mappings.
-  auto p = parse("k: &a !!seq " + std::string(1000, '{') + "\n");
+  auto p = parse_yaml("k: &a !!seq " + std::string(1000, '{') + "\n");
   EXPECT_NE(p.text().find("nested more than 100 levels deep"), std::string::npos) << p.text();
   EXPECT_EQ(p.text().find("bad file"), std::string::npos) << p.text();
 }
@@ -142,7 +142,7 @@ TEST(YamlLimits, BlockNestingStopsYamlCppsRecursionAtTheLimit) {
   std::string deep = "k:\n";
   for (int i = 0; i < 100000; ++i) deep += "- ";
   deep += "x\n";
-  auto p = parse(deep);
+  auto p = parse_yaml(deep);
   EXPECT_FALSE(p.ok);
   EXPECT_NE(p.text().find("t.yaml:2:"), std::string::npos) << p.text();
   EXPECT_NE(p.text().find("mappings and lists nested more than 100 levels deep (the limit)"),
@@ -155,8 +155,8 @@ TEST(YamlLimits, NestingAfterAliasExpansion) {
   YamlLimits limits;
   limits.max_depth = 4;
   // a's list is 2 deep inside the top mapping (3); an alias to it one level further down is 4.
-  EXPECT_TRUE(parse("a: &a [[x]]\nb: [*a]\n", limits).ok);
-  auto p = parse("a: &a [[x]]\nb: [[*a]]\n", limits);
+  EXPECT_TRUE(parse_yaml("a: &a [[x]]\nb: [*a]\n", limits).ok);
+  auto p = parse_yaml("a: &a [[x]]\nb: [[*a]]\n", limits);
   EXPECT_FALSE(p.ok);
   EXPECT_NE(p.text().find(
                 "t.yaml:2:6: nesting deeper than 4 levels after alias expansion (the limit) at "
@@ -166,30 +166,30 @@ TEST(YamlLimits, NestingAfterAliasExpansion) {
 }
 
 TEST(YamlLimits, AnAliasInsideItsOwnAnchorIsRejected) {
-  auto p = parse("k: &a [1, *a]\n");
+  auto p = parse_yaml("k: &a [1, *a]\n");
   EXPECT_FALSE(p.ok);
   EXPECT_NE(p.text().find("t.yaml:1:11: alias *a refers to a node that contains it"),
             std::string::npos)
       << p.text();
-  p = parse("k: &m {x: *m}\n");
+  p = parse_yaml("k: &m {x: *m}\n");
   EXPECT_FALSE(p.ok);
 }
 
 TEST(YamlLimits, BracketsInTextAreNotNesting) {
   const std::string many(300, '[');
   // Quoted, in a comment, in a plain scalar, in a block scalar: none of these nest.
-  EXPECT_TRUE(parse("a: \"" + many + "\"\nb: '" + many + "'\n").ok);
-  EXPECT_TRUE(parse("a: 1  # " + many + "\n").ok);
-  EXPECT_TRUE(parse("a: x" + many + "\n").ok);
-  auto p = parse("a: |\n  " + many + "\n  " + many + "\n\n  more\nb: [1]\n");
+  EXPECT_TRUE(parse_yaml("a: \"" + many + "\"\nb: '" + many + "'\n").ok);
+  EXPECT_TRUE(parse_yaml("a: 1  # " + many + "\n").ok);
+  EXPECT_TRUE(parse_yaml("a: x" + many + "\n").ok);
+  auto p = parse_yaml("a: |\n  " + many + "\n  " + many + "\n\n  more\nb: [1]\n");
   EXPECT_TRUE(p.ok) << p.text();
-  p = parse("- >-\n    {{{{" + many + "\n- [x]\n");
+  p = parse_yaml("- >-\n    {{{{" + many + "\n- [x]\n");
   EXPECT_TRUE(p.ok) << p.text();
   // Real recipes (tests/data/inferencex) are covered by recipe_test's RealMasterConfigs test.
 }
 
 TEST(YamlMessages, SyntaxErrorsHaveNoEmptyPath) {
-  auto p = parse("k:\n  a: [1, 2\n  b: c\n");
+  auto p = parse_yaml("k:\n  a: [1, 2\n  b: c\n");
   EXPECT_FALSE(p.ok);
   ASSERT_EQ(p.diagnostics.size(), 1u);
   EXPECT_EQ(p.diagnostics[0].kind, "yaml-syntax");

@@ -1,4 +1,5 @@
 #include "sim/batch_engine.h"
+#include "http/awaitable.h"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/error.hpp>
@@ -11,15 +12,8 @@
 namespace ib::sim {
 
 namespace asio = boost::asio;
-using Clock = asio::steady_timer::clock_type;
 
 namespace {
-
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
-
-int64_t to_ns(Clock::time_point t) {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
-}
 
 double steady_seconds(Clock::time_point t) {
   return std::chrono::duration<double>(t.time_since_epoch()).count();

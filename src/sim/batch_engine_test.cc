@@ -15,6 +15,7 @@
 
 #include "core/clock.h"
 #include "sim/tokens.h"
+#include "http/awaitable.h"
 
 namespace ib::sim {
 namespace {
@@ -74,9 +75,6 @@ asio::awaitable<void> run(Engine& engine, GenerationRequest r, Outcome& out) {
   out.cached = g->cached_tokens();
 }
 
-void rethrow(std::exception_ptr e) {
-  if (e) std::rethrow_exception(e);
-}
 
 TEST(BatchEngine, EveryRequestGetsItsTokensInOrder) {
   asio::io_context io;

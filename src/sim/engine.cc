@@ -1,4 +1,5 @@
 #include "sim/engine.h"
+#include "http/awaitable.h"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/error.hpp>
@@ -9,19 +10,13 @@
 namespace ib::sim {
 
 namespace asio = boost::asio;
-using Clock = asio::steady_timer::clock_type;
 
 namespace {
-
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 Clock::duration to_duration(double seconds) {
   return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
 }
 
-int64_t to_ns(Clock::time_point t) {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
-}
 
 }  // namespace
 

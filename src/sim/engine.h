@@ -21,6 +21,13 @@
 
 namespace ib::sim {
 
+/// The engines' clock (Asio's steady timer clock), and its time points as nanoseconds since its
+/// epoch, as token due times are kept.
+using Clock = boost::asio::steady_timer::clock_type;
+inline int64_t to_ns(Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+
 /// What an engine needs to know about a request.
 struct GenerationRequest {
   int prompt_tokens = 1;

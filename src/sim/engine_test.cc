@@ -1,4 +1,5 @@
 #include "sim/engine.h"
+#include "http/awaitable.h"
 
 #include <gtest/gtest.h>
 
@@ -17,7 +18,6 @@ namespace ib::sim {
 namespace {
 
 namespace asio = boost::asio;
-using Clock = std::chrono::steady_clock;
 
 // Fixed step costs; records the running counts it was asked about.
 class RecordingModel final : public TimingModel {
@@ -62,9 +62,6 @@ asio::awaitable<void> run_request(Engine& engine, std::string name, int tokens,
   log.push_back("done " + name);
 }
 
-void rethrow(std::exception_ptr e) {
-  if (e) std::rethrow_exception(e);
-}
 
 TEST(SimpleEngine, AdmitsInFifoOrderWithinMaxRunning) {
   Fixture f(0.001, 0.001, 1);

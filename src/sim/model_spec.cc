@@ -14,7 +14,7 @@ namespace {
 // Architecture numbers from each checkpoint's config.json on Hugging Face (docs/perf-model.md
 // "Models" links them). Field order follows ModelSpec.
 // clang-format off
-constexpr std::array<ModelSpec, 5> kPresets = {{
+constexpr std::array<ModelSpec, 5> kModelPresets = {{
     // meta-llama/Llama-3.1-8B-Instruct: 32 layers, hidden 4096, 32 heads / 8 KV heads of 128,
     // intermediate 14336, vocab 128256, BF16.
     {"llama-3.1-8b", "meta-llama/Llama-3.1-8B-Instruct", "llama", 32, 4096, 128256,
@@ -102,11 +102,11 @@ double kv_bytes_per_token(const ModelSpec& m, int tp, double kv_bytes) {
 }
 
 std::span<const ModelSpec> model_presets() {
-  return kPresets;
+  return kModelPresets;
 }
 
 const ModelSpec* find_model(std::string_view name) {
-  for (const ModelSpec& m : kPresets) {
+  for (const ModelSpec& m : kModelPresets) {
     if (boost::beast::iequals(m.name, name)) return &m;
   }
   return nullptr;
@@ -114,7 +114,7 @@ const ModelSpec* find_model(std::string_view name) {
 
 std::string model_names() {
   std::string out;
-  for (const ModelSpec& m : kPresets) {
+  for (const ModelSpec& m : kModelPresets) {
     if (!out.empty()) out += ", ";
     out += m.name;
   }

@@ -10,7 +10,7 @@
 namespace ib::sim {
 namespace {
 
-SchedulerConfig config(int num_blocks, int max_seqs = 256, int budget = 8192) {
+SchedulerConfig sched_config(int num_blocks, int max_seqs = 256, int budget = 8192) {
   SchedulerConfig c;
   c.num_blocks = num_blocks;
   c.block_size = 16;
@@ -71,7 +71,7 @@ struct Driver {
 };
 
 TEST(Scheduler, EveryRequestGetsExactlyItsTokens) {
-  Driver d(config(1000));
+  Driver d(sched_config(1000));
   for (int i = 0; i < 5; ++i) d.s.add(spec(40 + i, 10 + i, i), d.owner(i));
   d.run();
   ASSERT_EQ(d.finished.size(), 5u);
@@ -83,14 +83,14 @@ TEST(Scheduler, EveryRequestGetsExactlyItsTokens) {
 }
 
 TEST(Scheduler, DecodeProducesOneTokenPerStepForEveryRunningRequest) {
-  Driver d(config(1000));
+  Driver d(sched_config(1000));
   for (int i = 0; i < 4; ++i) d.s.add(spec(16, 20, i), d.owner(i));
   // Step 1 prefills all four (and samples their first tokens); then 19 decode steps.
   EXPECT_EQ(d.run(), 20);
 }
 
 TEST(Scheduler, ChunkedPrefillRespectsTheTokenBudget) {
-  Driver d(config(1000, 256, /*budget=*/100));
+  Driver d(sched_config(1000, 256, /*budget=*/100));
   d.s.add(spec(450, 3, 1), d.owner(0));
   d.run();
   EXPECT_LE(d.max_tokens_in_step, 100);
@@ -100,7 +100,7 @@ TEST(Scheduler, ChunkedPrefillRespectsTheTokenBudget) {
 }
 
 TEST(Scheduler, DecodesShareTheStepWithAChunkedPrefill) {
-  Driver d(config(1000, 256, /*budget=*/64));
+  Driver d(sched_config(1000, 256, /*budget=*/64));
   d.s.add(spec(16, 50, 1), d.owner(0));
   d.step();  // prefill A
   d.s.add(spec(300, 2, 2), d.owner(1));
@@ -113,7 +113,7 @@ TEST(Scheduler, DecodesShareTheStepWithAChunkedPrefill) {
 }
 
 TEST(Scheduler, RunningRequestsNeverExceedMaxNumSeqs) {
-  Driver d(config(1000, /*max_seqs=*/3));
+  Driver d(sched_config(1000, /*max_seqs=*/3));
   for (int i = 0; i < 10; ++i) d.s.add(spec(16, 5, i), d.owner(i));
   d.step();
   EXPECT_EQ(d.s.running(), 3);
@@ -128,7 +128,7 @@ TEST(Scheduler, RunningRequestsNeverExceedMaxNumSeqs) {
 TEST(Scheduler, BeyondKvCapacityRequestsWaitAndRunningOnesArePreempted) {
   // 40 blocks of 16 = 640 tokens. Each request grows to 100 + 200 = 300 tokens (19 blocks), so
   // only two fit at once at the end although five are admitted at the start.
-  Driver d(config(40));
+  Driver d(sched_config(40));
   for (int i = 0; i < 5; ++i) d.s.add(spec(100, 200, i), d.owner(i));
   d.run();
   EXPECT_GT(d.max_waiting, 0);
@@ -138,7 +138,7 @@ TEST(Scheduler, BeyondKvCapacityRequestsWaitAndRunningOnesArePreempted) {
   EXPECT_EQ(d.s.pool().num_free(), 40);
 
   // With room for everyone there is no preemption.
-  Driver roomy(config(1000));
+  Driver roomy(sched_config(1000));
   for (int i = 0; i < 5; ++i) roomy.s.add(spec(100, 200, i), roomy.owner(i));
   roomy.run();
   EXPECT_EQ(roomy.s.stats().preemptions, 0);
@@ -146,7 +146,7 @@ TEST(Scheduler, BeyondKvCapacityRequestsWaitAndRunningOnesArePreempted) {
 }
 
 TEST(Scheduler, KvUsageRisesWithContext) {
-  Driver d(config(100));
+  Driver d(sched_config(100));
   d.s.add(spec(64, 100, 1), d.owner(0));
   d.step();
   const double early = d.s.pool().usage();
@@ -155,7 +155,7 @@ TEST(Scheduler, KvUsageRisesWithContext) {
 }
 
 TEST(Scheduler, APrefixCacheHitSkipsThatPrefill) {
-  Driver d(config(1000, 256, /*budget=*/128));
+  Driver d(sched_config(1000, 256, /*budget=*/128));
   d.s.add(spec(512, 2, 7), d.owner(0));
   d.run();
   const int cold_steps = d.first_token_step[d.owner(0)];
@@ -175,7 +175,7 @@ TEST(Scheduler, APrefixCacheHitSkipsThatPrefill) {
 TEST(Scheduler, APrefillAfterAHitComputesOnlyTheUncachedTokens) {
   // The next turn of a conversation extends a 1000-token prompt by 200 tokens: its prefill
   // computes the 208 tokens after the 62 cached blocks (992 tokens), with those as context.
-  Driver d(config(1000));
+  Driver d(sched_config(1000));
   d.s.add(spec(1000, 1, 3), d.owner(0));
   d.run();
   SequenceSpec next = spec(1200, 1, 3);  // the same first 1000 keys
@@ -190,7 +190,7 @@ TEST(Scheduler, APrefillAfterAHitComputesOnlyTheUncachedTokens) {
 }
 
 TEST(Scheduler, SharedPrefixesHitPartially) {
-  Driver d(config(1000));
+  Driver d(sched_config(1000));
   SequenceSpec a = spec(200, 1, 1);
   SequenceSpec b = a;
   for (int i = 100; i < 200; ++i) b.prompt_keys[i] = token_id_key(999999 + i);  // diverges at 100
@@ -202,7 +202,7 @@ TEST(Scheduler, SharedPrefixesHitPartially) {
 }
 
 TEST(Scheduler, PrefixCachingOffNeverHits) {
-  SchedulerConfig c = config(1000);
+  SchedulerConfig c = sched_config(1000);
   c.prefix_caching = false;
   Driver d(c);
   d.s.add(spec(512, 1, 7), d.owner(0));
@@ -216,7 +216,7 @@ TEST(Scheduler, PrefixCachingOffNeverHits) {
 TEST(Scheduler, GeneratedTokensAreCachedForTheNextTurn) {
   // Turn 1: prompt P, 64 generated tokens. Turn 2 sends P + the reply + more: it hits the blocks
   // holding the generated tokens too.
-  Driver d(config(1000));
+  Driver d(sched_config(1000));
   SequenceSpec turn1 = spec(64, 64, 3);
   d.s.add(turn1, d.owner(0));
   d.run();
@@ -234,7 +234,7 @@ TEST(Scheduler, GeneratedTokensAreCachedForTheNextTurn) {
 }
 
 TEST(Scheduler, AbortFreesEverything) {
-  Driver d(config(100));
+  Driver d(sched_config(100));
   const auto a = d.s.add(spec(160, 50, 1), d.owner(0));
   const auto b = d.s.add(spec(16, 50, 2), d.owner(1));
   d.step();
@@ -249,7 +249,7 @@ TEST(Scheduler, AbortFreesEverything) {
 }
 
 TEST(Scheduler, AbortedWhileWaitingIsSkipped) {
-  Driver d(config(1000, /*max_seqs=*/1));
+  Driver d(sched_config(1000, /*max_seqs=*/1));
   d.s.add(spec(16, 3, 1), d.owner(0));
   const auto b = d.s.add(spec(16, 3, 2), d.owner(1));
   d.s.add(spec(16, 3, 3), d.owner(2));
@@ -263,7 +263,7 @@ TEST(Scheduler, AbortedWhileWaitingIsSkipped) {
 }
 
 TEST(Scheduler, CompleteIgnoresRequestsAbortedDuringTheStep) {
-  Driver d(config(1000));
+  Driver d(sched_config(1000));
   const auto a = d.s.add(spec(16, 5, 1), d.owner(0));
   d.s.add(spec(16, 5, 2), d.owner(1));
   ASSERT_TRUE(d.s.schedule(d.plan));

@@ -28,6 +28,7 @@
 #include "sim/perf_model.h"
 #include "sim/responses.h"
 #include "sim/tokens.h"
+#include "http/awaitable.h"
 
 // GCC 12 false positive: after inlining Asio's recycling allocator for coroutine frames
 // (aligned_alloc, then its own operator delete) it reports mismatched new/delete.
@@ -213,7 +214,6 @@ std::unique_ptr<Engine> default_engine(asio::io_context& io, const SimArgs& args
                                         args.max_running, args.time_scale);
 }
 
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 // A GSM8K answer as output tokens: one per space-separated word, the space kept with the word that
 // follows it, so the tokens concatenate to the text.

@@ -57,7 +57,7 @@ struct Recorder final : NewsReceiver {
   bool finished = false;
 };
 
-GenerationRequest request(int output_tokens) {
+GenerationRequest relay_request(int output_tokens) {
   GenerationRequest r;
   r.prompt_tokens = 4;
   r.output_tokens = output_tokens;
@@ -102,7 +102,7 @@ class LoopThread {
   std::thread thread_;
 };
 
-SchedulerConfig config() {
+SchedulerConfig relay_config() {
   SchedulerConfig c;
   c.num_blocks = 4096;
   c.max_num_seqs = 256;
@@ -134,7 +134,7 @@ class TokenRelayTest : public ::testing::Test {
   void make(double step_s, bool shared_thread = false) {
     shared_thread_ = shared_thread;
     cost_ = std::make_shared<CountingStep>(step_s);
-    engine_ = std::make_unique<BatchEngine>(engine_thread_.io.get_executor(), cost_, config());
+    engine_ = std::make_unique<BatchEngine>(engine_thread_.io.get_executor(), cost_, relay_config());
     asio::io_context& io = shared_thread ? engine_thread_.io : io_thread_.io;
     relay_ = std::make_unique<TokenRelay>(*engine_, engine_thread_.io.get_executor(),
                                           std::vector<asio::any_io_executor>{io.get_executor()},
@@ -169,7 +169,7 @@ class TokenRelayTest : public ::testing::Test {
     tickets_.resize(rec.size());
     loop.run([&] {
       for (size_t i = 0; i < rec.size(); ++i) {
-        tickets_[i].emplace(relay_->submit(0, rec[i], request(tokens)));
+        tickets_[i].emplace(relay_->submit(0, rec[i], relay_request(tokens)));
       }
     });
   }

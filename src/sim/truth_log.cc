@@ -12,13 +12,13 @@ namespace ib::sim {
 
 namespace {
 
-using Out = std::back_insert_iterator<std::string>;
+using TruthOut = std::back_insert_iterator<std::string>;
 
 void append_times(std::string& out, std::span<const int64_t> times) {
   out += '[';
   for (size_t i = 0; i < times.size(); ++i) {
     if (i > 0) out += ',';
-    fmt::format_to(Out(out), "{}", times[i]);
+    fmt::format_to(TruthOut(out), "{}", times[i]);
   }
   out += ']';
 }
@@ -30,7 +30,7 @@ void append_truth(std::string& out, const TruthRecord& r) {
   } else {
     out += boost::json::serialize(boost::json::string(r.request_id));
   }
-  fmt::format_to(Out(out),
+  fmt::format_to(TruthOut(out),
                  R"(,"id":{},"api":"{}","stream":{},"arrival_ns":{},"prompt_tokens":{},)"
                  R"("completion_tokens":{},"cached_tokens":{},"preemptions":{},)"
                  R"("finish_reason":"{}","token_ns":)",

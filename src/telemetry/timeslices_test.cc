@@ -9,14 +9,14 @@
 namespace ib::telemetry {
 namespace {
 
-metrics::Scrape parse_ok(const std::string& text) {
+metrics::Scrape parse_scrape_ok(const std::string& text) {
   auto r = metrics::parse_prometheus(text);
   EXPECT_TRUE(r.ok()) << r.error().message;
   return r.ok() ? std::move(r).value() : metrics::Scrape{};
 }
 
 TimedScrape at(double t_s, const std::string& text, std::string url = "http://a/metrics") {
-  return TimedScrape{t_s, parse_ok(text), std::move(url)};
+  return TimedScrape{t_s, parse_scrape_ok(text), std::move(url)};
 }
 
 struct Vllm {
@@ -373,10 +373,10 @@ TEST(ServerTimeslices, BadInput) {
 }
 
 TEST(ServerTimeslices, DetectEngineAndMissingPrefixes) {
-  EXPECT_EQ(detect_engine(parse_ok("up 1\n")), Engine::kUnknown);
-  EXPECT_EQ(detect_engine(parse_ok("vllm:num_requests_running 1\nsglang:x 1\nvllm:y 2\n")),
+  EXPECT_EQ(detect_engine(parse_scrape_ok("up 1\n")), Engine::kUnknown);
+  EXPECT_EQ(detect_engine(parse_scrape_ok("vllm:num_requests_running 1\nsglang:x 1\nvllm:y 2\n")),
             Engine::kVllm);
-  EXPECT_EQ(detect_engine(parse_ok("sglang:num_queue_reqs 1\n")), Engine::kSglang);
+  EXPECT_EQ(detect_engine(parse_scrape_ok("sglang:num_queue_reqs 1\n")), Engine::kSglang);
   const std::vector<TimedScrape> scrapes = {at(0, "up 1\n"),
                                             at(1, "vllm:num_requests_running 1\n", "b")};
   EXPECT_EQ(missing_prefixes(scrapes, {"vllm:", "sglang:", "up"}),

@@ -78,6 +78,12 @@ struct Value {
     return kind == Kind::kInt || kind == Kind::kFloat || kind == Kind::kBool;
   }
   bool is_sequence() const { return kind == Kind::kList || kind == Kind::kTuple; }
+  /// An int or a bool (a Python bool is an int).
+  bool is_int_like() const { return kind == Kind::kInt || kind == Kind::kBool; }
+  /// The integer of an int or a bool.
+  int64_t int_value() const { return kind == Kind::kBool ? int64_t(b) : i; }
+  /// A number as a double.
+  double number_value() const { return kind == Kind::kFloat ? f : double(int_value()); }
 };
 
 /// A Python dict: insertion order, keys compared with Python's ==.

@@ -218,10 +218,6 @@ Value get_attr(const Value& obj, const std::string& name) {
   return missing_attribute(obj, Value::string(name));
 }
 
-int64_t index_of(const Value& v) {
-  return v.kind == Value::Kind::kBool ? int64_t(v.b) : v.i;
-}
-
 // Environment.getitem: `obj[key]` (an item first, then a Python attribute).
 Value get_item(const Value& obj, const Value& key) {
   if (obj.is_undefined()) undefined_error(obj);
@@ -229,13 +225,13 @@ Value get_item(const Value& obj, const Value& key) {
   if (obj.kind == Value::Kind::kDict) {
     if (const Value* v = obj.dict->find(key)) return *v;
   } else if (obj.is_sequence() && int_key) {
-    int64_t n = index_of(key);
+    int64_t n = key.int_value();
     const auto size = int64_t(obj.list->size());
     if (n < 0) n += size;
     if (n >= 0 && n < size) return (*obj.list)[size_t(n)];
   } else if (obj.is_string() && int_key) {
     const std::u32string text = decode_utf8(obj.s);
-    int64_t n = index_of(key);
+    int64_t n = key.int_value();
     const auto size = int64_t(text.size());
     if (n < 0) n += size;
     if (n >= 0 && n < size) return Value::string(encode_utf8(text.substr(size_t(n), 1)));
@@ -307,13 +303,6 @@ bool contains(const Value& container, const Value& item) {
   }
 }
 
-bool int_like(const Value& v) {
-  return v.kind == Value::Kind::kInt || v.kind == Value::Kind::kBool;
-}
-double as_double(const Value& v) {
-  return v.kind == Value::Kind::kFloat ? v.f : double(index_of(v));
-}
-
 std::string operand_error(std::string_view op, const Value& a, const Value& b) {
   return "unsupported operand type(s) for " + std::string(op) + ": '" + type_name(a) + "' and '" +
          type_name(b) + "'";
@@ -352,8 +341,8 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
   fail_if_undefined(a);
   fail_if_undefined(b);
   if (a.is_number() && b.is_number()) {
-    if (int_like(a) && int_like(b)) {
-      const int64_t x = index_of(a), y = index_of(b);
+    if (a.is_int_like() && b.is_int_like()) {
+      const int64_t x = a.int_value(), y = b.int_value();
       int64_t r = 0;
       if (op == "+" && !__builtin_add_overflow(x, y, &r)) return Value::integer(r);
       if (op == "-" && !__builtin_sub_overflow(x, y, &r)) return Value::integer(r);
@@ -386,7 +375,7 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
       }
       throw RenderError("integer overflow");
     }
-    const double x = as_double(a), y = as_double(b);
+    const double x = a.number_value(), y = b.number_value();
     if (op == "+") return Value::floating(x + y);
     if (op == "-") return Value::floating(x - y);
     if (op == "*") return Value::floating(x * y);
@@ -416,8 +405,8 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
     }
   }
   if (op == "*") {
-    if ((a.is_string() || a.is_sequence()) && int_like(b)) return repeat(a, index_of(b));
-    if ((b.is_string() || b.is_sequence()) && int_like(a)) return repeat(b, index_of(a));
+    if ((a.is_string() || a.is_sequence()) && b.is_int_like()) return repeat(a, b.int_value());
+    if ((b.is_string() || b.is_sequence()) && a.is_int_like()) return repeat(b, a.int_value());
   }
   type_error(operand_error(op, a, b));
 }
@@ -503,12 +492,12 @@ std::string require_string(const Value& v, std::string_view what) {
 }
 
 int64_t require_int(const Value& v, std::string_view what) {
-  if (!int_like(v)) {
+  if (!v.is_int_like()) {
     fail_if_undefined(v);
     type_error(std::string(what) + ": '" + type_name(v) +
                "' object cannot be interpreted as an integer");
   }
-  return index_of(v);
+  return v.int_value();
 }
 
 std::optional<std::string> optional_chars(const Args& a, size_t index, std::string_view name) {
@@ -704,12 +693,12 @@ std::string percent_format(const std::string& fmt, const Value& args) {
       out += repr(v);
     } else if (conv == 'd' || conv == 'i') {
       if (!v.is_number()) type_error("%d format: a real number is required, not " + type_name(v));
-      out += std::to_string(int_like(v) ? index_of(v) : int64_t(v.f));
+      out += std::to_string(v.is_int_like() ? v.int_value() : int64_t(v.f));
     } else if (conv == 'f') {
       if (!v.is_number()) type_error("must be real number, not " + type_name(v));
       char buf[512];
       std::snprintf(buf, sizeof buf, "%.*f", precision < 0 ? 6 : std::min(precision, 100),
-                    as_double(v));
+                    v.number_value());
       out += buf;
     } else {
       throw RenderError(std::string("unsupported format character '") + conv + "'");
@@ -1028,7 +1017,7 @@ std::optional<double> parse_float(const std::string& text) {
 }
 
 std::optional<Value> to_int(const Value& v, int base) {
-  if (int_like(v)) return Value::integer(index_of(v));
+  if (v.is_int_like()) return Value::integer(v.int_value());
   if (v.kind == Value::Kind::kFloat) {
     if (!std::isfinite(v.f)) throw RenderError("cannot convert float infinity or NaN to integer");
     if (std::fabs(v.f) >= 9.2e18) throw RenderError("integer overflow");
@@ -1266,10 +1255,10 @@ class Renderer {
           if (!p) return std::nullopt;
           Value v = eval(*p, scope);
           if (v.is_none()) return std::nullopt;
-          if (!int_like(v)) {
+          if (!v.is_int_like()) {
             type_error("slice indices must be integers or None or have an __index__ method");
           }
-          return index_of(v);
+          return v.int_value();
         };
         const auto start = bound(e.args[1]);
         const auto stop = bound(e.args[2]);
@@ -1296,10 +1285,10 @@ class Renderer {
           type_error(std::string("bad operand type for unary ") +
                      (e.kind == Expr::Kind::kNeg ? "-" : "+") + ": '" + type_name(v) + "'");
         }
-        if (e.kind == Expr::Kind::kPos) return int_like(v) ? Value::integer(index_of(v)) : v;
+        if (e.kind == Expr::Kind::kPos) return v.is_int_like() ? Value::integer(v.int_value()) : v;
         if (v.kind == Value::Kind::kFloat) return Value::floating(-v.f);
-        if (index_of(v) == INT64_MIN) throw RenderError("integer overflow");
-        return Value::integer(-index_of(v));
+        if (v.int_value() == INT64_MIN) throw RenderError("integer overflow");
+        return Value::integer(-v.int_value());
       }
       case Expr::Kind::kNot:
         return Value::boolean(!truthy(eval(*e.args[0], scope)));
@@ -1544,8 +1533,8 @@ class Renderer {
       const Value indent = a.get_or(1, "indent", Value::none());
       if (indent.is_string()) {
         o.indent = indent.s;
-      } else if (int_like(indent)) {
-        o.indent = std::string(size_t(std::clamp<int64_t>(index_of(indent), 0, 1000)), ' ');
+      } else if (indent.is_int_like()) {
+        o.indent = std::string(size_t(std::clamp<int64_t>(indent.int_value(), 0, 1000)), ' ');
       } else if (!indent.is_none()) {
         type_error("tojson: indent must be an int or a str");
       }
@@ -1572,7 +1561,7 @@ class Renderer {
     }
     if (name == "float") {
       a.check("float", {"default"});
-      if (v.is_number()) return Value::floating(as_double(v));
+      if (v.is_number()) return Value::floating(v.number_value());
       if (v.is_string()) {
         if (auto d = parse_float(v.s)) return Value::floating(*d);
       }
@@ -1581,9 +1570,9 @@ class Renderer {
     if (name == "abs") {
       fail_if_undefined(v);
       if (v.kind == Value::Kind::kFloat) return Value::floating(std::fabs(v.f));
-      if (int_like(v)) {
-        if (index_of(v) == INT64_MIN) throw RenderError("integer overflow");
-        return Value::integer(std::abs(index_of(v)));
+      if (v.is_int_like()) {
+        if (v.int_value() == INT64_MIN) throw RenderError("integer overflow");
+        return Value::integer(std::abs(v.int_value()));
       }
       type_error("bad operand type for abs(): '" + type_name(v) + "'");
     }
@@ -1595,13 +1584,13 @@ class Renderer {
       fail_if_undefined(v);
       if (!v.is_number()) type_error("type " + type_name(v) + " doesn't define __round__ method");
       if (how == "common") {
-        if (int_like(v)) return Value::integer(index_of(v));
+        if (v.is_int_like()) return Value::integer(v.int_value());
         return Value::floating(round_half_even(v.f, precision));
       }
       if (how != "floor" && how != "ceil")
         throw RenderError("method must be common, ceil or floor");
       const double scale = std::pow(10.0, double(precision));
-      const double x = as_double(v) * scale;
+      const double x = v.number_value() * scale;
       return Value::floating((how == "floor" ? std::floor(x) : std::ceil(x)) / scale);
     }
     if (name == "d" || name == "default") {

@@ -315,24 +315,10 @@ std::string to_str(const Value& v) {
   return {};
 }
 
-namespace {
-
-bool int_like(const Value& v) {
-  return v.kind == Value::Kind::kInt || v.kind == Value::Kind::kBool;
-}
-int64_t as_int(const Value& v) {
-  return v.kind == Value::Kind::kBool ? int64_t(v.b) : v.i;
-}
-double as_double(const Value& v) {
-  return v.kind == Value::Kind::kFloat ? v.f : double(as_int(v));
-}
-
-}  // namespace
-
 bool equal(const Value& a, const Value& b) {
   if (a.is_number() && b.is_number()) {
-    if (int_like(a) && int_like(b)) return as_int(a) == as_int(b);
-    return as_double(a) == as_double(b);
+    if (a.is_int_like() && b.is_int_like()) return a.int_value() == b.int_value();
+    return a.number_value() == b.number_value();
   }
   if (a.kind != b.kind) return false;
   switch (a.kind) {
@@ -380,8 +366,8 @@ int three_way(const Value& a, const Value& b, std::string_view op) {
   if (a.is_undefined()) throw RenderError(a.s.empty() ? "undefined value" : a.s);
   if (b.is_undefined()) throw RenderError(b.s.empty() ? "undefined value" : b.s);
   if (a.is_number() && b.is_number()) {
-    if (int_like(a) && int_like(b)) return as_int(a) < as_int(b) ? -1 : as_int(a) > as_int(b);
-    const double x = as_double(a), y = as_double(b);
+    if (a.is_int_like() && b.is_int_like()) return a.int_value() < b.int_value() ? -1 : a.int_value() > b.int_value();
+    const double x = a.number_value(), y = b.number_value();
     if (std::isnan(x) || std::isnan(y)) return 2;  // every comparison with nan is false
     return x < y ? -1 : x > y;
   }

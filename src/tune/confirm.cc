@@ -36,7 +36,7 @@ bool is_eval(const metrics::PointResult& p) {
   return metrics::is_eval_workload_key(p.id.workload_key);
 }
 
-std::string ci_text(const verdict::Interval& ci) {
+std::string ci_pct_text(const verdict::Interval& ci) {
   return ci.valid() ? fmt::format("[{:+.2f}%, {:+.2f}%]", ci.lo, ci.hi) : "no interval";
 }
 
@@ -121,7 +121,7 @@ void decide_confirmation(ConfirmResult& r, const Objective& objective, double co
   }
   r.objective_verdict = decide(r.ci_pct, objective.higher_is_better, min_effect_pct);
   const std::string obj =
-      fmt::format("{} {:+.2f}% {}", objective.name(), r.delta_pct, ci_text(r.ci_pct));
+      fmt::format("{} {:+.2f}% {}", objective.name(), r.delta_pct, ci_pct_text(r.ci_pct));
   auto reject = [&](std::string why) {
     r.decision = ConfirmDecision::kRejected;
     r.reason = std::move(why);
@@ -143,7 +143,7 @@ void decide_confirmation(ConfirmResult& r, const Objective& objective, double co
   std::vector<std::string> regressed, inconclusive;
   for (const auto& g : r.guards) {
     const std::string line = fmt::format("{} {:+.2f}% {} (tolerance {}%)", g.guard.metric,
-                                         g.delta_pct, ci_text(g.ci_pct), g.guard.tolerance_pct);
+                                         g.delta_pct, ci_pct_text(g.ci_pct), g.guard.tolerance_pct);
     if (g.verdict == "regressed") regressed.push_back(line);
     if (g.verdict == "inconclusive") inconclusive.push_back(line);
   }

@@ -1,4 +1,5 @@
 #include "tune/formula.h"
+#include "core/numeric.h"
 
 #include <fmt/format.h>
 
@@ -11,8 +12,6 @@
 namespace ib::tune {
 
 namespace {
-
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 bool is_digit(char c) {
   return c >= '0' && c <= '9';

@@ -8,14 +8,9 @@
 
 #include "core/strings.h"
 #include "metrics/keys.h"
+#include "core/numeric.h"
 
 namespace ib::tune {
-
-namespace {
-
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-}  // namespace
 
 bool usable(const metrics::PointResult& p) {
   return metrics::is_success(p.status) && p.validity.valid();

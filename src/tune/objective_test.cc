@@ -17,7 +17,7 @@ metrics::PointResult point(double tput, double tpot) {
   return p;
 }
 
-std::string error_of(const std::string& text, std::vector<std::string> slos = {},
+std::string objective_error(const std::string& text, std::vector<std::string> slos = {},
                      bool minimize = false) {
   auto o = make_objective(text, slos, 8, minimize);
   EXPECT_FALSE(o.ok()) << text;
@@ -65,17 +65,17 @@ TEST(Objective, Kinds) {
 }
 
 TEST(Objective, Errors) {
-  EXPECT_NE(error_of("speed").find("unknown metric 'speed'"), std::string::npos);
-  EXPECT_NE(error_of("tput_per_gpu", {"median_tpot_ms<=1"})
+  EXPECT_NE(objective_error("speed").find("unknown metric 'speed'"), std::string::npos);
+  EXPECT_NE(objective_error("tput_per_gpu", {"median_tpot_ms<=1"})
                 .find("--slo goes with --objective "
                       "tput-at-slo"),
             std::string::npos);
-  EXPECT_NE(error_of("tput-at-slo").find("needs at least one --slo"), std::string::npos);
-  EXPECT_NE(error_of("e2e-intvty:p42").find("p50, p90, p99, p99.9"), std::string::npos);
-  EXPECT_NE(error_of("tput_per_gpu", {}, true).find("--minimize"), std::string::npos);
-  EXPECT_NE(error_of("", {"median_tpot_ms<1"}).find("expected METRIC<=VALUE"), std::string::npos);
-  EXPECT_NE(error_of("", {"tpot<=1"}).find("'tpot' is not a headline metric"), std::string::npos);
-  EXPECT_NE(error_of("", {"median_tpot_ms<=fast"}).find("'fast' is not a number"),
+  EXPECT_NE(objective_error("tput-at-slo").find("needs at least one --slo"), std::string::npos);
+  EXPECT_NE(objective_error("e2e-intvty:p42").find("p50, p90, p99, p99.9"), std::string::npos);
+  EXPECT_NE(objective_error("tput_per_gpu", {}, true).find("--minimize"), std::string::npos);
+  EXPECT_NE(objective_error("", {"median_tpot_ms<1"}).find("expected METRIC<=VALUE"), std::string::npos);
+  EXPECT_NE(objective_error("", {"tpot<=1"}).find("'tpot' is not a headline metric"), std::string::npos);
+  EXPECT_NE(objective_error("", {"median_tpot_ms<=fast"}).find("'fast' is not a number"),
             std::string::npos);
 }
 

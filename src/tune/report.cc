@@ -39,7 +39,7 @@ std::string identity_line(const verify::ServerObservation& base) {
 
 // A path as people read it: relative to the current folder when inside it (the tuning keeps
 // absolute paths so that --resume works from anywhere).
-std::string shown(const std::string& path) {
+std::string shown_value(const std::string& path) {
   std::error_code ec;
   const std::string cwd = std::filesystem::current_path(ec).string();
   if (!ec && path.size() > cwd.size() + 1 && path.compare(0, cwd.size(), cwd) == 0 &&
@@ -125,7 +125,7 @@ std::string TuneReport::markdown() const {
   md += fmt::format(
       "Measured for **{}** ({}) on {}{}. Evidence for this recipe on this image, model and "
       "hardware only.\n\n",
-      key, shown(recipe), identity_line(verify.base),
+      key, shown_value(recipe), identity_line(verify.base),
       server_build.recorded() ? fmt::format(", server build `{}`", server_build.describe()) : "");
   if (objective) {
     md += fmt::format("Objective: {}. ", objective->describe());
@@ -177,7 +177,7 @@ std::string TuneReport::markdown() const {
       }
       for (const auto& cf : item.verdict.confounders) evidence += "; confounder: " + cf;
     }
-    if (!item.evidence_dir.empty()) evidence += fmt::format(" — `{}`", shown(item.evidence_dir));
+    if (!item.evidence_dir.empty()) evidence += fmt::format(" — `{}`", shown_value(item.evidence_dir));
     md += fmt::format("| `{}` | {} | {} | {} |\n", c.id, markdown_cell(c.describe()),
                       to_string(item.outcome), markdown_cell(evidence));
   }
@@ -306,7 +306,7 @@ std::string TuneReport::markdown() const {
     md += fmt::format(
         "\nThe whole entry: `{}/winner.yaml`. Perf-changelog entry "
         "(`{}/changelog-entry.yaml`):\n\n```yaml\n{}```\n",
-        shown(dir), shown(dir), std::string(trim(changelog)) + "\n");
+        shown_value(dir), shown_value(dir), std::string(trim(changelog)) + "\n");
     md +=
         "If other keys share this serve block (YAML anchors), run `inferbench changed` after "
         "applying the diff.\n";

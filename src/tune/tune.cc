@@ -34,7 +34,7 @@ void sweep_cost(const recipe::RecipeRow& row, const recipe::ConfigEntry& entry,
   }
 }
 
-int64_t field_of(const recipe::RecipeRow& r, const char* k) {
+int64_t row_field_of(const recipe::RecipeRow& r, const char* k) {
   const auto* v = r.fields.if_contains(k);
   return v && v->is_int64() ? v->as_int64() : 0;
 }
@@ -49,11 +49,11 @@ struct RowFacts {
 RowFacts row_facts(const recipe::ConfigEntry& entry, const recipe::RecipeRow& row) {
   RowFacts out;
   for (const auto& r : recipe::expand({entry}, nullptr)) {
-    if (r.scenario != row.scenario || field_of(r, "isl") != field_of(row, "isl") ||
-        field_of(r, "osl") != field_of(row, "osl") || field_of(r, "tp") != field_of(row, "tp")) {
+    if (r.scenario != row.scenario || row_field_of(r, "isl") != row_field_of(row, "isl") ||
+        row_field_of(r, "osl") != row_field_of(row, "osl") || row_field_of(r, "tp") != row_field_of(row, "tp")) {
       continue;
     }
-    if (const int64_t c = field_of(r, "conc"); c > 0) out.concs.push_back(c);
+    if (const int64_t c = row_field_of(r, "conc"); c > 0) out.concs.push_back(c);
     const auto* e = r.fields.if_contains("run-eval");
     out.eval = out.eval || (e && e->is_bool() && e->as_bool());
   }

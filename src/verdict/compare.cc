@@ -11,14 +11,13 @@
 #include "core/strings.h"
 #include "report/table.h"
 #include "verdict/resample.h"
+#include "core/numeric.h"
 
 namespace ib::verdict {
 
 namespace json = boost::json;
 
 namespace {
-
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 using GroupKey = std::tuple<std::string, std::string, int64_t>;  // config, workload, conc
 

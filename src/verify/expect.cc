@@ -30,7 +30,7 @@ std::string describe(const json::value& v) {
   }
 }
 
-std::string field(std::string_view base, std::string_view name) {
+std::string expect_field(std::string_view base, std::string_view name) {
   return fmt::format("{}.{}", base, name);
 }
 
@@ -44,7 +44,7 @@ class ExpectParser {
       error(path_, "expected a mapping, got " + describe(v));
     } else {
       for (const auto& [name, value] : v.get_object()) {
-        const std::string p = field(path_, name);
+        const std::string p = expect_field(path_, name);
         if (name == "log-contains") {
           spec.log_contains = regex_list(value, p);
         } else if (name == "log-absent") {
@@ -161,7 +161,7 @@ class ExpectParser {
     if (!v.is_object()) return error(p, "expected a mapping of setting: value, got " + describe(v));
     for (const auto& [key, value] : v.get_object()) {
       if (value.is_object() || value.is_array()) {
-        error(field(p, key), "expected a scalar, got " + describe(value));
+        error(expect_field(p, key), "expected a scalar, got " + describe(value));
         continue;
       }
       spec->settings.emplace_back(std::string(key), value);
@@ -181,7 +181,7 @@ class ExpectParser {
       RegexProbe probe;
       bool ok = true;
       for (const auto& [name, value] : arr[i].get_object()) {
-        const std::string fp = field(item, name);
+        const std::string fp = expect_field(item, name);
         if (name != "key" && name != "regex") {
           error(fp, "unknown field (expected key and regex)");
           ok = false;
@@ -197,12 +197,12 @@ class ExpectParser {
       }
       for (const char* required : {"key", "regex"}) {
         if (!arr[i].get_object().contains(required)) {
-          error(field(item, required), "missing");
+          error(expect_field(item, required), "missing");
           ok = false;
         }
       }
       if (ok && !keys.insert(probe.key).second) {
-        error(field(item, "key"), fmt::format("duplicate probe key \"{}\"", probe.key));
+        error(expect_field(item, "key"), fmt::format("duplicate probe key \"{}\"", probe.key));
         ok = false;
       }
       if (ok) spec->probes.push_back(std::move(probe));

@@ -11,7 +11,7 @@ namespace {
 
 namespace json = boost::json;
 
-std::string fixture(const std::string& name) {
+std::string expect_fixture(const std::string& name) {
   auto text = read_file(INFERBENCH_SOURCE_DIR "/tests/fixtures/logs/" + name);
   EXPECT_TRUE(text.ok()) << text.error().message;
   return text.ok() ? *text : std::string();
@@ -120,7 +120,7 @@ const char* kCustomArExpect = R"j({
 
 TEST(CheckExpect, FailsOnTheBaseLogWithEvidence) {
   const ExpectSpec spec = spec_of(kCustomArExpect);
-  const auto results = check_expect(spec, fixture("servesim-minimax-mi355x-tp4.log"));
+  const auto results = check_expect(spec, expect_fixture("servesim-minimax-mi355x-tp4.log"));
   ASSERT_EQ(results.size(), 6u);
   EXPECT_FALSE(all_passed(results));
 
@@ -151,7 +151,7 @@ TEST(CheckExpect, FailsOnTheBaseLogWithEvidence) {
 
 TEST(CheckExpect, PassesOnTheHeadLog) {
   const ExpectSpec spec = spec_of(kCustomArExpect);
-  const auto results = check_expect(spec, fixture("servesim-minimax-mi355x-tp4-custom-ar.log"));
+  const auto results = check_expect(spec, expect_fixture("servesim-minimax-mi355x-tp4-custom-ar.log"));
   ASSERT_EQ(results.size(), 6u);
   for (const AssertionResult& r : results) {
     EXPECT_TRUE(r.passed) << r.assertion << ": " << r.evidence;

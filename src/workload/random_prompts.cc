@@ -13,7 +13,7 @@ namespace ib::workload {
 namespace {
 
 // Common English words: with most tokenizers each is one token when preceded by a space.
-constexpr std::array<std::string_view, 64> kWords = {
+constexpr std::array<std::string_view, 64> kPromptWords = {
     "the",   "of",    "and",  "to",    "in",   "is",    "that", "for",   "it",   "as",    "was",
     "with",  "be",    "by",   "on",    "not",  "he",    "this", "are",   "or",   "his",   "from",
     "at",    "which", "but",  "have",  "an",   "had",   "they", "you",   "were", "their", "one",
@@ -125,7 +125,7 @@ Expected<std::vector<PromptSpec>> make_random_prompts(const RandomWorkload& w) {
       p.text.reserve(static_cast<size_t>(p.input_len) * 6);
       for (int i = 0; i < p.input_len; ++i) {
         if (i > 0) p.text.push_back(' ');
-        p.text.append(kWords[static_cast<size_t>(draw(rng, 0, kWords.size() - 1))]);
+        p.text.append(kPromptWords[static_cast<size_t>(draw(rng, 0, kPromptWords.size() - 1))]);
       }
     } else {
       p.token_ids.resize(static_cast<size_t>(p.input_len));

@@ -9,10 +9,10 @@
 namespace ib::workload {
 namespace {
 
-const std::string kTraces = std::string(INFERBENCH_TEST_DATA) + "/agentx-traces";
+const std::string kWekaTraces = std::string(INFERBENCH_TEST_DATA) + "/agentx-traces";
 
 TEST(WekaTrace, LoadsTheRecordedTracesWithTheirSubagents) {
-  auto traces = load_weka_traces({kTraces});
+  auto traces = load_weka_traces({kWekaTraces});
   ASSERT_TRUE(traces.ok()) << traces.error().message;
   ASSERT_EQ(traces->size(), 6u);
   EXPECT_EQ(traces->front().id, "trace_0014");  // sorted by file name
@@ -159,7 +159,7 @@ TEST(WekaTraceStats, TheoreticalPrefixHitWalksRequestsInStartOrderAgainstOneSeen
 }
 
 TEST(WekaTraceStats, RecordedTracesReuseMostOfTheirPrefix) {
-  auto traces = load_weka_traces({kTraces});
+  auto traces = load_weka_traces({kWekaTraces});
   ASSERT_TRUE(traces.ok()) << traces.error().message;
   for (const auto& tr : *traces) {
     const TraceStats s = trace_stats(tr);

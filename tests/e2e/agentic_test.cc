@@ -11,7 +11,7 @@ namespace {
 const std::string kTraces = std::string(INFERBENCH_TEST_DATA) + "/agentx-traces";
 constexpr const char* kScale = "100";
 
-std::vector<std::string> sim_args() {
+std::vector<std::string> agentic_sim_args() {
   return {"--time-scale", kScale};
 }
 
@@ -31,7 +31,7 @@ class AgenticAgainstSim : public ::testing::Test {
 };
 
 TEST_F(AgenticAgainstSim, BenchReplaysTracesWithExactPromptsAndPrefixStructure) {
-  SimServer sim(dir.path(), sim_args());
+  SimServer sim(dir.path(), agentic_sim_args());
   ASSERT_TRUE(sim.running());
   const fs::path out = dir.path() / "result.json";
   const fs::path details = dir.path() / "details.jsonl";

@@ -8,7 +8,7 @@
 namespace ib::e2e {
 namespace {
 
-std::string recipe(const std::string& prefix, const std::string& image) {
+std::string changelog_recipe(const std::string& prefix, const std::string& image) {
   return prefix +
          "-fp8-h200-vllm:\n"
          "  image: " +
@@ -42,7 +42,7 @@ class ChangelogRepo {
  public:
   ChangelogRepo() {
     git({"init", "-q", "-b", "main"});
-    write("recipes/master.yaml", recipe("aaa", "vllm:1") + recipe("bbb", "vllm:1"));
+    write("recipes/master.yaml", changelog_recipe("aaa", "vllm:1") + changelog_recipe("bbb", "vllm:1"));
     write("perf-changelog.yaml", kHistory);
     commit("base");
     git({"checkout", "-q", "-b", "pr"});  // head commits go to the branch; main stays the base
@@ -79,7 +79,7 @@ class ChangelogRepo {
 
 TEST(ChangelogCli, CleanAppendCoveringTheChangedKeyPasses) {
   ChangelogRepo repo;
-  repo.write("recipes/master.yaml", recipe("aaa", "vllm:2") + recipe("bbb", "vllm:1"));
+  repo.write("recipes/master.yaml", changelog_recipe("aaa", "vllm:2") + changelog_recipe("bbb", "vllm:1"));
   repo.write("perf-changelog.yaml",
              ChangelogRepo::kHistory + "\n" + entry("aaa-*", "Upgrade vLLM to 2"));
   repo.commit("upgrade aaa");
@@ -102,7 +102,7 @@ TEST(ChangelogCli, ModifiedHistoricalEntryFailsNamingRuleAndLine) {
   ChangelogRepo repo;
   std::string history = ChangelogRepo::kHistory;
   history.replace(history.find("First"), 5, "Early");  // line 4
-  repo.write("recipes/master.yaml", recipe("aaa", "vllm:2") + recipe("bbb", "vllm:1"));
+  repo.write("recipes/master.yaml", changelog_recipe("aaa", "vllm:2") + changelog_recipe("bbb", "vllm:1"));
   repo.write("perf-changelog.yaml", history + "\n" + entry("aaa-fp8-h200-vllm", "Upgrade"));
   // Head is the working tree (no --head).
   auto r = repo.check();
@@ -114,7 +114,7 @@ TEST(ChangelogCli, ModifiedHistoricalEntryFailsNamingRuleAndLine) {
 
 TEST(ChangelogCli, MissingBlankLineBeforeNewEntryFails) {
   ChangelogRepo repo;
-  repo.write("recipes/master.yaml", recipe("aaa", "vllm:2") + recipe("bbb", "vllm:1"));
+  repo.write("recipes/master.yaml", changelog_recipe("aaa", "vllm:2") + changelog_recipe("bbb", "vllm:1"));
   repo.write("perf-changelog.yaml",
              ChangelogRepo::kHistory + entry("aaa-fp8-h200-vllm", "Upgrade"));
   repo.commit("no blank line");
@@ -125,7 +125,7 @@ TEST(ChangelogCli, MissingBlankLineBeforeNewEntryFails) {
 
 TEST(ChangelogCli, EntryNotCoveringAnAffectedKeyFails) {
   ChangelogRepo repo;
-  repo.write("recipes/master.yaml", recipe("aaa", "vllm:2") + recipe("bbb", "vllm:2"));
+  repo.write("recipes/master.yaml", changelog_recipe("aaa", "vllm:2") + changelog_recipe("bbb", "vllm:2"));
   repo.write("perf-changelog.yaml",
              ChangelogRepo::kHistory + "\n" + entry("aaa-fp8-h200-vllm", "Upgrade both"));
   repo.commit("upgrade both, log one");
@@ -137,12 +137,12 @@ TEST(ChangelogCli, EntryNotCoveringAnAffectedKeyFails) {
 
 TEST(ChangelogCli, RecipeChangeWithoutEntryAndEntryWithoutChangeFail) {
   ChangelogRepo repo;
-  repo.write("recipes/master.yaml", recipe("aaa", "vllm:1") + recipe("bbb", "vllm:3"));
+  repo.write("recipes/master.yaml", changelog_recipe("aaa", "vllm:1") + changelog_recipe("bbb", "vllm:3"));
   auto missing = repo.check();
   EXPECT_EQ(missing.exit.code, 1) << missing.output;
   EXPECT_NE(missing.output.find("[missing-entry]"), std::string::npos) << missing.output;
 
-  repo.write("recipes/master.yaml", recipe("aaa", "vllm:1") + recipe("bbb", "vllm:1"));
+  repo.write("recipes/master.yaml", changelog_recipe("aaa", "vllm:1") + changelog_recipe("bbb", "vllm:1"));
   repo.write("perf-changelog.yaml",
              ChangelogRepo::kHistory + "\n" + entry("bbb-fp8-h200-vllm", "Nothing changed"));
   auto extra = repo.check();

@@ -14,7 +14,7 @@ namespace ib::e2e {
 namespace {
 
 // One simulator configuration "sim" at conc 1 and 4; `decode_ms` sets its decode speed.
-std::string recipe(const std::string& decode_ms, const std::string& model) {
+std::string compare_recipe(const std::string& decode_ms, const std::string& model) {
   return "sim:\n"
          "  image: inferbench/serve-sim\n"
          "  model: " + model + "\n"
@@ -108,8 +108,8 @@ std::string verdict_of(const boost::json::object& c) {
 TEST(CompareCli, FasterDecodeIsImprovedWithAnIntervalExcludingZero) {
   Fixture f;
   const std::string model = "sim-compare-" + std::to_string(::getpid());
-  const std::string base = f.sweep(f.write("base.yaml", recipe("4", model)));
-  const std::string head = f.sweep(f.write("head.yaml", recipe("2", model)));
+  const std::string base = f.sweep(f.write("base.yaml", compare_recipe("4", model)));
+  const std::string head = f.sweep(f.write("head.yaml", compare_recipe("2", model)));
   const auto c = f.compare_json({base, head});
   // TTFT is not what the change touches; on a loaded test machine its small intervals can come
   // out either way, so the summary is IMPROVED, or MIXED by a TTFT verdict.
@@ -161,7 +161,7 @@ TEST(CompareCli, FasterDecodeIsImprovedWithAnIntervalExcludingZero) {
 TEST(CompareCli, IdenticalSweepsShowNoSignificantChange) {
   Fixture f;
   const std::string model = "sim-compare-" + std::to_string(::getpid());
-  const fs::path rec = f.write("same.yaml", recipe("4", model));
+  const fs::path rec = f.write("same.yaml", compare_recipe("4", model));
   const std::string a = f.sweep(rec);
   const std::string b = f.sweep(rec);
   // A 5% minimum effect: the simulator's timers on a loaded test machine (tests run in parallel)
@@ -186,8 +186,8 @@ TEST(CompareCli, IdenticalSweepsShowNoSignificantChange) {
 
 TEST(CompareCli, ADifferentModelIsConfounded) {
   Fixture f;
-  const std::string base = f.sweep(f.write("a.yaml", recipe("4", "sim-model-a")));
-  const std::string head = f.sweep(f.write("b.yaml", recipe("2", "sim-model-b")));
+  const std::string base = f.sweep(f.write("a.yaml", compare_recipe("4", "sim-model-a")));
+  const std::string head = f.sweep(f.write("b.yaml", compare_recipe("2", "sim-model-b")));
   auto r = f.compare({base, head});
   EXPECT_EQ(r.exit.code, 0) << r.output;
   // Confounders come before any number.
@@ -206,8 +206,8 @@ TEST(CompareCli, ADifferentModelIsConfounded) {
 TEST(CompareCli, RepeatedRunsGiveAWelchInterval) {
   Fixture f;
   const std::string model = "sim-compare-" + std::to_string(::getpid());
-  const std::string base = f.sweep(f.write("base.yaml", recipe("4", model)), {"--repeat", "2"});
-  const std::string head = f.sweep(f.write("head.yaml", recipe("2", model)));
+  const std::string base = f.sweep(f.write("base.yaml", compare_recipe("4", model)), {"--repeat", "2"});
+  const std::string head = f.sweep(f.write("head.yaml", compare_recipe("2", model)));
   // The repeats are distinguishable: two runs, each saying which repeat it is.
   auto show =
       run_inferbench({"show", base, "--db", f.db().string()}, f.dir.path() / "show.log");
@@ -230,14 +230,14 @@ TEST(CompareCli, RevisionsAndFoldersOfResultFiles) {
   // A git checkout of the recipe: the sweep records its revision.
   const fs::path repo = f.dir.path() / "repo";
   fs::create_directories(repo);
-  std::ofstream(repo / "r.yaml") << recipe("4", model);
+  std::ofstream(repo / "r.yaml") << compare_recipe("4", model);
   const std::string git = "git -C " + repo.string() + " -c user.email=t@e -c user.name=t ";
   ASSERT_EQ(std::system((git + "init -q && " + git + "add r.yaml && " + git +
                          "commit -qm base >/dev/null")
                             .c_str()),
             0);
   const std::string base = f.sweep(repo / "r.yaml");
-  const std::string head = f.sweep(f.write("head.yaml", recipe("2", model)));
+  const std::string head = f.sweep(f.write("head.yaml", compare_recipe("2", model)));
   auto rev = run_command({"git", "-C", repo.string(), "rev-parse", "--short=10", "HEAD"}, {});
   ASSERT_TRUE(rev.ok() && rev->ok());
   std::string sha = rev->out.substr(0, rev->out.find('\n'));

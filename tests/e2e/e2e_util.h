@@ -68,6 +68,57 @@ inline CommandResult run_inferbench(const std::vector<std::string>& args, const 
   return r;
 }
 
+/// Runs several `inferbench ARGS...` command lines, up to `parallel` at a time (each killed after
+/// `timeout`; its output in logs[i]); the results in the order of `commands`. For tables of short
+/// commands, whose cost is mostly each process's start (a few hundred milliseconds under ASan).
+inline std::vector<CommandResult> run_inferbench_all(
+    const std::vector<std::vector<std::string>>& commands, const std::vector<fs::path>& logs,
+    std::chrono::seconds timeout = std::chrono::seconds(60), size_t parallel = 4) {
+  struct Running {
+    size_t index;
+    ChildProcess child;
+    std::chrono::steady_clock::time_point deadline;
+  };
+  std::vector<CommandResult> results(commands.size());
+  std::vector<Running> running;
+  size_t next = 0;
+  auto finish = [&](Running& r, bool timed_out) {
+    CommandResult& out = results[r.index];
+    out.timed_out = timed_out;
+    out.exit = r.child.stop(std::chrono::milliseconds(2000));
+    auto text = read_file(logs[r.index]);
+    if (text) out.output = *text;
+  };
+  while (next < commands.size() || !running.empty()) {
+    while (next < commands.size() && running.size() < parallel) {
+      SpawnOptions so;
+      so.argv.push_back(INFERBENCH_BIN);
+      so.argv.insert(so.argv.end(), commands[next].begin(), commands[next].end());
+      so.log_path = logs[next];
+      auto child = ChildProcess::spawn(so);
+      if (!child) {
+        results[next].output = child.error().message;
+        results[next].exit.code = -1;
+      } else {
+        running.push_back({next, std::move(*child), std::chrono::steady_clock::now() + timeout});
+      }
+      ++next;
+    }
+    for (size_t i = 0; i < running.size();) {
+      const bool done = running[i].child.poll().has_value();
+      const bool late = std::chrono::steady_clock::now() >= running[i].deadline;
+      if (done || late) {
+        finish(running[i], !done);
+        running.erase(running.begin() + static_cast<std::ptrdiff_t>(i));
+      } else {
+        ++i;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return results;
+}
+
 /// A serve-sim child on a free loopback port, stopped at destruction.
 class SimServer {
  public:

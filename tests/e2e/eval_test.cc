@@ -11,7 +11,7 @@ namespace ib::e2e {
 namespace {
 
 // Fast simple-model timing: an eval of hundreds of problems takes a few seconds.
-std::vector<std::string> sim_args(const std::string& correct, const std::string& flexible_only) {
+std::vector<std::string> eval_sim_args(const std::string& correct, const std::string& flexible_only) {
   return {"--timing-model", "simple",        "--time-scale",          "50",
           "--gsm8k-correct", correct,        "--gsm8k-flexible-only", flexible_only};
 }
@@ -26,7 +26,7 @@ class Eval : public ::testing::Test {
 };
 
 TEST_F(Eval, MeasuredAccuracyMatchesTheSimulatorsTruthForBothFilters) {
-  SimServer sim(dir.path(), sim_args("0.95", "0.1"));
+  SimServer sim(dir.path(), eval_sim_args("0.95", "0.1"));
   ASSERT_TRUE(sim.running());
   const fs::path out = dir.path() / "eval.json";
   const fs::path samples = dir.path() / "samples.jsonl";
@@ -73,7 +73,7 @@ TEST_F(Eval, MeasuredAccuracyMatchesTheSimulatorsTruthForBothFilters) {
 }
 
 TEST_F(Eval, TheGateFailsBelowThresholdNamingTheFilterAndTheThresholdsSource) {
-  SimServer sim(dir.path(), sim_args("0.80", "0"));
+  SimServer sim(dir.path(), eval_sim_args("0.80", "0"));
   ASSERT_TRUE(sim.running());
   const fs::path thresholds = dir.path() / "thresholds.yaml";
   std::ofstream(thresholds) << "default:\n  gsm8k: 0.75\nmodels:\n  sim:\n    gsm8k: 0.90\n";

@@ -28,7 +28,7 @@ std::string own_model() {
 // Two configurations (two series: bf16 and fp8 labels) × three concurrencies, simple timing model.
 // The head run (`head`) also has a third configuration whose `expect` fails (its one point is
 // measured but invalid), and a recipe string that tries to close the page's data element.
-std::string recipe(const std::string& fast_decode_ms, bool head) {
+std::string report_recipe(const std::string& fast_decode_ms, bool head) {
   auto key = [&](const std::string& name, const std::string& precision, const std::string& ms,
                  const std::string& concs, const std::string& extra) {
     return name + ":\n  image: inferbench/serve-sim\n  model: " + own_model() +
@@ -321,10 +321,12 @@ TEST(Report, UsageErrorsNameWhatIsWrong) {
   EXPECT_EQ(r.exit.code, 2) << r.output;  // RUN is required
 }
 
+// Cost: about 25 s, most of it two headless Chromium starts (the page is rendered and its script
+// run, as a person's browser would); a smaller sweep would not make it cheaper.
 TEST(Report, SweepReportAndChromium) {
   TempDir dir;
-  const std::string base = sweep(dir, recipe("2", false), "base");
-  const std::string head = sweep(dir, recipe("1", true), "head");
+  const std::string base = sweep(dir, report_recipe("2", false), "base");
+  const std::string head = sweep(dir, report_recipe("1", true), "head");
   ASSERT_NE(base, head);
   const fs::path db = dir.path() / "runs" / "inferbench.db";
   auto st = store::Store::open_existing(db);

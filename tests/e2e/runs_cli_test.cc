@@ -12,14 +12,14 @@
 namespace ib::e2e {
 namespace {
 
-struct Fixture {
+struct RunsFixture {
   int64_t old_run = 0, run = 0, config = 0, failed_config = 0;
 };
 
 // Two runs: an older successful one (the reuse source) and a sweep with an ok, a reused and a
 // failed point, one failed server configuration and two failures.
-Fixture fill(const fs::path& db) {
-  Fixture f;
+RunsFixture fill(const fs::path& db) {
+  RunsFixture f;
   auto opened = store::Store::open(db);
   if (!opened) {
     ADD_FAILURE() << opened.error().message;

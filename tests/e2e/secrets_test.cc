@@ -38,7 +38,7 @@ fs::path write_server(const TempDir& dir) {
   return script;
 }
 
-std::string recipe(const fs::path& server, const std::string& env_key, bool marker = true) {
+std::string secrets_recipe(const fs::path& server, const std::string& env_key, bool marker = true) {
   const std::string marked_env =
       marker ? fmt::format("{{value: \"{}\", secret: true}}", kMarkedEnv) : "\"" + kMarkedEnv + "\"";
   const std::string marked_arg =
@@ -114,7 +114,7 @@ void expect_server_got_them(const TempDir& dir, const std::string& env_key) {
 TEST(Secrets, SweepGivesTheServerItsSecretsAndStoresAndPrintsNone) {
   TempDir dir;
   const fs::path server = write_server(dir);
-  const fs::path r = write(dir, "recipe.yaml", recipe(server, kEnvKey));
+  const fs::path r = write(dir, "recipe.yaml", secrets_recipe(server, kEnvKey));
   const std::string runs = (dir.path() / "runs").string();
   const std::string db = (dir.path() / "runs" / "inferbench.db").string();
   auto sweep = run_inferbench({"sweep", r.string(), "--runs-dir", runs, "--startup-timeout", "30",
@@ -155,7 +155,7 @@ TEST(Secrets, TheMarkerDoesNotChangeTheFingerprint) {
   const fs::path server = dir.path() / "server.sh";
   auto fingerprint = [&](bool marker) {
     const fs::path r = write(dir, marker ? "marked.yaml" : "plain.yaml",
-                             recipe(server, kEnvKey, marker));
+                             secrets_recipe(server, kEnvKey, marker));
     auto out = run_inferbench({"plan", r.string(), "--json"},
                               dir.path() / (marker ? "marked.log" : "plain.log"));
     EXPECT_EQ(out.exit.code, 0) << out.output;
@@ -174,7 +174,7 @@ TEST(Secrets, TheMarkerDoesNotChangeTheFingerprint) {
 
 TEST(Secrets, AShortMarkedSecretIsRejectedWithItsField) {
   TempDir dir;
-  std::string text = recipe(dir.path() / "server.sh", kEnvKey);
+  std::string text = secrets_recipe(dir.path() / "server.sh", kEnvKey);
   text.replace(text.find(kMarkedEnv), kMarkedEnv.size(), "short");
   const fs::path r = write(dir, "short.yaml", text);
   auto out = run_inferbench({"plan", r.string()}, dir.path() / "plan.log");
@@ -187,8 +187,8 @@ TEST(Secrets, AShortMarkedSecretIsRejectedWithItsField) {
 TEST(Secrets, VerifyNamesAChangedSecretWithoutPrintingEither) {
   TempDir dir;
   const fs::path server = write_server(dir);
-  const fs::path base = write(dir, "base.yaml", recipe(server, kEnvKey));
-  const fs::path head = write(dir, "head.yaml", recipe(server, kHeadKey));
+  const fs::path base = write(dir, "base.yaml", secrets_recipe(server, kEnvKey));
+  const fs::path head = write(dir, "head.yaml", secrets_recipe(server, kHeadKey));
   const fs::path md = dir.path() / "verify.md";
   const fs::path work = dir.path() / "work";
   auto out = run_inferbench({"verify", base.string(), head.string(), "--json", "--markdown",

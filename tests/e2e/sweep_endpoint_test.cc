@@ -23,12 +23,12 @@ std::string recipe_text(const std::string& model, const std::string& extra,
 const std::string kOneSeqLen =
     "    - { isl: 32, osl: 8, search-space: [{ tp: 4, conc-list: [1, 2] }] }\n";
 
-std::vector<std::string> sim_args(const std::string& model) {
+std::vector<std::string> endpoint_sim_args(const std::string& model) {
   return {"--model",          model, "--timing-model",  "simple",
           "--decode-base-ms", "1",   "--prefill-tok-s", "10000000"};
 }
 
-fs::path write(const TempDir& dir, const std::string& text) {
+fs::path write_text(const TempDir& dir, const std::string& text) {
   fs::path p = dir.path() / "recipe.yaml";
   std::ofstream(p) << text;
   return p;
@@ -43,7 +43,7 @@ std::vector<std::string> args(const TempDir& dir, const fs::path& recipe, const 
   return a;
 }
 
-size_t count(const std::string& text, const std::string& needle) {
+size_t count_in(const std::string& text, const std::string& needle) {
   size_t n = 0;
   for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
   return n;
@@ -51,17 +51,17 @@ size_t count(const std::string& text, const std::string& needle) {
 
 TEST(SweepEndpoint, ExpectThatCannotBeObservedIsSaidOnceAndMarksPointsUnverified) {
   TempDir dir;
-  SimServer sim(dir.path(), sim_args("ep-model"));
+  SimServer sim(dir.path(), endpoint_sim_args("ep-model"));
   ASSERT_TRUE(sim.running());
   const std::string expect =
       "  expect:\n"
       "    settings: { tensor_parallel_size: 4 }\n"
       "    log-contains: ['Uvicorn running']\n";
-  const fs::path recipe = write(dir, recipe_text("ep-model", expect, kOneSeqLen));
+  const fs::path recipe = write_text(dir, recipe_text("ep-model", expect, kOneSeqLen));
   auto r = run_inferbench(args(dir, recipe, sim.url()), dir.path() / "sweep.log");
   EXPECT_EQ(r.exit.code, 1) << r.output;
   // Said once, with the advice; not "(not set)" as if the server had failed it.
-  EXPECT_EQ(count(r.output, "expect cannot be checked here"), 1u) << r.output;
+  EXPECT_EQ(count_in(r.output, "expect cannot be checked here"), 1u) << r.output;
   EXPECT_NE(r.output.find("--no-expect"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("(not set)"), std::string::npos) << r.output;
   store::Store db = std::move(*store::Store::open_existing(dir.path() / "runs" / "inferbench.db"));
@@ -84,7 +84,7 @@ TEST(SweepEndpoint, ExpectThatCannotBeObservedIsSaidOnceAndMarksPointsUnverified
 
   // --no-expect: measured and valid.
   TempDir dir2;
-  const fs::path recipe2 = write(dir2, recipe_text("ep-model", expect, kOneSeqLen));
+  const fs::path recipe2 = write_text(dir2, recipe_text("ep-model", expect, kOneSeqLen));
   auto ok = run_inferbench(args(dir2, recipe2, sim.url(), {"--no-expect"}), dir2.path() / "s.log");
   EXPECT_EQ(ok.exit.code, 0) << ok.output;
   EXPECT_EQ(ok.output.find("expect cannot be checked"), std::string::npos) << ok.output;
@@ -92,9 +92,9 @@ TEST(SweepEndpoint, ExpectThatCannotBeObservedIsSaidOnceAndMarksPointsUnverified
 
 TEST(SweepEndpoint, AModelTheEndpointDoesNotServeIsOneClearError) {
   TempDir dir;
-  SimServer sim(dir.path(), sim_args("served-model"));
+  SimServer sim(dir.path(), endpoint_sim_args("served-model"));
   ASSERT_TRUE(sim.running());
-  const fs::path recipe = write(dir, recipe_text("recipe-model", "", kOneSeqLen));
+  const fs::path recipe = write_text(dir, recipe_text("recipe-model", "", kOneSeqLen));
   auto r = run_inferbench(args(dir, recipe, sim.url()), dir.path() / "sweep.log");
   EXPECT_EQ(r.exit.code, 1) << r.output;
   EXPECT_NE(r.output.find("serves served-model, not the recipe's model 'recipe-model' "
@@ -114,12 +114,12 @@ TEST(SweepEndpoint, AModelTheEndpointDoesNotServeIsOneClearError) {
 
 TEST(SweepEndpoint, RowsOfOneKeyAreToldApartByTheirWorkload) {
   TempDir dir;
-  SimServer sim(dir.path(), sim_args("ep-model"));
+  SimServer sim(dir.path(), endpoint_sim_args("ep-model"));
   ASSERT_TRUE(sim.running());
   const std::string two =
       "    - { isl: 32, osl: 8, search-space: [{ tp: 1, conc-list: [1] }] }\n"
       "    - { isl: 64, osl: 4, search-space: [{ tp: 1, conc-list: [1] }] }\n";
-  const fs::path recipe = write(dir, recipe_text("ep-model", "", two));
+  const fs::path recipe = write_text(dir, recipe_text("ep-model", "", two));
   auto r = run_inferbench(args(dir, recipe, sim.url()), dir.path() / "sweep.log");
   EXPECT_EQ(r.exit.code, 0) << r.output;
   EXPECT_NE(r.output.find("workload"), std::string::npos) << r.output;

@@ -12,7 +12,7 @@ namespace {
 // serve-sim answering 95% of GSM8K right (5% of those flexible-only), simple fast timing. The 8k1k
 // row at concurrencies 16 and 32 is marked for an eval at 32 (InferenceX: the highest and median
 // concurrency of at least 16).
-std::string recipe(const std::string& correct) {
+std::string eval_recipe(const std::string& correct) {
   return "simeval:\n  image: inferbench/serve-sim\n  model: sim-eval-model\n"
          "  model-prefix: simprefix\n  precision: bf16\n  framework: serve-sim\n"
          "  runner: local\n  multinode: false\n"
@@ -39,7 +39,7 @@ class SweepEval : public ::testing::Test {
   CommandResult sweep(const std::string& correct, std::vector<std::string> extra,
                       const std::string& tag) {
     const fs::path file = dir.path() / ("recipe-" + tag + ".yaml");
-    std::ofstream(file) << recipe(correct);
+    std::ofstream(file) << eval_recipe(correct);
     std::vector<std::string> args = {"sweep",           file.string(), "--runs-dir",
                                      runs().string(),   "--eval-limit", "100",
                                      "--point-timeout", "120"};

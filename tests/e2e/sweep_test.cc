@@ -21,7 +21,7 @@ namespace {
 // timing model so a point takes a fraction of a second. `extra` is spliced into the first key.
 // A model name only this test process uses, so that looking for its servers among all processes
 // (tests run in parallel) finds only this test's.
-std::string own_model() {
+std::string sweep_own_model() {
   return "sim-model-" + std::to_string(::getpid()) + "-e2e";
 }
 
@@ -32,7 +32,7 @@ std::string two_config_recipe(const std::string& first_args = "\"2\"",
            ":\n"
            "  image: inferbench/serve-sim\n"
            "  model: " +
-           own_model() +
+           sweep_own_model() +
            "\n"
            "  model-prefix: sim\n"
            "  precision: bf16\n"
@@ -56,7 +56,7 @@ std::string two_config_recipe(const std::string& first_args = "\"2\"",
   return key("sim-fast", first_args, extra) + key("sim-slow", "\"4\"", "");
 }
 
-fs::path write_recipe(const TempDir& dir, const std::string& text) {
+fs::path write_sweep_recipe(const TempDir& dir, const std::string& text) {
   fs::path p = dir.path() / "recipe.yaml";
   std::ofstream(p) << text;
   return p;
@@ -139,7 +139,7 @@ struct BackgroundSweep {
 
 TEST(Sweep, TwoConfigurationsTimesThreeConcurrenciesAreStored) {
   TempDir dir;
-  fs::path recipe = write_recipe(dir, two_config_recipe());
+  fs::path recipe = write_sweep_recipe(dir, two_config_recipe());
   auto r = run_inferbench(sweep_args(dir, recipe, {"--json"}), dir.path() / "sweep.log");
   ASSERT_FALSE(r.timed_out) << r.output;
   ASSERT_EQ(r.exit.code, 0) << r.output;
@@ -265,12 +265,12 @@ TEST(Sweep, TwoConfigurationsTimesThreeConcurrenciesAreStored) {
   // --json: the outcome on stdout.
   EXPECT_NE(r.output.find("\"status\":\"ok\""), std::string::npos);
   // No server is left behind.
-  EXPECT_TRUE(pids_with(own_model()).empty());
+  EXPECT_TRUE(pids_with(sweep_own_model()).empty());
 }
 
 TEST(Sweep, SecondSweepWithReuseRunsNothing) {
   TempDir dir;
-  fs::path recipe = write_recipe(dir, two_config_recipe());
+  fs::path recipe = write_sweep_recipe(dir, two_config_recipe());
   auto first = run_inferbench(sweep_args(dir, recipe), dir.path() / "first.log");
   ASSERT_EQ(first.exit.code, 0) << first.output;
   auto second = run_inferbench(sweep_args(dir, recipe, {"--reuse"}), dir.path() / "second.log");
@@ -304,7 +304,7 @@ TEST(Sweep, ServerKilledMidRunFailsItsPointsWithTheReasonAndOthersGoOn) {
   TempDir dir;
   // Long points for the first key so the kill lands while it is being measured.
   std::string text = two_config_recipe("\"20\"");
-  fs::path recipe = write_recipe(dir, text);
+  fs::path recipe = write_sweep_recipe(dir, text);
   BackgroundSweep sweep(dir, recipe, {"--min-prompts", "40"});
   // The fast key's server: kill it once its first point is stored.
   fs::path runs = dir.path() / "runs";
@@ -345,7 +345,7 @@ TEST(Sweep, ServerKilledMidRunFailsItsPointsWithTheReasonAndOthersGoOn) {
 
 TEST(Sweep, SigkilledSweepResumesWithEveryPointExactlyOnce) {
   TempDir dir;
-  fs::path recipe = write_recipe(dir, two_config_recipe());
+  fs::path recipe = write_sweep_recipe(dir, two_config_recipe());
   fs::path runs = dir.path() / "runs";
   BackgroundSweep sweep(dir, recipe, {"--min-prompts", "24"});
   ASSERT_TRUE(sweep.wait_for_result(runs, "conc_2.json")) << file_tail(sweep.log);
@@ -371,7 +371,7 @@ TEST(Sweep, SigkilledSweepResumesWithEveryPointExactlyOnce) {
   ::kill(owner, SIGKILL);
   ASSERT_TRUE(sweep.wait_exit(std::chrono::seconds(60)));
   // Its server dies with it (PR_SET_PDEATHSIG): nothing is orphaned.
-  EXPECT_TRUE(wait_for([&] { return pids_with(own_model()).empty(); }, std::chrono::seconds(10)));
+  EXPECT_TRUE(wait_for([&] { return pids_with(sweep_own_model()).empty(); }, std::chrono::seconds(10)));
 
   std::string name;
   int64_t before = 0;
@@ -449,7 +449,7 @@ class SweepSignal : public ::testing::TestWithParam<int> {};
 TEST_P(SweepSignal, StopsCleanlyMarksTheRunInterruptedAndExitsWith128PlusTheSignal) {
   const int sig = GetParam();
   TempDir dir;
-  fs::path recipe = write_recipe(dir, two_config_recipe("\"10\""));
+  fs::path recipe = write_sweep_recipe(dir, two_config_recipe("\"10\""));
   fs::path runs = dir.path() / "runs";
   BackgroundSweep sweep(dir, recipe, {"--min-prompts", "40"});
   ASSERT_TRUE(sweep.wait_for_result(runs, "conc_1.json")) << file_tail(sweep.log);
@@ -457,7 +457,7 @@ TEST_P(SweepSignal, StopsCleanlyMarksTheRunInterruptedAndExitsWith128PlusTheSign
   ASSERT_TRUE(sweep.wait_exit(std::chrono::seconds(30)));
   ASSERT_FALSE(sweep.child->poll()->signaled) << file_tail(sweep.log);
   EXPECT_EQ(sweep.exit_code(), 128 + sig) << file_tail(sweep.log);
-  EXPECT_TRUE(pids_with(own_model()).empty());
+  EXPECT_TRUE(pids_with(sweep_own_model()).empty());
   store::Store db = open_db(runs / "inferbench.db");
   auto run = db.list_runs()->front();
   EXPECT_EQ(run.run.status, "interrupted");
@@ -475,7 +475,7 @@ INSTANTIATE_TEST_SUITE_P(CaughtSignals, SweepSignal,
 
 TEST(Sweep, ARunThatMeasuresNothingFails) {
   TempDir dir;
-  fs::path recipe = write_recipe(dir, two_config_recipe());
+  fs::path recipe = write_sweep_recipe(dir, two_config_recipe());
   // evals-only: the recipe has no eval rows, so the plan has no points at all.
   auto r = run_inferbench(sweep_args(dir, recipe, {"--labels", "evals-only"}),
                           dir.path() / "sweep.log");
@@ -489,14 +489,14 @@ TEST(Sweep, ARunThatMeasuresNothingFails) {
 
 TEST(Sweep, InterruptKeepsFinishedPointsAndMarksTheRunInterrupted) {
   TempDir dir;
-  fs::path recipe = write_recipe(dir, two_config_recipe("\"10\""));
+  fs::path recipe = write_sweep_recipe(dir, two_config_recipe("\"10\""));
   fs::path runs = dir.path() / "runs";
   BackgroundSweep sweep(dir, recipe, {"--min-prompts", "40"});
   ASSERT_TRUE(sweep.wait_for_result(runs, "conc_1.json")) << file_tail(sweep.log);
   ::kill(sweep.child->pid(), SIGINT);
   ASSERT_TRUE(sweep.wait_exit(std::chrono::seconds(30)));
   EXPECT_EQ(sweep.exit_code(), 130) << file_tail(sweep.log);
-  EXPECT_TRUE(pids_with(own_model()).empty());
+  EXPECT_TRUE(pids_with(sweep_own_model()).empty());
   store::Store db = open_db(runs / "inferbench.db");
   auto run = db.list_runs()->front();
   EXPECT_EQ(run.run.status, "interrupted");
@@ -506,7 +506,7 @@ TEST(Sweep, InterruptKeepsFinishedPointsAndMarksTheRunInterrupted) {
 
 TEST(Sweep, ServerThatCannotStartIsReportedWithItsLogAndFailFastSkipsTheRest) {
   TempDir dir;
-  fs::path recipe = write_recipe(dir, two_config_recipe("\"-5\""));
+  fs::path recipe = write_sweep_recipe(dir, two_config_recipe("\"-5\""));
   auto r = run_inferbench(sweep_args(dir, recipe, {"--fail-fast"}), dir.path() / "sweep.log");
   EXPECT_EQ(r.exit.code, 1) << r.output;
   EXPECT_NE(r.output.find("server exited during startup"), std::string::npos) << r.output;
@@ -529,7 +529,7 @@ TEST(Sweep, FailedExpectationMarksPointsInvalidWithEvidence) {
       "  expect:\n"
       "    settings: { model: other-model }\n"
       "    log-absent: ['Uvicorn running']\n";
-  fs::path recipe = write_recipe(dir, two_config_recipe("\"2\"", expect));
+  fs::path recipe = write_sweep_recipe(dir, two_config_recipe("\"2\"", expect));
   auto r =
       run_inferbench(sweep_args(dir, recipe, {"--keys", "sim-fast"}), dir.path() / "sweep.log");
   EXPECT_EQ(r.exit.code, 1) << r.output;
@@ -545,7 +545,7 @@ TEST(Sweep, FailedExpectationMarksPointsInvalidWithEvidence) {
 TEST(Sweep, ExpectedServerMetricsThatAreMissingMakePointsInvalid) {
   TempDir dir;
   // serve-sim exports vLLM's names, so "vllm:" is there and "sglang:" is not.
-  fs::path recipe = write_recipe(
+  fs::path recipe = write_sweep_recipe(
       dir, two_config_recipe("\"2\"", "  expect:\n    server-metrics: ['vllm:', 'sglang:']\n"));
   auto r =
       run_inferbench(sweep_args(dir, recipe, {"--keys", "sim-fast"}), dir.path() / "sweep.log");
@@ -560,7 +560,7 @@ TEST(Sweep, ExpectedServerMetricsThatAreMissingMakePointsInvalid) {
 
 TEST(Sweep, InvalidExpectBlockIsRejectedBeforeAnythingStarts) {
   TempDir dir;
-  fs::path recipe = write_recipe(dir, two_config_recipe("\"2\"", "  expect:\n    setings: {}\n"));
+  fs::path recipe = write_sweep_recipe(dir, two_config_recipe("\"2\"", "  expect:\n    setings: {}\n"));
   auto r = run_inferbench(sweep_args(dir, recipe), dir.path() / "sweep.log");
   EXPECT_EQ(r.exit.code, 2) << r.output;
   EXPECT_NE(r.output.find("recipe.yaml:1: sim-fast.expect.setings: unknown field"),
@@ -599,7 +599,7 @@ TEST(Sweep, CanaryRunsFirstAndItsFailureStopsEverything) {
   TempDir dir;
   // The failing key comes first, so its conc-1 row is the canary.
   fs::path recipe =
-      write_recipe(dir, one_k_key("broken", "-1", "1, 2") + one_k_key("fine", "0.01", "1, 2"));
+      write_sweep_recipe(dir, one_k_key("broken", "-1", "1, 2") + one_k_key("fine", "0.01", "1, 2"));
   auto r = run_inferbench(sweep_args(dir, recipe, {"--labels", "full-sweep-fail-fast"}),
                           dir.path() / "sweep.log");
   EXPECT_EQ(r.exit.code, 1) << r.output;
@@ -617,7 +617,7 @@ TEST(Sweep, CanaryRunsFirstAndItsFailureStopsEverything) {
 
 TEST(Sweep, CanaryPointIsMeasuredOnceEvenWithAConcurrencyOverride) {
   TempDir dir;
-  fs::path recipe = write_recipe(dir, one_k_key("fine", "0.01", "1, 2, 4"));
+  fs::path recipe = write_sweep_recipe(dir, one_k_key("fine", "0.01", "1, 2, 4"));
   auto r = run_inferbench(
       sweep_args(dir, recipe, {"--labels", "full-sweep-enabled", "--concurrency", "2,4"}),
       dir.path() / "sweep.log");
@@ -634,7 +634,7 @@ TEST(Sweep, CanaryPointIsMeasuredOnceEvenWithAConcurrencyOverride) {
 TEST(Sweep, PointTimeoutCutsAPointAndKeepsWhatItMeasured) {
   TempDir dir;
   // 50 ms per token × 1,024 tokens: each request takes about a minute.
-  fs::path recipe = write_recipe(dir, one_k_key("slow", "50", "1"));
+  fs::path recipe = write_sweep_recipe(dir, one_k_key("slow", "50", "1"));
   auto r = run_inferbench(
       sweep_args(dir, recipe,
                  {"--point-timeout", "1", "--min-prompts", "1", "--warmups-per-conc", "0"}),
@@ -654,7 +654,7 @@ TEST(Sweep, PointTimeoutCutsAPointAndKeepsWhatItMeasured) {
 
 TEST(Sweep, SweepEnabledLabelMeasuresOnlyTheLowestConcurrency) {
   TempDir dir;
-  fs::path recipe = write_recipe(dir, one_k_key("fine", "0.01", "1, 2, 4"));
+  fs::path recipe = write_sweep_recipe(dir, one_k_key("fine", "0.01", "1, 2, 4"));
   auto r = run_inferbench(sweep_args(dir, recipe, {"--labels", "sweep-enabled"}),
                           dir.path() / "sweep.log");
   ASSERT_EQ(r.exit.code, 0) << r.output;
@@ -686,7 +686,7 @@ TEST(Sweep, RowsTheSweepCannotRunYetFailBeforeAnyServerStarts) {
                "      - { tp: 1, kv-offloading: none, conc-list: [1, 2] }\n");
   slow.replace(slow.find("runner: local"), 13,
                "runner: cluster:local");  // agentic runners are clusters
-  fs::path recipe = write_recipe(dir, text.substr(0, pos) + slow);
+  fs::path recipe = write_sweep_recipe(dir, text.substr(0, pos) + slow);
   auto r =
       run_inferbench(sweep_args(dir, recipe, {"--keys", "sim-slow"}), dir.path() / "sweep.log");
   EXPECT_EQ(r.exit.code, 1) << r.output;

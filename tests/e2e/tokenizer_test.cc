@@ -25,12 +25,12 @@ std::vector<std::string> fast_sim(const fs::path& tokenizer, const std::string& 
   return a;
 }
 
-struct BenchRun {
+struct TokenizerBenchRun {
   CommandResult r;
   boost::json::object j;
 };
 
-BenchRun bench(const TempDir& dir, const SimServer& sim, const fs::path& tokenizer,
+TokenizerBenchRun bench(const TempDir& dir, const SimServer& sim, const fs::path& tokenizer,
                const std::string& api, int isl, std::vector<std::string> extra = {}) {
   const fs::path out = dir.path() / ("bench-" + api + ".json");
   std::vector<std::string> args = {"bench",        "--endpoint",     sim.url(),
@@ -40,13 +40,13 @@ BenchRun bench(const TempDir& dir, const SimServer& sim, const fs::path& tokeniz
                                    "24",           "--concurrency",  "4",
                                    "--output",     out.string()};
   args.insert(args.end(), extra.begin(), extra.end());
-  BenchRun b;
+  TokenizerBenchRun b;
   b.r = run_inferbench(args, dir.path() / ("bench-" + api + ".log"));
   if (b.r.exit.code == 0) b.j = read_json(out);
   return b;
 }
 
-void expect_exact_run(const BenchRun& b, int isl) {
+void expect_exact_run(const TokenizerBenchRun& b, int isl) {
   ASSERT_EQ(b.r.exit.code, 0) << b.r.output;
   const auto& j = b.j;
   EXPECT_TRUE(j.at("input_length_exact").as_bool());
@@ -195,6 +195,8 @@ TEST_F(Tokenizer, BenchRefusesAnIslBelowTheTemplate) {
 // request's content exactly as recorded, plus the template's own tokens. The template here has
 // no role names, so what it adds is known: BOS, <|im_start|> and <|im_end|> per message, and the
 // generation prompt's <|im_start|>.
+// Cost: about 13 s: the bundled traces replayed in full, since the count must hold on every
+// recorded request, and the exact prompts built with a real model's tokenizer.
 TEST(TokenizerAgentic, ServerCountsTheRecordedTokensPlusTheTemplate) {
   TempDir dir;
   const fs::path model = dir.path() / "model";

@@ -4,16 +4,16 @@
 namespace ib::e2e {
 namespace {
 
-const std::string kTraces = std::string(INFERBENCH_TEST_DATA) + "/agentx-traces";
+const std::string kTraceFiles = std::string(INFERBENCH_TEST_DATA) + "/agentx-traces";
 
 TEST(TraceCli, StatsAsTableAndJson) {
   TempDir dir;
-  auto table = run_inferbench({"trace", "stats", kTraces}, dir.path() / "t.log");
+  auto table = run_inferbench({"trace", "stats", kTraceFiles}, dir.path() / "t.log");
   ASSERT_EQ(table.exit.code, 0) << table.output;
   EXPECT_NE(table.output.find("trace_0014"), std::string::npos) << table.output;
   EXPECT_NE(table.output.find("total (6 traces)"), std::string::npos) << table.output;
   EXPECT_NE(table.output.find("sessions  branches  background"), std::string::npos) << table.output;
-  auto js = run_inferbench({"trace", "stats", kTraces + "/trace_0014.json", "--json"},
+  auto js = run_inferbench({"trace", "stats", kTraceFiles + "/trace_0014.json", "--json"},
                            dir.path() / "j.log");
   ASSERT_EQ(js.exit.code, 0) << js.output;
   boost::system::error_code ec;
@@ -40,7 +40,7 @@ TEST(TraceCli, StatsAsTableAndJson) {
   EXPECT_EQ(dag.at("barriers").as_int64(), 2);
   EXPECT_EQ(dag.at("dropped_subagents").as_int64(), 0);
   // All six: 15 sessions (6 roots, 8 subagents, 1 flattened agent), 8 branches, 1 background.
-  auto all = run_inferbench({"trace", "stats", kTraces, "--json"}, dir.path() / "a.log");
+  auto all = run_inferbench({"trace", "stats", kTraceFiles, "--json"}, dir.path() / "a.log");
   ASSERT_EQ(all.exit.code, 0) << all.output;
   auto va = boost::json::parse(all.output, ec);
   ASSERT_FALSE(ec) << all.output;

@@ -20,6 +20,7 @@
 
 #include "core/clock.h"
 #include "core/strings.h"
+#include "http/awaitable.h"
 
 namespace ib::test {
 
@@ -27,7 +28,6 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 // ---- Script -------------------------------------------------------------------------------
 
