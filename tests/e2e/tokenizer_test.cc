@@ -4,6 +4,7 @@
 // with the client's count, and a server whose template differs is reported. The self-made test
 // tokenizer (tokenizer/testing.h) always runs; the fetched model tokenizers run when
 // scripts/fetch-tokenizers.sh has (CI requires them).
+#include <algorithm>
 #include <fstream>
 
 #include "e2e_util.h"
@@ -226,15 +227,21 @@ TEST(TokenizerAgentic, ServerCountsTheRecordedTokensPlusTheTemplate) {
   std::ifstream in(details);
   std::string line;
   int checked = 0;
+  int64_t most_messages = 0;
   while (std::getline(in, line)) {
     const auto j = boost::json::parse(line).as_object();
     const int64_t server = j.at("prompt_tokens").as_int64();
     if (server < 0) continue;
     const int64_t messages = j.at("messages").as_int64();
     EXPECT_EQ(server, j.at("content_tokens").as_int64() + 2 * messages + 2) << line.substr(0, 300);
+    most_messages = std::max(most_messages, messages);
     ++checked;
   }
-  EXPECT_GT(checked, 20);
+  // The replay is bounded by recorded time (12 s of wall time at time-scale 100), so how many
+  // requests finish depends on the machine: about 30 in the main build, 12 under the sanitizers
+  // on a loaded 2-core machine. Every one that finished is checked; enough of them, and multi-turn.
+  EXPECT_GE(checked, 5);
+  EXPECT_GT(most_messages, 2);
 }
 
 // The fetched model tokenizers: serve-sim and bench with the same files agree on every prompt.
