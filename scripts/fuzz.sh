@@ -40,11 +40,14 @@ fi
 build_targets=()
 for t in $selected; do build_targets+=(--target "ib_fuzz_$t"); done
 mkdir -p build-fuzz
-# One build at a time in build-fuzz/, so several fuzzers can be started side by side.
+# One build at a time in build-fuzz/, so several fuzzers can be started side by side. File by file
+# (no unity batches): coverage reports name real files, and this build checks that every file
+# includes what it uses, which a unity batch can hide (docs/testing.md).
 (
   flock 9
   CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DINFERBENCH_FUZZ=ON -DINFERBENCH_BUILD_TESTS=OFF -DINFERBENCH_BUILD_BENCH=OFF >/dev/null
+    -DINFERBENCH_FUZZ=ON -DINFERBENCH_UNITY_BUILD=OFF -DINFERBENCH_BUILD_TESTS=OFF \
+    -DINFERBENCH_BUILD_BENCH=OFF >/dev/null
   cmake --build build-fuzz -j "${JOBS:-$(nproc)}" "${build_targets[@]}"
 ) 9>build-fuzz/.build.lock
 
