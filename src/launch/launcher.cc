@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <random>
 #include <thread>
 
 #include "core/clock.h"
@@ -36,13 +37,16 @@ std::vector<std::string> substitute_address(const std::vector<std::string>& argv
   return out;
 }
 
-Expected<int> pick_free_port() {
+namespace {
+
+// Binds `port` on 127.0.0.1 (0: the kernel picks one) and closes it again; the port, or an error.
+Expected<int> try_port(int port) {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return Error{fmt::format("socket: {}", std::strerror(errno))};
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
   socklen_t len = sizeof addr;
   if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
       ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
@@ -52,6 +56,22 @@ Expected<int> pick_free_port() {
   }
   ::close(fd);
   return static_cast<int>(ntohs(addr.sin_port));
+}
+
+}  // namespace
+
+Expected<int> pick_free_port() {
+  // Below Linux's ephemeral range (32768-60999 by default), where neither the kernel's port-0
+  // choice nor a client's outgoing connection lands: between this check and the server's own
+  // bind, another process taking the port is then as unlikely as two random picks meeting
+  // (a port-0 pick can be handed to the next port-0 bind, say another server started at the
+  // same moment, whose health answer would then pass for ours).
+  static thread_local std::mt19937 rng(std::random_device{}());
+  std::uniform_int_distribution<int> pick(20000, 32767);
+  for (int attempt = 0; attempt < 64; ++attempt) {
+    if (auto port = try_port(pick(rng)); port) return port;
+  }
+  return try_port(0);
 }
 
 Status wait_healthy(const std::string& url, const std::string& health_path,
