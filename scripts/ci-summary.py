@@ -20,7 +20,10 @@ def read_stages(path):
                 if len(parts) != 3:
                     print(f"ci-summary: {path}:{n}: not NAME<TAB>SECONDS<TAB>STATUS", file=sys.stderr)
                     continue
-                rows.append((parts[0], float(parts[1]), int(parts[2])))
+                try:
+                    rows.append((parts[0], float(parts[1]), int(parts[2])))
+                except ValueError:
+                    print(f"ci-summary: {path}:{n}: not NAME<TAB>SECONDS<TAB>STATUS", file=sys.stderr)
     except FileNotFoundError:
         pass
     return rows
@@ -71,7 +74,7 @@ def main():
 
     stages = read_stages(a.stages)
     width = max([len(s[0]) for s in stages] + [24])
-    print(f"ci: seconds per stage")
+    print("ci: seconds per stage")
     print(f"    {'stage':<{width}} {'seconds':>8}  status")
     total = 0.0
     for name, secs, rc in stages:

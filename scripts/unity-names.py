@@ -24,8 +24,6 @@ ALIAS = re.compile(r"^using ([A-Za-z_]\w*) =")
 # mistake for another's.
 OVERLOADS = {"to_string", "run", "validate"}
 SKIP = ("TEST", "return", "namespace", "}", "#", " ", "\t", "//", "INSTANTIATE", "extern")
-
-
 NAMESPACE = re.compile(r"^namespace ([\w:]+) \{")
 
 

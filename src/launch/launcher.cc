@@ -96,7 +96,15 @@ Status wait_healthy(const std::string& url, const std::string& health_path,
       }
     }
     auto r = http::http_get(*endpoint, health_path, std::chrono::seconds(2));
-    if (r && r->status == 200) return Status::Ok();
+    if (r && r->status == 200) {
+      // An answer while our server has already exited came from another process on the port
+      // (ours could not bind it): not ours to measure.
+      if (auto gone = alive ? alive() : std::nullopt) {
+        return Error{fmt::format("{}{} answered, but {}: another process holds the port", url,
+                                 health_path, *gone)};
+      }
+      return Status::Ok();
+    }
     last = r ? fmt::format("HTTP {}", r->status) : r.error().message;
     if (mono_ns() >= deadline) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));

@@ -64,11 +64,14 @@ class Launcher {
 std::vector<std::string> substitute_address(const std::vector<std::string>& argv,
                                             const std::string& host, int port);
 
-/// A TCP port on 127.0.0.1 that was free a moment ago (bind to 0, read, close).
+/// A TCP port on 127.0.0.1 that was free a moment ago: a random one below the ephemeral range
+/// (bound and closed again), so that neither a port-0 bind nor an outgoing connection of another
+/// process takes it before the server binds it; port 0's choice when none is free.
 Expected<int> pick_free_port();
 
 /// Polls GET `url` + `health_path` every 100 ms until 200, the deadline, an interrupt request, or
-/// `alive` reporting the server gone (its message is returned as the error).
+/// `alive` reporting the server gone (its message is returned as the error). A 200 while `alive`
+/// reports the server gone is an error too: another process answered on the port.
 Status wait_healthy(const std::string& url, const std::string& health_path,
                     std::chrono::seconds timeout,
                     const std::function<std::optional<std::string>()>& alive);

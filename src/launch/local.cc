@@ -76,16 +76,6 @@ class LocalLauncher : public Launcher {
       server->stop(std::chrono::milliseconds(3000));
       return Error{with_log_tail(healthy.error().message, spec.log_path)};
     }
-    // A health answer from a server that has already exited came from another process on the
-    // port (ours could not bind it): not ours to measure.
-    if (auto gone = server->check_alive(); gone) {
-      server->stop(std::chrono::milliseconds(3000));
-      return Error{with_log_tail(
-          fmt::format("local launcher: {} answered its health check, but the server had exited "
-                      "({}): another process holds port {}",
-                      url, *gone, *port),
-          spec.log_path)};
-    }
     return std::unique_ptr<Server>(std::move(server));
   }
 

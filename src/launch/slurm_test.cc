@@ -247,9 +247,12 @@ class SlurmScriptLifecycle : public ::testing::Test {
     auto child = ChildProcess::spawn(so);
     EXPECT_TRUE(child) << child.error().message;
     if (!child) return std::nullopt;
-    for (int i = 0; i < 1000 && !(fs::exists(dir.path() / "sampler.pid") &&
-                                  fs::exists(dir.path() / "srun.pid"));
-         ++i) {
+    // Written, not only created: `echo $$ > F` creates F before it writes the pid and newline.
+    auto written = [&](const char* name) {
+      auto text = read_file(dir.path() / name);
+      return text && !text->empty() && text->back() == '\n';
+    };
+    for (int i = 0; i < 1000 && !(written("sampler.pid") && written("srun.pid")); ++i) {
       ::usleep(10'000);
     }
     return std::move(*child);
