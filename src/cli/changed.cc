@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "core/interrupt.h"
 #include "core/strings.h"
 
 namespace ib::cli {
@@ -87,6 +88,20 @@ int run(const ChangedCliOptions& o) {
 
 std::vector<std::string> default_recipe_paths() {
   return {"recipes", "examples/recipes"};
+}
+
+int exit_code(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::kUsage:
+    case ErrorKind::kInput:
+      return kExitUsage;
+    case ErrorKind::kInterrupted:
+      return interrupted_exit_code();
+    case ErrorKind::kIo:
+    case ErrorKind::kRun:
+      break;
+  }
+  return kExitFailure;
 }
 
 RunFn register_changed(CLI::App& root) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/options.h"
+#include "core/expected.h"
 
 namespace ib::cli {
 
@@ -48,5 +49,10 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;
 inline constexpr int kExitUsage = 2;
 inline constexpr int kExitInterrupted = 130;
+
+/// The exit code of a command that stopped on `kind` (core/expected.h): usage and input 2, I/O and
+/// run failures 1, an interrupt 128 + the signal (core/interrupt.h). The one place the mapping is.
+int exit_code(ErrorKind kind);
+inline int exit_code(const Error& e) { return exit_code(e.kind); }
 
 }  // namespace ib::cli
