@@ -15,6 +15,8 @@
 #include "core/files.h"
 #include "core/interrupt.h"
 #include "core/strings.h"
+#include "load/judge.h"
+#include "load/point_run.h"
 #include "workload/agentic_workload.h"
 
 namespace ib::cli {
@@ -74,9 +76,9 @@ Expected<metrics::GoodputSlo> parse_goodput(const std::vector<std::string>& item
     std::string key = item.substr(0, colon);
     const auto value = parse_real(std::string_view(item).substr(colon + 1));
     if (!value || !(*value > 0) || *value > kMaxSeconds * 1000) {
-      return Error{fmt::format(
-          "--goodput: '{}' needs a number of milliseconds above 0 and at most {}",
-          printable(item, 60), bound_text(kMaxSeconds * 1000))};
+      return Error{
+          fmt::format("--goodput: '{}' needs a number of milliseconds above 0 and at most {}",
+                      printable(item, 60), bound_text(kMaxSeconds * 1000))};
     }
     if (key == "ttft") {
       slo.ttft_ms = *value;
@@ -155,17 +157,54 @@ int power_failure(const load::BenchReport& report) {
   return kExitFailure;
 }
 
-// What every point does after it ran: the summary, the files, and the exit code of an
-// interrupted point or one without the power it required (nullopt: go on).
-std::optional<int> print_and_write(const BenchOptions& o, const load::BenchReport& report) {
-  fmt::print("{}", load::format_summary(report, o.spec));
-  if (int rc = write_outputs(o, report); rc != kExitOk) return rc;
-  if (report.partial) {
+// The exit code of a judged point (load/judge.h), with what happened said on stderr: ok 0; not
+// submission-valid by the user's own choice (a time-scaled replay) 0, with a note; interrupted
+// 128 + the signal; failed or invalid 1.
+int point_exit(const load::BenchReport& report, const load::PointVerdict& v) {
+  using metrics::InvalidKind;
+  if (v.validity.has(InvalidKind::kInterrupted)) {
     fmt::print(stderr, "inferbench bench: interrupted; the result is partial\n");
     return interrupted_exit_code();
   }
-  if (report.power_missing) return power_failure(report);
-  return std::nullopt;
+  if (v.validity.has(InvalidKind::kPower)) return power_failure(report);
+  const auto& m = report.metrics;
+  if (report.aborted) {
+    fmt::print(stderr, "inferbench bench: {}; nothing was measured\n", report.abort_reason);
+    return kExitFailure;
+  }
+  if (m.num_requests == 0) {
+    fmt::print(stderr, "inferbench bench: no request was measured\n");
+    return kExitFailure;
+  }
+  if (m.completed == 0) {
+    fmt::print(stderr,
+               "inferbench bench: nothing was measured: none of the {} requests succeeded\n",
+               m.num_requests);
+    return kExitFailure;
+  }
+  if (v.status == metrics::PointStatus::kFailed) {
+    fmt::print(stderr, "inferbench bench: the point failed: {}\n", v.error);
+    return kExitFailure;
+  }
+  if (v.status == metrics::PointStatus::kInvalid) {
+    const bool chosen = v.validity.only_chosen();
+    fmt::print(stderr, "inferbench bench: {}: {}\n",
+               chosen ? "measured, but not submission-valid" : "the point is invalid",
+               v.validity.text());
+    return chosen ? kExitOk : kExitFailure;
+  }
+  return kExitOk;
+}
+
+// What every point does after it ran: the judge's verdict goes into the result, the summary is
+// printed and the files written; the exit code follows from the verdict.
+int finish_point(const BenchOptions& o, load::BenchReport& report) {
+  const load::PointVerdict v = load::judge(report, {});
+  report.json["status"] = metrics::status_name(v.status);
+  report.json["validity"] = v.validity.to_json();
+  fmt::print("{}", load::format_summary(report, o.spec));
+  if (int rc = write_outputs(o, report); rc != kExitOk) return rc;
+  return point_exit(report, v);
 }
 
 // --workload agentic: one AgentX replay point.
@@ -216,28 +255,104 @@ int run_agentic(BenchOptions& o) {
   o.spec.show_progress = true;
   install_interrupt_handlers();
   for (const auto& n : (*wl)->agentic().notes) fmt::print(stderr, "note: {}\n", n);
-  auto report = load::run_bench(o.spec, *plan);
+  auto run = load::run_point(o.spec, *plan);
+  if (!run) {
+    fmt::print(stderr, "inferbench bench: {}\n", run.error().message);
+    return kExitUsage;
+  }
+  return finish_point(o, std::get<load::BenchReport>(*run));
+}
+
+// --api, --tokenizer, --percentiles and --goodput: what each request asks and what the point
+// reports, into the spec (nullopt: go on; else the exit code).
+std::optional<int> set_bench_request_options(BenchOptions& o) {
+  auto api = openai::parse_api(o.api);
+  if (!api) {
+    fmt::print(stderr, "inferbench bench: --api must be 'completions' or 'chat' (got '{}')\n",
+               o.api);
+    return kExitUsage;
+  }
+  o.spec.api = *api;
+  if (auto rc = load_bench_tokenizer(o, o.spec.workload.tokenizer)) return *rc;
+  auto pct = parse_percentiles(o.percentiles);
+  if (!pct) {
+    fmt::print(stderr, "inferbench bench: {}\n", pct.error().message);
+    return kExitUsage;
+  }
+  o.spec.metrics.percentiles = *pct;
+  auto slo = parse_goodput(o.goodput);
+  if (!slo) {
+    fmt::print(stderr, "inferbench bench: {}\n", slo.error().message);
+    return kExitUsage;
+  }
+  o.spec.metrics.goodput = *slo;
+  return std::nullopt;
+}
+
+// --request-rate, --arrival and --concurrency: closed or open loop, into the spec's shape
+// (nullopt: go on; else the exit code).
+std::optional<int> set_bench_load_shape(BenchOptions& o) {
+  if (o.request_rate == 0 && o.spec.shape.concurrency == 0) {
+    o.spec.shape.concurrency = 1;  // closed loop defaults to one request at a time
+  }
+  if (o.request_rate > 0) {
+    auto arrival = load::parse_arrival(o.arrival);
+    if (!arrival) {
+      fmt::print(stderr,
+                 "inferbench bench: --arrival must be constant, poisson or gamma (got '{}')\n",
+                 o.arrival);
+      return kExitUsage;
+    }
+    o.spec.shape.mode = load::LoadMode::kOpenLoop;
+    o.spec.shape.arrivals.rate = o.request_rate;
+    o.spec.shape.arrivals.process = *arrival;
+    o.spec.shape.arrivals.seed = o.spec.workload.seed;
+  } else if (o.request_rate < 0) {
+    fmt::print(stderr, "inferbench bench: --request-rate must be positive (got {})\n",
+               o.request_rate);
+    return kExitUsage;
+  }
+  return std::nullopt;
+}
+
+// The four timeouts and --no-request-ids into the spec (nullopt: go on; else the exit code).
+std::optional<int> set_bench_client_options(BenchOptions& o) {
+  for (double t :
+       {o.connect_timeout_s, o.first_byte_timeout_s, o.idle_timeout_s, o.request_timeout_s}) {
+    if (t < 0 || !std::isfinite(t)) {
+      fmt::print(stderr, "inferbench bench: timeouts must be non-negative seconds (got {})\n", t);
+      return kExitUsage;
+    }
+  }
+  o.spec.timeouts.connect = seconds_to_ms(o.connect_timeout_s);
+  o.spec.timeouts.first_byte = seconds_to_ms(o.first_byte_timeout_s);
+  o.spec.timeouts.idle = seconds_to_ms(o.idle_timeout_s);
+  o.spec.timeouts.total = seconds_to_ms(o.request_timeout_s);
+  o.spec.send_request_ids = !o.no_request_ids;
+  return std::nullopt;
+}
+
+// --workload fixed: one point of random prompts of --isl/--osl.
+int run_bench_fixed(BenchOptions& o) {
+  if (!o.agentic.traces.empty()) {
+    fmt::print(stderr, "inferbench bench: --traces needs --workload agentic\n");
+    return kExitUsage;
+  }
+  if (auto rc = set_bench_request_options(o)) return *rc;
+  if (auto rc = set_bench_load_shape(o)) return *rc;
+  if (auto rc = set_bench_client_options(o)) return *rc;
+  if (auto s = validate(o.spec); !s) {
+    fmt::print(stderr, "inferbench bench: {}\n", s.error().message);
+    return kExitUsage;
+  }
+  o.spec.show_progress = true;
+  install_interrupt_handlers();
+  auto report = load::run_bench(o.spec);
   if (!report) {
     fmt::print(stderr, "inferbench bench: {}\n", report.error().message);
     return kExitUsage;
   }
-  if (auto rc = print_and_write(o, *report)) return *rc;
-  if (report->aborted) {
-    fmt::print(stderr, "inferbench bench: {}; nothing was measured\n", report->abort_reason);
-    return kExitFailure;
-  }
-  const auto& a = report->agentic_metrics;
-  if (a.requests == 0 || a.successful == 0) {
-    fmt::print(stderr, "inferbench bench: no request was measured\n");
-    return kExitFailure;
-  }
-  for (const auto& r : report->agentic_invalid) {
-    if (r.reason == "error_rate_exceeded" || r.reason == "context_overflow_rate_exceeded") {
-      fmt::print(stderr, "inferbench bench: {}\n", r.message);
-      return kExitFailure;
-    }
-  }
-  return kExitOk;
+  return finish_point(o, *report);
 }
 
 int run(BenchOptions& o) {
@@ -261,90 +376,182 @@ int run(BenchOptions& o) {
                o.workload);
     return kExitUsage;
   }
-  if (!o.agentic.traces.empty()) {
-    fmt::print(stderr, "inferbench bench: --traces needs --workload agentic\n");
-    return kExitUsage;
-  }
-  auto api = openai::parse_api(o.api);
-  if (!api) {
-    fmt::print(stderr, "inferbench bench: --api must be 'completions' or 'chat' (got '{}')\n",
-               o.api);
-    return kExitUsage;
-  }
-  o.spec.api = *api;
-  if (auto rc = load_bench_tokenizer(o, o.spec.workload.tokenizer)) return *rc;
-  auto pct = parse_percentiles(o.percentiles);
-  if (!pct) {
-    fmt::print(stderr, "inferbench bench: {}\n", pct.error().message);
-    return kExitUsage;
-  }
-  o.spec.metrics.percentiles = *pct;
-  auto slo = parse_goodput(o.goodput);
-  if (!slo) {
-    fmt::print(stderr, "inferbench bench: {}\n", slo.error().message);
-    return kExitUsage;
-  }
-  o.spec.metrics.goodput = *slo;
-  if (o.request_rate == 0 && o.spec.shape.concurrency == 0) {
-    o.spec.shape.concurrency = 1;  // closed loop defaults to one request at a time
-  }
-  if (o.request_rate > 0) {
-    auto arrival = load::parse_arrival(o.arrival);
-    if (!arrival) {
-      fmt::print(stderr,
-                 "inferbench bench: --arrival must be constant, poisson or gamma (got '{}')\n",
-                 o.arrival);
-      return kExitUsage;
-    }
-    o.spec.shape.mode = load::LoadMode::kOpenLoop;
-    o.spec.shape.arrivals.rate = o.request_rate;
-    o.spec.shape.arrivals.process = *arrival;
-    o.spec.shape.arrivals.seed = o.spec.workload.seed;
-  } else if (o.request_rate < 0) {
-    fmt::print(stderr, "inferbench bench: --request-rate must be positive (got {})\n",
-               o.request_rate);
-    return kExitUsage;
-  }
-  for (double t :
-       {o.connect_timeout_s, o.first_byte_timeout_s, o.idle_timeout_s, o.request_timeout_s}) {
-    if (t < 0 || !std::isfinite(t)) {
-      fmt::print(stderr, "inferbench bench: timeouts must be non-negative seconds (got {})\n", t);
-      return kExitUsage;
-    }
-  }
-  o.spec.timeouts.connect = seconds_to_ms(o.connect_timeout_s);
-  o.spec.timeouts.first_byte = seconds_to_ms(o.first_byte_timeout_s);
-  o.spec.timeouts.idle = seconds_to_ms(o.idle_timeout_s);
-  o.spec.timeouts.total = seconds_to_ms(o.request_timeout_s);
-  o.spec.send_request_ids = !o.no_request_ids;
-  if (auto s = validate(o.spec); !s) {
-    fmt::print(stderr, "inferbench bench: {}\n", s.error().message);
-    return kExitUsage;
-  }
-  o.spec.show_progress = true;
-  install_interrupt_handlers();
-  auto report = load::run_bench(o.spec);
-  if (!report) {
-    fmt::print(stderr, "inferbench bench: {}\n", report.error().message);
-    return kExitUsage;
-  }
-  if (auto rc = print_and_write(o, *report)) return *rc;
-  const auto& m = report->metrics;
-  if (m.num_requests == 0) {
-    fmt::print(stderr, "inferbench bench: no request was measured\n");
-    return kExitFailure;
-  }
-  if (m.completed == 0) {
-    fmt::print(stderr, "inferbench bench: nothing was measured: none of the {} requests succeeded\n",
-               m.num_requests);
-    return kExitFailure;
-  }
-  if (m.failure_rate() > load::kMaxFailureRate) {
-    fmt::print(stderr, "inferbench bench: {} of {} requests failed (limit {:.0f}%)\n", m.failed,
-               m.num_requests, load::kMaxFailureRate * 100);
-    return kExitFailure;
-  }
-  return kExitOk;
+  return run_bench_fixed(o);
+}
+
+// --endpoint, --model, --api: the server and how it is asked.
+void add_bench_target_options(CLI::App* app, BenchOptions& o) {
+  app->add_option("--endpoint", o.spec.endpoint_url,
+                  "Server base URL: http://HOST:PORT, with or without a trailing /v1 (request "
+                  "paths such as /v1/completions are added to it)")
+      ->capture_default_str()
+      ->transform(endpoint_url());
+  app->add_option("--model", o.spec.model, "Model name (default: first from /v1/models)");
+  app->add_option("--api", o.api, "completions | chat")->capture_default_str();
+}
+
+// The fixed workload's prompts and the load shape: lengths, requests, concurrency or rate,
+// arrivals, duration, warmups, seed.
+void add_bench_load_options(CLI::App* app, BenchOptions& o) {
+  add_integer(app, "--isl", o.spec.workload.isl, "Input length in tokens", 1, kMaxTokens)
+      ->capture_default_str();
+  add_integer(app, "--osl", o.spec.workload.osl, "Output length in tokens", 1, kMaxTokens)
+      ->capture_default_str();
+  app->add_option("--range-ratio", o.spec.workload.range_ratio, "Lengths uniform in [ratio*L, L]")
+      ->capture_default_str()
+      ->transform(positive_real(1));
+  add_integer(app, "--num-prompts", o.spec.workload.num_prompts, "Measured requests", 1,
+              kMaxRequests)
+      ->capture_default_str();
+  o.concurrency_option =
+      add_integer(app, "--concurrency,--max-concurrency", o.spec.shape.concurrency,
+                  "Closed loop: concurrent requests (default 1). Open loop: cap on requests in "
+                  "flight (default: none)",
+                  1, kMaxConcurrency);
+  app->add_option("--request-rate", o.request_rate,
+                  "Open loop: requests per second on an absolute schedule (default: closed loop)")
+      ->transform(positive_real(kMaxRequestRate));
+  app->add_option("--arrival", o.arrival, "Open-loop arrivals: constant | poisson | gamma")
+      ->capture_default_str();
+  app->add_option("--burstiness", o.spec.shape.arrivals.burstiness,
+                  "Gamma shape of the gaps (1 = Poisson; < 1 burstier)")
+      ->capture_default_str()
+      ->transform(positive_real(1000));
+  app->add_option("--duration", o.spec.shape.duration_s,
+                  "Stop sending after this many seconds (prompts are reused cyclically); "
+                  "agentic: recorded seconds of the profiling phase (default 3600)")
+      ->transform(positive_real(kMaxSeconds));
+  add_integer(app, "--warmups", o.spec.warmups, "Warmup requests (not measured)", 0, kMaxRequests)
+      ->capture_default_str();
+  o.seed_option = app->add_option("--seed", o.spec.workload.seed,
+                                  "Random seed (default 0; --workload agentic: 42, as InferenceX)")
+                      ->transform(unsigned_integer());
+  add_integer(app, "--vocab-size", o.spec.workload.vocab_size, "Token ids are drawn below this",
+              101, std::numeric_limits<int32_t>::max())
+      ->capture_default_str();
+}
+
+// What the point reports: percentiles, per-GPU throughput, goodput SLOs, usage stats.
+void add_bench_metrics_options(CLI::App* app, BenchOptions& o) {
+  app->add_option("--percentiles", o.percentiles, "Percentiles to report besides the median")
+      ->capture_default_str();
+  add_integer(app, "--num-gpus", o.spec.metrics.num_gpus, "GPUs serving (for per-GPU throughput)",
+              1, kMaxGpus)
+      ->capture_default_str();
+  app->add_option("--goodput", o.goodput, "SLOs for goodput, e.g. ttft:500 tpot:50 e2el:10000")
+      ->expected(1, 3);
+  app->add_flag("--continuous-usage", o.spec.continuous_usage,
+                "Also request stream_options.continuous_usage_stats");
+}
+
+// The client: timeouts, retries, event-loop threads, source addresses, request ids.
+void add_bench_client_options(CLI::App* app, BenchOptions& o) {
+  app->add_option("--connect-timeout", o.connect_timeout_s, "Seconds")
+      ->capture_default_str()
+      ->transform(positive_real(kMaxSeconds));
+  app->add_option("--first-byte-timeout", o.first_byte_timeout_s,
+                  "Seconds from sending to the first response byte (0 = none)")
+      ->capture_default_str()
+      ->transform(real_in(0, kMaxSeconds));
+  app->add_option("--idle-timeout", o.idle_timeout_s,
+                  "Seconds without progress while reading a response: an event stream progresses "
+                  "with data events, not keep-alive comments (0 = none)")
+      ->capture_default_str()
+      ->transform(real_in(0, kMaxSeconds));
+  app->add_option("--request-timeout", o.request_timeout_s,
+                  "Seconds for a whole request (default 6 h, as vLLM's benchmark_serving; "
+                  "0 = none)")
+      ->capture_default_str()
+      ->transform(real_in(0, kMaxSeconds));
+  add_integer(app, "--max-retries", o.spec.max_retries,
+              "Re-sends of a request that failed before any response byte", 0, 100)
+      ->capture_default_str();
+  add_integer(app, "--threads", o.spec.threads, "Client event-loop threads (0 = automatic)", 0,
+              1024)
+      ->capture_default_str();
+  add_integer(app, "--source-addresses", o.spec.source_addresses,
+              "Loopback targets: spread connections over 127.0.0.1..N (0 = automatic)", 0, 254)
+      ->capture_default_str();
+  app->add_flag("--no-request-ids", o.no_request_ids, "Do not send X-Request-Id headers");
+}
+
+// --tokenizer, --chat-template and --tokenize-check: prompts of exact token lengths.
+void add_bench_tokenizer_options(CLI::App* app, BenchOptions& o) {
+  add_tokenizer_options(app, o.tokenizer,
+                        "prompts become natural text of exactly --isl tokens as the server counts "
+                        "them, chat template included");
+  add_integer(app, "--tokenize-check", o.spec.tokenize_check,
+              "Before measuring, have the server's /tokenize (vLLM, SGLang) count N prompts and "
+              "compare with the client's count",
+              0, 1000);
+}
+
+// --workload and the AgentX replay's options (--workload agentic).
+void add_bench_agentic_options(CLI::App* app, BenchOptions& o) {
+  app->add_option("--workload", o.workload,
+                  "fixed (random prompts of --isl/--osl) | agentic (AgentX replay of --traces)")
+      ->capture_default_str();
+  app->add_option("--traces", o.agentic.traces,
+                  "agentic: Weka traces to replay (files, .jsonl corpora or folders)")
+      ->check(existing_path());
+  add_integer(app, "--max-traces", o.agentic.max_traces, "agentic: replay the first N traces only",
+              1, kMaxTraces);
+  o.warmup_per_lane_option =
+      add_integer(app, "--warmup-requests-per-lane", o.agentic.warmup_requests_per_lane,
+                  "agentic: cache-pressure warmup requests per lane after the primers", 0,
+                  kMaxWarmupsPerLane)
+          ->capture_default_str();
+  app->add_option("--time-scale", o.agentic.time_scale,
+                  "agentic: divide every recorded delay, cap and duration by K (pair with "
+                  "serve-sim --time-scale K; not submission-valid)")
+      ->capture_default_str()
+      ->transform(positive_real(kMaxTimeScale));
+  app->add_option("--trace-idle-cap", o.agentic.trace_idle_cap_s,
+                  "agentic: per-tree idle cap in recorded seconds (0 = off)")
+      ->capture_default_str()
+      ->transform(real_in(0, kMaxSeconds));
+  app->add_option("--t-star-min", o.agentic.t_star_min,
+                  "agentic: lanes start at t* in [min, max] of their trace's span")
+      ->capture_default_str()
+      ->transform(real_in(0, 1));
+  app->add_option("--t-star-max", o.agentic.t_star_max, "agentic: see --t-star-min")
+      ->capture_default_str()
+      ->transform(real_in(0, 1));
+  app->add_option("--grace", o.agentic.grace_s,
+                  "agentic: recorded seconds in-flight requests may finish after the duration")
+      ->capture_default_str()
+      ->transform(real_in(0, kMaxSeconds));
+  app->add_flag("--agentx-fast", o.agentx_fast,
+                "agentic: InferenceX's fast mode (1200 s, 1 warmup request per lane)");
+}
+
+// What is observed beside the point: the server's metrics and GPU power.
+void add_bench_telemetry_options(CLI::App* app, BenchOptions& o) {
+  app->add_option("--server-metrics-url", o.spec.server_metrics_urls,
+                  "Prometheus endpoints to scrape during the point (repeatable, one per worker; "
+                  "default: the endpoint's /metrics)");
+  app->add_option("--slice-duration", o.spec.slice_s,
+                  "Seconds between server-metrics scrapes (the timeslice width)")
+      ->capture_default_str()
+      ->transform(positive_real(kMaxSeconds));
+  // `o` lives as long as the function register_bench returns, which holds it.
+  app->add_flag_callback(
+      "--no-server-metrics", [&o] { o.spec.scrape_server_metrics = false; },
+      "Do not scrape the server's metrics during the point");
+  app->add_option("--gpu-power", o.gpu_power,
+                  "GPU power during the point: auto (dcgm-exporter series in the server metrics, "
+                  "else nvidia-smi or amd-smi on this host when the server is on loopback) | off "
+                  "| nvidia-smi | amd-smi | dcgm (only the server metrics' DCGM_FI_DEV_* series)")
+      ->capture_default_str();
+  app->add_flag("--require-power", o.spec.require_power,
+                "Fail the point when GPU power is missing or not valid");
+}
+
+// --output and --details: the files the point writes.
+void add_bench_output_options(CLI::App* app, BenchOptions& o) {
+  app->add_option("--output", o.output, "Write the result JSON here")->check(output_file());
+  app->add_option("--details", o.details, "Write per-request records (JSONL) here")
+      ->check(output_file());
 }
 
 }  // namespace
@@ -355,148 +562,14 @@ RunFn register_bench(CLI::App& root) {
   o->spec.workload.num_prompts = 100;
   CLI::App* app =
       root.add_subcommand("bench", "Run one benchmark point against an OpenAI-compatible server");
-  app->add_option("--endpoint", o->spec.endpoint_url,
-                  "Server base URL: http://HOST:PORT, with or without a trailing /v1 (request "
-                  "paths such as /v1/completions are added to it)")
-      ->capture_default_str()
-      ->transform(endpoint_url());
-  app->add_option("--model", o->spec.model, "Model name (default: first from /v1/models)");
-  app->add_option("--api", o->api, "completions | chat")->capture_default_str();
-  add_integer(app, "--isl", o->spec.workload.isl, "Input length in tokens", 1, kMaxTokens)
-      ->capture_default_str();
-  add_integer(app, "--osl", o->spec.workload.osl, "Output length in tokens", 1, kMaxTokens)
-      ->capture_default_str();
-  app->add_option("--range-ratio", o->spec.workload.range_ratio, "Lengths uniform in [ratio*L, L]")
-      ->capture_default_str()
-      ->transform(positive_real(1));
-  add_integer(app, "--num-prompts", o->spec.workload.num_prompts, "Measured requests", 1,
-              kMaxRequests)
-      ->capture_default_str();
-  o->concurrency_option =
-      add_integer(app, "--concurrency,--max-concurrency", o->spec.shape.concurrency,
-                  "Closed loop: concurrent requests (default 1). Open loop: cap on requests in "
-                  "flight (default: none)",
-                  1, kMaxConcurrency);
-  app->add_option("--request-rate", o->request_rate,
-                  "Open loop: requests per second on an absolute schedule (default: closed loop)")
-      ->transform(positive_real(kMaxRequestRate));
-  app->add_option("--arrival", o->arrival, "Open-loop arrivals: constant | poisson | gamma")
-      ->capture_default_str();
-  app->add_option("--burstiness", o->spec.shape.arrivals.burstiness,
-                  "Gamma shape of the gaps (1 = Poisson; < 1 burstier)")
-      ->capture_default_str()
-      ->transform(positive_real(1000));
-  app->add_option("--duration", o->spec.shape.duration_s,
-                  "Stop sending after this many seconds (prompts are reused cyclically); "
-                  "agentic: recorded seconds of the profiling phase (default 3600)")
-      ->transform(positive_real(kMaxSeconds));
-  add_integer(app, "--warmups", o->spec.warmups, "Warmup requests (not measured)", 0, kMaxRequests)
-      ->capture_default_str();
-  o->seed_option =
-      app->add_option("--seed", o->spec.workload.seed,
-                      "Random seed (default 0; --workload agentic: 42, as InferenceX)")
-          ->transform(unsigned_integer());
-  add_integer(app, "--vocab-size", o->spec.workload.vocab_size, "Token ids are drawn below this",
-              101, std::numeric_limits<int32_t>::max())
-      ->capture_default_str();
-  app->add_option("--percentiles", o->percentiles, "Percentiles to report besides the median")
-      ->capture_default_str();
-  add_integer(app, "--num-gpus", o->spec.metrics.num_gpus, "GPUs serving (for per-GPU throughput)",
-              1, kMaxGpus)
-      ->capture_default_str();
-  app->add_option("--goodput", o->goodput, "SLOs for goodput, e.g. ttft:500 tpot:50 e2el:10000")
-      ->expected(1, 3);
-  app->add_flag("--continuous-usage", o->spec.continuous_usage,
-                "Also request stream_options.continuous_usage_stats");
-  app->add_option("--connect-timeout", o->connect_timeout_s, "Seconds")
-      ->capture_default_str()
-      ->transform(positive_real(kMaxSeconds));
-  app->add_option("--first-byte-timeout", o->first_byte_timeout_s,
-                  "Seconds from sending to the first response byte (0 = none)")
-      ->capture_default_str()
-      ->transform(real_in(0, kMaxSeconds));
-  app->add_option("--idle-timeout", o->idle_timeout_s,
-                  "Seconds without progress while reading a response: an event stream progresses "
-                  "with data events, not keep-alive comments (0 = none)")
-      ->capture_default_str()
-      ->transform(real_in(0, kMaxSeconds));
-  app->add_option("--request-timeout", o->request_timeout_s,
-                  "Seconds for a whole request (default 6 h, as vLLM's benchmark_serving; "
-                  "0 = none)")
-      ->capture_default_str()
-      ->transform(real_in(0, kMaxSeconds));
-  add_integer(app, "--max-retries", o->spec.max_retries,
-              "Re-sends of a request that failed before any response byte", 0, 100)
-      ->capture_default_str();
-  add_integer(app, "--threads", o->spec.threads, "Client event-loop threads (0 = automatic)", 0,
-              1024)
-      ->capture_default_str();
-  add_integer(app, "--source-addresses", o->spec.source_addresses,
-              "Loopback targets: spread connections over 127.0.0.1..N (0 = automatic)", 0, 254)
-      ->capture_default_str();
-  app->add_flag("--no-request-ids", o->no_request_ids, "Do not send X-Request-Id headers");
-  add_tokenizer_options(app, o->tokenizer,
-                        "prompts become natural text of exactly --isl tokens as the server counts "
-                        "them, chat template included");
-  add_integer(app, "--tokenize-check", o->spec.tokenize_check,
-              "Before measuring, have the server's /tokenize (vLLM, SGLang) count N prompts and "
-              "compare with the client's count",
-              0, 1000);
-  app->add_option("--workload", o->workload,
-                  "fixed (random prompts of --isl/--osl) | agentic (AgentX replay of --traces)")
-      ->capture_default_str();
-  app->add_option("--traces", o->agentic.traces,
-                  "agentic: Weka traces to replay (files, .jsonl corpora or folders)")
-      ->check(existing_path());
-  add_integer(app, "--max-traces", o->agentic.max_traces, "agentic: replay the first N traces only",
-              1, kMaxTraces);
-  o->warmup_per_lane_option =
-      add_integer(app, "--warmup-requests-per-lane", o->agentic.warmup_requests_per_lane,
-                  "agentic: cache-pressure warmup requests per lane after the primers", 0,
-                  kMaxWarmupsPerLane)
-          ->capture_default_str();
-  app->add_option("--time-scale", o->agentic.time_scale,
-                  "agentic: divide every recorded delay, cap and duration by K (pair with "
-                  "serve-sim --time-scale K; not submission-valid)")
-      ->capture_default_str()
-      ->transform(positive_real(kMaxTimeScale));
-  app->add_option("--trace-idle-cap", o->agentic.trace_idle_cap_s,
-                  "agentic: per-tree idle cap in recorded seconds (0 = off)")
-      ->capture_default_str()
-      ->transform(real_in(0, kMaxSeconds));
-  app->add_option("--t-star-min", o->agentic.t_star_min,
-                  "agentic: lanes start at t* in [min, max] of their trace's span")
-      ->capture_default_str()
-      ->transform(real_in(0, 1));
-  app->add_option("--t-star-max", o->agentic.t_star_max, "agentic: see --t-star-min")
-      ->capture_default_str()
-      ->transform(real_in(0, 1));
-  app->add_option("--grace", o->agentic.grace_s,
-                  "agentic: recorded seconds in-flight requests may finish after the duration")
-      ->capture_default_str()
-      ->transform(real_in(0, kMaxSeconds));
-  app->add_flag("--agentx-fast", o->agentx_fast,
-                "agentic: InferenceX's fast mode (1200 s, 1 warmup request per lane)");
-  app->add_option("--server-metrics-url", o->spec.server_metrics_urls,
-                  "Prometheus endpoints to scrape during the point (repeatable, one per worker; "
-                  "default: the endpoint's /metrics)");
-  app->add_option("--slice-duration", o->spec.slice_s,
-                  "Seconds between server-metrics scrapes (the timeslice width)")
-      ->capture_default_str()
-      ->transform(positive_real(kMaxSeconds));
-  app->add_flag_callback(
-      "--no-server-metrics", [o] { o->spec.scrape_server_metrics = false; },
-      "Do not scrape the server's metrics during the point");
-  app->add_option("--gpu-power", o->gpu_power,
-                  "GPU power during the point: auto (dcgm-exporter series in the server metrics, "
-                  "else nvidia-smi or amd-smi on this host when the server is on loopback) | off "
-                  "| nvidia-smi | amd-smi | dcgm (only the server metrics' DCGM_FI_DEV_* series)")
-      ->capture_default_str();
-  app->add_flag("--require-power", o->spec.require_power,
-                "Fail the point when GPU power is missing or not valid");
-  app->add_option("--output", o->output, "Write the result JSON here")->check(output_file());
-  app->add_option("--details", o->details, "Write per-request records (JSONL) here")
-      ->check(output_file());
+  add_bench_target_options(app, *o);
+  add_bench_load_options(app, *o);
+  add_bench_metrics_options(app, *o);
+  add_bench_client_options(app, *o);
+  add_bench_tokenizer_options(app, *o);
+  add_bench_agentic_options(app, *o);
+  add_bench_telemetry_options(app, *o);
+  add_bench_output_options(app, *o);
   return [o]() { return run(*o); };
 }
 

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <memory>
+#include <optional>
 
 #include "cli/commands.h"
 #include "core/files.h"
@@ -11,6 +12,7 @@
 #include "core/redact.h"
 #include "core/strings.h"
 #include "load/eval_run.h"
+#include "load/judge.h"
 #include "recipe/eval_thresholds.h"
 #include "report/table.h"
 #include "workload/gsm8k.h"
@@ -48,10 +50,11 @@ std::string stderr_cell(const gsm8k::Accuracy& a) {
 }
 
 void print_text(const load::EvalReport& r, const load::EvalGate& gate, const std::string& url) {
-  fmt::print("gsm8k ({}-shot, {}, {} prompt) on {} at {}: {} problems at concurrency {}, {:.1f} s\n",
-             r.prompt.num_fewshot, gsm8k::style_name(r.prompt.style),
-             r.prompt.inferencex ? "InferenceX" : "lm-eval", r.model, url, r.problems,
-             r.concurrency, r.duration_s);
+  fmt::print(
+      "gsm8k ({}-shot, {}, {} prompt) on {} at {}: {} problems at concurrency {}, {:.1f} s\n",
+      r.prompt.num_fewshot, gsm8k::style_name(r.prompt.style),
+      r.prompt.inferencex ? "InferenceX" : "lm-eval", r.model, url, r.problems, r.concurrency,
+      r.duration_s);
   report::Table t({{"filter", report::Align::kLeft},
                    {"exact_match", report::Align::kRight},
                    {"stderr", report::Align::kRight},
@@ -62,9 +65,10 @@ void print_text(const load::EvalReport& r, const load::EvalGate& gate, const std
              fmt::format("{} / {}", r.flexible.correct, r.flexible.n)});
   fmt::print("{}", t.render());
   if (r.truncated > 0) {
-    fmt::print("warning: {} of {} answers stopped at max_tokens ({}); raise --max-tokens or "
-               "--max-model-len\n",
-               r.truncated, r.strict.n, r.max_tokens);
+    fmt::print(
+        "warning: {} of {} answers stopped at max_tokens ({}); raise --max-tokens or "
+        "--max-model-len\n",
+        r.truncated, r.strict.n, r.max_tokens);
   }
   if (r.failed > 0 || r.not_run > 0) {
     fmt::print("unanswered: {} failed, {} not sent\n", r.failed, r.not_run);
@@ -85,7 +89,9 @@ std::string first_error(const load::EvalReport& r) {
   return "";
 }
 
-int run(EvalOptions& o) {
+// The prompt and request options, checked, into the spec: --prompt-style, --task, --max-tokens
+// or --max-model-len, --limit, --request-timeout (nullopt: go on; else the exit code).
+std::optional<int> set_eval_spec(EvalOptions& o) {
   if (auto same = same_output_files({{"--output", o.output}, {"--samples", o.samples}})) {
     fmt::print(stderr, "inferbench eval: {}\n", *same);
     return kExitUsage;
@@ -115,9 +121,14 @@ int run(EvalOptions& o) {
     o.spec.max_tokens = gsm8k::max_tokens_for_context(o.max_model_len);
   }
   o.spec.limit = static_cast<size_t>(o.limit);
-  o.spec.request_timeout = std::chrono::seconds(static_cast<int64_t>(std::ceil(o.request_timeout_s)));
+  o.spec.request_timeout =
+      std::chrono::seconds(static_cast<int64_t>(std::ceil(o.request_timeout_s)));
+  return std::nullopt;
+}
 
-  gsm8k::Dataset dataset = gsm8k::builtin();
+// --dataset and --fewshot-dataset in place of the built-in splits, and enough few-shot problems
+// for --num-fewshot (nullopt: go on; else the exit code).
+std::optional<int> load_eval_dataset(const EvalOptions& o, gsm8k::Dataset& dataset) {
   if (!o.dataset.empty()) {
     auto test = gsm8k::load_jsonl(o.dataset);
     if (!test) {
@@ -144,6 +155,13 @@ int run(EvalOptions& o) {
                o.spec.prompt.num_fewshot, dataset.train.size());
     return kExitUsage;
   }
+  return std::nullopt;
+}
+
+// The gate's threshold: --thresholds FILE (at --model-prefix), else --min-score (nullopt: go
+// on; else the exit code).
+std::optional<int> resolve_eval_threshold(const EvalOptions& o,
+                                          recipe::EvalThresholds::Resolved& out) {
   recipe::EvalThresholds thresholds;
   if (!o.thresholds.empty()) {
     auto t = recipe::load_eval_thresholds(o.thresholds);
@@ -153,27 +171,33 @@ int run(EvalOptions& o) {
     }
     thresholds = std::move(*t);
   } else if (!o.model_prefix.empty()) {
-    fmt::print(stderr, "inferbench eval: --model-prefix selects a threshold of --thresholds FILE\n");
+    fmt::print(stderr,
+               "inferbench eval: --model-prefix selects a threshold of --thresholds FILE\n");
     return kExitUsage;
   }
-  const auto threshold = thresholds.resolve(o.model_prefix, "gsm8k", o.min_score);
+  out = thresholds.resolve(o.model_prefix, "gsm8k", o.min_score);
+  return std::nullopt;
+}
 
-  o.spec.show_progress = true;
-  install_interrupt_handlers();
-  auto report = load::run_eval(o.spec, dataset);
-  if (!report) {
-    fmt::print(stderr, "inferbench eval: {}\n", redact_text(report.error().message));
-    return kExitUsage;
-  }
-  const load::EvalGate gate = gate_eval(*report, threshold.value, threshold.source);
-  json::object result = report->to_json();
+// The result JSON: the report with the endpoint, the tool, the gate and the judge's verdict.
+json::object eval_result_json(const EvalOptions& o, const load::EvalReport& report,
+                              const load::EvalGate& gate, const load::PointVerdict& verdict) {
+  json::object result = report.to_json();
   result["endpoint"] = o.spec.endpoint_url;
   result["tool"] = "inferbench";
   result["tool_version"] = INFERBENCH_VERSION;
   result["gate"] = gate.to_json();
+  result["status"] = metrics::status_name(verdict.status);
+  result["validity"] = verdict.validity.to_json();
+  return result;
+}
+
+// --samples and --output, secrets hidden (nullopt: go on; else the exit code).
+std::optional<int> write_eval_files(const EvalOptions& o, const load::EvalReport& report,
+                                    const gsm8k::Dataset& dataset, const std::string& text) {
   if (!o.samples.empty()) {
     std::string lines;
-    for (const auto& r : report->records) {
+    for (const auto& r : report.records) {
       json::object rec = r.to_json();
       rec["target"] = gsm8k::reference_answer(dataset.test[r.index].answer);
       lines += redact_text(json::serialize(rec));
@@ -184,27 +208,61 @@ int run(EvalOptions& o) {
       return kExitFailure;
     }
   }
-  const std::string text = redact_text(json::serialize(result));
   if (!o.output.empty()) {
     if (auto s = write_file_atomic(o.output, text + "\n"); !s) {
       fmt::print(stderr, "inferbench eval: cannot write --output: {}\n", s.error().message);
       return kExitFailure;
     }
   }
+  return std::nullopt;
+}
+
+// The exit code of the judged eval: interrupted 128 + the signal; nothing answered 1, said on
+// stderr; else 0 when the verdict is ok, 1 when not.
+int eval_exit_code(const load::EvalReport& report, const load::PointVerdict& verdict) {
+  if (verdict.validity.has(metrics::InvalidKind::kInterrupted)) return interrupted_exit_code();
+  if (verdict.validity.has(metrics::InvalidKind::kFailureRate)) {
+    fmt::print(stderr,
+               "inferbench eval: nothing was measured: none of the {} problems was "
+               "answered{}\n",
+               report.problems,
+               first_error(report).empty() ? "" : " (first error: " + first_error(report) + ")");
+    return kExitFailure;
+  }
+  return verdict.ok() ? kExitOk : kExitFailure;
+}
+
+// After the eval ran: gated and judged, written, printed; the exit code.
+int finish_eval(const EvalOptions& o, const load::EvalReport& report, const gsm8k::Dataset& dataset,
+                const recipe::EvalThresholds::Resolved& threshold) {
+  const load::EvalGate gate = gate_eval(report, threshold.value, threshold.source);
+  // The one judge of a point (load/judge.h), as a sweep's eval point is judged.
+  const load::PointVerdict verdict = load::judge(report, gate, {});
+  const std::string text = redact_text(json::serialize(eval_result_json(o, report, gate, verdict)));
+  if (auto rc = write_eval_files(o, report, dataset, text)) return *rc;
   if (o.json) {
     fmt::print("{}\n", text);
   } else {
-    print_text(*report, gate, o.spec.endpoint_url);
+    print_text(report, gate, o.spec.endpoint_url);
   }
-  if (report->interrupted) return interrupted_exit_code();
-  if (report->n_eff() == 0) {
-    fmt::print(stderr, "inferbench eval: nothing was measured: none of the {} problems was "
-                       "answered{}\n",
-               report->problems,
-               first_error(*report).empty() ? "" : " (first error: " + first_error(*report) + ")");
-    return kExitFailure;
+  return eval_exit_code(report, verdict);
+}
+
+int run(EvalOptions& o) {
+  if (auto rc = set_eval_spec(o)) return *rc;
+  gsm8k::Dataset dataset = gsm8k::builtin();
+  if (auto rc = load_eval_dataset(o, dataset)) return *rc;
+  recipe::EvalThresholds::Resolved threshold;
+  if (auto rc = resolve_eval_threshold(o, threshold)) return *rc;
+
+  o.spec.show_progress = true;
+  install_interrupt_handlers();
+  auto report = load::run_eval(o.spec, dataset);
+  if (!report) {
+    fmt::print(stderr, "inferbench eval: {}\n", redact_text(report.error().message));
+    return kExitUsage;
   }
-  return gate.passed() ? kExitOk : kExitFailure;
+  return finish_eval(o, *report, dataset, threshold);
 }
 
 }  // namespace
@@ -223,8 +281,7 @@ RunFn register_eval(CLI::App& root) {
               "else 64)",
               1, kMaxConcurrency)
       ->capture_default_str();
-  add_integer(app, "--limit", o->limit, "Only the first N problems (0 = all 1319)", 0,
-              kMaxRequests)
+  add_integer(app, "--limit", o->limit, "Only the first N problems (0 = all 1319)", 0, kMaxRequests)
       ->capture_default_str();
   o->max_model_len_opt =
       add_integer(app, "--max-model-len", o->max_model_len,
@@ -232,9 +289,9 @@ RunFn register_eval(CLI::App& root) {
                   "/ 2 at 4096 or less), at most 16384",
                   2, kMaxTokens)
           ->capture_default_str();
-  o->max_tokens_opt = add_integer(app, "--max-tokens", o->spec.max_tokens,
-                                  "max_tokens of each request (instead of --max-model-len)", 1,
-                                  kMaxTokens);
+  o->max_tokens_opt =
+      add_integer(app, "--max-tokens", o->spec.max_tokens,
+                  "max_tokens of each request (instead of --max-model-len)", 1, kMaxTokens);
   app->add_option("--prompt-style", o->style,
                   "chat (few-shot as multi-turn messages, lm-eval --apply_chat_template, as "
                   "InferenceX) | chat-single-turn | completions (plain text, /v1/completions)")

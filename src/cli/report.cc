@@ -29,8 +29,8 @@ struct ReportOptions {
   std::string command_line;
 };
 
-// Reads one run and everything the report shows about it. Usage errors (no such run, a run
-// without points) return exit code 2 in `code`.
+// Reads one run and everything the report shows about it (Store::run_details, timeslices
+// included). Usage errors (no such run, a run without points) return exit code 2 in `code`.
 Expected<report::ReportRun> load_run(store::Store& st, const ReportOptions& o,
                                      const std::string& which, int& code) {
   code = kExitFailure;
@@ -41,29 +41,12 @@ Expected<report::ReportRun> load_run(store::Store& st, const ReportOptions& o,
     return Error{
         fmt::format("no run '{}' in {} (see `inferbench runs --db {}`)", which, o.db, o.db)};
   }
-  report::ReportRun r;
-  r.run = std::move(**found);
-  auto counts = st.point_counts(r.run.id);
-  if (!counts) return counts.error();
-  r.counts = *counts;
-  auto configs = st.server_configs(r.run.id);
-  if (!configs) return configs.error();
-  r.configs = std::move(*configs);
-  auto points = st.points(r.run.id);
-  if (!points) return points.error();
-  r.points = std::move(*points);
-  if (r.points.empty()) {
+  auto r = st.run_details(std::move(**found), store::WithTimeslices::kYes);
+  if (!r) return r.error();
+  if (r->points.empty()) {
     code = kExitUsage;
-    return Error{fmt::format("run '{}' ({}) has no points to report (status {})", which, r.run.name,
-                             r.run.status)};
-  }
-  auto failures = st.failures(r.run.id);
-  if (!failures) return failures.error();
-  r.failures = std::move(*failures);
-  for (const auto& p : r.points) {
-    auto slices = st.timeslices(p.id);
-    if (!slices) return slices.error();
-    if (!slices->empty()) r.timeslices[p.id] = std::move(*slices);
+    return Error{fmt::format("run '{}' ({}) has no points to report (status {})", which,
+                             r->run.name, r->run.status)};
   }
   return r;
 }

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -160,15 +161,24 @@ struct ShowOptions {
   CLI::Option* format_option = nullptr;
 };
 
-struct RunDetails {
-  store::RunRecord run;
-  store::PointCounts counts;
-  std::vector<store::ServerConfigRecord> configs;
-  std::vector<store::PointRecord> points;
-  std::vector<store::FailureRecord> failures;
-};
+// `sweep --repeat N`: which repeat this run is (compare reads the group's runs together); empty
+// for a run that is not one of a group.
+std::string repeat_text(const boost::json::object& options) {
+  const auto* rep = options.if_contains("repeat");
+  if (!rep || !rep->is_object()) return "";
+  const auto& ro = rep->as_object();
+  const auto* index = ro.if_contains("index");
+  const auto* count = ro.if_contains("count");
+  const auto* group = ro.if_contains("group");
+  if (index && index->is_int64() && count && count->is_int64() && group && group->is_string()) {
+    return fmt::format("  repeat {} of {} (group {})\n", index->as_int64(), count->as_int64(),
+                       std::string(group->as_string()));
+  }
+  return "";
+}
 
-std::string show_text(const RunDetails& d) {
+// The lines above the tables: the run's identity, times, labels, repeat, command and point counts.
+std::string run_header_text(const store::RunDetails& d) {
   const auto& r = d.run;
   std::string out = fmt::format("run {}  {}  {}\n", r.id, r.name, r.status);
   if (!r.status_note.empty()) out += fmt::format("  {}\n", r.status_note);
@@ -180,30 +190,31 @@ std::string show_text(const RunDetails& d) {
   }
   out += '\n';
   out += fmt::format("  labels {}\n", labels_text(r.labels));
-  // `sweep --repeat N`: which repeat this run is (compare reads the group's runs together).
-  if (const auto* rep = r.options.if_contains("repeat"); rep && rep->is_object()) {
-    const auto& ro = rep->as_object();
-    const auto* index = ro.if_contains("index");
-    const auto* count = ro.if_contains("count");
-    const auto* group = ro.if_contains("group");
-    if (index && index->is_int64() && count && count->is_int64() && group && group->is_string()) {
-      out += fmt::format("  repeat {} of {} (group {})\n", index->as_int64(), count->as_int64(),
-                         std::string(group->as_string()));
-    }
-  }
+  out += repeat_text(r.options);
   if (!r.command_line.empty()) out += fmt::format("  command {}\n", r.command_line);
   out += fmt::format("  points {} ok, {} failed, {} reused, {} invalid\n", d.counts.ok,
                      d.counts.failed, d.counts.reused, d.counts.invalid);
+  return out;
+}
 
-  std::map<int64_t, const store::ServerConfigRecord*> by_id;
-  for (const auto& c : d.configs) by_id[c.id] = &c;
-  auto key_of = [&](std::optional<int64_t> id) -> std::string {
+// The key of one of the run's server configurations by its id, for the tables that name a
+// point's or a failure's configuration: "-" for none, "#ID" for an id the run does not have.
+class ConfigKeys {
+ public:
+  explicit ConfigKeys(const std::vector<store::ServerConfigRecord>& configs) {
+    for (const auto& c : configs) by_id_[c.id] = &c;
+  }
+  std::string operator()(std::optional<int64_t> id) const {
     if (!id || *id == 0) return "-";
-    auto it = by_id.find(*id);
-    return it == by_id.end() ? fmt::format("#{}", *id) : it->second->config_key;
-  };
+    auto it = by_id_.find(*id);
+    return it == by_id_.end() ? fmt::format("#{}", *id) : it->second->config_key;
+  }
 
-  out += "\nSERVER CONFIGURATIONS\n";
+ private:
+  std::map<int64_t, const store::ServerConfigRecord*> by_id_;
+};
+
+std::string configs_section(const store::RunDetails& d) {
   std::vector<Row> rows;
   rows.push_back({"ID", "KEY", "FINGERPRINT", "LAUNCHER", "STATUS", "LOG / ERROR"});
   for (const auto& c : d.configs) {
@@ -211,11 +222,26 @@ std::string show_text(const RunDetails& d) {
                     or_dash(c.launcher), c.status,
                     c.error.empty() ? or_dash(c.log_path) : one_line(c.error)});
   }
-  out += table_text(rows);
+  return "\nSERVER CONFIGURATIONS\n" + table_text(rows);
+}
 
-  // What each server showed: its engine, how many effective settings were captured, and which of
-  // the recipe's environment variables its processes read (docs/env-trace.md).
-  rows.clear();
+// Who read one of the recipe's environment variables: "exe (function), ..." or "never read".
+std::string readers_text(const boost::json::value& variable) {
+  const auto* readers = variable.as_object().if_contains("readers");
+  if (!readers || !readers->is_array() || readers->as_array().empty()) return "never read";
+  std::vector<std::string> names;
+  for (const auto& reader : readers->as_array()) {
+    std::string exe(reader.at("exe").as_string());
+    names.push_back(fmt::format("{} ({})", exe.substr(exe.rfind('/') + 1),
+                                std::string(reader.at("function").as_string())));
+  }
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
+// What each server showed: its engine, how many effective settings were captured, and which of
+// the recipe's environment variables its processes read (docs/env-trace.md).
+std::string server_observation_section(const store::RunDetails& d) {
+  std::vector<Row> rows;
   rows.push_back({"KEY", "ENGINE", "SETTINGS", "VARIABLE", "READ BY"});
   for (const auto& c : d.configs) {
     const auto* engine = c.effective_config.if_contains("engine");
@@ -230,55 +256,58 @@ std::string show_text(const RunDetails& d) {
       continue;
     }
     for (const auto& kv : vars->as_object()) {
-      std::string who = "never read";
-      if (const auto* readers = kv.value().as_object().if_contains("readers");
-          readers && readers->is_array() && !readers->as_array().empty()) {
-        std::vector<std::string> names;
-        for (const auto& reader : readers->as_array()) {
-          std::string exe(reader.at("exe").as_string());
-          names.push_back(fmt::format("{} ({})", exe.substr(exe.rfind('/') + 1),
-                                      std::string(reader.at("function").as_string())));
-        }
-        who = fmt::format("{}", fmt::join(names, ", "));
-      }
-      rows.push_back({c.config_key, engine_text, count, std::string(kv.key()), one_line(who)});
+      rows.push_back({c.config_key, engine_text, count, std::string(kv.key()),
+                      one_line(readers_text(kv.value()))});
     }
   }
-  if (rows.size() > 1) {
-    out += "\nEFFECTIVE CONFIGURATION AND ENVIRONMENT READS\n";
-    out += table_text(rows);
-  }
+  if (rows.size() <= 1) return "";
+  return "\nEFFECTIVE CONFIGURATION AND ENVIRONMENT READS\n" + table_text(rows);
+}
 
-  out += "\nPOINTS\n";
-  rows.clear();
+// The run's points as the sweep reports them (status, validity, workload label).
+std::vector<metrics::PointResult> point_results(const store::RunDetails& d,
+                                                const ConfigKeys& key_of) {
+  std::vector<metrics::PointResult> results;
+  for (const auto& p : d.points) {
+    results.push_back(sweep::from_record(p, key_of(p.server_config_id)));
+  }
+  return results;
+}
+
+// One row of the POINTS table: identity, status, the headline metrics (metrics/keys.h) and a note.
+Row point_row(const store::PointRecord& p, const metrics::PointResult& pr) {
+  std::string note =
+      p.reused_from_run
+          ? fmt::format("reused from run {}", *p.reused_from_run)
+          : one_line(pr.status == metrics::PointStatus::kInvalid ? p.validity.text() : p.error, 80);
+  Row row = {pr.id.config_key, p.fingerprint.substr(0, 12),
+             or_dash(pr.id.workload_label.empty() ? p.workload_key : pr.id.workload_label),
+             std::to_string(p.concurrency), std::string(metrics::status_name(p.status))};
+  for (size_t i = 0; i < metrics::kHeadlineMetrics.size(); ++i) {
+    if (metrics::kHeadlineMetrics[i].table) row.push_back(p.headline.cell(i));
+  }
+  row.push_back(or_dash(note));
+  return row;
+}
+
+// `results[i]` is `d.points[i]` as point_results made it.
+std::string points_section(const store::RunDetails& d,
+                           const std::vector<metrics::PointResult>& results) {
   Row header = {"KEY", "FINGERPRINT", "WORKLOAD", "CONC", "STATUS"};
   for (const auto& k : metrics::kHeadlineMetrics) {
     if (k.table) header.push_back(upper(k.title));
   }
   header.push_back("NOTE");
-  rows.push_back(header);
-  std::vector<metrics::PointResult> results;
-  for (const auto& p : d.points) {
-    metrics::PointResult pr = sweep::from_record(p, key_of(p.server_config_id));
-    std::string note =
-        p.reused_from_run
-            ? fmt::format("reused from run {}", *p.reused_from_run)
-            : one_line(pr.status == metrics::PointStatus::kInvalid ? p.validity.text() : p.error,
-                       80);
-    Row row = {pr.id.config_key, p.fingerprint.substr(0, 12),
-               or_dash(pr.id.workload_label.empty() ? p.workload_key : pr.id.workload_label),
-               std::to_string(p.concurrency), std::string(metrics::status_name(p.status))};
-    for (size_t i = 0; i < metrics::kHeadlineMetrics.size(); ++i) {
-      if (metrics::kHeadlineMetrics[i].table) row.push_back(p.headline.cell(i));
-    }
-    row.push_back(or_dash(note));
-    rows.push_back(std::move(row));
-    results.push_back(std::move(pr));
-  }
-  out += table_text(rows);
-  // Accuracy evals (docs/evals.md): exact match of both filters with their standard errors, and
-  // the gate.
-  rows.clear();
+  std::vector<Row> rows;
+  rows.push_back(std::move(header));
+  for (size_t i = 0; i < d.points.size(); ++i) rows.push_back(point_row(d.points[i], results[i]));
+  return "\nPOINTS\n" + table_text(rows);
+}
+
+// Accuracy evals (docs/evals.md): exact match of both filters with their standard errors, and
+// the gate.
+std::string accuracy_section(const store::RunDetails& d, const ConfigKeys& key_of) {
+  std::vector<Row> rows;
   rows.push_back({"POINT", "KEY", "CONC", "TASK", "STRICT-MATCH", "FLEXIBLE-EXTRACT", "N",
                   "THRESHOLD", "GATE"});
   for (const auto& p : d.points) {
@@ -289,93 +318,124 @@ std::string show_text(const RunDetails& d) {
                     metrics::EvalSummary::cell(e->em_flexible, e->em_flexible_se),
                     std::to_string(e->n_eff),
                     std::isnan(e->threshold) ? "-" : fmt::format("{:.2f}", e->threshold),
-                    !e->gate_passed ? "-" : *e->gate_passed ? "passed" : "FAILED"});
+                    !e->gate_passed   ? "-"
+                    : *e->gate_passed ? "passed"
+                                      : "FAILED"});
   }
-  if (rows.size() > 1) {
-    out += "\nACCURACY\n";
-    out += table_text(rows);
+  if (rows.size() <= 1) return "";
+  return "\nACCURACY\n" + table_text(rows);
+}
+
+// `o[k]` times `scale`, formatted by `f`; "-" when absent or not a number.
+std::string scaled_cell(const boost::json::object& o, const char* k, double scale, const char* f) {
+  const auto* v = o.if_contains(k);
+  return v && v->is_number() ? fmt::format(fmt::runtime(f), v->to_number<double>() * scale)
+                             : std::string("-");
+}
+
+// The power column of a point whose power is valid: "valid", unless InferenceX's accumulator
+// cross-check missed. The check is advisory; a miss is worth seeing here.
+std::string valid_power_text(const boost::json::object& ev) {
+  const auto* acc = ev.if_contains("accumulator_check");
+  if (!acc || !acc->is_object()) return "valid";
+  const auto& a = acc->as_object();
+  const auto* within = a.if_contains("within_tolerance");
+  const auto* err = a.if_contains("relative_error");
+  if (a.contains("available") && a.at("available") == true && within && *within == false && err &&
+      err->is_number()) {
+    return fmt::format("valid; counter differs {:.0f}%", err->to_number<double>() * 100);
   }
-  // What the server did meanwhile (docs/telemetry.md): one line per point with server metrics.
-  rows.clear();
+  return "valid";
+}
+
+// The power column: valid, the reasons it is not, or "-" when nothing sampled.
+std::string power_text(const boost::json::object& ev) {
+  const auto* valid = ev.if_contains("power_valid");
+  if (!valid || !valid->is_bool()) return "-";
+  if (valid->as_bool()) return valid_power_text(ev);
+  const auto* reasons = ev.if_contains("reasons");
+  if (!reasons || !reasons->is_array() || reasons->as_array().empty()) return "-";
+  std::vector<std::string> names;
+  for (const auto& reason : reasons->as_array()) {
+    const auto* name = reason.is_object() ? reason.as_object().if_contains("reason") : nullptr;
+    names.push_back(name && name->is_string() ? std::string(name->as_string()) : "?");
+  }
+  return "invalid: " + fmt::format("{}", fmt::join(names, ","));
+}
+
+// One TELEMETRY row: the point's server metrics and GPU energy; nullopt when it has neither.
+std::optional<Row> telemetry_row(const store::PointRecord& p, const ConfigKeys& key_of) {
+  const auto* t = p.result.if_contains("telemetry");
+  const auto* server = t && t->is_object() ? t->as_object().if_contains("server") : nullptr;
+  const auto* energy = p.result.if_contains("energy");
+  const bool has_server = server != nullptr && server->is_object();
+  const bool has_energy = energy != nullptr && energy->is_object();
+  if (!has_server && !has_energy) return std::nullopt;
+  static const boost::json::object kNone;
+  const auto& sv = has_server ? server->as_object() : kNone;
+  const auto& ev = has_energy ? energy->as_object() : kNone;
+  const auto* engine = sv.if_contains("engine");
+  return Row{std::to_string(p.id),
+             key_of(p.server_config_id),
+             std::to_string(p.concurrency),
+             engine && engine->is_string() ? std::string(engine->as_string()) : "-",
+             scaled_cell(sv, "slices", 1, "{:.0f}"),
+             scaled_cell(sv, "peak_kv_usage", 100, "{:.1f}"),
+             scaled_cell(sv, "mean_running", 1, "{:.1f}"),
+             scaled_cell(sv, "mean_waiting", 1, "{:.1f}"),
+             scaled_cell(sv, "preemptions", 1, "{:.0f}"),
+             scaled_cell(sv, "prefix_hit_rate", 100, "{:.1f}"),
+             scaled_cell(sv, "spec_acceptance_length", 1, "{:.2f}"),
+             scaled_cell(ev, "avg_power_w", 1, "{:.0f}"),
+             scaled_cell(ev, "joules_per_output_token", 1, "{:.3f}"),
+             power_text(ev)};
+}
+
+// What the server did meanwhile (docs/telemetry.md): one line per point with server metrics.
+std::string telemetry_section(const store::RunDetails& d, const ConfigKeys& key_of) {
+  std::vector<Row> rows;
   rows.push_back({"POINT", "KEY", "CONC", "ENGINE", "SLICES", "PEAK KV %", "MEAN RUNNING",
-                  "MEAN WAITING", "PREEMPTIONS", "PREFIX HIT %", "ACCEPT LEN", "W/GPU",
-                  "J/OUT TOK", "POWER"});
-  auto num = [](const boost::json::object& o, const char* k, double scale, const char* f) {
-    const auto* v = o.if_contains(k);
-    return v && v->is_number() ? fmt::format(fmt::runtime(f), v->to_number<double>() * scale)
-                               : std::string("-");
-  };
+                  "MEAN WAITING", "PREEMPTIONS", "PREFIX HIT %", "ACCEPT LEN", "W/GPU", "J/OUT TOK",
+                  "POWER"});
   for (const auto& p : d.points) {
-    const auto* t = p.result.if_contains("telemetry");
-    const auto* server = t && t->is_object() ? t->as_object().if_contains("server") : nullptr;
-    const auto* energy = p.result.if_contains("energy");
-    const bool has_server = server != nullptr && server->is_object();
-    const bool has_energy = energy != nullptr && energy->is_object();
-    if (!has_server && !has_energy) continue;
-    static const boost::json::object kNone;
-    const auto& sv = has_server ? server->as_object() : kNone;
-    const auto& ev = has_energy ? energy->as_object() : kNone;
-    const auto* engine = sv.if_contains("engine");
-    // The power column: valid, the reasons it is not, or "-" when nothing sampled.
-    std::string power = "-";
-    if (const auto* valid = ev.if_contains("power_valid"); valid && valid->is_bool()) {
-      if (valid->as_bool()) {
-        power = "valid";
-        // InferenceX's accumulator cross-check is advisory; a miss is worth seeing here.
-        const auto* acc = ev.if_contains("accumulator_check");
-        if (acc && acc->is_object()) {
-          const auto& a = acc->as_object();
-          const auto* within = a.if_contains("within_tolerance");
-          const auto* err = a.if_contains("relative_error");
-          if (a.contains("available") && a.at("available") == true && within &&
-              *within == false && err && err->is_number()) {
-            power = fmt::format("valid; counter differs {:.0f}%", err->to_number<double>() * 100);
-          }
-        }
-      } else if (const auto* reasons = ev.if_contains("reasons");
-                 reasons && reasons->is_array() && !reasons->as_array().empty()) {
-        std::vector<std::string> names;
-        for (const auto& reason : reasons->as_array()) {
-          const auto* name = reason.is_object() ? reason.as_object().if_contains("reason") : nullptr;
-          names.push_back(name && name->is_string() ? std::string(name->as_string()) : "?");
-        }
-        power = "invalid: " + fmt::format("{}", fmt::join(names, ","));
-      }
-    }
-    rows.push_back({std::to_string(p.id), key_of(p.server_config_id), std::to_string(p.concurrency),
-                    engine && engine->is_string() ? std::string(engine->as_string()) : "-",
-                    num(sv, "slices", 1, "{:.0f}"), num(sv, "peak_kv_usage", 100, "{:.1f}"),
-                    num(sv, "mean_running", 1, "{:.1f}"), num(sv, "mean_waiting", 1, "{:.1f}"),
-                    num(sv, "preemptions", 1, "{:.0f}"), num(sv, "prefix_hit_rate", 100, "{:.1f}"),
-                    num(sv, "spec_acceptance_length", 1, "{:.2f}"),
-                    num(ev, "avg_power_w", 1, "{:.0f}"),
-                    num(ev, "joules_per_output_token", 1, "{:.3f}"), power});
+    if (auto row = telemetry_row(p, key_of)) rows.push_back(std::move(*row));
   }
-  if (rows.size() > 1) {
-    out += "\nTELEMETRY (server metrics and GPU energy during each point; `show RUN --timeslices POINT`)\n";
-    out += table_text(rows);
+  if (rows.size() <= 1) return "";
+  return "\nTELEMETRY (server metrics and GPU energy during each point; `show RUN --timeslices "
+         "POINT`)\n" +
+         table_text(rows);
+}
+
+std::string failures_section(const store::RunDetails& d, const ConfigKeys& key_of) {
+  if (d.failures.empty()) return "\nFAILURES\nnone\n";
+  std::vector<Row> rows;
+  rows.push_back({"AT", "KIND", "KEY", "POINT", "MESSAGE"});
+  for (const auto& f : d.failures) {
+    rows.push_back({time_text(f.at), f.kind, key_of(f.server_config_id),
+                    f.point_id ? std::to_string(*f.point_id) : "-", one_line(f.message)});
   }
+  return "\nFAILURES\n" + table_text(rows);
+}
+
+// `inferbench show RUN`: the header, then one section per table.
+std::string show_text(const store::RunDetails& d) {
+  const ConfigKeys key_of(d.configs);
+  const std::vector<metrics::PointResult> results = point_results(d, key_of);
+  std::string out = run_header_text(d);
+  out += configs_section(d);
+  out += server_observation_section(d);
+  out += points_section(d, results);
+  out += accuracy_section(d, key_of);
+  out += telemetry_section(d, key_of);
   // Why each point that is not a success failed, in full (the first error of each cause).
   if (const std::string why = sweep::not_measured_text(results); !why.empty()) {
     out += "\nNOT MEASURED OR INVALID\n" + why;
   }
-
-  out += "\nFAILURES\n";
-  if (d.failures.empty()) {
-    out += "none\n";
-  } else {
-    rows.clear();
-    rows.push_back({"AT", "KIND", "KEY", "POINT", "MESSAGE"});
-    for (const auto& f : d.failures) {
-      rows.push_back({time_text(f.at), f.kind, key_of(f.server_config_id),
-                      f.point_id ? std::to_string(*f.point_id) : "-", one_line(f.message)});
-    }
-    out += table_text(rows);
-  }
+  out += failures_section(d, key_of);
   return out;
 }
 
-boost::json::object show_json(const RunDetails& d) {
+boost::json::object show_json(const store::RunDetails& d) {
   boost::json::object o;
   o["run"] = store::to_json(store::RunSummary{d.run, d.counts});
   boost::json::array configs, points, failures;
@@ -528,21 +588,9 @@ int run_show(const ShowOptions& o) {
     }
     return run_timeslices(*st, o, **found);
   }
-  RunDetails d;
-  d.run = std::move(**found);
-  auto counts = st->point_counts(d.run.id);
-  if (!counts) return fail(counts.error());
-  d.counts = *counts;
-  auto configs = st->server_configs(d.run.id);
-  if (!configs) return fail(configs.error());
-  d.configs = std::move(*configs);
-  auto points = st->points(d.run.id);
-  if (!points) return fail(points.error());
-  d.points = std::move(*points);
-  auto failures = st->failures(d.run.id);
-  if (!failures) return fail(failures.error());
-  d.failures = std::move(*failures);
-  print(o.json ? boost::json::serialize(show_json(d)) + "\n" : show_text(d));
+  auto d = st->run_details(std::move(**found));
+  if (!d) return fail(d.error());
+  print(o.json ? boost::json::serialize(show_json(*d)) + "\n" : show_text(*d));
   return kExitOk;
 }
 

@@ -261,28 +261,24 @@ CLI::Validator threads_value() {
       "auto|1.." + std::to_string(sim::kMaxIoThreads));
 }
 
-}  // namespace
-
-RunFn register_serve_sim(CLI::App& root) {
-  auto o = std::make_shared<ServeSimOptions>();
-  sim::SimArgs& a = o->args;
-  CLI::App* app = root.add_subcommand(
-      "serve-sim", "Run the embedded simulated OpenAI-compatible inference server");
+// The server's own options: where it listens, what it serves, its timing model and threads.
+void add_sim_server_options(CLI::App* app, ServeSimOptions& o) {
+  sim::SimArgs& a = o.args;
   app->add_option("--host", a.host, "Address to listen on")->capture_default_str();
   add_integer(app, "--port", a.port, "TCP port; 0 picks a free one (see --port-file)", 0, 65535)
       ->capture_default_str();
-  app->add_option("--port-file", o->port_file,
+  app->add_option("--port-file", o.port_file,
                   "Once listening, write the bound port and a newline here (atomically)")
       ->check(output_file());
   app->add_option("--model", a.model, "Served model name")->capture_default_str();
-  o->max_model_len_opt =
+  o.max_model_len_opt =
       add_integer(app, "--max-model-len", a.max_model_len,
                   "Context length: prompt + output tokens beyond it get 400 (default: "
                   "roofline, the model preset's max_context capped to the KV cache; simple, "
                   "32768)",
                   2, std::numeric_limits<int>::max());
-  o->timing_model_opt =
-      app->add_option("--timing-model", o->timing_model,
+  o.timing_model_opt =
+      app->add_option("--timing-model", o.timing_model,
                       "roofline (continuous batching on a hardware/model performance model; the "
                       "default) or simple (fixed per-request timing; implied by its flags)")
           ->check(CLI::IsMember({"roofline", "simple"}));
@@ -300,7 +296,7 @@ RunFn register_serve_sim(CLI::App& root) {
                 "Export a modelled GPU power trace per tensor-parallel rank on /metrics, in "
                 "dcgm-exporter's names (DCGM_FI_DEV_POWER_USAGE, ..._TOTAL_ENERGY_CONSUMPTION), "
                 "derived from the engine's steps (roofline only; docs/serve-sim.md)");
-  app->add_option("--threads", o->threads,
+  app->add_option("--threads", o.threads,
                   fmt::format("HTTP I/O threads: 1 serves the engine and every connection on one "
                               "thread; N > 1 spreads connections over N threads, the engine "
                               "keeping its own (at most {}); auto = min(4, cores / 2), at least 1 "
@@ -312,103 +308,121 @@ RunFn register_serve_sim(CLI::App& root) {
                   "Close keep-alive connections idle this long (0 = never)")
       ->capture_default_str()
       ->transform(real_in(0, kMaxSeconds));
-  o->max_num_seqs_opt =
-      add_integer(app, "--max-num-seqs,--max-running", o->max_num_seqs,
+  o.max_num_seqs_opt =
+      add_integer(app, "--max-num-seqs,--max-running", o.max_num_seqs,
                   "Requests running at once; later ones wait (default: 1024 roofline on "
                   "GPUs >= 70 GiB, 256 simple; env SIM_MAX_NUM_SEQS)",
                   1, kMaxRunning);
-  app->add_flag("--list-presets", o->list_presets, "Print the hardware and model presets and exit");
-  o->gsm8k_correct_opt =
-      app->add_option("--gsm8k-correct", o->gsm8k_correct,
+  app->add_flag("--list-presets", o.list_presets, "Print the hardware and model presets and exit");
+}
+
+// --gsm8k-correct and --gsm8k-flexible-only: answers for lm-eval's GSM8K task.
+void add_gsm8k_options(CLI::App* app, ServeSimOptions& o) {
+  o.gsm8k_correct_opt =
+      app->add_option("--gsm8k-correct", o.gsm8k_correct,
                       "Answer GSM8K test questions (lm-eval's prompt format) in lm-eval's answer "
                       "format, this fraction of them correctly (0-1; exactly floor(N x FRACTION) "
                       "of the first N problems); other prompts get the usual word text")
           ->transform(real_in(0, 1));
-  o->gsm8k_flexible_opt =
-      app->add_option("--gsm8k-flexible-only", o->gsm8k_flexible_only,
+  o.gsm8k_flexible_opt =
+      app->add_option("--gsm8k-flexible-only", o.gsm8k_flexible_only,
                       "With --gsm8k-correct: this fraction of the correct answers leaves out the "
                       "'#### N' line, so only the flexible-extract filter finds the number (0-1)")
           ->capture_default_str()
           ->transform(real_in(0, 1));
+}
 
-  add_tokenizer_options(app, o->tokenizer,
-                        "prompt tokens are counted with it as a real server counts them "
-                        "(default: one token per word)");
-
-  // Roofline model.
+// The "Roofline model" group: hardware and model presets, parallelism, scheduler limits, KV cache
+// and calibration. Each option is recorded as roofline-only.
+void add_roofline_options(CLI::App* app, ServeSimOptions& o) {
   auto roofline = [&](CLI::Option* opt) {
     opt->group("Roofline model");
-    o->roofline_only.push_back(opt);
+    o.roofline_only.push_back(opt);
     return opt;
   };
-  o->hardware_opt =
-      roofline(app->add_option("--hardware", o->hardware,
+  o.hardware_opt =
+      roofline(app->add_option("--hardware", o.hardware,
                                "Accelerator preset: " + sim::hardware_names() + " (default H200)"));
-  o->model_preset_opt = roofline(app->add_option(
-      "--model-preset", o->model_preset,
+  o.model_preset_opt = roofline(app->add_option(
+      "--model-preset", o.model_preset,
       "Model architecture preset: " + sim::model_names() + " (default llama-3.1-8b)"));
-  o->tp_opt = roofline(add_integer(app, "--tensor-parallel-size,--tp", o->tp,
-                                   "Tensor-parallel GPUs (default 1)", 1, 64));
-  o->ep_opt = roofline(app->add_flag("--enable-expert-parallel", o->enable_expert_parallel,
-                                     "MoE layers: split experts over the TP GPUs (all-to-all)"));
-  o->quantization_opt =
-      roofline(app->add_option("--quantization", o->quantization,
+  o.tp_opt = roofline(add_integer(app, "--tensor-parallel-size,--tp", o.tp,
+                                  "Tensor-parallel GPUs (default 1)", 1, 64));
+  o.ep_opt = roofline(app->add_flag("--enable-expert-parallel", o.enable_expert_parallel,
+                                    "MoE layers: split experts over the TP GPUs (all-to-all)"));
+  o.quantization_opt =
+      roofline(app->add_option("--quantization", o.quantization,
                                "Weight precision: bf16, fp8, fp4 (default: the checkpoint's)"));
-  o->kv_cache_dtype_opt = roofline(app->add_option(
-      "--kv-cache-dtype", o->kv_cache_dtype, "auto (bf16), bf16 or fp8 (env SIM_KV_CACHE_DTYPE)"));
-  o->batched_opt = roofline(
-      add_integer(app, "--max-num-batched-tokens", o->max_num_batched_tokens,
-                  "Token budget of one step (default 8192; env SIM_MAX_NUM_BATCHED_TOKENS)", 1,
-                  1 << 24));
-  o->block_size_opt = roofline(add_integer(app, "--block-size", o->block_size,
-                                           "Tokens per KV-cache block (default 16)", 1, 1024));
+  o.kv_cache_dtype_opt = roofline(app->add_option(
+      "--kv-cache-dtype", o.kv_cache_dtype, "auto (bf16), bf16 or fp8 (env SIM_KV_CACHE_DTYPE)"));
+  o.batched_opt = roofline(add_integer(
+      app, "--max-num-batched-tokens", o.max_num_batched_tokens,
+      "Token budget of one step (default 8192; env SIM_MAX_NUM_BATCHED_TOKENS)", 1, 1 << 24));
+  o.block_size_opt = roofline(add_integer(app, "--block-size", o.block_size,
+                                          "Tokens per KV-cache block (default 16)", 1, 1024));
   // Bounded: the simulator holds a record per block (a memory-sized input).
-  o->num_blocks_opt = roofline(add_integer(app, "--num-gpu-blocks-override", o->num_gpu_blocks,
-                                           "KV-cache blocks, instead of what memory allows", 1,
-                                           kMaxGpuBlocks));
-  o->util_opt = roofline(
-      app->add_option("--gpu-memory-utilization", o->gpu_memory_utilization,
-                      "Fraction of GPU memory for weights + KV cache (default 0.9; env "
-                      "SIM_GPU_MEMORY_UTILIZATION)")
-          ->transform(positive_real(1)));
-  o->prefix_opt = roofline(app->add_flag(
-      "--enable-prefix-caching,!--no-enable-prefix-caching", o->enable_prefix_caching,
+  o.num_blocks_opt =
+      roofline(add_integer(app, "--num-gpu-blocks-override", o.num_gpu_blocks,
+                           "KV-cache blocks, instead of what memory allows", 1, kMaxGpuBlocks));
+  o.util_opt =
+      roofline(app->add_option("--gpu-memory-utilization", o.gpu_memory_utilization,
+                               "Fraction of GPU memory for weights + KV cache (default 0.9; env "
+                               "SIM_GPU_MEMORY_UTILIZATION)")
+                   ->transform(positive_real(1)));
+  o.prefix_opt = roofline(app->add_flag(
+      "--enable-prefix-caching,!--no-enable-prefix-caching", o.enable_prefix_caching,
       "Reuse KV blocks of shared prompt prefixes (default on; env SIM_ENABLE_PREFIX_CACHING)"));
-  o->custom_ar_opt = roofline(
-      app->add_flag("--disable-custom-all-reduce", o->disable_custom_all_reduce,
+  o.custom_ar_opt = roofline(
+      app->add_flag("--disable-custom-all-reduce", o.disable_custom_all_reduce,
                     "Use NCCL/RCCL for every all-reduce (env SIM_DISABLE_CUSTOM_ALL_REDUCE)"));
-  o->compute_eff_opt = roofline(app->add_option("--compute-efficiency", o->compute_efficiency,
-                                                "Achieved / peak tensor FLOPS (default 0.6)")
-                                    ->transform(positive_real(1)));
-  o->memory_eff_opt = roofline(app->add_option("--memory-efficiency", o->memory_efficiency,
-                                               "Achieved / peak HBM bandwidth (default 0.8)")
+  o.compute_eff_opt = roofline(app->add_option("--compute-efficiency", o.compute_efficiency,
+                                               "Achieved / peak tensor FLOPS (default 0.6)")
                                    ->transform(positive_real(1)));
-  o->overhead_opt = roofline(app->add_option("--step-overhead-us", o->step_overhead_us,
-                                             "Fixed cost of every engine step (default 1000)")
-                                 ->transform(real_in(0, kMaxSeconds * 1e6)));
+  o.memory_eff_opt = roofline(app->add_option("--memory-efficiency", o.memory_efficiency,
+                                              "Achieved / peak HBM bandwidth (default 0.8)")
+                                  ->transform(positive_real(1)));
+  o.overhead_opt = roofline(app->add_option("--step-overhead-us", o.step_overhead_us,
+                                            "Fixed cost of every engine step (default 1000)")
+                                ->transform(real_in(0, kMaxSeconds * 1e6)));
+}
 
-  // Simple model.
+// The "Simple model" group: fixed per-request timing. Each option is recorded as simple-only.
+void add_simple_options(CLI::App* app, ServeSimOptions& o) {
+  sim::SimpleTimingParams& t = o.args.timing;
   auto simple = [&](CLI::Option* opt) {
     opt->group("Simple model");
-    o->simple_only.push_back(opt);
+    o.simple_only.push_back(opt);
     return opt;
   };
-  simple(
-      app->add_option("--prefill-tok-s", a.timing.prefill_tok_s, "Prefill speed, prompt tokens/s")
-          ->capture_default_str()
-          ->transform(positive_real(1e12)));
-  simple(app->add_option("--prefill-overhead-ms", a.timing.prefill_overhead_ms,
+  simple(app->add_option("--prefill-tok-s", t.prefill_tok_s, "Prefill speed, prompt tokens/s")
+             ->capture_default_str()
+             ->transform(positive_real(1e12)));
+  simple(app->add_option("--prefill-overhead-ms", t.prefill_overhead_ms,
                          "Fixed time added to every prefill")
              ->capture_default_str()
              ->transform(real_in(0, kMaxSeconds * 1000)));
-  simple(app->add_option("--decode-base-ms", a.timing.decode_base_ms,
-                         "Decode step time of a lone request")
+  simple(app->add_option("--decode-base-ms", t.decode_base_ms, "Decode step time of a lone request")
              ->capture_default_str()
              ->transform(real_in(0, kMaxSeconds * 1000)));
-  simple(app->add_option("--decode-per-running-ms", a.timing.decode_per_running_ms,
+  simple(app->add_option("--decode-per-running-ms", t.decode_per_running_ms,
                          "Added to each decode step per running request")
              ->capture_default_str()
              ->transform(real_in(0, kMaxSeconds * 1000)));
+}
+
+}  // namespace
+
+RunFn register_serve_sim(CLI::App& root) {
+  auto o = std::make_shared<ServeSimOptions>();
+  CLI::App* app = root.add_subcommand(
+      "serve-sim", "Run the embedded simulated OpenAI-compatible inference server");
+  add_sim_server_options(app, *o);
+  add_gsm8k_options(app, *o);
+  add_tokenizer_options(app, o->tokenizer,
+                        "prompt tokens are counted with it as a real server counts them "
+                        "(default: one token per word)");
+  add_roofline_options(app, *o);
+  add_simple_options(app, *o);
   return [o]() { return run(*o); };
 }
 

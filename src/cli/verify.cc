@@ -8,8 +8,10 @@
 #include <cstdio>
 #include <ctime>
 #include <memory>
+#include <optional>
 
 #include "cli/commands.h"
+#include "cli/server_options.h"
 #include "core/clock.h"
 #include "core/files.h"
 #include "core/interrupt.h"
@@ -31,10 +33,8 @@ struct VerifyCliOptions {
   std::string db = std::string(store::kDefaultDatabase);
   std::string work_dir;
   std::string markdown;
-  std::vector<std::string> server_args;
+  ServerOptions server;
   std::vector<std::string> ignore;
-  double startup_timeout_s = 600;
-  bool no_env_trace = false;
   bool json = false;
   bool exit_code = false;
 };
@@ -72,57 +72,57 @@ int report_and_exit(const VerifyCliOptions& o, const sweep::VerifyReport& report
   return kExitOk;
 }
 
-int run(const VerifyCliOptions& o) {
-  if (auto same = same_output_files({{"--db", o.db}, {"--markdown", o.markdown}})) {
-    fmt::print(stderr, "inferbench verify: {}\n", *same);
-    return kExitUsage;
-  }
-  install_interrupt_handlers();
+// The library's options from the command line's; registers --server-arg's secrets
+// (core/redact.h) on the way.
+sweep::VerifyOptions verify_options(const VerifyCliOptions& o) {
   sweep::VerifyOptions vo;
   vo.work_dir = o.work_dir.empty() ? default_work_dir() : o.work_dir;
   vo.inferbench_exe = self_executable();
-  vo.extra_server_args = o.server_args;
-  vo.startup_timeout = std::chrono::seconds(static_cast<int64_t>(o.startup_timeout_s));
-  vo.env_trace = !o.no_env_trace;
+  register_server_secrets(o.server);
+  vo.extra_server_args = o.server.args;
+  vo.startup_timeout = std::chrono::seconds(static_cast<int64_t>(o.server.startup_timeout_s));
+  vo.env_trace = !o.server.no_env_trace;
   vo.ignore_settings.insert(o.ignore.begin(), o.ignore.end());
   vo.show_progress = isatty(STDERR_FILENO);
+  return vo;
+}
 
-  if (!o.base.empty()) {
-    // Git mode: the keys `changed` reports.
-    auto base = govern::TreeView::open(o.repo, o.base);
-    if (!base)
-      return fmt::print(stderr, "inferbench verify: {}\n", base.error().message), kExitUsage;
-    auto head = govern::TreeView::open(o.repo, o.head);
-    if (!head)
-      return fmt::print(stderr, "inferbench verify: {}\n", head.error().message), kExitUsage;
-    govern::ChangedOptions co;
-    // Relative paths are taken from the repository directory (-C), as git -C does.
-    for (const auto& p : o.args.empty() ? default_recipe_paths() : o.args) {
-      auto rel = head->relative(in_repo(o.repo, p));
-      if (!rel)
-        return fmt::print(stderr, "inferbench verify: {}\n", rel.error().message), kExitUsage;
-      co.recipe_paths.push_back(*rel);
-    }
-    if (!o.runners.empty()) {
-      auto rel = head->relative(in_repo(o.repo, o.runners));
-      if (!rel)
-        return fmt::print(stderr, "inferbench verify: {}\n", rel.error().message), kExitUsage;
-      co.runners_path = *rel;
-    }
-    auto changed = govern::changed_keys(*base, *head, co);
-    if (!changed)
-      return fmt::print(stderr, "inferbench verify: {}\n", changed.error().message), kExitUsage;
-    auto be = govern::load_configs_at(*base, co);
-    auto he = govern::load_configs_at(*head, co);
-    if (!be || !he) {
-      fmt::print(stderr, "inferbench verify: {}\n", (!be ? be.error() : he.error()).message);
-      return kExitUsage;
-    }
-    auto report = sweep::verify_changes(*be, *he, *changed, vo);
-    if (!report)
-      return fmt::print(stderr, "inferbench verify: {}\n", report.error().message), kExitFailure;
-    return report_and_exit(o, *report);
+// Git mode (--base REV [--head REV] [PATHS...]): the keys `changed` reports.
+int verify_git_revisions(const VerifyCliOptions& o, const sweep::VerifyOptions& vo) {
+  auto base = govern::TreeView::open(o.repo, o.base);
+  if (!base) return fmt::print(stderr, "inferbench verify: {}\n", base.error().message), kExitUsage;
+  auto head = govern::TreeView::open(o.repo, o.head);
+  if (!head) return fmt::print(stderr, "inferbench verify: {}\n", head.error().message), kExitUsage;
+  govern::ChangedOptions co;
+  // Relative paths are taken from the repository directory (-C), as git -C does.
+  for (const auto& p : o.args.empty() ? default_recipe_paths() : o.args) {
+    auto rel = head->relative(in_repo(o.repo, p));
+    if (!rel) return fmt::print(stderr, "inferbench verify: {}\n", rel.error().message), kExitUsage;
+    co.recipe_paths.push_back(*rel);
   }
+  if (!o.runners.empty()) {
+    auto rel = head->relative(in_repo(o.repo, o.runners));
+    if (!rel) return fmt::print(stderr, "inferbench verify: {}\n", rel.error().message), kExitUsage;
+    co.runners_path = *rel;
+  }
+  auto changed = govern::changed_keys(*base, *head, co);
+  if (!changed)
+    return fmt::print(stderr, "inferbench verify: {}\n", changed.error().message), kExitUsage;
+  auto be = govern::load_configs_at(*base, co);
+  auto he = govern::load_configs_at(*head, co);
+  if (!be || !he) {
+    fmt::print(stderr, "inferbench verify: {}\n", (!be ? be.error() : he.error()).message);
+    return kExitUsage;
+  }
+  auto report = sweep::verify_changes(*be, *he, *changed, vo);
+  if (!report)
+    return fmt::print(stderr, "inferbench verify: {}\n", report.error().message), kExitFailure;
+  return report_and_exit(o, *report);
+}
+
+// The two arguments are two recipe files or two runs, not one of each (nullopt: go on; else the
+// exit code).
+std::optional<int> check_verify_pair(const VerifyCliOptions& o) {
   if (o.args.size() != 2) {
     fmt::print(stderr,
                "inferbench verify: give --base REV [--head REV], two recipe files, or two runs\n");
@@ -147,21 +147,28 @@ int run(const VerifyCliOptions& o) {
                printable(o.args[is_recipe_file(o.args[0]) ? 1 : 0]));
     return kExitUsage;
   }
-  if (is_recipe_file(o.args[0]) && is_recipe_file(o.args[1])) {
-    auto be = recipe::load_master_configs({o.args[0]});
-    if (!be) return fmt::print(stderr, "{}\n", be.error().message), kExitUsage;
-    auto he = recipe::load_master_configs({o.args[1]});
-    if (!he) return fmt::print(stderr, "{}\n", he.error().message), kExitUsage;
-    // Two files with one key each under different names: compare them with each other.
-    if (be->size() == 1 && he->size() == 1) he->front().key = be->front().key;
-    govern::ChangedReport changed = govern::diff_entries(*be, *he);
-    changed.base = o.args[0];
-    changed.head = o.args[1];
-    auto report = sweep::verify_changes(*be, *he, changed, vo);
-    if (!report)
-      return fmt::print(stderr, "inferbench verify: {}\n", report.error().message), kExitFailure;
-    return report_and_exit(o, *report);
-  }
+  return std::nullopt;
+}
+
+// BASE.yaml HEAD.yaml: the keys that differ between two recipe files.
+int verify_recipe_files(const VerifyCliOptions& o, const sweep::VerifyOptions& vo) {
+  auto be = recipe::load_master_configs({o.args[0]});
+  if (!be) return fmt::print(stderr, "{}\n", be.error().message), kExitUsage;
+  auto he = recipe::load_master_configs({o.args[1]});
+  if (!he) return fmt::print(stderr, "{}\n", he.error().message), kExitUsage;
+  // Two files with one key each under different names: compare them with each other.
+  if (be->size() == 1 && he->size() == 1) he->front().key = be->front().key;
+  govern::ChangedReport changed = govern::diff_entries(*be, *he);
+  changed.base = o.args[0];
+  changed.head = o.args[1];
+  auto report = sweep::verify_changes(*be, *he, changed, vo);
+  if (!report)
+    return fmt::print(stderr, "inferbench verify: {}\n", report.error().message), kExitFailure;
+  return report_and_exit(o, *report);
+}
+
+// RUN_A RUN_B: two runs stored in --db.
+int verify_stored_runs(const VerifyCliOptions& o, const sweep::VerifyOptions& vo) {
   auto db = store::Store::open_read_only(o.db);
   if (!db) return fmt::print(stderr, "inferbench verify: {}\n", db.error().message), kExitUsage;
   std::vector<store::RunRecord> runs;
@@ -179,6 +186,19 @@ int run(const VerifyCliOptions& o) {
   if (!report)
     return fmt::print(stderr, "inferbench verify: {}\n", report.error().message), kExitUsage;
   return report_and_exit(o, *report);
+}
+
+int run(const VerifyCliOptions& o) {
+  if (auto same = same_output_files({{"--db", o.db}, {"--markdown", o.markdown}})) {
+    fmt::print(stderr, "inferbench verify: {}\n", *same);
+    return kExitUsage;
+  }
+  install_interrupt_handlers();
+  const sweep::VerifyOptions vo = verify_options(o);
+  if (!o.base.empty()) return verify_git_revisions(o, vo);
+  if (auto rc = check_verify_pair(o)) return *rc;
+  if (is_recipe_file(o.args[0]) && is_recipe_file(o.args[1])) return verify_recipe_files(o, vo);
+  return verify_stored_runs(o, vo);
 }
 
 }  // namespace
@@ -200,13 +220,8 @@ RunFn register_verify(CLI::App& root) {
       ->check(folder_to_write());
   app->add_option("--markdown", o->markdown, "Also write the markdown summary to this file")
       ->check(output_file());
-  app->add_option("--server-arg", o->server_args, "Extra argument for every server command")
-      ->allow_extra_args(false);
+  add_server_options(app, o->server, ServerOptionSet::kServers);
   app->add_option("--ignore-setting", o->ignore, "Effective setting to ignore when diffing");
-  app->add_option("--startup-timeout", o->startup_timeout_s, "Seconds to wait for each server")
-      ->capture_default_str()
-      ->transform(positive_real(kMaxSeconds));
-  app->add_flag("--no-env-trace", o->no_env_trace, "Do not trace environment reads");
   app->add_flag("--json", o->json, "Print the report as JSON (default: markdown)");
   app->add_flag("--exit-code", o->exit_code, "Exit 1 when any changed key is a no-op");
   return [o]() { return run(*o); };

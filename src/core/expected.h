@@ -37,7 +37,7 @@ inline Error with_kind(Error e, ErrorKind kind) {
 
 /// Either a value of T or an Error. A tiny stand-in for C++23 std::expected.
 template <class T>
-class Expected {
+class [[nodiscard]] Expected {
  public:
   Expected(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
   Expected(Error error) : v_(std::move(error)) {}  // NOLINT(google-explicit-constructor)
@@ -73,7 +73,7 @@ class Expected {
 };
 
 /// Success or an Error, for operations without a result value.
-class Status {
+class [[nodiscard]] Status {
  public:
   Status() = default;
   Status(Error error) : error_(std::move(error)), ok_(false) {}  // NOLINT

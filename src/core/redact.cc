@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <mutex>
+#include <optional>
 #include <set>
 
 namespace ib {
@@ -13,16 +14,28 @@ namespace {
 bool is_alnum(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
 }
-bool is_upper(char c) { return c >= 'A' && c <= 'Z'; }
-bool is_lower(char c) { return c >= 'a' && c <= 'z'; }
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_upper(char c) {
+  return c >= 'A' && c <= 'Z';
+}
+bool is_lower(char c) {
+  return c >= 'a' && c <= 'z';
+}
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
 
 // Characters of a name (api_key, --api-key, a.b.api_key).
-bool is_name_char(char c) { return is_alnum(c) || c == '_' || c == '-' || c == '.'; }
+bool is_name_char(char c) {
+  return is_alnum(c) || c == '_' || c == '-' || c == '.';
+}
 // Characters of a token-like word (base64url, JWT dots, base64 '+' and '/').
-bool is_token_char(char c) { return is_name_char(c) || c == '+' || c == '/' || c == '~'; }
+bool is_token_char(char c) {
+  return is_name_char(c) || c == '+' || c == '/' || c == '~';
+}
 
-char upper(char c) { return is_lower(c) ? static_cast<char>(c - 'a' + 'A') : c; }
+char upper(char c) {
+  return is_lower(c) ? static_cast<char>(c - 'a' + 'A') : c;
+}
 
 bool iequals(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
@@ -59,7 +72,9 @@ bool in(std::string_view w, std::initializer_list<std::string_view> set) {
   return std::find(set.begin(), set.end(), w) != set.end();
 }
 
-bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+bool starts_with(std::string_view s, std::string_view p) {
+  return s.substr(0, p.size()) == p;
+}
 
 // How many characters from `from` satisfy `pred`.
 template <typename Pred>
@@ -77,7 +92,9 @@ bool prefixed(std::string_view w, std::string_view prefix, size_t min_rest, Pred
   return rest >= min_rest && count_while(w, prefix.size(), pred) == rest;
 }
 
-bool base64url(char c) { return is_alnum(c) || c == '_' || c == '-'; }
+bool base64url(char c) {
+  return is_alnum(c) || c == '_' || c == '-';
+}
 
 bool high_entropy(std::string_view w) {
   if (w.size() < 32) return false;
@@ -134,8 +151,7 @@ std::string mask_registered(std::string_view text) {
 }
 
 bool is_scheme(std::string_view w) {
-  return iequals(w, "Bearer") || iequals(w, "Basic") || iequals(w, "Token") ||
-         iequals(w, "Digest");
+  return iequals(w, "Bearer") || iequals(w, "Basic") || iequals(w, "Token") || iequals(w, "Digest");
 }
 
 // Values of a secret name that hide nothing and say something (unset, disabled).
@@ -175,8 +191,8 @@ Extent value_extent(std::string_view t, size_t p, bool to_line_end) {
     while (i < t.size() && t[i] != '\n' && t[i] != '\r' && t[i] != '"' && t[i] != '\'') ++i;
   } else {
     while (i < t.size() && !(t[i] == ' ' || t[i] == '\t' || t[i] == '\n' || t[i] == '\r') &&
-           t[i] != ',' && t[i] != ';' && t[i] != ')' && t[i] != '}' && t[i] != ']' &&
-           t[i] != '"' && t[i] != '\'' && t[i] != '&') {
+           t[i] != ',' && t[i] != ';' && t[i] != ')' && t[i] != '}' && t[i] != ']' && t[i] != '"' &&
+           t[i] != '\'' && t[i] != '&') {
       ++i;
     }
   }
@@ -184,7 +200,9 @@ Extent value_extent(std::string_view t, size_t p, bool to_line_end) {
   return e;
 }
 
-bool is_blank(char c) { return c == ' ' || c == '\t'; }
+bool is_blank(char c) {
+  return c == ' ' || c == '\t';
+}
 
 // A cheap test before is_secret_name(), which redact_text() would otherwise run on every word of
 // a long log: whether the name contains any fragment a secret name needs.
@@ -192,8 +210,8 @@ bool maybe_secret_name(std::string_view name) {
   std::string u;
   u.reserve(name.size());
   for (char c : name) u += upper(c);
-  for (std::string_view f : {"KEY", "TOKEN", "SECRET", "PASS", "PWD", "AUTH", "CRED", "COOKIE",
-                             "SESSION", "BEARER"}) {
+  for (std::string_view f :
+       {"KEY", "TOKEN", "SECRET", "PASS", "PWD", "AUTH", "CRED", "COOKIE", "SESSION", "BEARER"}) {
     if (u.find(f) != std::string::npos) return true;
   }
   return false;
@@ -208,8 +226,8 @@ bool is_secret_name(std::string_view name) {
   for (const auto& w : words) joined += w;
   for (std::string_view frag :
        {"SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL", "COOKIE", "APIKEY", "APITOKEN",
-        "ACCESSKEY", "ACCESSTOKEN", "AUTHTOKEN", "REFRESHTOKEN", "PRIVATEKEY",
-        "SECRETKEY", "BEARER", "AUTHORIZATION", "SESSIONKEY", "SESSIONTOKEN"}) {
+        "ACCESSKEY", "ACCESSTOKEN", "AUTHTOKEN", "REFRESHTOKEN", "PRIVATEKEY", "SECRETKEY",
+        "BEARER", "AUTHORIZATION", "SESSIONKEY", "SESSIONTOKEN"}) {
     if (joined.find(frag) != std::string::npos) return true;
   }
   // A cookie's name (JSESSIONID, PHPSESSID); session_id apart is an agentic workload's session.
@@ -226,31 +244,34 @@ bool is_secret_name(std::string_view name) {
       // A credential is the thing the name ends with (HF_TOKEN, GITHUB_TOKEN, --token); a token
       // in the sense of the model's vocabulary is qualified (EOS_TOKEN, PER_TOKEN, TOKEN_ID).
       if (k + 1 != n) continue;
-      if (in(prev, {"MAX", "MIN", "NUM", "PER", "FIRST", "LAST", "NEXT", "EOS", "BOS", "PAD",
-                    "UNK", "SEP", "CLS", "MASK", "SPECIAL", "START", "END", "STOP", "OUTPUT",
-                    "INPUT", "PROMPT", "IMAGE", "VIDEO", "AUDIO", "THINK", "THINKING", "DECODE",
-                    "PREFILL", "GENERATED", "EACH", "DRAFT", "SPEC", "BONUS", "EXTRA", "TOTAL",
-                    "AVG", "MEAN", "BATCHED", "NEW", "CONTEXT", "CACHED", "DUMMY", "REASONING",
-                    "INTER", "SINGLE", "ONE"})) {
+      if (in(prev, {"MAX",       "MIN",   "NUM",     "PER",   "FIRST",    "LAST",   "NEXT",
+                    "EOS",       "BOS",   "PAD",     "UNK",   "SEP",      "CLS",    "MASK",
+                    "SPECIAL",   "START", "END",     "STOP",  "OUTPUT",   "INPUT",  "PROMPT",
+                    "IMAGE",     "VIDEO", "AUDIO",   "THINK", "THINKING", "DECODE", "PREFILL",
+                    "GENERATED", "EACH",  "DRAFT",   "SPEC",  "BONUS",    "EXTRA",  "TOTAL",
+                    "AVG",       "MEAN",  "BATCHED", "NEW",   "CONTEXT",  "CACHED", "DUMMY",
+                    "REASONING", "INTER", "SINGLE",  "ONE"})) {
         continue;
       }
       return true;
     }
     if (w == "KEY" || w == "KEYS") {
       // KEY alone (config keys, sort keys, workload keys) is no credential; API_KEY is.
-      if (in(prev, {"API", "ACCESS", "SECRET", "PRIVATE", "AUTH", "SIGNING", "ENCRYPTION",
-                    "MASTER", "LICENSE", "SERVICE", "ACCOUNT", "CLIENT", "SSH", "GPG", "PGP",
-                    "DEPLOY", "ADMIN", "SESSION", "SHARED", "HMAC", "WEBHOOK", "APP", "USER",
-                    "LLM", "WANDB", "OPENAI", "ANTHROPIC", "NGC", "HF", "GEMINI", "GOOGLE",
-                    "MISTRAL", "GROQ", "COHERE", "TOGETHER", "FIREWORKS", "DEEPSEEK", "XAI"})) {
+      if (in(prev,
+             {"API",       "ACCESS",   "SECRET",  "PRIVATE", "AUTH",   "SIGNING",   "ENCRYPTION",
+              "MASTER",    "LICENSE",  "SERVICE", "ACCOUNT", "CLIENT", "SSH",       "GPG",
+              "PGP",       "DEPLOY",   "ADMIN",   "SESSION", "SHARED", "HMAC",      "WEBHOOK",
+              "APP",       "USER",     "LLM",     "WANDB",   "OPENAI", "ANTHROPIC", "NGC",
+              "HF",        "GEMINI",   "GOOGLE",  "MISTRAL", "GROQ",   "COHERE",    "TOGETHER",
+              "FIREWORKS", "DEEPSEEK", "XAI"})) {
         return true;
       }
       continue;
     }
     if (w == "AUTH") {
-      if (in(next, {"TYPE", "MODE", "METHOD", "ENABLED", "ENABLE", "DISABLED", "DISABLE",
-                    "REQUIRED", "URL", "HOST", "PORT", "SERVER", "PROVIDER", "PATH", "FILE", "DIR",
-                    "SCHEME"}) ||
+      if (in(next,
+             {"TYPE", "MODE", "METHOD", "ENABLED", "ENABLE", "DISABLED", "DISABLE", "REQUIRED",
+              "URL", "HOST", "PORT", "SERVER", "PROVIDER", "PATH", "FILE", "DIR", "SCHEME"}) ||
           in(prev, {"DISABLE", "ENABLE", "NO", "REQUIRE", "USE"})) {
         continue;
       }
@@ -295,8 +316,8 @@ bool looks_like_token(std::string_view w) {
     return true;
   }
   if (w.size() > 5 && starts_with(w, "xox") && in(w.substr(3, 1), {"a", "b", "p", "r", "s"}) &&
-      w[4] == '-' && count_while(w, 5, [](char c) { return is_alnum(c) || c == '-'; }) ==
-                         w.size() - 5 &&
+      w[4] == '-' &&
+      count_while(w, 5, [](char c) { return is_alnum(c) || c == '-'; }) == w.size() - 5 &&
       w.size() - 5 >= 10) {
     return true;
   }
@@ -356,112 +377,175 @@ bool is_secret_value(std::string_view value) {
   return false;
 }
 
+namespace {
+
+// Whether `name` is a header whose whole line is the secret (Authorization: Bearer X keeps its
+// scheme, the rest of the line is hidden).
+bool is_whole_line_header(std::string_view name) {
+  return iequals(name, "Authorization") || iequals(name, "Proxy-Authorization") ||
+         iequals(name, "Cookie") || iequals(name, "Set-Cookie");
+}
+
+// Where the value of the secret name `name` (ending at `p`) starts: NAME=v, NAME: v,
+// 'name': 'v', "name"="v", --flag=v, --flag v. nullopt when nothing is assigned, or the value is
+// hidden already.
+std::optional<size_t> assigned_value_at(std::string_view t, std::string_view name, size_t p) {
+  size_t q = p;
+  if (q < t.size() && (t[q] == '"' || t[q] == '\'')) ++q;
+  q += count_while(t, q, is_blank);
+  const bool is_flag = name.front() == '-';
+  bool assigned = q < t.size() && (t[q] == '=' || t[q] == ':');
+  if (assigned && t[q] == ':' && q + 1 < t.size() && t[q + 1] == ':') assigned = false;  // a::b
+  if (assigned) {
+    ++q;
+    q += count_while(t, q, is_blank);
+  } else if (!(is_flag && q > p && q < t.size() && t[q] != '-' && t[q] != '\n')) {
+    return std::nullopt;
+  }
+  if (t.substr(q, kRedacted.size()) == kRedacted) return std::nullopt;  // hidden already
+  // 'api_key': ['sk-...'] (a list, as vLLM prints it): the first element.
+  while (q < t.size() && (t[q] == '[' || t[q] == '(')) ++q;
+  if (q >= t.size()) return std::nullopt;
+  return q;
+}
+
+// One pass of redact_text() over `t` (registered values already masked): `out_` is the text
+// written so far, `i_` the next character of `t` to read.
+class TextRedactor {
+ public:
+  explicit TextRedactor(std::string_view t) : t_(t) { out_.reserve(t.size()); }
+
+  std::string run();
+
+ private:
+  void hide(size_t b, size_t e);
+  void url_password();
+  bool token_word();
+  void name_word();
+  void scheme_credential(size_t p);
+  void secret_value(std::string_view name, size_t p);
+
+  std::string_view t_;
+  std::string out_;
+  size_t i_ = 0;
+};
+
+std::string TextRedactor::run() {
+  while (i_ < t_.size()) {
+    const char c = t_[i_];
+    if (c == ':' && t_.compare(i_, 3, "://") == 0) {
+      url_password();
+      continue;
+    }
+    const bool word_start = is_token_char(c) && (i_ == 0 || !is_token_char(t_[i_ - 1]));
+    if (word_start && token_word()) continue;
+    const bool name_start = is_name_char(c) && (i_ == 0 || !is_name_char(t_[i_ - 1]));
+    if (!name_start) {
+      out_ += c;
+      ++i_;
+      continue;
+    }
+    name_word();
+  }
+  return std::move(out_);
+}
+
+// Emits kRedacted for [b, e) unless that text is already the marker or hides nothing.
+void TextRedactor::hide(size_t b, size_t e) {
+  std::string_view v = t_.substr(b, e - b);
+  if (starts_with(v, kRedacted) || is_empty_value(v)) {
+    out_.append(v);
+  } else {
+    out_.append(kRedacted);
+  }
+}
+
+// At "://": scheme://user:password@host hides the password.
+void TextRedactor::url_password() {
+  out_.append("://");
+  i_ += 3;
+  size_t j = i_;
+  while (j < t_.size() &&
+         std::string_view("/ \t\r\n\"'@?#<>").find(t_[j]) == std::string_view::npos) {
+    ++j;
+  }
+  if (j < t_.size() && t_[j] == '@') {
+    const size_t colon = t_.substr(i_, j - i_).find(':');
+    if (colon != std::string_view::npos && i_ + colon + 1 < j) {
+      out_.append(t_.substr(i_, colon + 1));
+      hide(i_ + colon + 1, j);
+      i_ = j;
+    }
+  }
+}
+
+// At the start of a token-like word: hides it when it looks like a token; whether it did.
+bool TextRedactor::token_word() {
+  const size_t tlen = count_while(t_, i_, is_token_char);
+  size_t end = i_ + tlen;
+  while (end < t_.size() && t_[end] == '=' &&
+         (end + 1 == t_.size() || !is_token_char(t_[end + 1]))) {
+    ++end;  // base64 padding belongs to the token
+  }
+  if (!looks_like_token(t_.substr(i_, end - i_))) return false;
+  out_.append(kRedacted);
+  i_ = end;
+  return true;
+}
+
+// At the start of a name: emits it, then hides what a scheme or a secret name introduces.
+void TextRedactor::name_word() {
+  const size_t nlen = count_while(t_, i_, is_name_char);
+  const std::string_view name = t_.substr(i_, nlen);
+  out_.append(name);
+  const size_t p = i_ + nlen;
+  i_ = p;
+  if (is_scheme(name) && p < t_.size() && is_blank(t_[p])) {
+    scheme_credential(p);
+    return;
+  }
+  if (!maybe_secret_name(name) || !is_secret_name(name)) return;
+  secret_value(name, p);
+}
+
+// Authorization: Bearer X: the credential after a scheme name (ending at `p`, a blank).
+void TextRedactor::scheme_credential(size_t p) {
+  size_t q = p + count_while(t_, p, is_blank);
+  size_t v = count_while(t_, q, [](char ch) { return is_token_char(ch) || ch == '='; });
+  if (v > 0) {
+    out_.append(t_.substr(p, q - p));
+    hide(q, q + v);
+    i_ = q + v;
+  }
+}
+
+// The value assigned to the secret name `name` (ending at `p`), hidden.
+void TextRedactor::secret_value(std::string_view name, size_t p) {
+  const std::optional<size_t> at = assigned_value_at(t_, name, p);
+  if (!at) return;
+  size_t q = *at;
+  const bool whole_line = is_whole_line_header(name);
+  // Authorization: Bearer X keeps its scheme (emitted with the text before the value).
+  if (whole_line) {
+    size_t s = count_while(t_, q, is_name_char);
+    if (s > 0 && is_scheme(t_.substr(q, s)) && q + s < t_.size() && is_blank(t_[q + s])) {
+      q += s + count_while(t_, q + s, is_blank);
+    }
+  }
+  // No value (a scheme at the end of the text): nothing to hide, and nothing emitted twice.
+  if (q >= t_.size()) return;
+  const Extent e = value_extent(t_, q, whole_line && t_[q] != '"' && t_[q] != '\'');
+  if (e.end <= e.begin) return;
+  out_.append(t_.substr(p, e.begin - p));
+  hide(e.begin, e.end);
+  i_ = e.end;
+}
+
+}  // namespace
+
 std::string redact_text(std::string_view input) {
   const std::string masked = mask_registered(input);
-  const std::string_view t = masked;
-  std::string out;
-  out.reserve(t.size());
-  size_t i = 0;
-  // Emits kRedacted for [b, e) unless that text is already the marker or hides nothing.
-  auto hide = [&](size_t b, size_t e) {
-    std::string_view v = t.substr(b, e - b);
-    if (starts_with(v, kRedacted) || is_empty_value(v)) {
-      out.append(v);
-    } else {
-      out.append(kRedacted);
-    }
-  };
-  while (i < t.size()) {
-    const char c = t[i];
-    // scheme://user:password@host
-    if (c == ':' && t.compare(i, 3, "://") == 0) {
-      out.append("://");
-      i += 3;
-      size_t j = i;
-      while (j < t.size() && std::string_view("/ \t\r\n\"'@?#<>").find(t[j]) == std::string_view::npos) ++j;
-      if (j < t.size() && t[j] == '@') {
-        const size_t colon = t.substr(i, j - i).find(':');
-        if (colon != std::string_view::npos && i + colon + 1 < j) {
-          out.append(t.substr(i, colon + 1));
-          hide(i + colon + 1, j);
-          i = j;
-        }
-      }
-      continue;
-    }
-    const bool word_start = is_token_char(c) && (i == 0 || !is_token_char(t[i - 1]));
-    if (word_start) {
-      const size_t tlen = count_while(t, i, is_token_char);
-      size_t end = i + tlen;
-      while (end < t.size() && t[end] == '=' &&
-             (end + 1 == t.size() || !is_token_char(t[end + 1]))) {
-        ++end;  // base64 padding belongs to the token
-      }
-      if (looks_like_token(t.substr(i, end - i))) {
-        out.append(kRedacted);
-        i = end;
-        continue;
-      }
-    }
-    const bool name_start = is_name_char(c) && (i == 0 || !is_name_char(t[i - 1]));
-    if (!name_start) {
-      out += c;
-      ++i;
-      continue;
-    }
-    const size_t nlen = count_while(t, i, is_name_char);
-    const std::string_view name = t.substr(i, nlen);
-    out.append(name);
-    size_t p = i + nlen;
-    i = p;
-    if (is_scheme(name) && p < t.size() && is_blank(t[p])) {
-      // Authorization: Bearer X
-      size_t q = p + count_while(t, p, is_blank);
-      size_t v = count_while(t, q, [](char ch) { return is_token_char(ch) || ch == '='; });
-      if (v > 0) {
-        out.append(t.substr(p, q - p));
-        hide(q, q + v);
-        i = q + v;
-      }
-      continue;
-    }
-    if (!maybe_secret_name(name) || !is_secret_name(name)) continue;
-    // NAME=v, NAME: v, 'name': 'v', "name"="v", --flag=v, --flag v
-    size_t q = p;
-    if (q < t.size() && (t[q] == '"' || t[q] == '\'')) ++q;
-    q += count_while(t, q, is_blank);
-    const bool is_flag = name.front() == '-';
-    bool assigned = q < t.size() && (t[q] == '=' || t[q] == ':');
-    if (assigned && t[q] == ':' && q + 1 < t.size() && t[q + 1] == ':') assigned = false;  // a::b
-    if (assigned) {
-      ++q;
-      q += count_while(t, q, is_blank);
-    } else if (!(is_flag && q > p && q < t.size() && t[q] != '-' && t[q] != '\n')) {
-      continue;
-    }
-    if (t.substr(q, kRedacted.size()) == kRedacted) continue;  // hidden already
-    // 'api_key': ['sk-...'] (a list, as vLLM prints it): the first element.
-    while (q < t.size() && (t[q] == '[' || t[q] == '(')) ++q;
-    if (q >= t.size()) continue;
-    const bool whole_line =
-        iequals(name, "Authorization") || iequals(name, "Proxy-Authorization") ||
-        iequals(name, "Cookie") || iequals(name, "Set-Cookie");
-    // Authorization: Bearer X keeps its scheme.
-    if (whole_line) {
-      size_t s = count_while(t, q, is_name_char);
-      if (s > 0 && is_scheme(t.substr(q, s)) && q + s < t.size() && is_blank(t[q + s])) {
-        out.append(t.substr(p, q + s - p));
-        p = q + s;
-        q = p + count_while(t, p, is_blank);
-      }
-    }
-    const Extent e = value_extent(t, q, whole_line && t[q] != '"' && t[q] != '\'');
-    if (e.end <= e.begin) continue;
-    out.append(t.substr(p, e.begin - p));
-    hide(e.begin, e.end);
-    i = e.end;
-  }
-  return out;
+  return TextRedactor(masked).run();
 }
 
 std::string redact_value(std::string_view name, std::string_view value) {
@@ -523,9 +607,8 @@ void walk(boost::json::value& v, bool in_secret) {
     }
     case boost::json::kind::array: {
       auto& a = v.get_array();
-      const bool argv = !a.empty() && std::all_of(a.begin(), a.end(), [](const auto& e) {
-        return e.is_string();
-      });
+      const bool argv = !a.empty() && std::all_of(a.begin(), a.end(),
+                                                  [](const auto& e) { return e.is_string(); });
       if (argv) {
         std::vector<std::string> args;
         for (const auto& e : a) args.emplace_back(e.get_string());
@@ -556,7 +639,9 @@ void walk(boost::json::value& v, bool in_secret) {
 
 }  // namespace
 
-void redact_json(boost::json::value& v) { walk(v, false); }
+void redact_json(boost::json::value& v) {
+  walk(v, false);
+}
 
 boost::json::value redacted(boost::json::value v) {
   redact_json(v);

@@ -90,6 +90,9 @@ TEST(Redact, TextHidesAssignmentsFlagsHeadersUrlsAndTokens) {
             "curl -H 'Authorization: Bearer (redacted)' http://x");
   EXPECT_EQ(redact_text("Authorization: Basic dXNlcjpwYXNz"), "Authorization: Basic (redacted)");
   EXPECT_EQ(redact_text("got Bearer abcdefgh1234 back"), "got Bearer (redacted) back");
+  // A scheme with no credential after it: nothing hidden, and the text is not repeated.
+  EXPECT_EQ(redact_text("Authorization: Bearer "), "Authorization: Bearer ");
+  EXPECT_EQ(redact_text("Authorization: Bearer \nnext"), "Authorization: Bearer \nnext");
   EXPECT_EQ(redact_text("https://bob:s3cr3tpw@db.example.com:5432/x"),
             "https://bob:(redacted)@db.example.com:5432/x");
   EXPECT_EQ(redact_text("key sk-test-0123456789abcdef refused"), "key (redacted) refused");

@@ -39,6 +39,12 @@ std::vector<std::string_view> split_lines(std::string_view text) {
   return lines;
 }
 
+/// Line `n` (1-based) of `lines`; nullopt when there is none.
+std::optional<std::string_view> line_text(const std::vector<std::string_view>& lines, int n) {
+  if (n < 1 || static_cast<size_t>(n) > lines.size()) return std::nullopt;
+  return lines[n - 1];
+}
+
 /// 1-based line of byte `offset`.
 int line_at(std::string_view text, size_t offset) {
   offset = std::min(offset, text.size());
@@ -102,6 +108,138 @@ std::string rule_of(const Diagnostic& d) {
   return "entry-schema";
 }
 
+using recipe::Fields;
+
+/// The value of a required field; nullptr (reported when missing) when it is missing or null.
+const YAML::Node* required_value(const Fields& fields, YamlReader& reader, const char* name) {
+  if (!reader.require(fields, "", name) || fields.at(name).IsNull()) return nullptr;
+  return &fields.at(name);
+}
+
+/// The value of an optional field; nullptr when it is absent or null.
+const YAML::Node* optional_value(const Fields& fields, const char* name) {
+  if (!fields.has(name) || fields.at(name).IsNull()) return nullptr;
+  return &fields.at(name);
+}
+
+// The steps of read_entry(): each reads or checks part of `entry` and returns whether that part
+// is valid; diagnostics go to `reader`.
+
+bool read_config_keys(const Fields& fields, YamlReader& reader, ChangelogEntry* entry) {
+  const YAML::Node* keys = required_value(fields, reader, "config-keys");
+  if (keys == nullptr) return false;
+  if (!reader.sequence(*keys, "config-keys")) return false;
+  if (keys->size() == 0) {
+    reader.error(*keys, "config-keys", "must list at least one config key");
+    return false;
+  }
+  bool ok = true;
+  for (size_t i = 0; i < keys->size(); ++i) {
+    auto s = reader.string((*keys)[i], recipe::index_path("config-keys", i), false);
+    if (!s) {
+      ok = false;
+      continue;
+    }
+    entry->config_keys.push_back(*s);
+    entry->config_key_lines.push_back((*keys)[i].Mark().line + 1);
+  }
+  return ok;
+}
+
+bool read_description(const Fields& fields, YamlReader& reader, ChangelogEntry* entry) {
+  const YAML::Node* d = required_value(fields, reader, "description");
+  if (d == nullptr) return false;
+  if (!reader.sequence(*d, "description")) return false;
+  if (d->size() == 0) {
+    reader.error(*d, "description", "must have at least one line");
+    return false;
+  }
+  bool ok = true;
+  for (size_t i = 0; i < d->size(); ++i) {
+    auto s = reader.string((*d)[i], recipe::index_path("description", i), false);
+    if (s) {
+      entry->description.push_back(*s);
+    } else {
+      ok = false;
+    }
+  }
+  return ok;
+}
+
+bool read_pr_link(const Fields& fields, YamlReader& reader, ChangelogEntry* entry) {
+  const YAML::Node* link = required_value(fields, reader, "pr-link");
+  if (link == nullptr) return false;
+  entry->pr_link_line = fields.key_marks.at("pr-link").line + 1;
+  auto s = reader.string(*link, "pr-link", false);
+  if (!s) return false;
+  entry->pr_link = *s;
+  return true;
+}
+
+/// evals-only, all-evals, append-only and eval-min-prefill-ep.
+bool read_eval_flags(const Fields& fields, YamlReader& reader, ChangelogEntry* entry) {
+  bool ok = true;
+  const std::pair<const char*, bool ChangelogEntry::*> flags[] = {
+      {"evals-only", &ChangelogEntry::evals_only},
+      {"all-evals", &ChangelogEntry::all_evals},
+      {"append-only", &ChangelogEntry::append_only}};
+  for (const auto& [name, member] : flags) {
+    const YAML::Node* value = optional_value(fields, name);
+    if (value == nullptr) continue;
+    auto b = reader.boolean(*value, name);
+    if (b) {
+      entry->*member = *b;
+    } else {
+      ok = false;
+    }
+  }
+  if (const YAML::Node* value = optional_value(fields, "eval-min-prefill-ep")) {
+    auto v = reader.integer(*value, "eval-min-prefill-ep", 1);
+    if (v) {
+      entry->eval_min_prefill_ep = *v;
+    } else {
+      ok = false;
+    }
+  }
+  return ok;
+}
+
+bool read_scenario_type(const Fields& fields, YamlReader& reader, ChangelogEntry* entry) {
+  const YAML::Node* st = optional_value(fields, "scenario-type");
+  if (st == nullptr) return true;
+  auto list = reader.string_list(*st, "scenario-type");
+  if (!list) return false;
+  if (list->empty()) {
+    reader.error(*st, "scenario-type", "must list at least one scenario type");
+    return false;
+  }
+  bool ok = true;
+  for (size_t i = 0; i < list->size(); ++i) {
+    if (!kScenarioTypes.count((*list)[i])) {
+      reader.error((*st)[i], recipe::index_path("scenario-type", i),
+                   fmt::format("expected fixed-seq-len or agentic-coding, got \"{}\"", (*list)[i]));
+      ok = false;
+    }
+  }
+  entry->scenario_type = *list;
+  return ok;
+}
+
+bool check_append_only(const Fields& fields, YamlReader& reader, ChangelogEntry* entry) {
+  if (entry->append_only &&
+      (entry->evals_only || entry->all_evals || entry->eval_min_prefill_ep.has_value())) {
+    reader.error(fields.key_marks.at("append-only"), "append-only",
+                 "append-only cannot be combined with evals-only, all-evals or "
+                 "eval-min-prefill-ep");
+    return false;
+  }
+  return true;
+}
+
+using EntryStep = bool (*)(const Fields&, YamlReader&, ChangelogEntry*);
+constexpr EntryStep kEntrySteps[] = {read_config_keys, read_description,   read_pr_link,
+                                     read_eval_flags,  read_scenario_type, check_append_only};
+
 /// Reads one list item into `entry`; diagnostics go to `reader`.
 void read_entry(const YAML::Node& item, YamlReader& reader, ChangelogEntry* entry) {
   auto fields = reader.mapping(item, "", kEntryFields);
@@ -112,109 +250,7 @@ void read_entry(const YAML::Node& item, YamlReader& reader, ChangelogEntry* entr
     reader.error(fields->key_marks.at(name), name, "expected a value, got null");
   }
   bool ok = true;
-  auto present = [&](const char* name) {
-    return reader.require(*fields, "", name) && !fields->at(name).IsNull();
-  };
-  if (present("config-keys")) {
-    const YAML::Node& keys = fields->at("config-keys");
-    if (!reader.sequence(keys, "config-keys")) {
-      ok = false;
-    } else if (keys.size() == 0) {
-      reader.error(keys, "config-keys", "must list at least one config key");
-      ok = false;
-    } else {
-      for (size_t i = 0; i < keys.size(); ++i) {
-        auto s = reader.string(keys[i], recipe::index_path("config-keys", i), false);
-        if (!s) {
-          ok = false;
-          continue;
-        }
-        entry->config_keys.push_back(*s);
-        entry->config_key_lines.push_back(keys[i].Mark().line + 1);
-      }
-    }
-  } else {
-    ok = false;
-  }
-  if (present("description")) {
-    const YAML::Node& d = fields->at("description");
-    if (!reader.sequence(d, "description")) {
-      ok = false;
-    } else if (d.size() == 0) {
-      reader.error(d, "description", "must have at least one line");
-      ok = false;
-    } else {
-      for (size_t i = 0; i < d.size(); ++i) {
-        auto s = reader.string(d[i], recipe::index_path("description", i), false);
-        if (s) {
-          entry->description.push_back(*s);
-        } else {
-          ok = false;
-        }
-      }
-    }
-  } else {
-    ok = false;
-  }
-  if (present("pr-link")) {
-    const YAML::Node& link = fields->at("pr-link");
-    entry->pr_link_line = fields->key_marks.at("pr-link").line + 1;
-    auto s = reader.string(link, "pr-link", false);
-    if (s) {
-      entry->pr_link = *s;
-    } else {
-      ok = false;
-    }
-  } else {
-    ok = false;
-  }
-  auto flag = [&](const char* name, bool* out) {
-    if (!fields->has(name) || fields->at(name).IsNull()) return;
-    auto b = reader.boolean(fields->at(name), name);
-    if (b) {
-      *out = *b;
-    } else {
-      ok = false;
-    }
-  };
-  flag("evals-only", &entry->evals_only);
-  flag("all-evals", &entry->all_evals);
-  flag("append-only", &entry->append_only);
-  if (fields->has("eval-min-prefill-ep") && !fields->at("eval-min-prefill-ep").IsNull()) {
-    auto v = reader.integer(fields->at("eval-min-prefill-ep"), "eval-min-prefill-ep", 1);
-    if (v) {
-      entry->eval_min_prefill_ep = *v;
-    } else {
-      ok = false;
-    }
-  }
-  if (fields->has("scenario-type") && !fields->at("scenario-type").IsNull()) {
-    const YAML::Node& st = fields->at("scenario-type");
-    auto list = reader.string_list(st, "scenario-type");
-    if (!list) {
-      ok = false;
-    } else if (list->empty()) {
-      reader.error(st, "scenario-type", "must list at least one scenario type");
-      ok = false;
-    } else {
-      for (size_t i = 0; i < list->size(); ++i) {
-        if (!kScenarioTypes.count((*list)[i])) {
-          reader.error(
-              st[i], recipe::index_path("scenario-type", i),
-              fmt::format("expected fixed-seq-len or agentic-coding, got \"{}\"", (*list)[i]));
-          ok = false;
-        }
-      }
-      entry->scenario_type = *list;
-    }
-  }
-  if (entry->append_only &&
-      (entry->evals_only || entry->all_evals || entry->eval_min_prefill_ep.has_value())) {
-    reader.error(fields->key_marks.at("append-only"), "append-only",
-                 "append-only cannot be combined with evals-only, all-evals or "
-                 "eval-min-prefill-ep");
-    ok = false;
-  }
+  for (EntryStep step : kEntrySteps) ok = step(*fields, reader, entry) && ok;  // every step runs
   entry->valid = ok;
 }
 
@@ -277,6 +313,11 @@ class Checker {
   int changed_line(const ChangelogEntry& b, const ChangelogEntry& h) const;
   void check_links();
   void check_bytes();
+  void check_appended_bytes(size_t common);
+  void check_first_separator();
+  void check_entry_separators(const std::vector<std::string_view>& lines, size_t first);
+  void check_trailing_whitespace(const std::vector<std::string_view>& lines);
+  void check_correction_bytes(size_t common);
   void resolve_keys();
   void check_labels();
   void check_coverage();
@@ -456,115 +497,136 @@ void Checker::check_links() {
 // validate_raw_change: the bytes of history are immutable; new entries follow it after exactly
 // one empty line, are separated by exactly one empty line, and the file ends with one newline.
 void Checker::check_bytes() {
-  const auto& head = head_parsed_.entries;
-  const auto lines = split_lines(head_);
-  auto line_text = [&](int n) -> std::optional<std::string_view> {
-    if (n < 1 || static_cast<size_t>(n) > lines.size()) return std::nullopt;
-    return lines[n - 1];
-  };
   const size_t common = static_cast<size_t>(
       std::mismatch(base_.begin(), base_.end(), head_.begin(), head_.end()).first - base_.begin());
-  const bool prefix = common == base_.size();
-
   if (!additions_.empty()) {
-    size_t first_checked = 0;
-    // With corrections, the mixing is reported by check_links(); the byte prefix cannot hold.
-    if (!history_broken_ && corrected_.empty()) {
-      if (!prefix) {
-        add("history-modified", line_at(head_, common),
-            fmt::format("historical bytes differ from the base revision from line {} on; "
-                        "restore the base file byte for byte and append at the end",
-                        line_at(head_, common)));
-      } else if (additions_.front() == base_parsed_.entries.size()) {
-        // The text between the history and the first new entry must be exactly one empty line.
-        const std::string_view suffix = std::string_view(head_).substr(base_.size());
-        const bool blank_done = base_.empty() || base_.ends_with("\n\n");
-        const std::string expected =
-            blank_done ? std::string(kEntryStart) : "\n" + std::string(kEntryStart);
-        if (!base_.empty() && !base_.ends_with("\n")) {
-          add("separator", line_at(head_, base_.size()),
-              "the base file does not end with a newline; the new entry cannot follow it");
-        } else if (!suffix.starts_with(expected)) {
-          const int at = head[additions_.front()].line;
-          std::string why;
-          if (!blank_done && suffix.starts_with(kEntryStart)) {
-            why = "there is no empty line between the history and the new entry";
-          } else if (suffix.starts_with("\n\n") || (blank_done && suffix.starts_with("\n"))) {
-            why = "there is more than one empty line between the history and the new entry";
-          } else {
-            why = "text other than one empty line separates the history from the new entry";
-          }
-          add("separator", at,
-              why + "; separate it from the previous entry by exactly one empty line");
-        }
-        first_checked = 1;
-      }
-    }
-    for (size_t a = first_checked; a < additions_.size(); ++a) {
-      const auto& e = head[additions_[a]];
-      if (e.line <= 1) continue;  // first line of a new file
-      auto prev = line_text(e.line - 1);
-      auto prev2 = line_text(e.line - 2);
-      if (!prev || !prev->empty()) {
-        add("separator", e.line,
-            "there is no empty line before this new entry; separate entries by exactly one "
-            "empty line");
-      } else if (prev2 && prev2->empty()) {
-        add("separator", e.line,
-            "there is more than one empty line before this new entry; separate entries by "
-            "exactly one empty line");
-      } else if (prev2 &&
-                 std::all_of(prev2->begin(), prev2->end(), [](char c) { return c == ' '; }) &&
-                 !prev2->empty()) {
-        add("separator", e.line - 2, "a line of spaces before this new entry; remove it");
-      }
-    }
-    // `git diff --check` in validate_perf_changelog.py: no trailing whitespace on added lines.
-    for (size_t a = 0; a < additions_.size(); ++a) {
-      const auto& e = head[additions_[a]];
-      const size_t next = static_cast<size_t>(e.index) + 1;
-      const int end = next < head.size() ? head[next].line - 1 : static_cast<int>(lines.size());
-      for (int n = e.line; n <= end; ++n) {
-        auto text = line_text(n);
-        if (text && !text->empty() && (text->back() == ' ' || text->back() == '\t')) {
-          add("trailing-whitespace", n, "trailing whitespace on a new line; remove it");
-        }
-      }
-    }
-    if (head_.ends_with("\n\n")) {
-      add("trailing-blank-line", last_line(head_),
-          "the file ends with an empty line; the last entry must end with exactly one newline");
-    }
+    check_appended_bytes(common);
     return;
   }
   if (history_broken_) return;
   if (!corrected_.empty()) {
-    const auto base_lines = split_lines(base_);
-    if (base_lines.size() != lines.size()) {
-      add("history-modified", line_at(head_, common),
-          "pr-link corrections may not add or delete lines");
-      return;
-    }
-    size_t changed = 0;
-    for (size_t n = 0; n < lines.size(); ++n) {
-      if (base_lines[n] == lines[n]) continue;
-      ++changed;
-      if (!base_lines[n].starts_with("  pr-link:") || !lines[n].starts_with("  pr-link:")) {
-        add("history-modified", static_cast<int>(n + 1),
-            "historical bytes changed outside a pr-link line; a correction may change only "
-            "'  pr-link:' lines");
-      }
-    }
-    if (changed != corrected_.size()) {
-      add("history-modified", line_at(head_, common),
-          fmt::format("expected {} changed pr-link line(s), found {}", corrected_.size(), changed));
-    }
+    check_correction_bytes(common);
     return;
   }
   if (base_ != head_) {
     add("history-modified", line_at(head_, common),
         "the change neither appends an entry nor corrects a pr-link; historical whitespace and "
         "formatting are immutable");
+  }
+}
+
+// The bytes of a change that appends entries; `common`: the length of the common prefix of base
+// and head.
+void Checker::check_appended_bytes(size_t common) {
+  const auto lines = split_lines(head_);
+  size_t first_checked = 0;
+  // With corrections, the mixing is reported by check_links(); the byte prefix cannot hold.
+  if (!history_broken_ && corrected_.empty()) {
+    if (common != base_.size()) {
+      add("history-modified", line_at(head_, common),
+          fmt::format("historical bytes differ from the base revision from line {} on; "
+                      "restore the base file byte for byte and append at the end",
+                      line_at(head_, common)));
+    } else if (additions_.front() == base_parsed_.entries.size()) {
+      check_first_separator();
+      first_checked = 1;
+    }
+  }
+  check_entry_separators(lines, first_checked);
+  check_trailing_whitespace(lines);
+  if (head_.ends_with("\n\n")) {
+    add("trailing-blank-line", last_line(head_),
+        "the file ends with an empty line; the last entry must end with exactly one newline");
+  }
+}
+
+// The text between the history (the whole base, a prefix of head) and the first new entry must
+// be exactly one empty line.
+void Checker::check_first_separator() {
+  const std::string_view suffix = std::string_view(head_).substr(base_.size());
+  const bool blank_done = base_.empty() || base_.ends_with("\n\n");
+  const std::string expected =
+      blank_done ? std::string(kEntryStart) : "\n" + std::string(kEntryStart);
+  if (!base_.empty() && !base_.ends_with("\n")) {
+    add("separator", line_at(head_, base_.size()),
+        "the base file does not end with a newline; the new entry cannot follow it");
+  } else if (!suffix.starts_with(expected)) {
+    const int at = head_parsed_.entries[additions_.front()].line;
+    std::string why;
+    if (!blank_done && suffix.starts_with(kEntryStart)) {
+      why = "there is no empty line between the history and the new entry";
+    } else if (suffix.starts_with("\n\n") || (blank_done && suffix.starts_with("\n"))) {
+      why = "there is more than one empty line between the history and the new entry";
+    } else {
+      why = "text other than one empty line separates the history from the new entry";
+    }
+    add("separator", at, why + "; separate it from the previous entry by exactly one empty line");
+  }
+}
+
+// Exactly one empty line before each new entry from additions_[first] on.
+void Checker::check_entry_separators(const std::vector<std::string_view>& lines, size_t first) {
+  const auto& head = head_parsed_.entries;
+  for (size_t a = first; a < additions_.size(); ++a) {
+    const auto& e = head[additions_[a]];
+    if (e.line <= 1) continue;  // first line of a new file
+    auto prev = line_text(lines, e.line - 1);
+    auto prev2 = line_text(lines, e.line - 2);
+    if (!prev || !prev->empty()) {
+      add("separator", e.line,
+          "there is no empty line before this new entry; separate entries by exactly one "
+          "empty line");
+    } else if (prev2 && prev2->empty()) {
+      add("separator", e.line,
+          "there is more than one empty line before this new entry; separate entries by "
+          "exactly one empty line");
+    } else if (prev2 &&
+               std::all_of(prev2->begin(), prev2->end(), [](char c) { return c == ' '; }) &&
+               !prev2->empty()) {
+      add("separator", e.line - 2, "a line of spaces before this new entry; remove it");
+    }
+  }
+}
+
+// `git diff --check` in validate_perf_changelog.py: no trailing whitespace on added lines.
+void Checker::check_trailing_whitespace(const std::vector<std::string_view>& lines) {
+  const auto& head = head_parsed_.entries;
+  for (size_t a = 0; a < additions_.size(); ++a) {
+    const auto& e = head[additions_[a]];
+    const size_t next = static_cast<size_t>(e.index) + 1;
+    const int end = next < head.size() ? head[next].line - 1 : static_cast<int>(lines.size());
+    for (int n = e.line; n <= end; ++n) {
+      auto text = line_text(lines, n);
+      if (text && !text->empty() && (text->back() == ' ' || text->back() == '\t')) {
+        add("trailing-whitespace", n, "trailing whitespace on a new line; remove it");
+      }
+    }
+  }
+}
+
+// The bytes of a change that only corrects pr-links: the same lines, changed only in
+// "  pr-link:" lines, one for each correction.
+void Checker::check_correction_bytes(size_t common) {
+  const auto lines = split_lines(head_);
+  const auto base_lines = split_lines(base_);
+  if (base_lines.size() != lines.size()) {
+    add("history-modified", line_at(head_, common),
+        "pr-link corrections may not add or delete lines");
+    return;
+  }
+  size_t changed = 0;
+  for (size_t n = 0; n < lines.size(); ++n) {
+    if (base_lines[n] == lines[n]) continue;
+    ++changed;
+    if (!base_lines[n].starts_with("  pr-link:") || !lines[n].starts_with("  pr-link:")) {
+      add("history-modified", static_cast<int>(n + 1),
+          "historical bytes changed outside a pr-link line; a correction may change only "
+          "'  pr-link:' lines");
+    }
+  }
+  if (changed != corrected_.size()) {
+    add("history-modified", line_at(head_, common),
+        fmt::format("expected {} changed pr-link line(s), found {}", corrected_.size(), changed));
   }
 }
 

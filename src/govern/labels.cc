@@ -119,7 +119,7 @@ std::vector<RecipeRow> trim_concurrency(const std::vector<RecipeRow>& rows) {
 namespace {
 
 std::string seq_bucket(const RecipeRow& row) {
-  if (row.scenario == "agentic-coding") return "agentic";
+  if (row.scenario == recipe::Scenario::kAgenticCoding) return "agentic";
   return recipe::seq_len_name(row.fields.at("isl").as_int64(), row.fields.at("osl").as_int64());
 }
 
@@ -165,7 +165,7 @@ SweepPlan make_sweep_plan(const std::vector<RecipeRow>& rows, const Labels& labe
   std::vector<RecipeRow> evals;
   for (const RecipeRow& row : rows) {
     if (labels.all_evals
-            ? (row.scenario == "fixed-seq-len" && (is_eval(row) || seq_bucket(row) == "8k1k"))
+            ? (row.scenario == recipe::Scenario::kFixedSeqLen && (is_eval(row) || seq_bucket(row) == "8k1k"))
             : is_eval(row)) {
       RecipeRow e = row;
       e.fields["run-eval"] = true;
@@ -182,7 +182,7 @@ SweepPlan make_sweep_plan(const std::vector<RecipeRow>& rows, const Labels& labe
     plan.notes.push_back("evals-only: no throughput rows");
   }
   if (labels.agentx_fast) {
-    std::erase_if(throughput, [](const RecipeRow& r) { return r.scenario != "agentic-coding"; });
+    std::erase_if(throughput, [](const RecipeRow& r) { return r.scenario != recipe::Scenario::kAgenticCoding; });
     evals.clear();
     plan.notes.push_back(
         "agentx-fast: AgentX throughput rows only, with AIPERF_EXPERIMENTAL_FAST=1 (1200 s "

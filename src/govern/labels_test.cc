@@ -94,7 +94,7 @@ TEST(SweepPlan, CanaryIsTheLowestConcurrencySingleNodeRowAndLeavesTheRest) {
   ASSERT_TRUE(plan.canary.has_value());
   int64_t canary_conc = plan.canary->fields.at("conc").as_int64();
   for (const auto& r : rows) {
-    if (r.multinode || r.scenario != "fixed-seq-len") continue;
+    if (r.multinode || r.scenario != recipe::Scenario::kFixedSeqLen) continue;
     EXPECT_GE(r.fields.at("conc").as_int64(), canary_conc);
   }
   EXPECT_EQ(plan.throughput_rows(), rows.size());  // canary + the rest
@@ -134,7 +134,7 @@ TEST(SweepPlan, EvalRowsFollowTheMarksAndLabels) {
   auto fast = make_sweep_plan(rows, *parse_labels({"sweep-enabled", "agentx-fast"}));
   EXPECT_EQ(fast.eval_rows(), 0u);
   for (const auto& g : fast.groups) {
-    for (const auto& r : g.rows) EXPECT_EQ(r.scenario, "agentic-coding");
+    for (const auto& r : g.rows) EXPECT_EQ(r.scenario, recipe::Scenario::kAgenticCoding);
   }
 }
 

@@ -70,9 +70,13 @@ std::string_view http_reason(int status) {
 // ---------------------------------------------------------------------------------------------
 // ResponseWriter
 
-Status ResponseWriter::fail(const error_code& ec) {
+void ResponseWriter::mark_failed(const error_code& ec) {
   state_ = State::kFailed;
   error_ = ec;
+}
+
+Status ResponseWriter::fail(const error_code& ec) {
+  mark_failed(ec);
   return gone_error(ec);
 }
 
@@ -141,7 +145,7 @@ ResponseWriter::TryWrite ResponseWriter::write_now(bool last) {
     // loop; the server's other operations on the socket are asynchronous and unaffected.
     socket_.non_blocking(true, ec);
     if (ec) {
-      fail(ec);
+      mark_failed(ec);
       return TryWrite::kFailed;
     }
     non_blocking_ = true;
@@ -156,7 +160,7 @@ ResponseWriter::TryWrite ResponseWriter::write_now(bool last) {
       written = 0;
     }
     if (ec) {
-      fail(ec);
+      mark_failed(ec);
       return TryWrite::kFailed;
     }
   }

@@ -127,6 +127,7 @@ class ResponseWriter {
  private:
   enum class State { kIdle, kStreaming, kDone, kFailed };
   Status fail(const boost::system::error_code& ec);
+  void mark_failed(const boost::system::error_code& ec);  // fail() without the Status
   Status gone() const;
   // Writes `frame_` as far as the socket takes it now.
   TryWrite write_now(bool last);

@@ -50,10 +50,20 @@ class Server {
   virtual std::vector<int> pids() const { return {}; }
 };
 
+/// What a launcher can observe of the servers it starts, asked instead of its name: what it
+/// cannot observe is reported as unobservable (never as passed or as a no-op).
+struct LauncherCaps {
+  bool starts_server = true;   // runs the recipe's server command (false: attaches to a URL)
+  bool has_log = true;         // captures the server's output in a log file
+  bool can_trace_env = false;  // can trace which environment variables the server reads
+};
+
 class Launcher {
  public:
   virtual ~Launcher() = default;
   virtual std::string name() const = 0;  // "local" | "slurm" | "endpoint"
+  /// What this launcher observes (the default: a job elsewhere, whose log it reads back).
+  virtual LauncherCaps caps() const { return {}; }
   /// Starts the server and returns once GET health_path answers 200. On failure the error says
   /// why ("server exited during startup (exit code 1)", "not healthy after 600 s (HTTP 503)",
   /// "interrupted") followed by the tail of the server log.

@@ -52,6 +52,7 @@ class LocalLauncher : public Launcher {
  public:
   explicit LocalLauncher(std::string host) : host_(std::move(host)) {}
   std::string name() const override { return "local"; }
+  LauncherCaps caps() const override { return {true, true, true}; }
 
   Expected<std::unique_ptr<Server>> start(const ServerSpec& spec) override {
     if (spec.argv.empty()) return Error{"local launcher: the server command is empty"};
@@ -101,6 +102,7 @@ class EndpointLauncher : public Launcher {
     while (!url_.empty() && url_.back() == '/') url_.pop_back();
   }
   std::string name() const override { return "endpoint"; }
+  LauncherCaps caps() const override { return {false, false, false}; }
   Expected<std::unique_ptr<Server>> start(const ServerSpec& spec) override {
     Status healthy = wait_healthy(url_, spec.health_path, spec.startup_timeout, nullptr);
     if (!healthy.ok()) return healthy.error();

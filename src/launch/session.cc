@@ -42,27 +42,28 @@ Expected<std::unique_ptr<ServerSession>> ServerSession::start(Launcher& launcher
                                                               SessionOptions o) {
   std::unique_ptr<ServerSession> s(new ServerSession());
   s->launcher_ = launcher.name();
+  s->caps_ = launcher.caps();
   s->dir_ = o.dir;
   s->watch_ = o.watch;
   std::error_code ec;
   fs::create_directories(o.dir, ec);
   if (ec) return Error{fmt::format("{}: cannot create: {}", o.dir.string(), ec.message())};
-  const bool endpoint = s->launcher_ == "endpoint";
-  if (!endpoint) spec.log_path = o.dir / "server.log";
+  if (s->caps_.has_log) spec.log_path = o.dir / "server.log";
   spec.startup_timeout = o.startup_timeout;
   // Environment tracing: which of the recipe's variables the server processes read. Only a
   // process started on this machine can be traced.
   s->trace_dir_ = o.dir / "envtrace";
   if (o.env_trace && !o.watch.empty()) {
-    if (s->launcher_ != "local") {
-      s->notes_.push_back(fmt::format(
-          "environment tracing off: the {} launcher cannot trace a server's reads", s->launcher_));
+    if (!s->caps_.can_trace_env) {
+      s->tracing_off_ = fmt::format(
+          "environment tracing off: the {} launcher cannot trace a server's reads", s->launcher_);
     } else if (auto assets = verify::find_env_trace_assets(); assets) {
       verify::add_env_trace(*assets, s->trace_dir_, o.watch, &spec.env);
       s->tracing_ = true;
     } else {
-      s->notes_.push_back(fmt::format("environment tracing off: {}", assets.error().message));
+      s->tracing_off_ = fmt::format("environment tracing off: {}", assets.error().message);
     }
+    if (!s->tracing_off_.empty()) s->notes_.push_back(s->tracing_off_);
   }
   auto server = launcher.start(spec);
   if (!server) {
@@ -110,7 +111,7 @@ void ServerSession::observe(const SessionOptions& o) {
       expect_.results.insert(expect_.results.end(), env.begin(), env.end());
     } else {
       const std::string why =
-          launcher_ == "local"
+          caps_.can_trace_env
               ? std::string("environment tracing is off")
               : fmt::format("the {} launcher cannot trace environment reads", launcher_);
       for (const auto& n : e.env_read) expect_.unobservable.push_back("env-read " + n + ": " + why);

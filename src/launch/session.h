@@ -59,9 +59,14 @@ class ServerSession {
   Server& server() { return *server_; }
   std::string url() const { return server_->url(); }
   const std::string& launcher() const { return launcher_; }
+  /// What the launcher observes (launch::LauncherCaps).
+  const LauncherCaps& caps() const { return caps_; }
   /// Whether the server's log could be read (not with the endpoint launcher).
   bool log_available() const { return log_available_; }
   bool tracing() const { return tracing_; }
+  /// Why environment tracing is off although it was asked for ("environment tracing off: the
+  /// slurm launcher cannot trace a server's reads"); empty when it is on or was not asked for.
+  const std::string& tracing_off() const { return tracing_off_; }
   const verify::EffectiveConfig& effective() const { return effective_; }
   const ExpectOutcome& expect() const { return expect_; }
   /// Things worth telling the user once ("environment tracing off: ...").
@@ -87,11 +92,13 @@ class ServerSession {
 
   std::unique_ptr<Server> server_;
   std::string launcher_;
+  LauncherCaps caps_;
   std::filesystem::path dir_;
   std::filesystem::path trace_dir_;
   std::vector<std::string> watch_;
   bool log_available_ = false;
   bool tracing_ = false;
+  std::string tracing_off_;
   bool stopped_ = false;
   std::string ended_;
   verify::EffectiveConfig effective_;

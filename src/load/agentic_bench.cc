@@ -65,21 +65,15 @@ json::object replay_request_json(const agentic::ReplayRequest& r) {
           {"scheduled_s", r.dispatch.at}};
 }
 
-}  // namespace
-
-Expected<BenchReport> run_agentic_bench(const BenchSpec& spec, const workload::PointPlan& plan) {
-  const workload::AgenticPlan& ap = *plan.agentic;
+// The replay's configuration from the plan's parameters, sent to `model`; its deadline counts
+// from now.
+agentic::AgenticRunConfig agentic_run_config(const BenchSpec& spec, const workload::PointPlan& plan,
+                                             const workload::AgenticPlan& ap,
+                                             const http::Endpoint& endpoint,
+                                             const std::string& model) {
   const workload::AgenticParams& p = ap.params;
-  auto endpoint = http::parse_endpoint(spec.endpoint_url);
-  if (!endpoint) return endpoint.error();
-  std::string model = spec.model;
-  if (model.empty()) {
-    auto m = discover_model(*endpoint, spec.timeouts);
-    if (!m) return m.error();
-    model = *m;
-  }
   agentic::AgenticRunConfig rc;
-  rc.endpoint = *endpoint;
+  rc.endpoint = endpoint;
   rc.models = {model};
   rc.seed = p.seed;
   rc.corpus = ap.corpus;
@@ -99,40 +93,49 @@ Expected<BenchReport> run_agentic_bench(const BenchSpec& spec, const workload::P
   rc.replay.time_scale = p.time_scale;
   rc.replay.use_think_time_only = p.use_think_time_only;
   if (spec.timeout_s > 0) rc.deadline_ns = mono_ns() + static_cast<int64_t>(spec.timeout_s * 1e9);
-  CacheScrape before, after;
-  rc.on_profiling_start = [&] { before = scrape_prefix_cache(*endpoint); };
-  auto samplers = PointSamplers::start(spec, *endpoint);
-  if (!samplers) return samplers.error();
-  auto run = agentic::run_agentic(rc, *ap.trees);
-  if (!run) return run.error();
-  after = scrape_prefix_cache(*endpoint);
+  return rc;
+}
 
+// The report of a finished replay, before its records are sorted in: its status, times and
+// measured window (the profiling phase).
+BenchReport replay_report(const workload::PointPlan& plan, const agentic::AgenticRunResult& run) {
   BenchReport report;
+  report.concurrency = plan.shape.concurrency;
   report.agentic = true;
-  report.aborted = run->aborted;
-  report.abort_reason = run->abort_reason;
-  report.partial = run->interrupted;
-  report.timed_out = run->deadline_hit;
+  report.aborted = run.aborted;
+  report.abort_reason = run.abort_reason;
+  report.partial = run.interrupted;
+  report.timed_out = run.deadline_hit;
   RunnerResult& rr = report.run;
-  rr.interrupted = run->interrupted;
-  rr.deadline_hit = run->deadline_hit;
-  rr.origin_ns = run->origin_ns;
-  rr.start_unix = run->start_unix;
-  rr.end_unix = run->end_unix;
-  std::vector<metrics::AgenticRequestInfo> info;
+  rr.interrupted = run.interrupted;
+  rr.deadline_hit = run.deadline_hit;
+  rr.origin_ns = run.origin_ns;
+  rr.start_unix = run.start_unix;
+  rr.end_unix = run.end_unix;
+  report.window_start_unix = run.start_unix + run.profiling_start_s;
+  report.window_end_unix = run.start_unix + run.profiling_end_s;
+  return report;
+}
+
+// Moves the replay's records into the report: cut requests are counted, warmup and primer
+// requests kept apart, profiling requests measured with their AgentX facts (`info`) and their
+// --details fields. Returns the number of warmup requests.
+int64_t sort_replay_records(agentic::AgenticRunResult& run, BenchReport& report,
+                            std::vector<metrics::AgenticRequestInfo>& info) {
+  RunnerResult& rr = report.run;
   int64_t warmup_requests = 0;
-  for (size_t i = 0; i < run->records.size(); ++i) {
-    const auto& q = run->requests[i];
+  for (size_t i = 0; i < run.records.size(); ++i) {
+    const auto& q = run.requests[i];
     if (q.cancelled) {
       ++rr.cancelled;
       continue;
     }
     if (q.dispatch.phase != agentic::ReplayPhase::kProfiling) {
       ++warmup_requests;
-      rr.warmup.push_back(std::move(run->records[i]));
+      rr.warmup.push_back(std::move(run.records[i]));
       continue;
     }
-    rr.measured.push_back(std::move(run->records[i]));
+    rr.measured.push_back(std::move(run.records[i]));
     metrics::AgenticRequestInfo a;
     a.profiling = true;
     a.session_id = q.correlation_id;  // one live session (AgentX counts by correlation id)
@@ -145,23 +148,30 @@ Expected<BenchReport> run_agentic_bench(const BenchSpec& spec, const workload::P
     json::object extra = replay_request_json(q);
     report.record_extras.push_back(std::move(extra));
   }
-  report.window_start_unix = run->start_unix + run->profiling_start_s;
-  report.window_end_unix = run->start_unix + run->profiling_end_s;
-  samplers->stop(report);
-  ClientHealth& h = rr.health;
+  return warmup_requests;
+}
+
+// The client's health in a replay (one event-loop thread), warned about when its CPU was busy.
+void replay_health(ClientHealth& h, const agentic::AgenticRunResult& run) {
   h.threads = 1;
-  h.cpu_seconds = run->cpu_seconds;
-  h.wall_seconds = run->wall_seconds;
-  h.cpu_utilization = run->wall_seconds > 0 ? run->cpu_seconds / run->wall_seconds : 0;
-  h.peak_in_flight = run->peak_in_flight;
-  h.connections_opened = run->connections_opened;
-  h.peak_rss_kib = run->peak_rss_kib;
+  h.cpu_seconds = run.cpu_seconds;
+  h.wall_seconds = run.wall_seconds;
+  h.cpu_utilization = run.wall_seconds > 0 ? run.cpu_seconds / run.wall_seconds : 0;
+  h.peak_in_flight = run.peak_in_flight;
+  h.connections_opened = run.connections_opened;
+  h.peak_rss_kib = run.peak_rss_kib;
   if (h.cpu_utilization > 0.9) {
     h.warnings.push_back(fmt::format(
         "client CPU at {:.0f}% of its event-loop thread: the client may have slowed the replay",
         h.cpu_utilization * 100));
   }
+}
 
+// The point's metrics, AgentX's metrics and validity, and InferenceX's aggregate keys.
+void replay_metrics(BenchReport& report, const BenchSpec& spec,
+                    const agentic::AgenticRunResult& run, const workload::AgenticParams& p,
+                    const std::vector<metrics::AgenticRequestInfo>& info) {
+  const RunnerResult& rr = report.run;
   report.metrics = metrics::compute_metrics(rr.measured, spec.metrics);
   metrics::AgenticOptions ao;
   ao.num_gpus = spec.metrics.num_gpus;
@@ -170,38 +180,29 @@ Expected<BenchReport> run_agentic_bench(const BenchSpec& spec, const workload::P
   facts.duration_s = p.duration_s / p.time_scale;
   facts.duration_floor_s = workload::kAgenticDurationFloorS;
   facts.time_scale = p.time_scale;
-  facts.cancelled = run->interrupted || run->aborted;
+  facts.cancelled = run.interrupted || run.aborted;
   report.agentic_invalid = metrics::agentic_validity(report.agentic_metrics, facts);
-  if (run->aborted) {
+  if (run.aborted) {
     report.agentic_invalid.insert(report.agentic_invalid.begin(),
-                                  {"warmup_aborted", run->abort_reason});
+                                  {"warmup_aborted", run.abort_reason});
   }
   report.inferencex =
       metrics::inferencex_agentic_json(report.agentic_metrics, report.agentic_invalid);
+}
 
-  json::object j;
-  j["date"] = utc_time_text("%Y-%m-%dT%H:%M:%SZ", static_cast<std::time_t>(rr.start_unix));
-  j["tool"] = "inferbench";
-  j["tool_version"] = INFERBENCH_VERSION;
-  j["backend"] = "openai-chat";
-  j["api"] = "chat";
-  j["endpoint"] = endpoint->url();
-  j["model_id"] = model;
-  j["max_concurrency"] = plan.shape.concurrency;
-  j["load_shape"] = "agentic_replay";
-  for (const auto& kv : plan.describe) j[kv.key()] = kv.value();
-  j["num_prompts"] = static_cast<int64_t>(rr.measured.size());
-  j["num_warmups"] = warmup_requests;
-  j["benchmark_start_time_unix"] = rr.start_unix;
-  j["benchmark_end_time_unix"] = rr.end_unix;
-  j["origin_mono_ns"] = rr.origin_ns;
-  j["partial"] = report.partial;
-  j["timed_out"] = report.timed_out;
-  j["cancelled"] = rr.cancelled;
-  json::object metrics_json = metrics::metrics_to_json(report.metrics, spec.metrics);
-  for (auto& kv : metrics_json) j[kv.key()] = std::move(kv.value());
+// What an agentic point's result JSON names beside its spec and report.
+struct ReplayPoint {
+  const workload::PointPlan& plan;
+  const workload::AgenticPlan& ap;
+  const agentic::AgenticRunResult& run;
+  std::string endpoint_url;
+  std::string model;
+  int64_t warmup_requests = 0;
+  CacheScrape before, after;  // the server's prefix-cache counters around the profiling phase
+};
 
-  json::object agentic = metrics::agentic_to_json(report.agentic_metrics);
+// The server's prefix-cache hit rate over the profiling phase, or why it is unknown.
+json::object server_cache_json(const CacheScrape& before, const CacheScrape& after) {
   json::object server_cache;
   if (before.ok && after.ok) {
     server_cache["source"] = metrics::to_string(after.counters.source);
@@ -211,43 +212,85 @@ Expected<BenchReport> run_agentic_bench(const BenchSpec& spec, const workload::P
     server_cache["hit_rate_pct"] = nullptr;
     server_cache["error"] = !before.ok ? before.error : after.error;
   }
-  agentic["server_prefix_cache"] = std::move(server_cache);
-  if (p.time_scale != 1) {
-    // A time-scaled replay against a server scaled the same way (serve-sim --time-scale K):
-    // its latencies are K times shorter and its rates K times higher than at recorded speed.
-    const double k = p.time_scale;
-    const metrics::AgenticMetrics& m = report.agentic_metrics;
-    agentic["at_recorded_speed"] = json::object{
-        {"assumes",
-         fmt::format("the server ran {:g}x faster too (serve-sim --time-scale {:g})", k, k)},
-        {"e2e_norm_intvty_p50", m.e2e_norm_intvty.p50 / k},
-        {"e2e_norm_intvty_p90", m.e2e_norm_intvty.p90 / k},
-        {"intvty_p50", m.intvty.p50 / k},
-        {"output_tps_per_gpu", m.output_tps_per_gpu / k},
-        {"total_tps_per_gpu", m.total_tps_per_gpu / k},
-        {"median_ttft_ms", m.ttft_s.p50 * 1000 * k},
-        {"median_e2el_ms", m.e2el_s.p50 * 1000 * k}};
-  }
+  return server_cache;
+}
+
+// A time-scaled replay against a server scaled the same way (serve-sim --time-scale K): its
+// latencies are K times shorter and its rates K times higher than at recorded speed.
+json::object at_recorded_speed_json(const metrics::AgenticMetrics& m, double k) {
+  return json::object{
+      {"assumes",
+       fmt::format("the server ran {:g}x faster too (serve-sim --time-scale {:g})", k, k)},
+      {"e2e_norm_intvty_p50", m.e2e_norm_intvty.p50 / k},
+      {"e2e_norm_intvty_p90", m.e2e_norm_intvty.p90 / k},
+      {"intvty_p50", m.intvty.p50 / k},
+      {"output_tps_per_gpu", m.output_tps_per_gpu / k},
+      {"total_tps_per_gpu", m.total_tps_per_gpu / k},
+      {"median_ttft_ms", m.ttft_s.p50 * 1000 * k},
+      {"median_e2el_ms", m.e2el_s.p50 * 1000 * k}};
+}
+
+// The replay's own facts: trees, sessions, phases, and the notes of the plan and the run.
+json::object replay_json(const BenchReport& report, const ReplayPoint& point) {
+  const agentic::AgenticRunResult& run = point.run;
   json::object replay;
-  replay["benchmark_id"] = run->benchmark_id;
-  replay["lanes"] = plan.shape.concurrency;
-  replay["traces"] = static_cast<int64_t>(ap.trees->size());
-  replay["trees_started"] = run->trees;
-  replay["trees_done"] = run->trees_done;
-  replay["sessions_done"] = run->sessions_done;
-  replay["warmup_requests"] = warmup_requests;
-  replay["profiling_requests"] = static_cast<int64_t>(rr.measured.size());
-  replay["profiling_start_s"] = run->profiling_start_s;
-  replay["profiling_wall_s"] = std::max(0.0, run->profiling_end_s - run->profiling_start_s);
-  replay["time_scale"] = p.time_scale;
-  replay["aborted"] = run->aborted;
-  if (run->aborted) replay["abort_reason"] = run->abort_reason;
+  replay["benchmark_id"] = run.benchmark_id;
+  replay["lanes"] = point.plan.shape.concurrency;
+  replay["traces"] = static_cast<int64_t>(point.ap.trees->size());
+  replay["trees_started"] = run.trees;
+  replay["trees_done"] = run.trees_done;
+  replay["sessions_done"] = run.sessions_done;
+  replay["warmup_requests"] = point.warmup_requests;
+  replay["profiling_requests"] = static_cast<int64_t>(report.run.measured.size());
+  replay["profiling_start_s"] = run.profiling_start_s;
+  replay["profiling_wall_s"] = std::max(0.0, run.profiling_end_s - run.profiling_start_s);
+  replay["time_scale"] = point.ap.params.time_scale;
+  replay["aborted"] = run.aborted;
+  if (run.aborted) replay["abort_reason"] = run.abort_reason;
   json::array notes;
-  for (const auto& n : ap.notes) notes.emplace_back(n);
-  for (const auto& n : run->notes) notes.emplace_back(n);
+  for (const auto& n : point.ap.notes) notes.emplace_back(n);
+  for (const auto& n : run.notes) notes.emplace_back(n);
   replay["notes"] = std::move(notes);
-  agentic["replay"] = std::move(replay);
-  j["agentic"] = std::move(agentic);
+  return replay;
+}
+
+// The "agentic" block of the result JSON: AgentX's metrics, the server's prefix-cache hit rate,
+// the metrics at recorded speed (a time-scaled replay) and the replay's facts.
+json::object agentic_block_json(const BenchReport& report, const ReplayPoint& point) {
+  json::object agentic = metrics::agentic_to_json(report.agentic_metrics);
+  agentic["server_prefix_cache"] = server_cache_json(point.before, point.after);
+  const double k = point.ap.params.time_scale;
+  if (k != 1) agentic["at_recorded_speed"] = at_recorded_speed_json(report.agentic_metrics, k);
+  agentic["replay"] = replay_json(report, point);
+  return agentic;
+}
+
+// The result JSON of an agentic point, before finish_result adds the client block and telemetry.
+json::object replay_point_json(const BenchSpec& spec, const BenchReport& report,
+                               const ReplayPoint& point) {
+  const RunnerResult& rr = report.run;
+  json::object j;
+  j["date"] = utc_time_text("%Y-%m-%dT%H:%M:%SZ", static_cast<std::time_t>(rr.start_unix));
+  j["tool"] = "inferbench";
+  j["tool_version"] = INFERBENCH_VERSION;
+  j["backend"] = "openai-chat";
+  j["api"] = "chat";
+  j["endpoint"] = point.endpoint_url;
+  j["model_id"] = point.model;
+  j["max_concurrency"] = point.plan.shape.concurrency;
+  j["load_shape"] = "agentic_replay";
+  for (const auto& kv : point.plan.describe) j[kv.key()] = kv.value();
+  j["num_prompts"] = static_cast<int64_t>(rr.measured.size());
+  j["num_warmups"] = point.warmup_requests;
+  j["benchmark_start_time_unix"] = rr.start_unix;
+  j["benchmark_end_time_unix"] = rr.end_unix;
+  j["origin_mono_ns"] = rr.origin_ns;
+  j["partial"] = report.partial;
+  j["timed_out"] = report.timed_out;
+  j["cancelled"] = rr.cancelled;
+  json::object metrics_json = metrics::metrics_to_json(report.metrics, spec.metrics);
+  for (auto& kv : metrics_json) j[kv.key()] = std::move(kv.value());
+  j["agentic"] = agentic_block_json(report, point);
   j["submission_valid"] = report.agentic_invalid.empty();
   json::array reasons;
   for (const auto& r : report.agentic_invalid) {
@@ -255,23 +298,68 @@ Expected<BenchReport> run_agentic_bench(const BenchSpec& spec, const workload::P
   }
   j["submission_invalid_reasons"] = std::move(reasons);
   j["inferencex_agentic"] = report.inferencex;
+  return j;
+}
 
+// The client block of an agentic point's result JSON: its cost, also per lane (`lanes`).
+json::object replay_client_json(const ClientHealth& h, const agentic::AgenticRunResult& run,
+                                int lanes) {
   json::object client;
   client["threads"] = 1;
   client["cpu_seconds"] = h.cpu_seconds;
   client["cpu_utilization"] = h.cpu_utilization;
-  client["cpu_seconds_per_lane"] = h.cpu_seconds / std::max(1, plan.shape.concurrency);
+  client["cpu_seconds_per_lane"] = h.cpu_seconds / std::max(1, lanes);
   client["peak_in_flight"] = h.peak_in_flight;
   client["connections_opened"] = h.connections_opened;
   client["peak_rss_kib"] = h.peak_rss_kib;
-  client["peak_rss_kib_per_lane"] = h.peak_rss_kib / std::max(1, plan.shape.concurrency);
-  client["body_bytes_built"] = run->body_bytes_built;
-  client["body_build_seconds"] = run->body_build_seconds;
+  client["peak_rss_kib_per_lane"] = h.peak_rss_kib / std::max(1, lanes);
+  client["body_bytes_built"] = run.body_bytes_built;
+  client["body_build_seconds"] = run.body_build_seconds;
   client["body_bytes_per_s"] =
-      run->body_build_seconds > 0
-          ? static_cast<double>(run->body_bytes_built) / run->body_build_seconds
+      run.body_build_seconds > 0
+          ? static_cast<double>(run.body_bytes_built) / run.body_build_seconds
           : 0.0;
-  finish_result(report, spec, std::move(j), std::move(client));
+  return client;
+}
+
+}  // namespace
+
+Expected<BenchReport> run_agentic_bench(const BenchSpec& spec, const workload::PointPlan& plan) {
+  const workload::ReplayPlan* replay_plan = plan.replay();
+  if (replay_plan == nullptr || !replay_plan->agentic) {
+    return Error{"run_agentic_bench: the plan is no replay"};
+  }
+  const workload::AgenticPlan& ap = *replay_plan->agentic;
+  auto endpoint = http::parse_endpoint(spec.endpoint_url);
+  if (!endpoint) return endpoint.error();
+  auto model = served_model(spec, *endpoint);
+  if (!model) return model.error();
+  agentic::AgenticRunConfig rc = agentic_run_config(spec, plan, ap, *endpoint, *model);
+  CacheScrape before, after;
+  rc.on_profiling_start = [&] { before = scrape_prefix_cache(*endpoint); };
+  auto samplers = PointSamplers::start(spec, *endpoint);
+  if (!samplers) return samplers.error();
+  auto run = agentic::run_agentic(rc, *ap.trees);
+  if (!run) return run.error();
+  after = scrape_prefix_cache(*endpoint);
+
+  BenchReport report = replay_report(plan, *run);
+  std::vector<metrics::AgenticRequestInfo> info;
+  const int64_t warmup_requests = sort_replay_records(*run, report, info);
+  samplers->stop(report);
+  replay_health(report.run.health, *run);
+  replay_metrics(report, spec, *run, ap.params, info);
+  const ReplayPoint point{.plan = plan,
+                          .ap = ap,
+                          .run = *run,
+                          .endpoint_url = endpoint->url(),
+                          .model = *model,
+                          .warmup_requests = warmup_requests,
+                          .before = std::move(before),
+                          .after = std::move(after)};
+  json::object j = replay_point_json(spec, report, point);
+  finish_result(report, spec, std::move(j),
+                replay_client_json(report.run.health, *run, plan.shape.concurrency));
   return report;
 }
 

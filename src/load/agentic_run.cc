@@ -10,7 +10,6 @@
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <boost/beast/http/verb.hpp>
 #include <cmath>
 #include <cstdio>
 #include <deque>
@@ -21,6 +20,7 @@
 #include "core/clock.h"
 #include "core/interrupt.h"
 #include "core/strings.h"
+#include "load/retry.h"
 #include "load/stream_request.h"
 #include "metrics/agentic.h"
 #include "workload/agentic_prompts.h"
@@ -240,29 +240,17 @@ class Driver {
     ++live_;
     result_.peak_in_flight = std::max(result_.peak_in_flight, live_);
     const std::string request_id = fmt::format("{}-{}", result_.benchmark_id.substr(0, 8), d.id);
-    for (;;) {
-      const bool reused = conn.http.reused();
-      conn.response.reset(&rec);
-      http::HttpOutcome outcome =
-          co_await conn.http.request(boost::beast::http::verb::post, config_.path, body,
-                                     conn.response, request_id, info.correlation_id);
-      rec.send_ns = outcome.send_ns;
-      if (outcome.ec && !outcome.response_started && !outcome.connect_failed &&
-          !outcome.timed_out() && rec.retries < 1 && !cutting_ && (reused || outcome.reset())) {
-        ++rec.retries;
-        rec.content_ns.clear();
-        continue;
-      }
-      rec.done_ns = mono_ns();
-      if (cutting_ && outcome.ec) {
-        rec.failure = metrics::FailureCause::kCancelled;
-        rec.error = interrupted_ ? "run interrupted" : "cut at the end of the grace period";
-        info.cancelled = true;
-      } else {
-        conn.response.finish(outcome);
-      }
-      break;
-    }
+    RetriedRequest send;
+    send.path = config_.path;
+    send.body = body;
+    send.request_id = request_id;
+    send.correlation_id = info.correlation_id;
+    send.max_retries = 1;
+    send.cut_reason = [this]() -> std::string_view {
+      if (!cutting_) return "";
+      return interrupted_ ? "run interrupted" : "cut at the end of the grace period";
+    };
+    info.cancelled = co_await send_with_retry(conn.http, conn.response, rec, send);
     std::erase(in_flight_, &conn);
     --live_;
     if (conn.http.is_open()) idle_.push_back(&conn);

@@ -93,6 +93,11 @@ Expected<std::string> discover_model(const http::Endpoint& endpoint,
   return ids->front();
 }
 
+Expected<std::string> served_model(const BenchSpec& spec, const http::Endpoint& endpoint) {
+  if (!spec.model.empty()) return spec.model;
+  return discover_model(endpoint, spec.timeouts);
+}
+
 namespace {
 
 std::vector<PreparedRequest> prepare(const std::vector<workload::PromptSpec>& prompts,
@@ -120,52 +125,39 @@ std::string iso_time(double unix_s) {
   return utc_time_text("%Y-%m-%dT%H:%M:%SZ", static_cast<std::time_t>(unix_s));
 }
 
-}  // namespace
-
-Expected<BenchReport> run_bench(const BenchSpec& spec) {
-  if (auto s = validate(spec); !s) return s.error();
-  workload::RandomWorkload wl = spec.workload;
-  wl.as_text = spec.api == openai::Api::kChat;
-  auto plan = workload::random_point_plan(wl, spec.warmups, spec.shape.concurrency);
-  if (!plan) return plan.error();
-  return run_bench(spec, *plan);
-}
-
-Expected<BenchReport> run_bench(const BenchSpec& spec, const workload::PointPlan& plan) {
-  if (plan.agentic) return run_agentic_bench(spec, plan);
-  if (plan.session_based()) {
-    return Error{"session-based workloads need the session run loop, which this version lacks"};
-  }
-  auto endpoint = http::parse_endpoint(spec.endpoint_url);
-  if (!endpoint) return endpoint.error();
-  if (auto s = validate(runner_config(spec, *endpoint)); !s) return s.error();
-  std::string model = spec.model;
-  if (model.empty()) {
-    auto m = discover_model(*endpoint, spec.timeouts);
-    if (!m) return m.error();
-    model = *m;
-  }
-  const auto& prompts = plan.measured;
-  const auto& warm_prompts = plan.warmup;
+// A point's requests ready to send, and the /tokenize check of its prompts when one was asked.
+struct PreparedPoint {
+  std::vector<PreparedRequest> measured, warmup;
   std::optional<TokenizeCheck> token_check;
+};
+
+// Runs the --tokenize-check (its summary on stderr) and builds every request body for `model`.
+Expected<PreparedPoint> prepare_point(const BenchSpec& spec, const http::Endpoint& endpoint,
+                                      const std::string& model,
+                                      const workload::RequestPlan& requests) {
+  PreparedPoint point;
   if (spec.tokenize_check > 0) {
-    auto check = tokenize_check(*endpoint, model, spec.api, prompts, spec.tokenize_check,
+    auto check = tokenize_check(endpoint, model, spec.api, requests.measured, spec.tokenize_check,
                                 spec.timeouts);
     if (!check) return check.error();
     fmt::print(stderr, "{}\n", check->summary());
-    token_check = std::move(*check);
+    point.token_check = std::move(*check);
   }
   openai::RequestKnobs knobs;
   knobs.model = model;
   knobs.continuous_usage = spec.continuous_usage;
-  auto measured = prepare(prompts, spec.api, knobs);
-  auto warmup = prepare(warm_prompts, spec.api, knobs);
+  point.measured = prepare(requests.measured, spec.api, knobs);
+  point.warmup = prepare(requests.warmup, spec.api, knobs);
+  return point;
+}
 
-  RunnerConfig rc = runner_config(spec, *endpoint);
+// The run loop's configuration for a point: X-Request-Id prefix, the progress line (`tty`) and
+// the point's deadline, counted from now.
+RunnerConfig point_runner_config(const BenchSpec& spec, const http::Endpoint& endpoint, bool tty) {
+  RunnerConfig rc = runner_config(spec, endpoint);
   if (spec.send_request_ids) {
     rc.request_id_prefix = fmt::format("ib-{:x}-", static_cast<uint64_t>(mono_ns()) & 0xffffffffu);
   }
-  const bool tty = spec.show_progress && isatty(STDERR_FILENO);
   if (tty) {
     rc.on_progress = [](size_t done, size_t total, double elapsed) {
       if (total > 0) {
@@ -179,77 +171,110 @@ Expected<BenchReport> run_bench(const BenchSpec& spec, const workload::PointPlan
   if (spec.timeout_s > 0) {
     rc.deadline_ns = mono_ns() + static_cast<int64_t>(spec.timeout_s * 1e9);
   }
-  auto samplers = PointSamplers::start(spec, *endpoint);
-  if (!samplers) return samplers.error();
-  auto run = run_load(rc, warmup, measured);
-  const std::string request_id_prefix = rc.request_id_prefix;
-  if (tty) fmt::print(stderr, "\r\033[K");
-  if (!run) return run.error();
+  return rc;
+}
 
+// The report of a finished run: its records, status and metrics, and its measured window.
+BenchReport request_report(const BenchSpec& spec, RunnerResult run) {
   BenchReport report;
-  report.run = std::move(*run);
+  report.concurrency = spec.shape.concurrency;
+  report.run = std::move(run);
   report.partial = report.run.interrupted;
   report.timed_out = report.run.deadline_hit;
   report.metrics = metrics::compute_metrics(report.run.measured, spec.metrics);
   report.window_start_unix = report.run.start_unix;
   report.window_end_unix = report.run.end_unix;
-  samplers->stop(report);
+  return report;
+}
 
-  boost::json::object j;
-  j["date"] = iso_time(report.run.start_unix);
-  j["tool"] = "inferbench";
-  j["tool_version"] = INFERBENCH_VERSION;
-  j["backend"] = spec.api == openai::Api::kChat ? "openai-chat" : "openai";
-  j["api"] = openai::api_name(spec.api);
-  j["endpoint"] = endpoint->url();
-  j["model_id"] = model;
-  j["num_prompts"] = static_cast<int64_t>(prompts.size());
-  const bool open_loop = spec.shape.mode == LoadMode::kOpenLoop;
+// What a request point's result JSON names beside its spec, plan and report.
+struct RequestPointFacts {
+  std::string endpoint_url;
+  std::string model;
+  int64_t num_prompts = 0;
+  int64_t num_warmups = 0;
+  const TokenizeCheck* token_check = nullptr;  // null: no --tokenize-check
+  std::string request_id_prefix;
+};
+
+// The load shape's keys of the result JSON (as vLLM's benchmark_serving names them).
+void add_load_shape_json(boost::json::object& j, const LoadShape& shape) {
+  const bool open_loop = shape.mode == LoadMode::kOpenLoop;
   if (open_loop) {
-    j["request_rate"] = spec.shape.arrivals.rate;
-    j["burstiness"] = spec.shape.arrivals.burstiness;
-    j["arrival"] = arrival_name(spec.shape.arrivals.process);
+    j["request_rate"] = shape.arrivals.rate;
+    j["burstiness"] = shape.arrivals.burstiness;
+    j["arrival"] = arrival_name(shape.arrivals.process);
   } else {
     j["request_rate"] = "inf";
     j["burstiness"] = 1.0;
   }
-  if (spec.shape.concurrency > 0) {
-    j["max_concurrency"] = spec.shape.concurrency;
+  if (shape.concurrency > 0) {
+    j["max_concurrency"] = shape.concurrency;
   } else {
     j["max_concurrency"] = nullptr;
   }
   j["load_shape"] = open_loop ? "open_loop" : "closed_loop";
-  if (spec.shape.duration_s > 0) j["duration_limit_s"] = spec.shape.duration_s;
-  j["num_warmups"] = static_cast<int64_t>(warm_prompts.size());
-  for (const auto& kv : plan.describe) j[kv.key()] = kv.value();
-  j["input_length_exact"] = spec.api != openai::Api::kChat || plan.describe.contains("tokenizer");
-  if (spec.api == openai::Api::kChat && !plan.describe.contains("tokenizer")) {
+  if (shape.duration_s > 0) j["duration_limit_s"] = shape.duration_s;
+}
+
+// Whether the input lengths are exact token counts, and why not where they are not.
+void add_input_length_json(boost::json::object& j, openai::Api api,
+                           const boost::json::object& describe) {
+  j["input_length_exact"] = api != openai::Api::kChat || describe.contains("tokenizer");
+  if (api == openai::Api::kChat && !describe.contains("tokenizer")) {
     j["input_length_note"] =
         "chat prompts are text of N words; without a tokenizer their token count is approximate "
         "(total_input_tokens uses the server's prompt_tokens when reported)";
   }
-  if (token_check) j["tokenize_check"] = token_check->to_json();
-  j["benchmark_start_time_unix"] = report.run.start_unix;
-  // The monotonic time the --details *_ms values count from (to align with server-side logs
-  // taken on the same clock, e.g. serve-sim --truth-log).
-  j["origin_mono_ns"] = report.run.origin_ns;
-  // X-Request-Id of measured request i is this prefix followed by i.
-  j["request_id_prefix"] = request_id_prefix;
-  j["benchmark_end_time_unix"] = report.run.end_unix;
-  j["partial"] = report.partial;
-  j["timed_out"] = report.timed_out;
-  j["cancelled"] = report.run.cancelled;
-  boost::json::object metrics = metrics::metrics_to_json(report.metrics, spec.metrics);
-  for (auto& kv : metrics) j[kv.key()] = std::move(kv.value());
+}
+
+// The input and output lengths of the successful measured requests.
+void add_lengths_json(boost::json::object& j, const std::vector<metrics::RequestRecord>& records) {
   boost::json::array input_lens, output_lens;
-  for (const auto& r : report.run.measured) {
+  for (const auto& r : records) {
     if (!r.ok()) continue;
     input_lens.emplace_back(r.input_tokens());
     output_lens.emplace_back(r.output_tokens());
   }
   j["input_lens"] = std::move(input_lens);
   j["output_lens"] = std::move(output_lens);
-  const ClientHealth& h = report.run.health;
+}
+
+// The result JSON of a request point, before finish_result adds the client block and telemetry.
+boost::json::object request_point_json(const BenchSpec& spec, const boost::json::object& describe,
+                                       const BenchReport& report, const RequestPointFacts& facts) {
+  boost::json::object j;
+  j["date"] = iso_time(report.run.start_unix);
+  j["tool"] = "inferbench";
+  j["tool_version"] = INFERBENCH_VERSION;
+  j["backend"] = spec.api == openai::Api::kChat ? "openai-chat" : "openai";
+  j["api"] = openai::api_name(spec.api);
+  j["endpoint"] = facts.endpoint_url;
+  j["model_id"] = facts.model;
+  j["num_prompts"] = facts.num_prompts;
+  add_load_shape_json(j, spec.shape);
+  j["num_warmups"] = facts.num_warmups;
+  for (const auto& kv : describe) j[kv.key()] = kv.value();
+  add_input_length_json(j, spec.api, describe);
+  if (facts.token_check != nullptr) j["tokenize_check"] = facts.token_check->to_json();
+  j["benchmark_start_time_unix"] = report.run.start_unix;
+  // The monotonic time the --details *_ms values count from (to align with server-side logs
+  // taken on the same clock, e.g. serve-sim --truth-log).
+  j["origin_mono_ns"] = report.run.origin_ns;
+  // X-Request-Id of measured request i is this prefix followed by i.
+  j["request_id_prefix"] = facts.request_id_prefix;
+  j["benchmark_end_time_unix"] = report.run.end_unix;
+  j["partial"] = report.partial;
+  j["timed_out"] = report.timed_out;
+  j["cancelled"] = report.run.cancelled;
+  boost::json::object metrics = metrics::metrics_to_json(report.metrics, spec.metrics);
+  for (auto& kv : metrics) j[kv.key()] = std::move(kv.value());
+  add_lengths_json(j, report.run.measured);
+  return j;
+}
+
+// The client block of a request point's result JSON: the run loop's health.
+boost::json::object client_health_json(const ClientHealth& h) {
   boost::json::object client;
   client["threads"] = h.threads;
   client["cpu_seconds"] = h.cpu_seconds;
@@ -268,7 +293,50 @@ Expected<BenchReport> run_bench(const BenchSpec& spec, const workload::PointPlan
   client["cpu_us_per_content_event"] = h.cpu_us_per_content_event;
   client["rss_before_kib"] = h.rss_before_kib;
   client["peak_rss_kib"] = h.peak_rss_kib;
-  finish_result(report, spec, std::move(j), std::move(client));
+  return client;
+}
+
+}  // namespace
+
+Expected<BenchReport> run_bench(const BenchSpec& spec) {
+  if (auto s = validate(spec); !s) return s.error();
+  workload::RandomWorkload wl = spec.workload;
+  wl.as_text = spec.api == openai::Api::kChat;
+  auto plan = workload::random_point_plan(wl, spec.warmups, spec.shape.concurrency);
+  if (!plan) return plan.error();
+  return run_request_bench(spec, *plan);
+}
+
+Expected<BenchReport> run_request_bench(const BenchSpec& spec, const workload::PointPlan& plan) {
+  const workload::RequestPlan* requests = plan.requests();
+  if (requests == nullptr) return Error{"run_request_bench: the plan has no requests"};
+  auto endpoint = http::parse_endpoint(spec.endpoint_url);
+  if (!endpoint) return endpoint.error();
+  if (auto s = validate(runner_config(spec, *endpoint)); !s) return s.error();
+  auto model = served_model(spec, *endpoint);
+  if (!model) return model.error();
+  auto prepared = prepare_point(spec, *endpoint, *model, *requests);
+  if (!prepared) return prepared.error();
+
+  const bool tty = spec.show_progress && isatty(STDERR_FILENO);
+  const RunnerConfig rc = point_runner_config(spec, *endpoint, tty);
+  auto samplers = PointSamplers::start(spec, *endpoint);
+  if (!samplers) return samplers.error();
+  auto run = run_load(rc, prepared->warmup, prepared->measured);
+  if (tty) fmt::print(stderr, "\r\033[K");
+  if (!run) return run.error();
+
+  BenchReport report = request_report(spec, std::move(*run));
+  samplers->stop(report);
+  RequestPointFacts facts;
+  facts.endpoint_url = endpoint->url();
+  facts.model = *model;
+  facts.num_prompts = static_cast<int64_t>(requests->measured.size());
+  facts.num_warmups = static_cast<int64_t>(requests->warmup.size());
+  facts.token_check = prepared->token_check ? &*prepared->token_check : nullptr;
+  facts.request_id_prefix = rc.request_id_prefix;
+  boost::json::object j = request_point_json(spec, plan.describe, report, facts);
+  finish_result(report, spec, std::move(j), client_health_json(report.run.health));
   return report;
 }
 
@@ -370,9 +438,10 @@ void add_telemetry(BenchReport& report, const BenchSpec& spec) {
   if (dcgm) {
     report.power_note.clear();
     if (report.power_log) {
-      report.power_note = fmt::format("{} ran too, but the server metrics carry dcgm-exporter's "
-                                      "readings, which were used",
-                                      report.power_tool);
+      report.power_note = fmt::format(
+          "{} ran too, but the server metrics carry dcgm-exporter's "
+          "readings, which were used",
+          report.power_tool);
     }
     report.power_log = std::move(dcgm);
     report.power_tool = "dcgm-exporter (server metrics)";

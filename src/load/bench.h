@@ -55,6 +55,7 @@ struct BenchSpec {
 
 /// A finished point: records, metrics and the result JSON.
 struct BenchReport {
+  int64_t concurrency = 0;  // requests (or replay lanes) in flight; 0: no cap (open loop)
   RunnerResult run;
   metrics::BenchMetrics metrics;
   boost::json::object json;
@@ -84,7 +85,7 @@ struct BenchReport {
   std::string power_tool, power_note;
   std::optional<telemetry::PowerLog> power_log;
   std::optional<telemetry::EnergyResult> energy;
-  /// require_power and the energy is missing or not valid.
+  /// require_power and the energy is missing or not valid (load::judge fails the point).
   bool power_missing = false;
   /// Per measured record, fields for --details beside metrics::record_to_json (session, phase,
   /// recorded lengths); empty for other workloads.
@@ -98,24 +99,31 @@ Status validate(const BenchSpec& spec);
 /// run could not start (bad URL, no model found); failed requests are counted in the report.
 Expected<BenchReport> run_bench(const BenchSpec& spec);
 
-/// Runs one point of a workload's plan (workload/workload.h); spec.workload and spec.warmups are
-/// not used, plan.describe goes into the result JSON.
-Expected<BenchReport> run_bench(const BenchSpec& spec, const workload::PointPlan& plan);
+/// Runs one point of independent requests (plan.requests(); load::run_point, load/point_run.h, is
+/// the entry for every kind of plan); spec.workload and spec.warmups are not used, plan.describe
+/// goes into the result JSON.
+Expected<BenchReport> run_request_bench(const BenchSpec& spec, const workload::PointPlan& plan);
 
 /// The limits of the /v1/models probe where no request limits are given.
 inline const http::ClientTimeouts kProbeTimeouts{std::chrono::seconds(10), std::chrono::seconds(10),
-                                                 std::chrono::seconds(10), std::chrono::seconds(30)};
+                                                 std::chrono::seconds(10),
+                                                 std::chrono::seconds(30)};
 
 /// Asks GET /v1/models for the served model id, within `timeouts` (the run's connect, first-byte
 /// and idle limits).
 Expected<std::string> discover_model(const http::Endpoint& endpoint,
                                      const http::ClientTimeouts& timeouts = kProbeTimeouts);
 
+/// The model a point sends to: spec.model, or when it is empty the one GET /v1/models serves
+/// (discover_model, within spec.timeouts).
+Expected<std::string> served_model(const BenchSpec& spec, const http::Endpoint& endpoint);
+
 /// Every model id GET /v1/models lists (empty when the body lists none).
 Expected<std::vector<std::string>> list_models(
     const http::Endpoint& endpoint, const http::ClientTimeouts& timeouts = kProbeTimeouts);
 
-/// Fraction of failed requests above which a point fails (vLLM benchmark_serving's rule).
+/// Fraction of failed requests above which a point fails (vLLM benchmark_serving's rule; applied
+/// by load::judge, load/judge.h).
 inline constexpr double kMaxFailureRate = 0.05;
 
 /// Fills the point's timeslices and summary from its scrapes and records, and adds the
@@ -131,7 +139,7 @@ void finish_result(BenchReport& report, const BenchSpec& spec, boost::json::obje
 struct PointSamplers {
   std::unique_ptr<MetricsScraper> scraper;
   std::unique_ptr<PowerSampler> power;
-  std::string power_note;  // why no power sampler runs
+  std::string power_note;                                 // why no power sampler runs
   std::optional<std::filesystem::path> remote_power_dir;  // read after the point (see BenchSpec)
   double remote_interval_s = 0.5;
   /// Starts what `spec` asks for. Error for a bad --server-metrics-url or a sampler that
@@ -143,8 +151,8 @@ struct PointSamplers {
 
 /// Runs one agentic replay point (plan.agentic; load/agentic_run.h): warmup, then the profiling
 /// phase for the plan's duration, with metrics, AgentX validity and the server's prefix-cache
-/// hit rate read from its /metrics before and after the profiling phase. run_bench(spec, plan)
-/// calls it for agentic plans.
+/// hit rate read from its /metrics before and after the profiling phase (load::run_point calls it
+/// for replay plans).
 Expected<BenchReport> run_agentic_bench(const BenchSpec& spec, const workload::PointPlan& plan);
 
 /// Human-readable one-point summary (the table `inferbench bench` prints).

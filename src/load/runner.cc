@@ -12,7 +12,6 @@
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <boost/beast/http/verb.hpp>
 #include <cmath>
 #include <cstdio>
 #include <deque>
@@ -21,8 +20,9 @@
 
 #include "core/clock.h"
 #include "core/interrupt.h"
-#include "load/stream_request.h"
 #include "core/process.h"
+#include "load/retry.h"
+#include "load/stream_request.h"
 #include "metrics/stats.h"
 
 namespace ib::load {
@@ -319,32 +319,15 @@ class Lane {
     if (!cfg.request_id_prefix.empty()) {
       request_id = fmt::format("{}{}{}", cfg.request_id_prefix, phase_->measured ? "" : "w", index);
     }
-    for (;;) {
-      const bool reused = conn.http.reused();
-      conn.response.reset(&rec);
-      http::HttpOutcome outcome = co_await conn.http.request(
-          boost::beast::http::verb::post, cfg.path, req.body, conn.response, request_id);
-      rec.send_ns = outcome.send_ns;
-      const bool interrupted = shared_.interrupted.load(std::memory_order_relaxed);
-      // A request that failed before any response byte arrived never reached the server's
-      // response path (typically a keep-alive connection it closed while idle): send it again
-      // on a fresh connection. Never after a response byte, never after a timeout.
-      if (outcome.ec && !outcome.response_started && !outcome.connect_failed &&
-          !outcome.timed_out() && rec.retries < cfg.max_retries && !interrupted &&
-          (reused || outcome.reset())) {
-        ++rec.retries;
-        rec.content_ns.clear();
-        continue;
-      }
-      rec.done_ns = mono_ns();
-      if (interrupted && outcome.ec) {
-        rec.failure = metrics::FailureCause::kCancelled;
-        rec.error = "run interrupted";
-      } else {
-        conn.response.finish(outcome);
-      }
-      break;
-    }
+    RetriedRequest send;
+    send.path = cfg.path;
+    send.body = req.body;
+    send.request_id = request_id;
+    send.max_retries = cfg.max_retries;
+    send.cut_reason = [this]() -> std::string_view {
+      return shared_.interrupted.load(std::memory_order_relaxed) ? "run interrupted" : "";
+    };
+    co_await send_with_retry(conn.http, conn.response, rec, send);
     shared_.in_flight.fetch_sub(1, std::memory_order_relaxed);
     if (phase_->measured) shared_.completed.fetch_add(1, std::memory_order_relaxed);
   }
@@ -416,20 +399,15 @@ double p99(std::vector<double> v) {
   return metrics::percentile_sorted(v, 99);
 }
 
-}  // namespace
+double max_or_zero(const std::vector<double>& v) {
+  return v.empty() ? 0 : *std::max_element(v.begin(), v.end());
+}
 
-Expected<RunnerResult> run_load(const RunnerConfig& config,
-                                const std::vector<PreparedRequest>& warmup,
-                                const std::vector<PreparedRequest>& measured) {
-  if (auto s = validate(config); !s) return s.error();
-  auto addresses = http::resolve(config.endpoint);
-  if (!addresses) return addresses.error();
+using LaneList = std::vector<std::unique_ptr<Lane>>;
 
-  RunnerResult result;
-  Shared shared;
-  shared.config = &config;
-  shared.addresses = std::move(*addresses);
-  const int conns = expected_connections(config.shape, measured.size());
+// Chooses the number of event-loop threads for `conns` connections, and on loopback the source
+// addresses (shared.source_addresses); both are noted in the result's health.
+int choose_threads(const RunnerConfig& config, int conns, Shared& shared, RunnerResult& result) {
   const int hw = std::max(1u, std::thread::hardware_concurrency());
   int threads = config.threads > 0 ? config.threads : std::clamp((conns + 1999) / 2000, 1, hw);
   threads = std::min(threads, std::max(1, conns));
@@ -441,40 +419,41 @@ Expected<RunnerResult> run_load(const RunnerConfig& config,
   result.health.threads = threads;
   result.health.source_addresses = shared.source_addresses;
   result.health.open_file_limit = raise_open_file_limit();
+  return threads;
+}
 
-  std::vector<std::unique_ptr<Lane>> lanes;
-  for (int i = 0; i < threads; ++i) lanes.push_back(std::make_unique<Lane>(shared, i, threads));
-  auto run_phase = [&](const Phase& phase) {
-    shared.next_index = 0;
-    std::vector<std::thread> workers;
-    for (int i = 1; i < threads; ++i) workers.emplace_back([&, i] { lanes[i]->run_phase(phase); });
-    lanes[0]->run_phase(phase);
-    for (auto& t : workers) t.join();
-  };
-
-  // Warmup: closed loop at the run's concurrency (open loop without a cap: up to 64).
-  if (!warmup.empty()) {
-    Phase w;
-    w.requests = &warmup;
-    w.shape.concurrency = config.shape.concurrency > 0
-                              ? config.shape.concurrency
-                              : static_cast<int>(std::min<size_t>(warmup.size(), 64));
-    run_phase(w);
+// Runs `phase` on every lane at once: lane 0 on the calling thread, the others on threads of
+// their own.
+void run_phase_on(LaneList& lanes, Shared& shared, const Phase& phase) {
+  shared.next_index = 0;
+  std::vector<std::thread> workers;
+  for (size_t i = 1; i < lanes.size(); ++i) {
+    workers.emplace_back([&, i] { lanes[i]->run_phase(phase); });
   }
+  lanes[0]->run_phase(phase);
+  for (auto& t : workers) t.join();
+}
 
+// Warmup: closed loop at the run's concurrency (open loop without a cap: up to 64).
+Phase warmup_phase(const RunnerConfig& config, const std::vector<PreparedRequest>& warmup) {
+  Phase w;
+  w.requests = &warmup;
+  w.shape.concurrency = config.shape.concurrency > 0
+                            ? config.shape.concurrency
+                            : static_cast<int>(std::min<size_t>(warmup.size(), 64));
+  return w;
+}
+
+// The measured phase, starting now: its origin, its end (time-bounded) and its arrival schedule
+// (open loop).
+Phase measured_phase(const RunnerConfig& config, const std::vector<PreparedRequest>& measured) {
   Phase m;
   m.requests = &measured;
   m.shape = config.shape;
   m.measured = true;
-  result.health.rss_before_kib = current_rss_kib();
-  const double cpu0 = process_cpu_seconds();
-  result.start_unix = unix_seconds();
   m.origin_ns = mono_ns();
-  result.origin_ns = m.origin_ns;
-  size_t total = measured.size();
   if (config.shape.duration_s > 0) {
     m.end_ns = m.origin_ns + static_cast<int64_t>(config.shape.duration_s * 1e9);
-    total = 0;
   }
   if (config.shape.mode == LoadMode::kOpenLoop && !measured.empty()) {
     if (config.shape.duration_s > 0) {
@@ -487,24 +466,23 @@ Expected<RunnerResult> run_load(const RunnerConfig& config,
     } else {
       m.offsets = arrival_offsets_ns(config.shape.arrivals, measured.size());
     }
-    total = m.offsets.size();
   }
-  if (config.on_progress) {
-    lanes[0]->on_tick = [&] {
-      config.on_progress(static_cast<size_t>(shared.completed.load()), total,
-                         ns_to_s(mono_ns() - m.origin_ns));
-    };
-  }
-  if (!measured.empty() && !shared.interrupted) run_phase(m);
-  lanes[0]->on_tick = nullptr;
+  return m;
+}
 
-  result.end_unix = unix_seconds();
-  result.interrupted = shared.interrupted.load();
-  result.deadline_hit = shared.deadline_hit.load();
-  ClientHealth& h = result.health;
+// The request count the progress display shows as the total: 0 for a time-bounded run.
+size_t progress_total(const RunnerConfig& config, const Phase& m) {
+  if (config.shape.mode == LoadMode::kOpenLoop && !m.requests->empty()) return m.offsets.size();
+  return config.shape.duration_s > 0 ? 0 : m.requests->size();
+}
+
+// Fills the client's health after the measured phase: CPU, memory, connections, the lags of
+// every lane's event loop and dispatcher, its reads and content events.
+void collect_health(ClientHealth& h, const Shared& shared, LaneList& lanes, double cpu0,
+                    double wall_seconds) {
   h.cpu_seconds = process_cpu_seconds() - cpu0;
-  h.wall_seconds = result.end_unix - result.start_unix;
-  h.cpu_utilization = h.wall_seconds > 0 ? h.cpu_seconds / (h.wall_seconds * threads) : 0;
+  h.wall_seconds = wall_seconds;
+  h.cpu_utilization = h.wall_seconds > 0 ? h.cpu_seconds / (h.wall_seconds * h.threads) : 0;
   h.peak_in_flight = shared.peak_in_flight.load();
   h.peak_rss_kib = peak_rss_kib();
   h.connections_opened = shared.connections.load();
@@ -515,11 +493,9 @@ Expected<RunnerResult> run_load(const RunnerConfig& config,
                      lane->schedule_lag_ms().end());
   }
   h.event_loop_lag_p99_ms = p99(loop_lag);
-  h.event_loop_lag_max_ms =
-      loop_lag.empty() ? 0 : *std::max_element(loop_lag.begin(), loop_lag.end());
+  h.event_loop_lag_max_ms = max_or_zero(loop_lag);
   h.schedule_lag_p99_ms = p99(sched_lag);
-  h.schedule_lag_max_ms =
-      sched_lag.empty() ? 0 : *std::max_element(sched_lag.begin(), sched_lag.end());
+  h.schedule_lag_max_ms = max_or_zero(sched_lag);
   uint64_t reads = 0, stamped = 0;
   for (auto& lane : lanes) {
     auto [r, st] = lane->read_counts();
@@ -533,6 +509,11 @@ Expected<RunnerResult> run_load(const RunnerConfig& config,
   }
   h.cpu_us_per_content_event =
       h.content_events > 0 ? h.cpu_seconds * 1e6 / static_cast<double>(h.content_events) : 0.0;
+}
+
+// Warns where the client's health could have distorted the results (`conns`: the connections
+// the run needed).
+void add_health_warnings(ClientHealth& h, int conns) {
   if (h.event_loop_lag_p99_ms > 1.0) {
     if (h.kernel_timestamp_fraction >= 0.99) {
       h.warnings.push_back(fmt::format(
@@ -555,34 +536,76 @@ Expected<RunnerResult> run_load(const RunnerConfig& config,
     h.warnings.push_back(fmt::format(
         "client CPU {:.0f}% of its {} thread(s): the client may have been the bottleneck; "
         "add --threads",
-        h.cpu_utilization * 100, threads));
+        h.cpu_utilization * 100, h.threads));
   }
   if (h.open_file_limit > 0 && h.open_file_limit < conns + 64) {
     h.warnings.push_back(fmt::format("open-file limit {} is below the {} connections needed",
                                      h.open_file_limit, conns));
   }
+}
 
-  // Merge lanes by index; drop requests cut by the interrupt: they measure nothing.
-  auto merge = [&](bool which, std::vector<metrics::RequestRecord>& out) {
-    int64_t dropped = 0;
-    for (auto& lane : lanes) {
-      for (auto& r : lane->records(which)) {
-        if (r.failure == metrics::FailureCause::kCancelled) {
-          ++dropped;
-          continue;
-        }
-        out.push_back(std::move(r));
+// Merges the lanes' records of one phase by index into `out`; drops requests cut by the
+// interrupt (they measure nothing) and returns how many.
+int64_t merge_records(LaneList& lanes, bool measured, std::vector<metrics::RequestRecord>& out) {
+  int64_t dropped = 0;
+  for (auto& lane : lanes) {
+    for (auto& r : lane->records(measured)) {
+      if (r.failure == metrics::FailureCause::kCancelled) {
+        ++dropped;
+        continue;
       }
-      lane->records(which).clear();
+      out.push_back(std::move(r));
     }
-    std::sort(out.begin(), out.end(),
-              [](const metrics::RequestRecord& a, const metrics::RequestRecord& b) {
-                return a.index < b.index;
-              });
-    return dropped;
-  };
-  merge(false, result.warmup);
-  result.cancelled = merge(true, result.measured);
+    lane->records(measured).clear();
+  }
+  std::sort(out.begin(), out.end(),
+            [](const metrics::RequestRecord& a, const metrics::RequestRecord& b) {
+              return a.index < b.index;
+            });
+  return dropped;
+}
+
+}  // namespace
+
+Expected<RunnerResult> run_load(const RunnerConfig& config,
+                                const std::vector<PreparedRequest>& warmup,
+                                const std::vector<PreparedRequest>& measured) {
+  if (auto s = validate(config); !s) return s.error();
+  auto addresses = http::resolve(config.endpoint);
+  if (!addresses) return addresses.error();
+
+  RunnerResult result;
+  Shared shared;
+  shared.config = &config;
+  shared.addresses = std::move(*addresses);
+  const int conns = expected_connections(config.shape, measured.size());
+  const int threads = choose_threads(config, conns, shared, result);
+  LaneList lanes;
+  for (int i = 0; i < threads; ++i) lanes.push_back(std::make_unique<Lane>(shared, i, threads));
+
+  if (!warmup.empty()) run_phase_on(lanes, shared, warmup_phase(config, warmup));
+
+  result.health.rss_before_kib = current_rss_kib();
+  const double cpu0 = process_cpu_seconds();
+  result.start_unix = unix_seconds();
+  const Phase m = measured_phase(config, measured);
+  result.origin_ns = m.origin_ns;
+  if (config.on_progress) {
+    lanes[0]->on_tick = [&, total = progress_total(config, m)] {
+      config.on_progress(static_cast<size_t>(shared.completed.load()), total,
+                         ns_to_s(mono_ns() - m.origin_ns));
+    };
+  }
+  if (!measured.empty() && !shared.interrupted) run_phase_on(lanes, shared, m);
+  lanes[0]->on_tick = nullptr;
+
+  result.end_unix = unix_seconds();
+  result.interrupted = shared.interrupted.load();
+  result.deadline_hit = shared.deadline_hit.load();
+  collect_health(result.health, shared, lanes, cpu0, result.end_unix - result.start_unix);
+  add_health_warnings(result.health, conns);
+  merge_records(lanes, false, result.warmup);
+  result.cancelled = merge_records(lanes, true, result.measured);
   return result;
 }
 

@@ -67,6 +67,140 @@ double ratio(int64_t num, int64_t den) {
   return den > 0 ? static_cast<double>(num) / static_cast<double>(den) : 0.0;
 }
 
+// Per-request values collected from the profiling records, summarized afterwards.
+struct AgenticSamples {
+  std::vector<double> ttft, e2el, itl, norm, isl, osl, expected, drift_ratio, drift_overhead;
+  std::vector<int64_t> ends;                             // done_ns of the successful requests
+  std::unordered_map<std::string, int64_t> per_session;  // profiling requests per session id
+  int64_t first_send = std::numeric_limits<int64_t>::max();
+  int64_t last_done = std::numeric_limits<int64_t>::min();
+  int64_t hit_blocks = 0, total_blocks = 0;
+};
+
+// Counts a failed request: a context overflow, or its failure cause.
+void count_agentic_error(const RequestRecord& r, AgenticMetrics& m) {
+  ++m.errors;
+  if (is_context_overflow(r.error)) {
+    ++m.context_overflows;
+    ++m.error_categories["context_overflow"];
+  } else {
+    ++m.error_categories[std::string(failure_cause_name(r.failure))];
+  }
+}
+
+// A successful request's tokens, cache blocks, token drift and send/done times.
+void collect_agentic_tokens(const RequestRecord& r, const AgenticRequestInfo& a, AgenticMetrics& m,
+                            AgenticSamples& s) {
+  const int64_t out = r.output_tokens();
+  const int64_t in = r.input_tokens();
+  m.total_input_tokens += in;
+  m.total_output_tokens += out;
+  s.isl.push_back(static_cast<double>(in));
+  s.osl.push_back(static_cast<double>(out));
+  if (a.recorded_out > 0) s.expected.push_back(static_cast<double>(a.recorded_out));
+  s.hit_blocks += a.theoretical_hit_blocks;
+  s.total_blocks += a.theoretical_total_blocks;
+  if (r.prompt_tokens >= 0 && a.recorded_in > 0) {
+    s.drift_ratio.push_back(static_cast<double>(r.prompt_tokens) /
+                            static_cast<double>(a.recorded_in));
+    s.drift_overhead.push_back(static_cast<double>(r.prompt_tokens - a.recorded_in));
+  }
+  if (r.send_ns > 0) s.first_send = std::min(s.first_send, r.send_ns);
+  if (r.done_ns > 0) {
+    s.last_done = std::max(s.last_done, r.done_ns);
+    s.ends.push_back(r.done_ns);
+  }
+}
+
+// A successful request's TTFT, E2EL, normalized E2EL and ITL, where observed.
+void collect_agentic_latencies(const RequestRecord& r, AgenticMetrics& m, AgenticSamples& s) {
+  if (r.content_ns.empty()) return;  // no TTFT observation (not expected of a success)
+  const int64_t out = r.output_tokens();
+  ++m.ttft_observations;
+  const double ttft_s = ns_to_s(r.content_ns.front() - r.send_ns);
+  const double e2el_s = ns_to_s(r.content_ns.back() - r.send_ns);
+  if (ttft_s > 0) s.ttft.push_back(ttft_s);
+  if (e2el_s > 0) s.e2el.push_back(e2el_s);
+  if (e2el_s > 0 && out > 0) s.norm.push_back(e2el_s / static_cast<double>(out));
+  if (out >= 2) {
+    ++m.itl_observations;
+    const double itl_s = (e2el_s - ttft_s) / static_cast<double>(out - 1);
+    if (itl_s > 0) s.itl.push_back(itl_s);
+  }
+}
+
+// Counts the records (warm-up, profiling, errors, successes) into m and collects the profiling
+// successes' values.
+AgenticSamples collect_agentic_samples(std::span<const RequestRecord> records,
+                                       std::span<const AgenticRequestInfo> info,
+                                       AgenticMetrics& m) {
+  static const AgenticRequestInfo kNoInfo;
+  AgenticSamples s;
+  for (size_t i = 0; i < records.size(); ++i) {
+    const RequestRecord& r = records[i];
+    const AgenticRequestInfo& a = i < info.size() ? info[i] : kNoInfo;
+    if (!a.profiling) {
+      ++m.warmup_records;
+      continue;
+    }
+    ++m.requests;
+    if (!a.session_id.empty()) ++s.per_session[a.session_id];
+    if (!r.ok()) {
+      count_agentic_error(r, m);
+      continue;
+    }
+    ++m.successful;
+    collect_agentic_tokens(r, a, m, s);
+    collect_agentic_latencies(r, m, s);
+  }
+  return s;
+}
+
+// Sessions, their mean and largest number of profiling requests.
+void summarize_sessions(const std::unordered_map<std::string, int64_t>& per_session,
+                        AgenticMetrics& m) {
+  m.sessions = static_cast<int64_t>(per_session.size());
+  int64_t in_sessions = 0;
+  for (const auto& [id, n] : per_session) {
+    in_sessions += n;
+    m.max_requests_per_session = std::max(m.max_requests_per_session, n);
+  }
+  m.requests_per_session = ratio(in_sessions, m.sessions);
+}
+
+// Token throughputs (total and per GPU) over first send to last completion.
+void compute_agentic_throughput(const AgenticSamples& s, AgenticMetrics& m) {
+  if (s.first_send == std::numeric_limits<int64_t>::max() || s.last_done <= s.first_send) return;
+  m.duration_s = ns_to_s(s.last_done - s.first_send);
+  const double g = static_cast<double>(m.num_gpus);
+  m.input_tps = static_cast<double>(m.total_input_tokens) / m.duration_s;
+  m.output_tps = static_cast<double>(m.total_output_tokens) / m.duration_s;
+  m.total_tps = m.input_tps + m.output_tps;
+  m.input_tps_per_gpu = m.input_tps / g;
+  m.output_tps_per_gpu = m.output_tps / g;
+  m.total_tps_per_gpu = m.total_tps / g;
+}
+
+// Completions per whole second after the first (ends is sorted); under one second of
+// completions, only the mean rate.
+void compute_agentic_qps(std::vector<int64_t>& ends, AgenticMetrics& m) {
+  if (ends.empty()) return;
+  std::sort(ends.begin(), ends.end());
+  const int64_t span = ends.back() - ends.front();
+  constexpr int64_t kWindow = 1'000'000'000;
+  m.qps_windows = span / kWindow;
+  if (m.qps_windows > 0) {
+    std::vector<double> counts(static_cast<size_t>(m.qps_windows), 0.0);
+    for (int64_t t : ends) {
+      const int64_t w = (t - ends.front()) / kWindow;
+      if (w < m.qps_windows) counts[static_cast<size_t>(w)] += 1;
+    }
+    m.qps = dist(std::move(counts));
+  } else if (span > 0) {
+    m.qps.mean = static_cast<double>(ends.size()) / ns_to_s(span);
+  }
+}
+
 }  // namespace
 
 bool is_context_overflow(std::string_view error_text) {
@@ -84,118 +218,25 @@ AgenticMetrics compute_agentic_metrics(std::span<const RequestRecord> records,
   AgenticMetrics m;
   m.num_gpus = std::max(1, options.num_gpus);
   m.records_total = static_cast<int64_t>(records.size());
-  static const AgenticRequestInfo kNoInfo;
+  AgenticSamples s = collect_agentic_samples(records, info, m);
+  summarize_sessions(s.per_session, m);
 
-  std::vector<double> ttft, e2el, itl, norm, isl, osl, expected, drift_ratio, drift_overhead;
-  std::vector<int64_t> ends;
-  std::unordered_map<std::string, int64_t> per_session;
-  int64_t first_send = std::numeric_limits<int64_t>::max();
-  int64_t last_done = std::numeric_limits<int64_t>::min();
-  int64_t hit_blocks = 0, total_blocks = 0;
+  m.ttft_s = dist(s.ttft);
+  m.e2el_s = dist(s.e2el);
+  m.itl_s = dist(s.itl);
+  m.intvty = agentic_inverse(s.itl);
+  m.e2e_norm_intvty = agentic_inverse(s.norm);
+  m.input_tokens = dist(s.isl);
+  m.output_tokens = dist(s.osl);
+  m.expected_output_tokens = dist(s.expected);
+  m.token_ratio = dist(s.drift_ratio);
+  m.token_overhead = dist(s.drift_overhead);
 
-  for (size_t i = 0; i < records.size(); ++i) {
-    const RequestRecord& r = records[i];
-    const AgenticRequestInfo& a = i < info.size() ? info[i] : kNoInfo;
-    if (!a.profiling) {
-      ++m.warmup_records;
-      continue;
-    }
-    ++m.requests;
-    if (!a.session_id.empty()) ++per_session[a.session_id];
-    if (!r.ok()) {
-      ++m.errors;
-      if (is_context_overflow(r.error)) {
-        ++m.context_overflows;
-        ++m.error_categories["context_overflow"];
-      } else {
-        ++m.error_categories[std::string(failure_cause_name(r.failure))];
-      }
-      continue;
-    }
-    ++m.successful;
-    const int64_t out = r.output_tokens();
-    const int64_t in = r.input_tokens();
-    m.total_input_tokens += in;
-    m.total_output_tokens += out;
-    isl.push_back(static_cast<double>(in));
-    osl.push_back(static_cast<double>(out));
-    if (a.recorded_out > 0) expected.push_back(static_cast<double>(a.recorded_out));
-    hit_blocks += a.theoretical_hit_blocks;
-    total_blocks += a.theoretical_total_blocks;
-    if (r.prompt_tokens >= 0 && a.recorded_in > 0) {
-      drift_ratio.push_back(static_cast<double>(r.prompt_tokens) /
-                            static_cast<double>(a.recorded_in));
-      drift_overhead.push_back(static_cast<double>(r.prompt_tokens - a.recorded_in));
-    }
-    if (r.send_ns > 0) first_send = std::min(first_send, r.send_ns);
-    if (r.done_ns > 0) {
-      last_done = std::max(last_done, r.done_ns);
-      ends.push_back(r.done_ns);
-    }
-    if (r.content_ns.empty()) continue;  // no TTFT observation (not expected of a success)
-    ++m.ttft_observations;
-    const double ttft_s = ns_to_s(r.content_ns.front() - r.send_ns);
-    const double e2el_s = ns_to_s(r.content_ns.back() - r.send_ns);
-    if (ttft_s > 0) ttft.push_back(ttft_s);
-    if (e2el_s > 0) e2el.push_back(e2el_s);
-    if (e2el_s > 0 && out > 0) norm.push_back(e2el_s / static_cast<double>(out));
-    if (out >= 2) {
-      ++m.itl_observations;
-      const double itl_s = (e2el_s - ttft_s) / static_cast<double>(out - 1);
-      if (itl_s > 0) itl.push_back(itl_s);
-    }
-  }
-
-  m.sessions = static_cast<int64_t>(per_session.size());
-  int64_t in_sessions = 0;
-  for (const auto& [id, n] : per_session) {
-    in_sessions += n;
-    m.max_requests_per_session = std::max(m.max_requests_per_session, n);
-  }
-  m.requests_per_session = ratio(in_sessions, m.sessions);
-
-  m.ttft_s = dist(ttft);
-  m.e2el_s = dist(e2el);
-  m.itl_s = dist(itl);
-  m.intvty = agentic_inverse(itl);
-  m.e2e_norm_intvty = agentic_inverse(norm);
-  m.input_tokens = dist(isl);
-  m.output_tokens = dist(osl);
-  m.expected_output_tokens = dist(expected);
-  m.token_ratio = dist(drift_ratio);
-  m.token_overhead = dist(drift_overhead);
-
-  if (first_send != std::numeric_limits<int64_t>::max() && last_done > first_send) {
-    m.duration_s = ns_to_s(last_done - first_send);
-    const double g = static_cast<double>(m.num_gpus);
-    m.input_tps = static_cast<double>(m.total_input_tokens) / m.duration_s;
-    m.output_tps = static_cast<double>(m.total_output_tokens) / m.duration_s;
-    m.total_tps = m.input_tps + m.output_tps;
-    m.input_tps_per_gpu = m.input_tps / g;
-    m.output_tps_per_gpu = m.output_tps / g;
-    m.total_tps_per_gpu = m.total_tps / g;
-  }
-
-  if (!ends.empty()) {
-    std::sort(ends.begin(), ends.end());
-    const int64_t span = ends.back() - ends.front();
-    constexpr int64_t kWindow = 1'000'000'000;
-    m.qps_windows = span / kWindow;
-    if (m.qps_windows > 0) {
-      std::vector<double> counts(static_cast<size_t>(m.qps_windows), 0.0);
-      for (int64_t t : ends) {
-        const int64_t w = (t - ends.front()) / kWindow;
-        if (w < m.qps_windows) counts[static_cast<size_t>(w)] += 1;
-      }
-      m.qps = dist(std::move(counts));
-    } else if (span > 0) {
-      m.qps.mean = static_cast<double>(ends.size()) / ns_to_s(span);
-    }
-  }
-
-  if (total_blocks > 0) {
+  compute_agentic_throughput(s, m);
+  compute_agentic_qps(s.ends, m);
+  if (s.total_blocks > 0) {
     m.theoretical_cache_hit_pct =
-        100.0 * static_cast<double>(hit_blocks) / static_cast<double>(total_blocks);
+        100.0 * static_cast<double>(s.hit_blocks) / static_cast<double>(s.total_blocks);
   }
   m.ttft_coverage = ratio(m.ttft_observations, m.successful);
   m.itl_coverage = ratio(m.itl_observations, m.successful);

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <utility>
 
@@ -18,7 +19,7 @@ constexpr std::array<std::pair<PointStatus, std::string_view>, 6> kStatusNames =
     {PointStatus::kResumed, "resumed"},
 }};
 
-constexpr std::array<std::pair<InvalidKind, std::string_view>, 10> kInvalidNames = {{
+constexpr std::array<std::pair<InvalidKind, std::string_view>, 11> kInvalidNames = {{
     {InvalidKind::kExpectFailed, "expect_failed"},
     {InvalidKind::kExpectUnobservable, "expect_unobservable"},
     {InvalidKind::kFailureRate, "failure_rate"},
@@ -29,6 +30,7 @@ constexpr std::array<std::pair<InvalidKind, std::string_view>, 10> kInvalidNames
     {InvalidKind::kWorkload, "workload"},
     {InvalidKind::kPower, "power"},
     {InvalidKind::kEvalGate, "eval_gate"},
+    {InvalidKind::kNotSubmission, "not_submission"},
 }};
 
 }  // namespace
@@ -84,6 +86,11 @@ bool Validity::has(InvalidKind kind) const {
   return false;
 }
 
+bool Validity::only_chosen() const {
+  return !reasons.empty() &&
+         std::all_of(reasons.begin(), reasons.end(), [](const auto& r) { return chosen(r.kind); });
+}
+
 std::string Validity::text() const {
   std::string out;
   for (const auto& r : reasons) {
@@ -119,6 +126,11 @@ Validity Validity::from_json(const boost::json::value& v) {
     out.reasons.push_back(std::move(r));
   }
   return out;
+}
+
+bool PointResult::fails_run() const {
+  if (is_success(status)) return false;
+  return !(status == PointStatus::kInvalid && validity.only_chosen());
 }
 
 std::string PointResult::status_text() const {

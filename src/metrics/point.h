@@ -41,7 +41,15 @@ enum class InvalidKind {
   kWorkload,            // a workload's own rule
   kPower,               // --require-power: GPU power missing or not valid (docs/telemetry.md)
   kEvalGate,            // an accuracy eval below its threshold (docs/evals.md)
+  kNotSubmission,       // measured as the user asked, but not as a submission is run (AgentX's
+                        // time-scaled replay, a replay shorter than the duration floor)
 };
+
+/// A reason the user chose (kNotSubmission): the point was measured as asked and fails no run;
+/// its numbers are only kept out of submissions.
+inline bool chosen(InvalidKind k) {
+  return k == InvalidKind::kNotSubmission;
+}
 
 std::string_view invalid_kind_name(InvalidKind k);
 std::optional<InvalidKind> parse_invalid_kind(std::string_view name);
@@ -58,6 +66,8 @@ struct Validity {
   bool valid() const { return reasons.empty(); }
   void add(InvalidKind kind, std::string message, std::string advice = "");
   bool has(InvalidKind kind) const;
+  /// Not valid, and only for reasons the user chose (chosen(kind)).
+  bool only_chosen() const;
   /// "expect failed: settings.tp == 4 (not set); ..." (empty when valid).
   std::string text() const;
   boost::json::array to_json() const;
@@ -74,6 +84,22 @@ struct PointIdentity {
   std::string tool_version;
 };
 
+/// One telemetry timeslice of a point as it is stored (store's `timeslices` table): the columns a
+/// query or the report reads, and the whole slice as JSON. Made from the typed slices by
+/// telemetry::timeslice_rows (telemetry/timeslices.h).
+struct TimesliceRow {
+  std::string source;  // server | client
+  int64_t slice = 0;
+  double start_s = 0, end_s = 0;  // from the point's first scrape (server) or origin (client)
+  // server
+  std::optional<double> running, waiting, kv_usage, prefix_hit_rate, preemptions, prompt_tps,
+      generation_tps, spec_acceptance;
+  // client
+  std::optional<int64_t> started, finished, output_tokens;
+  std::optional<double> mean_ttft_ms, mean_intvty;
+  boost::json::object data;  // the whole slice
+};
+
 struct PointResult {
   PointIdentity id;
   PointStatus status = PointStatus::kOk;
@@ -85,10 +111,13 @@ struct PointResult {
   boost::json::object result;  // the full result JSON (empty when nothing was measured)
   std::optional<int64_t> reused_from_run;
   std::string artifacts_dir;  // where conc_N.json and its siblings are
-  /// Telemetry timeslices (telemetry::slices_to_json rows), stored beside the point.
-  boost::json::array server_slices, client_slices;
+  /// Telemetry timeslices (server, then client), stored beside the point.
+  std::vector<TimesliceRow> timeslices;
 
   bool measured() const { return !result.empty(); }
+  /// Whether this point fails the run it is part of: any status but ok, reused and resumed,
+  /// except an invalid point whose only reasons the user chose (a time-scaled replay).
+  bool fails_run() const;
   /// The status with its reason, for a table cell: "ok", "failed: 4 × http_status: ...",
   /// "invalid: expect failed: ...", "reused (run 3)".
   std::string status_text() const;

@@ -16,70 +16,81 @@ std::string percentile_key(double q) {
   return fmt::format("p{}", q);
 }
 
-BenchMetrics compute_metrics(std::span<const RequestRecord> records,
-                             const MetricsOptions& options) {
-  BenchMetrics m;
-  m.num_requests = static_cast<int64_t>(records.size());
+namespace {
+
+// The per-request samples of a run's latency statistics (successful requests only).
+struct LatencySamples {
   std::vector<double> ttft, tpot, itl, e2el, sched_ttft, sched_e2el, queue, norm;
+};
+
+// A failed request: counted by cause, with the cause's first message and up to 5 distinct
+// messages kept.
+void count_failure(const RequestRecord& r, BenchMetrics& m) {
+  ++m.failed;
+  const std::string cause(failure_cause_name(r.failure));
+  ++m.failures_by_cause[cause];
+  m.first_error_by_cause.try_emplace(cause, r.error);
+  if (m.error_samples.size() < 5 && !r.error.empty() &&
+      std::find(m.error_samples.begin(), m.error_samples.end(), r.error) == m.error_samples.end()) {
+    m.error_samples.push_back(r.error);
+  }
+}
+
+// A successful request's tokens: the totals, and how the server's usage agrees with the client's
+// prompt lengths and requested output lengths.
+void count_tokens(const RequestRecord& r, BenchMetrics& m) {
+  m.total_input_tokens += r.input_tokens();
+  m.total_output_tokens += r.output_tokens();
+  if (r.completion_tokens < 0) ++m.requests_without_usage;
+  if (r.input_exact && r.prompt_tokens >= 0) {
+    ++m.prompt_tokens_checked;
+    m.prompt_tokens_client += r.input_len;
+    m.prompt_tokens_server += r.prompt_tokens;
+    const int64_t diff = r.prompt_tokens - r.input_len;
+    if (diff != 0) {
+      ++m.prompt_token_mismatches;
+      if (std::abs(diff) > std::abs(m.prompt_token_max_diff)) m.prompt_token_max_diff = diff;
+    }
+  }
+  if (r.completion_tokens >= 0 && r.output_len > 0 &&
+      std::abs(static_cast<double>(r.completion_tokens - r.output_len)) > 0.05 * r.output_len) {
+    ++m.usage_length_mismatches;
+  }
+}
+
+// A successful request's latencies into `s`, and whether it meets every goodput objective.
+void add_latencies(const RequestRecord& r, const GoodputSlo& slo, LatencySamples& s,
+                   BenchMetrics& m) {
+  const int64_t out = r.output_tokens();
+  // A successful request has at least one content event (see load/ classification).
+  const int64_t first = r.content_ns.front();
+  const int64_t last = r.content_ns.back();
+  const double ttft_ms = ns_to_ms(first - r.send_ns);
+  const double e2el_ms = ns_to_ms(last - r.send_ns);
+  s.ttft.push_back(ttft_ms);
+  s.e2el.push_back(e2el_ms);
+  s.sched_ttft.push_back(ns_to_ms(first - r.sched_ns));
+  s.sched_e2el.push_back(ns_to_ms(last - r.sched_ns));
+  s.queue.push_back(ns_to_ms(r.send_ns - r.sched_ns));
+  const double tpot_ms = out > 1 ? (e2el_ms - ttft_ms) / static_cast<double>(out - 1) : 0.0;
+  if (out > 1) s.tpot.push_back(tpot_ms);
+  if (slo.any() && (!slo.ttft_ms || ttft_ms <= *slo.ttft_ms) &&
+      (!slo.tpot_ms || tpot_ms <= *slo.tpot_ms) && (!slo.e2el_ms || e2el_ms <= *slo.e2el_ms)) {
+    ++m.good_requests;
+  }
+  if (out > 0) s.norm.push_back(e2el_ms / 1000.0 / static_cast<double>(out));
+  for (size_t i = 1; i < r.content_ns.size(); ++i) {
+    s.itl.push_back(ns_to_ms(r.content_ns[i] - r.content_ns[i - 1]));
+  }
+}
+
+// The run's duration (first send to last completion) and the rates over it.
+void set_throughput(std::span<const RequestRecord> records, BenchMetrics& m) {
   int64_t first_send = std::numeric_limits<int64_t>::max();
   int64_t last_done = std::numeric_limits<int64_t>::min();
-
   for (const RequestRecord& r : records) {
     if (r.send_ns > 0) first_send = std::min(first_send, r.send_ns);
     if (r.done_ns > 0) last_done = std::max(last_done, r.done_ns);
-    m.retries += r.retries;
-    if (!r.ok()) {
-      ++m.failed;
-      const std::string cause(failure_cause_name(r.failure));
-      ++m.failures_by_cause[cause];
-      m.first_error_by_cause.try_emplace(cause, r.error);
-      if (m.error_samples.size() < 5 && !r.error.empty() &&
-          std::find(m.error_samples.begin(), m.error_samples.end(), r.error) ==
-              m.error_samples.end()) {
-        m.error_samples.push_back(r.error);
-      }
-      continue;
-    }
-    ++m.completed;
-    const int64_t out = r.output_tokens();
-    m.total_input_tokens += r.input_tokens();
-    m.total_output_tokens += out;
-    if (r.completion_tokens < 0) ++m.requests_without_usage;
-    if (r.input_exact && r.prompt_tokens >= 0) {
-      ++m.prompt_tokens_checked;
-      m.prompt_tokens_client += r.input_len;
-      m.prompt_tokens_server += r.prompt_tokens;
-      const int64_t diff = r.prompt_tokens - r.input_len;
-      if (diff != 0) {
-        ++m.prompt_token_mismatches;
-        if (std::abs(diff) > std::abs(m.prompt_token_max_diff)) m.prompt_token_max_diff = diff;
-      }
-    }
-    if (r.completion_tokens >= 0 && r.output_len > 0 &&
-        std::abs(static_cast<double>(r.completion_tokens - r.output_len)) > 0.05 * r.output_len) {
-      ++m.usage_length_mismatches;
-    }
-    // A successful request has at least one content event (see load/ classification).
-    const int64_t first = r.content_ns.front();
-    const int64_t last = r.content_ns.back();
-    const double ttft_ms = ns_to_ms(first - r.send_ns);
-    const double e2el_ms = ns_to_ms(last - r.send_ns);
-    ttft.push_back(ttft_ms);
-    e2el.push_back(e2el_ms);
-    sched_ttft.push_back(ns_to_ms(first - r.sched_ns));
-    sched_e2el.push_back(ns_to_ms(last - r.sched_ns));
-    queue.push_back(ns_to_ms(r.send_ns - r.sched_ns));
-    const double tpot_ms = out > 1 ? (e2el_ms - ttft_ms) / static_cast<double>(out - 1) : 0.0;
-    if (out > 1) tpot.push_back(tpot_ms);
-    const GoodputSlo& slo = options.goodput;
-    if (slo.any() && (!slo.ttft_ms || ttft_ms <= *slo.ttft_ms) &&
-        (!slo.tpot_ms || tpot_ms <= *slo.tpot_ms) && (!slo.e2el_ms || e2el_ms <= *slo.e2el_ms)) {
-      ++m.good_requests;
-    }
-    if (out > 0) norm.push_back(e2el_ms / 1000.0 / static_cast<double>(out));
-    for (size_t i = 1; i < r.content_ns.size(); ++i) {
-      itl.push_back(ns_to_ms(r.content_ns[i] - r.content_ns[i - 1]));
-    }
   }
   if (first_send != std::numeric_limits<int64_t>::max() && last_done > first_send) {
     m.duration_s = ns_to_s(last_done - first_send);
@@ -91,16 +102,22 @@ BenchMetrics compute_metrics(std::span<const RequestRecord> records,
         static_cast<double>(m.total_input_tokens + m.total_output_tokens) / m.duration_s;
     m.request_goodput = static_cast<double>(m.good_requests) / m.duration_s;
   }
-  const auto& q = options.percentiles;
-  m.ttft_ms = summarize(ttft, q);
-  m.tpot_ms = summarize(tpot, q);
-  m.itl_ms = summarize(itl, q);
-  m.e2el_ms = summarize(e2el, q);
-  m.sched_ttft_ms = summarize(sched_ttft, q);
-  m.sched_e2el_ms = summarize(sched_e2el, q);
-  m.queue_ms = summarize(queue, q);
-  m.e2e_norm_s_per_tok = summarize(norm, q);
+}
 
+void summarize_latencies(LatencySamples& s, const std::vector<double>& q, BenchMetrics& m) {
+  m.ttft_ms = summarize(s.ttft, q);
+  m.tpot_ms = summarize(s.tpot, q);
+  m.itl_ms = summarize(s.itl, q);
+  m.e2el_ms = summarize(s.e2el, q);
+  m.sched_ttft_ms = summarize(s.sched_ttft, q);
+  m.sched_e2el_ms = summarize(s.sched_e2el, q);
+  m.queue_ms = summarize(s.queue, q);
+  m.e2e_norm_s_per_tok = summarize(s.norm, q);
+}
+
+// What a reader of the numbers must know: estimated output tokens, usage that disagrees with the
+// request, and an undefined TPOT.
+void add_warnings(BenchMetrics& m) {
   if (m.requests_without_usage > 0) {
     m.warnings.push_back(fmt::format(
         "{} of {} successful requests returned no usage; their output tokens are estimated "
@@ -121,9 +138,31 @@ BenchMetrics compute_metrics(std::span<const RequestRecord> records,
         m.prompt_token_mismatches, m.prompt_tokens_checked, m.prompt_tokens_client,
         m.prompt_tokens_server, m.prompt_token_max_diff));
   }
-  if (m.completed > 0 && tpot.empty()) {
+  if (m.completed > 0 && m.tpot_ms.count == 0) {
     m.warnings.push_back("no request produced more than one output token: TPOT is undefined");
   }
+}
+
+}  // namespace
+
+BenchMetrics compute_metrics(std::span<const RequestRecord> records,
+                             const MetricsOptions& options) {
+  BenchMetrics m;
+  m.num_requests = static_cast<int64_t>(records.size());
+  LatencySamples samples;
+  for (const RequestRecord& r : records) {
+    m.retries += r.retries;
+    if (!r.ok()) {
+      count_failure(r, m);
+      continue;
+    }
+    ++m.completed;
+    count_tokens(r, m);
+    add_latencies(r, options.goodput, samples, m);
+  }
+  set_throughput(records, m);
+  summarize_latencies(samples, options.percentiles, m);
+  add_warnings(m);
   return m;
 }
 

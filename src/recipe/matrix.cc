@@ -26,11 +26,15 @@ int64_t total_cpu_dram_gb(const RunnerHardware& hw, double dram_utilization, int
   return static_cast<int64_t>(bytes / 1e9);
 }
 
+std::string_view scenario_name(Scenario s) {
+  return s == Scenario::kAgenticCoding ? "agentic-coding" : "fixed-seq-len";
+}
+
 json::object RecipeRow::to_json() const {
   json::object out;
   out["config-key"] = config_key;
   for (const auto& kv : fields) out[kv.key()] = kv.value();
-  if (!out.contains("scenario-type")) out["scenario-type"] = scenario;
+  if (!out.contains("scenario-type")) out["scenario-type"] = scenario_name(scenario);
   out["recipe-fingerprint"] = fingerprint;
   return out;
 }
@@ -146,7 +150,7 @@ int64_t dram_gb(const ConfigEntry& e, const AgenticCoding& a, const RunnersFile*
 }
 
 void expand_entry(const ConfigEntry& e, const RunnersFile* runners, std::vector<RecipeRow>* rows) {
-  auto add = [&](const char* scenario, bool multinode, json::object fields) {
+  auto add = [&](Scenario scenario, bool multinode, json::object fields) {
     RecipeRow row;
     row.config_key = e.key;
     row.scenario = scenario;
@@ -175,7 +179,7 @@ void expand_entry(const ConfigEntry& e, const RunnersFile* runners, std::vector<
           o["disagg"] = false;
           o["run-eval"] = false;
           append_optional(e, s, o, false);
-          add("fixed-seq-len", false, std::move(o));
+          add(Scenario::kFixedSeqLen, false, std::move(o));
         }
       } else {
         json::object o = identity(e);
@@ -190,7 +194,7 @@ void expand_entry(const ConfigEntry& e, const RunnersFile* runners, std::vector<
         o["disagg"] = e.disagg;
         o["run-eval"] = false;
         append_optional(e, s, o, true);
-        add("fixed-seq-len", true, std::move(o));
+        add(Scenario::kFixedSeqLen, true, std::move(o));
       }
     }
   }
@@ -231,7 +235,7 @@ void expand_entry(const ConfigEntry& e, const RunnersFile* runners, std::vector<
         o["disagg"] = multinode && e.disagg;
         o["run-eval"] = false;
         append_optional(e, s, o, multinode);
-        add("agentic-coding", multinode, std::move(o));
+        add(Scenario::kAgenticCoding, multinode, std::move(o));
       }
     }
   }
@@ -254,7 +258,7 @@ void mark_eval_rows(std::vector<RecipeRow>* rows) {
   std::map<std::string, std::vector<size_t>> multi;
   for (size_t i = 0; i < rows->size(); ++i) {
     const auto& row = (*rows)[i];
-    if (row.scenario != "fixed-seq-len" || !is_eval_seq(row.fields)) continue;
+    if (row.scenario != Scenario::kFixedSeqLen || !is_eval_seq(row.fields)) continue;
     const auto& f = row.fields;
     if (!row.multinode) {
       if (f.at("conc").as_int64() < kMinEvalConc) continue;

@@ -5,18 +5,25 @@
 #include <boost/json.hpp>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "recipe/recipe.h"
 
 namespace ib::recipe {
 
+/// The scenarios a recipe declares (InferenceX's `scenarios:` keys); the recipe schema accepts no
+/// other.
+enum class Scenario { kFixedSeqLen, kAgenticCoding };
+/// "fixed-seq-len" | "agentic-coding".
+std::string_view scenario_name(Scenario s);
+
 /// One benchmark job. `fields` holds InferenceX's row fields under their names (image, model,
 /// ..., conc, max-model-len, exp-name, run-eval); `conc` is an int for single-node rows and a
 /// list for multi-node ones.
 struct RecipeRow {
   std::string config_key;
-  std::string scenario;  // "fixed-seq-len" | "agentic-coding"
+  Scenario scenario = Scenario::kFixedSeqLen;
   bool multinode = false;
   boost::json::object fields;
   std::string fingerprint;  // recipe_fingerprint(fields)

@@ -60,7 +60,7 @@ TEST(Matrix, RealConfigRowCounts) {
     size_t evals = 0;
     auto rows = rows_of({c.file});
     for (const auto& r : rows) {
-      ++counts[std::make_pair(r.scenario, r.multinode)];
+      ++counts[std::make_pair(std::string(scenario_name(r.scenario)), r.multinode)];
       evals += r.fields.at("run-eval").as_bool();
     }
     EXPECT_EQ(counts[std::make_pair(std::string("fixed-seq-len"), false)], c.single_fixed)
@@ -81,7 +81,7 @@ TEST(Matrix, SingleNodeFixedSeqRow) {
   auto rows = rows_of({"amd-master.yaml"});
   // dsr1-fp4-mi355x-sglang: 8192/1024, { tp: 4, conc-start: 4, conc-end: 64 } then tp 8.
   const RecipeRow& r = find_row(rows, "dsr1-fp4-mi355x-sglang");
-  EXPECT_EQ(r.scenario, "fixed-seq-len");
+  EXPECT_EQ(r.scenario, Scenario::kFixedSeqLen);
   EXPECT_FALSE(r.multinode);
   EXPECT_EQ(
       canonical_json(r.fields),
@@ -128,7 +128,7 @@ TEST(Matrix, MultiNodeFixedSeqRow) {
 TEST(Matrix, AgenticRows) {
   auto amd = rows_of({"amd-master.yaml"});
   const RecipeRow& s = find_row(amd, "qwen3.5-fp8-mi325x-sglang-agentic-mtp");
-  EXPECT_EQ(s.scenario, "agentic-coding");
+  EXPECT_EQ(s.scenario, Scenario::kAgenticCoding);
   EXPECT_EQ(s.fields.at("exp-name").as_string(), "qwen3.5_tp2_conc1_kvnone_spec-mtp");
   EXPECT_EQ(s.fields.at("duration").as_int64(), 3600);
   EXPECT_EQ(s.fields.at("scenario-type").as_string(), "agentic-coding");

@@ -20,16 +20,8 @@
 
 namespace ib::report {
 
-/// Everything the report shows about one run, as read from the store.
-struct ReportRun {
-  store::RunRecord run;
-  store::PointCounts counts;
-  std::vector<store::ServerConfigRecord> configs;
-  std::vector<store::PointRecord> points;
-  std::vector<store::FailureRecord> failures;
-  /// Timeslices by point id (points without any are absent).
-  std::map<int64_t, std::vector<store::TimesliceRecord>> timeslices;
-};
+/// Everything the report shows about one run: Store::run_details with its timeslices.
+using ReportRun = store::RunDetails;
 
 struct ReportInput {
   std::vector<ReportRun> runs;        // the runs reported on ("head" in comparison mode)

@@ -183,8 +183,8 @@ std::optional<ApiError> read_single_prompt(const json::value& p, const std::stri
                                            where, describe(p)));
 }
 
-std::optional<ApiError> read_prompt(const json::object& o, const ServedModel& model,
-                                    bool keep_ids, GenerateRequest& r) {
+std::optional<ApiError> read_prompt(const json::object& o, const ServedModel& model, bool keep_ids,
+                                    GenerateRequest& r) {
   const json::value* p = find(o, "prompt");
   if (p == nullptr) return bad_request("prompt", "prompt is required");
   if (p->is_array() && !p->get_array().empty()) {
@@ -209,84 +209,91 @@ struct MessageView {
   std::vector<std::string_view> parts;  // the content: a string, or its text parts
 };
 
-std::optional<ApiError> read_messages(const json::object& o, const ServedModel& model,
-                                      bool keep_ids, GenerateRequest& r) {
-  const json::value* m = find(o, "messages");
-  if (m == nullptr) return bad_request("messages", "messages is required");
-  if (!m->is_array()) {
-    return bad_request("messages", fmt::format("messages must be an array, got {}", describe(*m)));
+// The text parts of messages[i].content, an array of {"type": "text", "text": ...} parts.
+std::optional<ApiError> read_content_parts(const json::array& parts, std::size_t i,
+                                           MessageView& view) {
+  for (std::size_t j = 0; j < parts.size(); ++j) {
+    const json::value& part = parts[j];
+    const json::value* type = part.is_object() ? find(part.get_object(), "type") : nullptr;
+    if (type == nullptr || !type->is_string() || type->get_string() != "text") {
+      return bad_request(
+          "messages",
+          fmt::format("messages[{}].content[{}]: only {{\"type\": \"text\"}} content parts "
+                      "are supported, got {}",
+                      i, j, describe(part)));
+    }
+    const json::value* text = find(part.get_object(), "text");
+    if (text == nullptr || !text->is_string()) {
+      return bad_request("messages",
+                         fmt::format("messages[{}].content[{}].text must be a string, got {}", i, j,
+                                     text ? describe(*text) : "nothing"));
+    }
+    view.parts.push_back(text->get_string());
   }
-  const json::array& messages = m->get_array();
-  if (messages.empty()) return bad_request("messages", "messages must not be empty");
-  std::vector<MessageView> views(messages.size());
+  return std::nullopt;
+}
+
+// Validates messages[i] into `view`: its role, and its content (a string or text parts; none when
+// absent).
+std::optional<ApiError> read_message(const json::value& message, std::size_t i, MessageView& view) {
+  if (!message.is_object()) {
+    return bad_request("messages",
+                       fmt::format("messages[{}] must be an object, got {}", i, describe(message)));
+  }
+  const json::object& msg = message.get_object();
+  const json::value* role = find(msg, "role");
+  if (role == nullptr || !role->is_string()) {
+    return bad_request("messages", fmt::format("messages[{}].role must be a string, got {}", i,
+                                               role ? describe(*role) : "nothing"));
+  }
+  view.role = role->get_string();
+  const json::value* content = find(msg, "content");
+  if (content == nullptr) return std::nullopt;
+  if (content->is_string()) {
+    view.parts.push_back(content->get_string());
+    return std::nullopt;
+  }
+  if (content->is_array()) return read_content_parts(content->get_array(), i, view);
+  return bad_request(
+      "messages",
+      fmt::format("messages[{}].content must be a string or an array of content parts, got {}", i,
+                  describe(*content)));
+}
+
+// The chat prompt's hash: each message's role and content, with separators.
+uint64_t chat_prompt_hash(const std::vector<MessageView>& views) {
   uint64_t h = fnv1a("chat");
-  for (std::size_t i = 0; i < messages.size(); ++i) {
-    if (!messages[i].is_object()) {
-      return bad_request("messages", fmt::format("messages[{}] must be an object, got {}", i,
-                                                 describe(messages[i])));
-    }
-    const json::object& msg = messages[i].get_object();
-    const json::value* role = find(msg, "role");
-    if (role == nullptr || !role->is_string()) {
-      return bad_request("messages", fmt::format("messages[{}].role must be a string, got {}", i,
-                                                 role ? describe(*role) : "nothing"));
-    }
-    MessageView& view = views[i];
-    view.role = role->get_string();
+  for (const MessageView& view : views) {
     h = fnv1a(view.role, h);
     h = fnv1a("\x1f", h);
-    if (const json::value* content = find(msg, "content")) {
-      if (content->is_string()) {
-        view.parts.push_back(content->get_string());
-      } else if (content->is_array()) {
-        const json::array& parts = content->get_array();
-        for (std::size_t j = 0; j < parts.size(); ++j) {
-          const json::value& part = parts[j];
-          const json::value* type = part.is_object() ? find(part.get_object(), "type") : nullptr;
-          if (type == nullptr || !type->is_string() || type->get_string() != "text") {
-            return bad_request(
-                "messages",
-                fmt::format("messages[{}].content[{}]: only {{\"type\": \"text\"}} content parts "
-                            "are supported, got {}",
-                            i, j, describe(part)));
-          }
-          const json::value* text = find(part.get_object(), "text");
-          if (text == nullptr || !text->is_string()) {
-            return bad_request(
-                "messages", fmt::format("messages[{}].content[{}].text must be a string, got {}", i,
-                                        j, text ? describe(*text) : "nothing"));
-          }
-          view.parts.push_back(text->get_string());
-        }
-      } else {
-        return bad_request(
-            "messages",
-            fmt::format(
-                "messages[{}].content must be a string or an array of content parts, got {}", i,
-                describe(*content)));
-      }
-    }
     for (std::string_view part : view.parts) h = fnv1a(part, h);
     h = fnv1a("\x1e", h);
   }
-  r.prompt_hash = h;
-  const tokenizer::ServingTokenizer* tok = model.tokenizer;
-  if (tok != nullptr && tok->has_chat_template()) {
-    // As a real server: the rendered template's tokens.
-    std::vector<tokenizer::ChatMessage> chat;
-    chat.reserve(views.size());
-    for (const MessageView& v : views) {
-      std::string content;
-      for (std::string_view part : v.parts) content += part;
-      chat.push_back({std::string(v.role), std::move(content)});
-    }
-    auto ids = tok->encode_chat(chat);
-    if (!ids) return bad_request(std::nullopt, ids.error().message);
-    return use_ids(std::move(*ids), keep_ids, "messages", r);
+  return h;
+}
+
+// As a real server: the rendered chat template's tokens.
+std::optional<ApiError> chat_template_prompt(const std::vector<MessageView>& views,
+                                             const tokenizer::ServingTokenizer& tok, bool keep_ids,
+                                             GenerateRequest& r) {
+  std::vector<tokenizer::ChatMessage> chat;
+  chat.reserve(views.size());
+  for (const MessageView& v : views) {
+    std::string content;
+    for (std::string_view part : v.parts) content += part;
+    chat.push_back({std::string(v.role), std::move(content)});
   }
-  // The word rule's template tokens (header start, role, header end, then the content, then end
-  // of turn) around the content's tokens: its words, or with a tokenizer (and no template) its
-  // token ids. One key a token.
+  auto ids = tok.encode_chat(chat);
+  if (!ids) return bad_request(std::nullopt, ids.error().message);
+  return use_ids(std::move(*ids), keep_ids, "messages", r);
+}
+
+// The word rule's template tokens (header start, role, header end, then the content, then end
+// of turn) around the content's tokens: its words, or with a tokenizer (and no template) its
+// token ids. One key a token.
+std::optional<ApiError> word_rule_chat_prompt(const std::vector<MessageView>& views,
+                                              const tokenizer::ServingTokenizer* tok,
+                                              GenerateRequest& r) {
   int64_t tokens = kChatTokensPerRequest;
   std::vector<int32_t> ids;
   for (const MessageView& v : views) {
@@ -316,6 +323,28 @@ std::optional<ApiError> read_messages(const json::object& o, const ServedModel& 
   }
   r.prompt_tokens = static_cast<int>(tokens);
   return std::nullopt;
+}
+
+// The prompt of a chat request (or /tokenize of one): its messages validated, hashed and counted.
+std::optional<ApiError> read_messages(const json::object& o, const ServedModel& model,
+                                      bool keep_ids, GenerateRequest& r) {
+  const json::value* m = find(o, "messages");
+  if (m == nullptr) return bad_request("messages", "messages is required");
+  if (!m->is_array()) {
+    return bad_request("messages", fmt::format("messages must be an array, got {}", describe(*m)));
+  }
+  const json::array& messages = m->get_array();
+  if (messages.empty()) return bad_request("messages", "messages must not be empty");
+  std::vector<MessageView> views(messages.size());
+  for (std::size_t i = 0; i < messages.size(); ++i) {
+    if (auto error = read_message(messages[i], i, views[i])) return error;
+  }
+  r.prompt_hash = chat_prompt_hash(views);
+  const tokenizer::ServingTokenizer* tok = model.tokenizer;
+  if (tok != nullptr && tok->has_chat_template()) {
+    return chat_template_prompt(views, *tok, keep_ids, r);
+  }
+  return word_rule_chat_prompt(views, tok, r);
 }
 
 // The prompt's text for ServedModel::keep_prompt_text: the string prompt, or the last message's
@@ -375,8 +404,8 @@ ParseResult parse_request(std::string_view body, const ServedModel& model, Api a
   GenerateRequest r;
   r.api = api;
   const char* input_name = api == Api::kChat ? "messages" : "prompt";
-  if (auto err = api == Api::kChat ? read_messages(o, model, false, r)
-                                   : read_prompt(o, model, false, r)) {
+  if (auto err =
+          api == Api::kChat ? read_messages(o, model, false, r) : read_prompt(o, model, false, r)) {
     return *err;
   }
   if (model.keep_prompt_text) r.prompt_text = prompt_text(o, api);
@@ -498,8 +527,8 @@ ParseResult parse_tokenize_request(std::string_view body, const ServedModel& mod
   const json::value* prompt = find(o, "prompt");
   if (!chat && !add_special && model.tokenizer != nullptr && prompt != nullptr &&
       prompt->is_string()) {
-    if (auto err = use_ids(model.tokenizer->tokenizer().encode(prompt->get_string()), true,
-                           "prompt", r)) {
+    if (auto err =
+            use_ids(model.tokenizer->tokenizer().encode(prompt->get_string()), true, "prompt", r)) {
       return *err;
     }
   }

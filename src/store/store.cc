@@ -1003,6 +1003,30 @@ Expected<std::vector<FailureRecord>> Store::failures(int64_t run_id) {
       *stmt, [](const Statement& s) -> Expected<FailureRecord> { return read_failure(s); });
 }
 
+Expected<RunDetails> Store::run_details(RunRecord run, WithTimeslices with) {
+  RunDetails d;
+  d.run = std::move(run);
+  auto counts = point_counts(d.run.id);
+  if (!counts) return counts.error();
+  d.counts = *counts;
+  auto configs = server_configs(d.run.id);
+  if (!configs) return configs.error();
+  d.configs = std::move(*configs);
+  auto run_points = points(d.run.id);
+  if (!run_points) return run_points.error();
+  d.points = std::move(*run_points);
+  auto run_failures = failures(d.run.id);
+  if (!run_failures) return run_failures.error();
+  d.failures = std::move(*run_failures);
+  if (with == WithTimeslices::kNo) return d;
+  for (const auto& p : d.points) {
+    auto slices = timeslices(p.id);
+    if (!slices) return slices.error();
+    if (!slices->empty()) d.timeslices[p.id] = std::move(*slices);
+  }
+  return d;
+}
+
 // ---------------------------------------------------------------------------------------------
 // JSON forms
 

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -143,23 +144,27 @@ extern const std::span<const std::string_view> kMigrations;
 /// write lock). Error when the database's version is newer than migrations.size().
 Status migrate(Database& db, std::span<const std::string_view> migrations);
 
-/// The results database. Thread-safe: all methods may be called concurrently from several
-/// threads (they are serialized on one connection); several processes may share one file.
 /// One telemetry timeslice of a point (docs/telemetry.md): a server slice (from the server's
 /// Prometheus metrics) or a client slice (from the request records). Unset values are NULL.
-struct TimesliceRecord {
-  std::string source;  // server | client
-  int64_t slice = 0;
-  double start_s = 0, end_s = 0;  // from the point's first scrape (server) or origin (client)
-  // server
-  std::optional<double> running, waiting, kv_usage, prefix_hit_rate, preemptions, prompt_tps,
-      generation_tps, spec_acceptance;
-  // client
-  std::optional<int64_t> started, finished, output_tokens;
-  std::optional<double> mean_ttft_ms, mean_intvty;
-  boost::json::object data;  // the whole slice
+using TimesliceRecord = metrics::TimesliceRow;
+
+/// Everything stored about one run, as `inferbench show` prints it and `inferbench report` draws
+/// it (Store::run_details).
+struct RunDetails {
+  RunRecord run;
+  PointCounts counts;
+  std::vector<ServerConfigRecord> configs;  // in insertion order
+  std::vector<PointRecord> points;          // in insertion order
+  std::vector<FailureRecord> failures;      // in insertion order
+  /// Timeslices by point id (points without any are absent); read only when asked for.
+  std::map<int64_t, std::vector<TimesliceRecord>> timeslices;
 };
 
+/// Whether Store::run_details also reads the timeslices of the run's points.
+enum class WithTimeslices : bool { kNo, kYes };
+
+/// The results database. Thread-safe: all methods may be called concurrently from several
+/// threads (they are serialized on one connection); several processes may share one file.
 class Store {
  public:
   /// Opens the file, creating it and its parent folders when absent, and migrates the schema.
@@ -240,6 +245,10 @@ class Store {
   /// A point's timeslices, server ones first, by slice; `source` "server" or "client" filters.
   Expected<std::vector<TimesliceRecord>> timeslices(int64_t point_id,
                                                     const std::string& source = "");
+  /// Everything stored about `run` (as run() or find_run() returned it): its point counts,
+  /// server configurations, points, failures and, with WithTimeslices::kYes, its points'
+  /// timeslices. The first read that fails is the error.
+  Expected<RunDetails> run_details(RunRecord run, WithTimeslices with = WithTimeslices::kNo);
 
  private:
   struct Impl;

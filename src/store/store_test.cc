@@ -593,6 +593,71 @@ TEST_F(StoreTest, FindRunByIdOrName) {
   EXPECT_FALSE(must(store.run(12345)).has_value());
 }
 
+// The one read of a whole run that `show` and `report` share: every part comes back, in
+// insertion order, and timeslices only when asked for.
+TEST_F(StoreTest, RunDetailsReadsTheWholeRunBack) {
+  auto store = open();
+  const int64_t other = must(store.begin_run(make_run("other")));
+  must(store.add_point(make_point(other, "fp", 1, "ok")));
+  const int64_t run = must(store.begin_run(make_run("r")));
+  ServerConfigRecord c;
+  c.run_id = run;
+  c.config_key = "llama70b-fp8-h200-vllm";
+  c.fingerprint = "fp";
+  c.launcher = "local";
+  c.row = {{"tp", 8}};
+  const int64_t cfg = must(store.add_server_config(c));
+  auto p1 = make_point(run, "fp", 4, "ok");
+  p1.server_config_id = cfg;
+  auto p2 = make_point(run, "fp", 8, "failed");
+  p2.server_config_id = cfg;
+  p2.error = "12 of 80 requests failed";
+  const int64_t pt1 = must(store.add_point(p1));
+  const int64_t pt2 = must(store.add_point(p2));
+  FailureRecord f;
+  f.run_id = run;
+  f.server_config_id = cfg;
+  f.point_id = pt2;
+  f.kind = "point";
+  f.message = p2.error;
+  must(store.add_failure(f));
+  TimesliceRecord slice;
+  slice.source = "server";
+  slice.end_s = 1;
+  slice.running = 4;
+  must(store.add_timeslices(pt1, {slice}));
+
+  auto found = must(store.find_run("r"));
+  ASSERT_TRUE(found.has_value());
+  auto d = must(store.run_details(*found));
+  EXPECT_EQ(d.run.id, run);
+  EXPECT_EQ(d.run.name, "r");
+  EXPECT_EQ(d.counts.ok, 1);
+  EXPECT_EQ(d.counts.failed, 1);
+  EXPECT_EQ(d.counts.total(), 2);
+  ASSERT_EQ(d.configs.size(), 1u);
+  EXPECT_EQ(d.configs[0].id, cfg);
+  EXPECT_EQ(d.configs[0].config_key, c.config_key);
+  EXPECT_EQ(d.configs[0].row, c.row);
+  ASSERT_EQ(d.points.size(), 2u);
+  EXPECT_EQ(d.points[0].id, pt1);
+  EXPECT_EQ(d.points[0].concurrency, 4);
+  EXPECT_EQ(d.points[0].server_config_id, cfg);
+  EXPECT_EQ(d.points[1].id, pt2);
+  EXPECT_EQ(d.points[1].status, metrics::PointStatus::kFailed);
+  EXPECT_EQ(d.points[1].error, p2.error);
+  ASSERT_EQ(d.failures.size(), 1u);
+  EXPECT_EQ(d.failures[0].point_id, pt2);
+  EXPECT_EQ(d.failures[0].message, f.message);
+  EXPECT_TRUE(d.timeslices.empty());  // not asked for
+
+  auto with = must(store.run_details(*found, WithTimeslices::kYes));
+  EXPECT_EQ(with.points.size(), 2u);
+  ASSERT_EQ(with.timeslices.size(), 1u);  // points without timeslices are absent
+  ASSERT_EQ(with.timeslices.at(pt1).size(), 1u);
+  EXPECT_EQ(*with.timeslices.at(pt1)[0].running, 4);
+}
+
 // --- --resume and --reuse -----------------------------------------------------------------------
 
 TEST_F(StoreTest, CompletedPointMatchesOnlyThisRunsOkOrReusedPoints) {

@@ -34,8 +34,8 @@ metrics::PointIdentity ConfigRunner::identity(const ConfigPlan& cfg, const Point
     id.workload_key = "gsm8k";
     id.workload_label = "gsm8k";
   } else {
-    id.workload_key = cfg.row.scenario;
-    id.workload_label = cfg.row.scenario;
+    id.workload_key = recipe::scenario_name(cfg.row.scenario);
+    id.workload_label = id.workload_key;
   }
   return id;
 }
@@ -106,23 +106,8 @@ Expected<launch::Launcher*> ConfigRunner::launcher(const std::string& name) {
   return raw;
 }
 
-bool ConfigRunner::run(const ConfigPlan& cfg, size_t index) {
-  const recipe::RecipeRow& row = cfg.row;
-  const fs::path dir = rec_->config_dir(index, row.config_key, cfg.fingerprint);
-  store::ServerConfigRecord rec;
-  rec.config_key = row.config_key;
-  rec.fingerprint = cfg.fingerprint;
-  rec.row = row.to_json();
-  rec.row.erase("conc");
-  // Credentials a recipe passes to its server never reach the database: the recorder hides
-  // them (core/redact.h) in everything it stores.
-  rec.launcher = cfg.launcher;
-  if (!rec_->add_config(rec)) {
-    skip_all(cfg, cfg.points(), "not run: the database refused its server configuration");
-    return false;
-  }
-
-  // Points already done: resumed from this run, or reused from an earlier one.
+std::vector<ConfigRunner::Point> ConfigRunner::pending_points(const ConfigPlan& cfg,
+                                                              store::ServerConfigRecord& rec) {
   std::vector<Point> pending;
   for (const Point& point : cfg.points()) {
     const metrics::PointIdentity id = identity(cfg, point);
@@ -141,6 +126,193 @@ bool ConfigRunner::run(const ConfigPlan& cfg, size_t index) {
     }
     pending.push_back(point);
   }
+  return pending;
+}
+
+std::unique_ptr<launch::ServerSession> ConfigRunner::start_session(
+    const ConfigPlan& cfg, const fs::path& dir, const std::vector<Point>& pending,
+    store::ServerConfigRecord& rec) {
+  const recipe::RecipeRow& row = cfg.row;
+  auto l = launcher(cfg.launcher);
+  if (!l) {
+    fail_config(cfg, pending, rec, "server-start", l.error().message);
+    return nullptr;
+  }
+  // An endpoint runs no command of the recipe's: a row without one is still measured there.
+  auto spec = server_spec_for_row(row, o_.extra_server_args, o_.inferbench_exe);
+  if (!spec && (*l)->caps().starts_server) {
+    fail_config(cfg, pending, rec, "server-start", spec.error().message);
+    return nullptr;
+  }
+  launch::SessionOptions so;
+  so.dir = dir;
+  so.env_trace = o_.env_trace;
+  so.startup_timeout = std::chrono::seconds(static_cast<int64_t>(o_.startup_timeout_s));
+  if (spec) {
+    for (const auto& [k, v] : spec->env) so.watch.push_back(k);
+  }
+  if (o_.check_expect && cfg.expect) so.expect = *cfg.expect;
+  if (o_.show_progress && isatty(STDERR_FILENO)) {
+    fmt::print(stderr, "starting {} ({}, {} point{})...\n", row.config_key, cfg.launcher,
+               pending.size(), pending.size() == 1 ? "" : "s");
+  }
+  auto started = launch::ServerSession::start(**l, spec ? *spec : launch::ServerSpec{}, so);
+  if (!started) {
+    if (interrupt_requested()) {
+      skip_all(cfg, pending, "interrupted");
+    } else {
+      fail_config(cfg, pending, rec, "server-start", started.error().message);
+    }
+    return nullptr;
+  }
+  std::unique_ptr<launch::ServerSession> session = std::move(*started);
+  for (const auto& n : session->notes()) note(n);
+  if (session->log_available()) rec.log_path = session->log_path().string();
+  rec.effective_config = session->effective().to_json();
+  if (session->expect().checked()) rec.effective_config["expect"] = session->expect().to_json();
+  rec_->update_config(rec);
+  return session;
+}
+
+bool ConfigRunner::refuse_other_model(const ConfigPlan& cfg, launch::ServerSession& session,
+                                      const std::vector<Point>& pending,
+                                      store::ServerConfigRecord& rec) {
+  // Only an endpoint can serve another model than the recipe's: say so instead of measuring 404s.
+  if (session.caps().starts_server) return false;
+  const recipe::RecipeRow& row = cfg.row;
+  const std::string model(row.fields.at("model").as_string());
+  std::vector<std::string> models;
+  if (auto endpoint = http::parse_endpoint(session.url())) {
+    if (auto listed = load::list_models(*endpoint)) models = std::move(*listed);
+  }
+  // An endpoint that lists nothing (or no /v1/models) is measured; its requests say the rest.
+  if (models.empty() || std::find(models.begin(), models.end(), model) != models.end()) {
+    return false;
+  }
+  fail_config(cfg, pending, rec, "server-start",
+              fmt::format("the endpoint {} serves {}, not the recipe's model '{}' ({}.model)",
+                          session.url(), fmt::join(models, ", "), model, row.config_key));
+  return true;
+}
+
+bool ConfigRunner::refuse_failed_expect(const ConfigPlan& cfg, launch::ServerSession& session,
+                                        const std::vector<Point>& pending,
+                                        const store::ServerConfigRecord& rec) {
+  // A failed assertion invalidates every point: nothing is measured on a server that is not what
+  // the recipe says.
+  if (!session.expect().failure) return false;
+  const std::string why = *session.expect().failure;
+  rec_->record_failure(rec.id, "assertion", why);
+  for (const Point& point : pending) {
+    metrics::PointResult p;
+    p.id = identity(cfg, point);
+    p.status = metrics::PointStatus::kInvalid;
+    p.validity.add(metrics::InvalidKind::kExpectFailed, why);
+    p.error = why;
+    rec_->record_point(p, rec.id, "");
+    emit(std::move(p));
+  }
+  return true;
+}
+
+metrics::Validity ConfigRunner::unverified(const ConfigPlan& cfg, launch::ServerSession& session,
+                                           const store::ServerConfigRecord& rec) {
+  // Assertions this launcher cannot observe mark the points unverified, said once.
+  metrics::Validity v;
+  const auto& u = session.expect().unobservable;
+  if (u.empty()) return v;
+  v.add(metrics::InvalidKind::kExpectUnobservable,
+        fmt::format("expect unverified ({} launcher)", cfg.launcher),
+        "--no-expect measures without the recipe's expect block");
+  note(
+      fmt::format("{}: expect cannot be checked here ({} assertion{}: {}); its points are "
+                  "measured but marked invalid (unverified); run with --no-expect to measure "
+                  "without it, or use the local or slurm launcher",
+                  cfg.row.config_key, u.size(), u.size() == 1 ? "" : "s", fmt::join(u, "; ")));
+  rec_->record_failure(rec.id, "assertion",
+                       fmt::format("expect cannot be checked: {}", fmt::join(u, "; ")));
+  return v;
+}
+
+void ConfigRunner::measure_points(const ConfigPlan& cfg, const fs::path& dir,
+                                  launch::ServerSession& session, const std::vector<Point>& pending,
+                                  const metrics::Validity& before, store::ServerConfigRecord& rec,
+                                  Tally& tally) {
+  for (size_t i = 0; i < pending.size(); ++i) {
+    const std::vector<Point> rest(pending.begin() + static_cast<std::ptrdiff_t>(i), pending.end());
+    if (interrupt_requested()) {
+      outcome_->interrupted = true;
+      skip_all(cfg, rest, "interrupted");
+      return;
+    }
+    if (auto gone = session.check_alive()) {
+      const std::string tail = file_tail(session.log_path(), 2048);
+      fail_config(cfg, rest, rec, "server-exit", *gone + (tail.empty() ? "" : "\n" + tail));
+      tally.all_ok = false;
+      return;
+    }
+    const Point& point = pending[i];
+    metrics::PointResult p =
+        measure(cfg, point, dir, session.url(), before, session.server().power_dir());
+    std::string failure_kind = before.valid() ? "point" : "";
+    std::string tail;
+    if (p.status == metrics::PointStatus::kFailed) {
+      if (auto gone = session.check_alive()) {
+        p.error += "; " + *gone;
+        p.validity.add(metrics::InvalidKind::kServerExited, *gone);
+        failure_kind = "server-exit";
+        tail = file_tail(session.log_path(), 2048);
+        outcome_->errors.push_back(
+            fmt::format("{} (conc {}): {}{}", cfg.row.config_key, point.conc, *gone,
+                        tail.empty() ? "" : "\n--- server.log (tail) ---\n" + tail));
+      }
+    }
+    if (p.fails_run()) {
+      // A failed eval fails the sweep (its point is not ok) but stops no other configuration.
+      if (!point.eval) tally.all_ok = false;
+      ++tally.not_ok;
+    }
+    rec_->record_point(p, rec.id, failure_kind, tail);
+    emit(std::move(p));
+    if (outcome_->interrupted) {
+      skip_all(cfg, {pending.begin() + static_cast<std::ptrdiff_t>(i) + 1, pending.end()},
+               "interrupted");
+      return;
+    }
+  }
+}
+
+bool ConfigRunner::finish(launch::ServerSession& session, store::ServerConfigRecord& rec,
+                          const Tally& tally) {
+  const std::string ended = session.stop();
+  if (session.env_reads()) rec.env_reads = session.env_reads()->to_json();
+  for (const auto& e : session.write_errors()) outcome_->errors.push_back(e);
+  rec.status = tally.all_ok && tally.not_ok == 0 ? "ok" : "failed";
+  if (rec.status != "ok" && rec.error.empty()) {
+    rec.error = fmt::format("{} of {} points not ok (failed or invalid); server {}", tally.not_ok,
+                            tally.points, ended);
+  }
+  rec_->update_config(rec);
+  return tally.all_ok;
+}
+
+bool ConfigRunner::run(const ConfigPlan& cfg, size_t index) {
+  const recipe::RecipeRow& row = cfg.row;
+  const fs::path dir = rec_->config_dir(index, row.config_key, cfg.fingerprint);
+  store::ServerConfigRecord rec;
+  rec.config_key = row.config_key;
+  rec.fingerprint = cfg.fingerprint;
+  rec.row = row.to_json();
+  rec.row.erase("conc");
+  // Credentials a recipe passes to its server never reach the database: the recorder hides
+  // them (core/redact.h) in everything it stores.
+  rec.launcher = cfg.launcher;
+  if (!rec_->add_config(rec)) {
+    skip_all(cfg, cfg.points(), "not run: the database refused its server configuration");
+    return false;
+  }
+  // Points already done: resumed from this run, or reused from an earlier one.
+  const std::vector<Point> pending = pending_points(cfg, rec);
   if (pending.empty()) {
     rec.status = "skipped";
     rec_->update_config(rec);
@@ -153,156 +325,17 @@ bool ConfigRunner::run(const ConfigPlan& cfg, size_t index) {
   // What this version cannot run is said before any server is started.
   if (!cfg.unsupported.empty())
     return fail_config(cfg, pending, rec, "unsupported", cfg.unsupported);
-
-  auto spec = server_spec_for_row(row, o_.extra_server_args, o_.inferbench_exe);
-  if (!spec && cfg.launcher != "endpoint") {
-    return fail_config(cfg, pending, rec, "server-start", spec.error().message);
+  auto session = start_session(cfg, dir, pending, rec);
+  if (!session) return false;
+  Tally tally;
+  tally.points = pending.size();
+  if (refuse_other_model(cfg, *session, pending, rec) ||
+      refuse_failed_expect(cfg, *session, pending, rec)) {
+    tally.all_ok = false;
+  } else {
+    measure_points(cfg, dir, *session, pending, unverified(cfg, *session, rec), rec, tally);
   }
-  launch::SessionOptions so;
-  so.dir = dir;
-  so.env_trace = o_.env_trace;
-  so.startup_timeout = std::chrono::seconds(static_cast<int64_t>(o_.startup_timeout_s));
-  if (spec) {
-    for (const auto& [k, v] : spec->env) so.watch.push_back(k);
-  }
-  if (auto it = entries_.find(row.config_key);
-      o_.check_expect && it != entries_.end() && it->second->expect) {
-    auto parsed = verify::parse_expect(*it->second->expect, row.config_key + ".expect");
-    if (!parsed) return fail_config(cfg, pending, rec, "assertion", parsed.error().message);
-    so.expect = std::move(*parsed);
-  }
-  auto l = launcher(cfg.launcher);
-  if (!l) return fail_config(cfg, pending, rec, "server-start", l.error().message);
-  if (o_.show_progress && isatty(STDERR_FILENO)) {
-    fmt::print(stderr, "starting {} ({}, {} point{})...\n", row.config_key, cfg.launcher,
-               pending.size(), pending.size() == 1 ? "" : "s");
-  }
-  auto started = launch::ServerSession::start(**l, spec ? *spec : launch::ServerSpec{}, so);
-  if (!started) {
-    if (interrupt_requested()) {
-      skip_all(cfg, pending, "interrupted");
-      return false;
-    }
-    return fail_config(cfg, pending, rec, "server-start", started.error().message);
-  }
-  launch::ServerSession& session = **started;
-  for (const auto& n : session.notes()) note(n);
-  if (session.log_available()) rec.log_path = session.log_path().string();
-  rec.effective_config = session.effective().to_json();
-  if (session.expect().checked()) rec.effective_config["expect"] = session.expect().to_json();
-  rec_->update_config(rec);
-
-  bool all_ok = true;
-  size_t not_ok = 0;
-  auto finish = [&] {
-    const std::string ended = session.stop();
-    if (session.env_reads()) rec.env_reads = session.env_reads()->to_json();
-    for (const auto& e : session.write_errors()) outcome_->errors.push_back(e);
-    rec.status = all_ok && not_ok == 0 ? "ok" : "failed";
-    if (rec.status != "ok" && rec.error.empty()) {
-      rec.error =
-          fmt::format("{} of {} points not ok (failed or invalid); server {}", not_ok, pending.size(), ended);
-    }
-    rec_->update_config(rec);
-    return all_ok;
-  };
-
-  // The endpoint must serve the recipe's model: say so instead of measuring 404s.
-  if (cfg.launcher == "endpoint") {
-    const std::string model(row.fields.at("model").as_string());
-    std::vector<std::string> models;
-    if (auto endpoint = http::parse_endpoint(session.url())) {
-      if (auto listed = load::list_models(*endpoint)) models = std::move(*listed);
-    }
-    // An endpoint that lists nothing (or no /v1/models) is measured; its requests say the rest.
-    if (!models.empty() && std::find(models.begin(), models.end(), model) == models.end()) {
-      all_ok = false;
-      fail_config(cfg, pending, rec, "server-start",
-                  fmt::format("the endpoint {} serves {}, not the recipe's model '{}' ({}.model)",
-                              session.url(), fmt::join(models, ", "), model, row.config_key));
-      return finish();
-    }
-  }
-
-  // `expect`: a failed assertion invalidates every point (nothing is measured on a server that
-  // is not what the recipe says); assertions this launcher cannot observe mark the points
-  // unverified, said once.
-  if (session.expect().failure) {
-    const std::string why = *session.expect().failure;
-    rec_->record_failure(rec.id, "assertion", why);
-    for (const Point& point : pending) {
-      metrics::PointResult p;
-      p.id = identity(cfg, point);
-      p.status = metrics::PointStatus::kInvalid;
-      p.validity.add(metrics::InvalidKind::kExpectFailed, why);
-      p.error = why;
-      rec_->record_point(p, rec.id, "");
-      emit(std::move(p));
-    }
-    all_ok = false;
-    return finish();
-  }
-  metrics::Validity unverified;
-  if (!session.expect().unobservable.empty()) {
-    const auto& u = session.expect().unobservable;
-    unverified.add(metrics::InvalidKind::kExpectUnobservable,
-                   fmt::format("expect unverified ({} launcher)", cfg.launcher),
-                   "--no-expect measures without the recipe's expect block");
-    note(
-        fmt::format("{}: expect cannot be checked here ({} assertion{}: {}); its points are "
-                    "measured but marked invalid (unverified); run with --no-expect to measure "
-                    "without it, or use the local or slurm launcher",
-                    row.config_key, u.size(), u.size() == 1 ? "" : "s", fmt::join(u, "; ")));
-    rec_->record_failure(rec.id, "assertion",
-                         fmt::format("expect cannot be checked: {}", fmt::join(u, "; ")));
-  }
-
-  for (size_t i = 0; i < pending.size(); ++i) {
-    const std::vector<Point> rest(pending.begin() + static_cast<std::ptrdiff_t>(i),
-                                  pending.end());
-    if (interrupt_requested()) {
-      outcome_->interrupted = true;
-      skip_all(cfg, rest, "interrupted");
-      break;
-    }
-    if (auto gone = session.check_alive()) {
-      const std::string tail = file_tail(session.log_path(), 2048);
-      fail_config(cfg, rest, rec, "server-exit", *gone + (tail.empty() ? "" : "\n" + tail));
-      all_ok = false;
-      break;
-    }
-    const Point& point = pending[i];
-    metrics::PointResult p =
-        point.eval ? measure_eval(cfg, point.conc, dir, session.url(), unverified)
-                   : measure(cfg, point.conc, dir, session.url(), unverified,
-                             session.server().power_dir());
-    std::string failure_kind = unverified.valid() ? "point" : "";
-    std::string tail;
-    if (p.status == metrics::PointStatus::kFailed) {
-      if (auto gone = session.check_alive()) {
-        p.error += "; " + *gone;
-        p.validity.add(metrics::InvalidKind::kServerExited, *gone);
-        failure_kind = "server-exit";
-        tail = file_tail(session.log_path(), 2048);
-        outcome_->errors.push_back(
-            fmt::format("{} (conc {}): {}{}", row.config_key, point.conc, *gone,
-                        tail.empty() ? "" : "\n--- server.log (tail) ---\n" + tail));
-      }
-    }
-    if (!metrics::is_success(p.status)) {
-      // A failed eval fails the sweep (its point is not ok) but stops no other configuration.
-      if (!point.eval) all_ok = false;
-      ++not_ok;
-    }
-    rec_->record_point(p, rec.id, failure_kind, tail);
-    emit(std::move(p));
-    if (outcome_->interrupted) {
-      skip_all(cfg, {pending.begin() + static_cast<std::ptrdiff_t>(i) + 1, pending.end()},
-               "interrupted");
-      break;
-    }
-  }
-  return finish();
+  return finish(*session, rec, tally);
 }
 
 }  // namespace ib::sweep

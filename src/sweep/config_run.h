@@ -9,6 +9,10 @@
 #include <vector>
 
 #include "launch/launcher.h"
+#include "launch/session.h"
+#include "load/bench.h"
+#include "load/eval_run.h"
+#include "load/judge.h"
 #include "sweep/planner.h"
 #include "sweep/recorder.h"
 #include "sweep/sweep.h"
@@ -31,14 +35,48 @@ class ConfigRunner {
  private:
   using Point = ConfigPlan::Point;
   metrics::PointIdentity identity(const ConfigPlan& cfg, const Point& point) const;
-  metrics::PointResult measure(const ConfigPlan& cfg, int64_t conc,
+  /// One point (sweep/measure.cc): its workload's plan through load::run_point, judged by
+  /// load::judge with `before` (the server observation's reasons) in front, its files written.
+  metrics::PointResult measure(const ConfigPlan& cfg, const Point& point,
                                const std::filesystem::path& dir, const std::string& url,
-                               const metrics::Validity& unverified,
+                               const metrics::Validity& before,
                                const std::optional<std::filesystem::path>& power_dir);
-  /// One eval point (sweep/measure_eval.cc): run_eval, scores, the gate as validity.
-  metrics::PointResult measure_eval(const ConfigPlan& cfg, int64_t conc,
-                                    const std::filesystem::path& dir, const std::string& url,
-                                    const metrics::Validity& unverified);
+  load::BenchSpec point_spec(const ConfigPlan& cfg, const workload::PointPlan& plan,
+                             const std::string& url,
+                             const std::optional<std::filesystem::path>& power_dir) const;
+  void record_bench(const ConfigPlan& cfg, metrics::PointResult& p, load::BenchReport& report,
+                    const load::JudgeRules& rules);
+  void record_eval(const ConfigPlan& cfg, metrics::PointResult& p, const load::EvalReport& report,
+                   const load::JudgeRules& rules);
+  /// What one configuration's points came to, for its record (not_ok: points that fail the run).
+  struct Tally {
+    size_t points = 0, not_ok = 0;
+    bool all_ok = true;
+  };
+  // The steps of run(), in order.
+  /// The points still to measure; resumed and reused ones are emitted.
+  std::vector<Point> pending_points(const ConfigPlan& cfg, store::ServerConfigRecord& rec);
+  /// The server started and observed; null when it could not be (its points are recorded).
+  std::unique_ptr<launch::ServerSession> start_session(const ConfigPlan& cfg,
+                                                       const std::filesystem::path& dir,
+                                                       const std::vector<Point>& pending,
+                                                       store::ServerConfigRecord& rec);
+  /// True (points failed) when an endpoint serves another model than the recipe's.
+  bool refuse_other_model(const ConfigPlan& cfg, launch::ServerSession& session,
+                          const std::vector<Point>& pending, store::ServerConfigRecord& rec);
+  /// True (points invalid) when `expect` failed on the server's log or environment reads.
+  bool refuse_failed_expect(const ConfigPlan& cfg, launch::ServerSession& session,
+                            const std::vector<Point>& pending,
+                            const store::ServerConfigRecord& rec);
+  /// The reasons every point carries before it runs: `expect` this launcher cannot observe.
+  metrics::Validity unverified(const ConfigPlan& cfg, launch::ServerSession& session,
+                               const store::ServerConfigRecord& rec);
+  void measure_points(const ConfigPlan& cfg, const std::filesystem::path& dir,
+                      launch::ServerSession& session, const std::vector<Point>& pending,
+                      const metrics::Validity& before, store::ServerConfigRecord& rec,
+                      Tally& tally);
+  /// Stops the server, records how the configuration ended; returns tally.all_ok.
+  bool finish(launch::ServerSession& session, store::ServerConfigRecord& rec, const Tally& tally);
   bool fail_config(const ConfigPlan& cfg, const std::vector<Point>& points,
                    store::ServerConfigRecord& rec, const std::string& kind, const std::string& why);
   void emit(metrics::PointResult p);

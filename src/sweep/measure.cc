@@ -1,15 +1,18 @@
-// One point of a sweep: the workload's plan through the run loop into a PointResult with its
-// validity, and its files (part of ConfigRunner, config_run.h).
+// One point of a sweep, whatever its kind: the workload's plan through load::run_point, the
+// verdict of load::judge, the result JSON and the point's files (part of ConfigRunner,
+// config_run.h).
 #include <fmt/format.h>
 
 #include <algorithm>
 
-#include "load/bench.h"
+#include "load/judge.h"
+#include "load/point_run.h"
 #include "metrics/aggregate.h"
 #include "metrics/result.h"
 #include "sweep/config_run.h"
-#include "verify/expect.h"
+#include "telemetry/slice_rows.h"
 #include "workload/agentic_workload.h"
+#include "workload/gsm8k.h"
 
 namespace ib::sweep {
 
@@ -18,43 +21,38 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The client is the bottleneck, or could not open the connections: its numbers do not describe
-// the server. Milder warnings (event-loop lag) stay warnings in the result.
-std::vector<std::string> client_health_problems(const load::ClientHealth& h, int64_t connections) {
-  std::vector<std::string> out;
-  if (h.cpu_utilization > 0.95) {
-    out.push_back(
-        fmt::format("client CPU at {:.0f}% of its {} thread(s): the client, not the "
-                    "server, may have limited throughput",
-                    h.cpu_utilization * 100, h.threads));
-  }
-  if (h.open_file_limit > 0 && h.open_file_limit < connections + 64) {
-    out.push_back(fmt::format("open-file limit {} is below the {} connections needed",
-                              h.open_file_limit, connections));
-  }
-  return out;
+// The identity fields every stored result carries, whatever its kind.
+void add_identity(json::object& result, const ConfigPlan& cfg, const metrics::PointIdentity& id) {
+  result["config_key"] = cfg.row.config_key;
+  result["recipe_fingerprint"] = cfg.row.fingerprint;
+  result["server_config_fingerprint"] = cfg.fingerprint;
+  result["workload_key"] = id.workload_key;
+  result["workload_label"] = id.workload_label;
+}
+
+void apply_verdict(metrics::PointResult& p, load::PointVerdict v, json::object& result) {
+  p.status = v.status;
+  p.validity = std::move(v.validity);
+  p.error = std::move(v.error);
+  result["status"] = metrics::status_name(p.status);
+  result["validity"] = p.validity.to_json();
+}
+
+std::string row_model_prefix(const recipe::RecipeRow& row) {
+  const auto* mp = row.fields.if_contains("model-prefix");
+  return mp && mp->is_string() ? std::string(mp->as_string()) : std::string();
 }
 
 }  // namespace
 
-metrics::PointResult ConfigRunner::measure(const ConfigPlan& cfg, int64_t conc, const fs::path& dir,
-                                           const std::string& url,
-                                           const metrics::Validity& unverified,
-                                           const std::optional<fs::path>& power_dir) {
-  metrics::PointResult p;
-  p.id = identity(cfg, {conc, false});
-  p.artifacts_dir = dir.string();
-  auto plan = cfg.workload->plan(conc);
-  if (!plan) {
-    p.status = metrics::PointStatus::kFailed;
-    p.error = plan.error().message;
-    return p;
-  }
+load::BenchSpec ConfigRunner::point_spec(const ConfigPlan& cfg, const workload::PointPlan& plan,
+                                         const std::string& url,
+                                         const std::optional<fs::path>& power_dir) const {
   load::BenchSpec bs;
   bs.endpoint_url = url;
   bs.model = std::string(cfg.row.fields.at("model").as_string());
   bs.api = o_.api;
-  bs.shape.concurrency = static_cast<int>(conc);
+  bs.shape.concurrency = plan.shape.concurrency;
   bs.metrics.num_gpus = cfg.gpus;
   bs.timeout_s = o_.point_timeout_s;
   bs.show_progress = o_.show_progress;
@@ -64,29 +62,56 @@ metrics::PointResult ConfigRunner::measure(const ConfigPlan& cfg, int64_t conc, 
   bs.power = o_.power;
   bs.require_power = o_.require_power;
   bs.remote_power_dir = power_dir;
-  if (plan->agentic) {
+  if (const auto* replay = plan.replay()) {
     // The replay bounds itself (warmup grace, duration, grace); the point timeout only guards
     // against a hang beyond that.
-    const auto& ap = plan->agentic->params;
+    const auto& ap = replay->agentic->params;
     bs.api = openai::Api::kChat;
     bs.timeout_s = std::max(o_.point_timeout_s,
                             (ap.warmup_grace_s + ap.duration_s + ap.grace_s) / ap.time_scale + 60);
   }
-  auto report = load::run_bench(bs, *plan);
+  return bs;
+}
+
+metrics::PointResult ConfigRunner::measure(const ConfigPlan& cfg, const Point& point,
+                                           const fs::path& dir, const std::string& url,
+                                           const metrics::Validity& before,
+                                           const std::optional<fs::path>& power_dir) {
+  metrics::PointResult p;
+  p.id = identity(cfg, point);
+  p.artifacts_dir = dir.string();
+  const auto& workload = point.eval ? cfg.eval : cfg.workload;
+  auto plan = workload ? workload->plan(point.conc)
+                       : Expected<workload::PointPlan>(Error{"no workload for this configuration"});
+  auto report = plan ? load::run_point(point_spec(cfg, *plan, url, power_dir), *plan)
+                     : Expected<load::PointReport>(plan.error());
   if (!report) {
     // No silent retry with other arguments: the first error is the one the user sees.
     p.status = metrics::PointStatus::kFailed;
     p.error = report.error().message;
     return p;
   }
-  json::object& result = report->json;
-  result["config_key"] = cfg.row.config_key;
-  result["recipe_fingerprint"] = cfg.row.fingerprint;
-  result["server_config_fingerprint"] = cfg.fingerprint;
-  result["workload_key"] = p.id.workload_key;
-  result["workload_label"] = p.id.workload_label;
-  const metrics::BenchMetrics& m = report->metrics;
-  p.headline = metrics::Headline::from_metrics(m, bs.metrics);
+  load::JudgeRules rules;
+  rules.before = before;
+  rules.point_timeout_s = o_.point_timeout_s;
+  if (cfg.expect) rules.server_metrics = cfg.expect->server_metrics;
+  if (auto* eval = std::get_if<load::EvalReport>(&*report)) {
+    record_eval(cfg, p, *eval, rules);
+  } else {
+    record_bench(cfg, p, std::get<load::BenchReport>(*report), rules);
+  }
+  if (p.validity.has(metrics::InvalidKind::kInterrupted)) outcome_->interrupted = true;
+  return p;
+}
+
+void ConfigRunner::record_bench(const ConfigPlan& cfg, metrics::PointResult& p,
+                                load::BenchReport& report, const load::JudgeRules& rules) {
+  json::object& result = report.json;
+  add_identity(result, cfg, p.id);
+  const metrics::BenchMetrics& m = report.metrics;
+  metrics::MetricsOptions mo;  // as point_spec gives them to the run
+  mo.num_gpus = cfg.gpus;
+  p.headline = metrics::Headline::from_metrics(m, mo);
   if (m.completed == 0) {
     // Nothing completed: no latency or throughput to show, only the counts.
     metrics::Headline counts;
@@ -94,102 +119,53 @@ metrics::PointResult ConfigRunner::measure(const ConfigPlan& cfg, int64_t conc, 
     counts.set("failed", static_cast<double>(m.failed));
     p.headline = counts;
   }
-  p.validity = unverified;
-  if (report->timed_out) {
-    p.validity.add(
-        metrics::InvalidKind::kTimedOut,
-        fmt::format("point timeout after {} s (partial result kept)", o_.point_timeout_s),
-        "raise --point-timeout");
-  } else if (report->partial) {
-    p.validity.add(metrics::InvalidKind::kInterrupted, "interrupted (partial result kept)");
-    outcome_->interrupted = true;
-  }
-  // Agentic replay has its own error rule (AgentX: > 10% makes the point invalid, below that
-  // errors move sessions on), applied with the other workload rules below.
-  const bool rate_rule = !plan->agentic && m.failure_rate() > load::kMaxFailureRate;
-  if (report->aborted) {
-    p.validity.add(metrics::InvalidKind::kFailureRate, report->abort_reason);
-  } else if (m.num_requests == 0 || m.completed == 0 || rate_rule) {
-    const std::string why = metrics::failure_summary(m);
-    p.validity.add(metrics::InvalidKind::kFailureRate,
-                   fmt::format("{} of {} requests failed{}", m.failed, m.num_requests,
-                               why.empty() ? "" : ": " + why));
-  }
   // Prompts built with a tokenizer that the server counts differently: the stated ISL is not
   // what the server saw. Said on the terminal; the result carries prompt_token_check.
   if (m.prompt_token_mismatches > 0) {
-    fmt::print(stderr, "warning: {} conc {}: {} of {} prompts: the server counted {} prompt tokens, "
+    fmt::print(stderr,
+               "warning: {} conc {}: {} of {} prompts: the server counted {} prompt tokens, "
                "the client {} (another tokenizer, chat template or BOS rule on the server)\n",
-               cfg.row.config_key, conc, m.prompt_token_mismatches, m.prompt_tokens_checked,
-               m.prompt_tokens_server, m.prompt_tokens_client);
+               cfg.row.config_key, p.id.concurrency, m.prompt_token_mismatches,
+               m.prompt_tokens_checked, m.prompt_tokens_server, m.prompt_tokens_client);
   }
-  for (const auto& problem : client_health_problems(report->run.health, conc)) {
-    p.validity.add(metrics::InvalidKind::kClientHealth, problem);
-  }
-  if (report->power_missing) {
-    const auto& e = report->json.at("energy").as_object();
-    const auto* note = e.if_contains("note");
-    p.validity.add(metrics::InvalidKind::kPower,
-                   note && note->is_string()
-                       ? fmt::format("no GPU power measurement: {}", std::string(note->as_string()))
-                       : fmt::format("GPU power not valid: {}", json::serialize(e.at("reasons"))),
-                   "--require-power needs nvidia-smi or amd-smi where the server runs");
-  }
-  // `expect: server-metrics`: the server's metrics must show these prefixes during the point.
-  if (o_.check_expect) {
-    if (auto it = entries_.find(cfg.row.config_key); it != entries_.end() && it->second->expect) {
-      auto spec = verify::parse_expect(*it->second->expect, cfg.row.config_key + ".expect");
-      if (spec && !spec->server_metrics.empty()) {
-        const auto scrapes = load::window_scrapes(report->scrapes, report->window_start_unix,
-                                                  report->window_end_unix);
-        for (const auto& prefix : telemetry::missing_prefixes(scrapes, spec->server_metrics)) {
-          const auto& cost = report->scrape_cost;
-          p.validity.add(
-              metrics::InvalidKind::kExpectFailed,
-              fmt::format("expect server-metrics: no series starting with \"{}\" in {} scrape(s) "
-                          "of the point{}",
-                          prefix, scrapes.size(),
-                          cost.first_error.empty() ? "" : " (" + cost.first_error + ")"),
-              "check the metrics URL (--server-metrics-url) and that the engine exports them "
-              "(SGLang: --enable-metrics)");
-        }
-      }
-    }
-  }
-  // AgentX's submission rules (error and overflow rates, coverage, duration floor, scaled time).
-  for (const auto& r : report->agentic_invalid) {
-    p.validity.add(metrics::InvalidKind::kWorkload, fmt::format("{}: {}", r.reason, r.message));
-  }
-  // Status: failed when the numbers are missing or cut short; invalid when they were measured
-  // but may not be used; ok otherwise.
-  if (p.validity.has(metrics::InvalidKind::kTimedOut) ||
-      p.validity.has(metrics::InvalidKind::kInterrupted) ||
-      p.validity.has(metrics::InvalidKind::kFailureRate) ||
-      p.validity.has(metrics::InvalidKind::kPower)) {
-    p.status = metrics::PointStatus::kFailed;
-    for (const auto& r : p.validity.reasons) {
-      if (r.kind == metrics::InvalidKind::kTimedOut ||
-          r.kind == metrics::InvalidKind::kInterrupted ||
-          r.kind == metrics::InvalidKind::kFailureRate || r.kind == metrics::InvalidKind::kPower) {
-        p.error += (p.error.empty() ? "" : "; ") + r.message;
-      }
-    }
-  } else if (!p.validity.valid()) {
-    p.status = metrics::PointStatus::kInvalid;
-  } else {
-    p.status = metrics::PointStatus::kOk;
-  }
-  result["status"] = metrics::status_name(p.status);
-  result["validity"] = p.validity.to_json();
+  apply_verdict(p, load::judge(report, rules), result);
   p.result = result;
-  json::object aggregate = metrics::inferencex_aggregate(cfg.row.fields, cfg.row.fingerprint,
-                                                         cfg.row.multinode, conc, result, cfg.gpus);
-  for (const auto& kv : report->inferencex) aggregate[kv.key()] = kv.value();
-  rec_->write_point_files(p, aggregate, report->run.measured, report->run.origin_ns);
-  rec_->write_scrapes(p, report->scrapes);
-  p.server_slices = telemetry::slices_to_json(report->server_slices);
-  p.client_slices = telemetry::slices_to_json(report->client_slices);
-  return p;
+  json::object aggregate = metrics::inferencex_aggregate(
+      cfg.row.fields, cfg.row.fingerprint, cfg.row.multinode, p.id.concurrency, result, cfg.gpus);
+  for (const auto& kv : report.inferencex) aggregate[kv.key()] = kv.value();
+  rec_->write_point_files(p, aggregate, report.run.measured, report.run.origin_ns);
+  rec_->write_scrapes(p, report.scrapes);
+  p.timeslices = telemetry::timeslice_rows(report.server_slices, report.client_slices);
+}
+
+void ConfigRunner::record_eval(const ConfigPlan& cfg, metrics::PointResult& p,
+                               const load::EvalReport& report, const load::JudgeRules& rules) {
+  const std::string prefix = row_model_prefix(cfg.row);
+  const recipe::EvalThresholds none;
+  const auto threshold =
+      (o_.eval_thresholds ? *o_.eval_thresholds : none).resolve(prefix, "gsm8k", o_.eval_min_score);
+  const load::EvalGate gate = load::gate_eval(report, threshold.value, threshold.source);
+
+  json::object result = report.to_json();
+  add_identity(result, cfg, p.id);
+  result["model_prefix"] = prefix;
+  result["gate"] = gate.to_json();
+  result["tool_version"] = INFERBENCH_VERSION;
+  metrics::Headline counts;
+  counts.set("completed", static_cast<double>(report.n_eff()));
+  counts.set("failed", static_cast<double>(report.failed));
+  p.headline = counts;
+  apply_verdict(p, load::judge(report, gate, rules), result);
+  p.result = std::move(result);
+  const workload::gsm8k::Dataset& dataset = workload::gsm8k::builtin();
+  std::vector<json::object> samples;
+  samples.reserve(report.records.size());
+  for (const auto& r : report.records) {
+    json::object s = r.to_json();
+    s["target"] = workload::gsm8k::reference_answer(dataset.test[r.index].answer);
+    samples.push_back(std::move(s));
+  }
+  rec_->write_eval_files(p, samples);
 }
 
 }  // namespace ib::sweep

@@ -30,7 +30,7 @@ std::vector<ConfigPlan::Point> ConfigPlan::points() const {
 }
 
 std::shared_ptr<const workload::Workload> eval_workload_for_row(const RecipeRow& row,
-                                                                 const WorkloadOverrides& ov) {
+                                                                const WorkloadOverrides& ov) {
   workload::gsm8k::EvalParams p;
   p.prompt = ov.eval_prompt;
   p.limit = ov.eval_limit;
@@ -66,13 +66,15 @@ Expected<std::shared_ptr<const tokenizer::ServingTokenizer>> tokenizer_for_row(
   const recipe::WorkloadSpec* w = entry && entry->workload ? &*entry->workload : nullptr;
   const bool from_option = !ov.tokenizer.empty();
   const std::string path = from_option ? ov.tokenizer : w ? w->tokenizer : "";
-  const std::string chat_template =
-      !ov.chat_template.empty() ? ov.chat_template : w ? w->chat_template : "";
+  const std::string chat_template = !ov.chat_template.empty() ? ov.chat_template
+                                    : w                       ? w->chat_template
+                                                              : "";
   if (path.empty()) {
     if (!chat_template.empty()) {
-      return Error{fmt::format("{}: a chat template is given without a tokenizer (--tokenizer or "
-                               "workload.tokenizer)",
-                               row.config_key)};
+      return Error{
+          fmt::format("{}: a chat template is given without a tokenizer (--tokenizer or "
+                      "workload.tokenizer)",
+                      row.config_key)};
     }
     return std::shared_ptr<const tokenizer::ServingTokenizer>();
   }
@@ -82,10 +84,10 @@ Expected<std::shared_ptr<const tokenizer::ServingTokenizer>> tokenizer_for_row(
   if (it == loaded.end()) {
     auto tok = tokenizer::ServingTokenizer::load(path, chat_template);
     if (!tok) {
-      const std::string where =
-          from_option ? std::string("--tokenizer")
-                      : fmt::format("{}:{}: {}.workload.tokenizer", entry->file,
-                                    w->tokenizer_line, row.config_key);
+      const std::string where = from_option
+                                    ? std::string("--tokenizer")
+                                    : fmt::format("{}:{}: {}.workload.tokenizer", entry->file,
+                                                  w->tokenizer_line, row.config_key);
       return Error{fmt::format("{}: {}", where, tok.error().message)};
     }
     it = loaded.emplace(key, std::move(*tok)).first;
@@ -144,9 +146,8 @@ Expected<std::shared_ptr<const workload::Workload>> agentic_workload_for_row(
 
 Expected<std::shared_ptr<const workload::Workload>> workload_for_row(
     const RecipeRow& row, const recipe::ConfigEntry* entry, const WorkloadOverrides& ov) {
-  if (row.scenario == "agentic-coding") return agentic_workload_for_row(row, entry, ov);
-  if (row.scenario != "fixed-seq-len") {
-    return Error{fmt::format("{} rows have no workload in this version", row.scenario)};
+  if (row.scenario == recipe::Scenario::kAgenticCoding) {
+    return agentic_workload_for_row(row, entry, ov);
   }
   workload::FixedSeqLenParams p;
   p.isl = static_cast<int>(row.fields.at("isl").as_int64());
@@ -200,6 +201,15 @@ std::string launcher_for(const RecipeRow& row, const PlanOptions& o) {
 
 }  // namespace
 
+Expected<std::shared_ptr<const verify::ExpectSpec>> expect_of(const recipe::ConfigEntry& entry) {
+  if (!entry.expect) return std::shared_ptr<const verify::ExpectSpec>();
+  auto parsed = verify::parse_expect(*entry.expect, entry.key + ".expect");
+  if (!parsed) {
+    return input_error(fmt::format("{}:{}: {}", entry.file, entry.line, parsed.error().message));
+  }
+  return std::make_shared<const verify::ExpectSpec>(std::move(*parsed));
+}
+
 Expected<std::vector<ConfigPlan>> group_configs(
     const std::vector<RecipeRow>& rows,
     const std::map<std::string, const recipe::ConfigEntry*>& entries, const PlanOptions& o) {
@@ -224,14 +234,12 @@ Expected<std::vector<ConfigPlan>> group_configs(
       c.fingerprint = fp;
       c.launcher = launcher_for(row, o);
       c.gpus = row_gpus(row.fields);
-      if (row.scenario != "fixed-seq-len" && row.scenario != "agentic-coding") {
-        c.unsupported = fmt::format("{} rows are not run by the sweep yet", row.scenario);
-      } else if (row.scenario == "agentic-coding" && row.multinode) {
+      const bool agentic = row.scenario == recipe::Scenario::kAgenticCoding;
+      if (agentic && row.multinode) {
         c.unsupported =
             "multi-node agentic-coding rows (disaggregated prefill/decode with AgentX) are not "
             "run by the sweep yet";
-      } else if (row.scenario == "agentic-coding" && o.workload.traces.empty() &&
-                 !has_recipe_traces(row, entries)) {
+      } else if (agentic && o.workload.traces.empty() && !has_recipe_traces(row, entries)) {
         c.unsupported = agentic_needs_traces(row);
       } else if (row.multinode && c.launcher != "endpoint") {
         c.unsupported =
@@ -242,6 +250,12 @@ Expected<std::vector<ConfigPlan>> group_configs(
         auto w = sweep::workload_for_row(row, e == entries.end() ? nullptr : e->second, o.workload);
         if (!w) return w.error();
         c.workload = std::move(*w);
+      }
+      if (auto e = entries.find(row.config_key);
+          o.check_expect && e != entries.end() && e->second) {
+        auto parsed = expect_of(*e->second);
+        if (!parsed) return parsed.error();
+        c.expect = std::move(*parsed);
       }
       index[key] = out.size();
       out.push_back(std::move(c));

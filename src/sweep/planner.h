@@ -14,6 +14,7 @@
 #include "govern/labels.h"
 #include "recipe/matrix.h"
 #include "recipe/recipe.h"
+#include "verify/expect.h"
 #include "workload/gsm8k.h"
 #include "workload/workload.h"
 
@@ -44,6 +45,9 @@ struct PlanOptions {
   std::string launcher;  // forced launcher; empty: the runners file's, else local
   const recipe::RunnersFile* runners = nullptr;
   bool fail_fast = false;  // every group fail-fast, whatever the labels say
+  /// Parse each configuration's `expect` block into ConfigPlan::expect (--no-expect: false, and
+  /// the blocks are not read at all).
+  bool check_expect = true;
   WorkloadOverrides workload;
 };
 
@@ -63,6 +67,10 @@ struct ConfigPlan {
   /// throughput row of the same fingerprint) has no `concs`.
   std::vector<int64_t> eval_concs;
   std::shared_ptr<const workload::Workload> eval;  // a workload::gsm8k::Gsm8kWorkload
+  /// The recipe's `expect` block, parsed once here (null: none, or --no-expect): checked on the
+  /// server's log and environment reads (launch::ServerSession) and, for `server-metrics`, on
+  /// every point's scrapes (load::judge).
+  std::shared_ptr<const verify::ExpectSpec> expect;
 
   /// One point of the configuration: a throughput concurrency or an eval.
   struct Point {
@@ -91,6 +99,10 @@ Expected<std::shared_ptr<const workload::Workload>> workload_for_row(
     const recipe::RecipeRow& row, const recipe::ConfigEntry* entry,
     const WorkloadOverrides& overrides);
 
+/// The entry's `expect` block, parsed (the one place it is: the sweep's plan and `verify` both
+/// take it from here); null when the entry has none. Error names the recipe file and line.
+Expected<std::shared_ptr<const verify::ExpectSpec>> expect_of(const recipe::ConfigEntry& entry);
+
 /// Rows → server configurations (in first-seen order).
 Expected<std::vector<ConfigPlan>> group_configs(
     const std::vector<recipe::RecipeRow>& rows,
@@ -99,7 +111,7 @@ Expected<std::vector<ConfigPlan>> group_configs(
 /// The eval workload of an eval row: GSM8K with the overrides' prompt and limit, and max_tokens by
 /// InferenceX's rule from the row's max-model-len (ISL + OSL + 256; 16384 when absent).
 std::shared_ptr<const workload::Workload> eval_workload_for_row(const recipe::RecipeRow& row,
-                                                                 const WorkloadOverrides& overrides);
+                                                                const WorkloadOverrides& overrides);
 
 /// The whole sweep: canary first (its one point is not measured again by its group), then the
 /// label plan's groups. Eval rows join the throughput configuration of the same fingerprint (one

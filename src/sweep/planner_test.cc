@@ -300,7 +300,7 @@ namespace {
 TEST(ServerSpec, APlaceholderTheRowHasNoValueForIsAnError) {
   recipe::RecipeRow row;
   row.config_key = "k";
-  row.scenario = "agentic-coding";
+  row.scenario = recipe::Scenario::kAgenticCoding;
   row.fields = boost::json::parse(
                    R"({"model":"m","tp":2,"kv-offloading":"dram","total-cpu-dram-gb":512,)"
                    R"("serve":{"command":["srv","--ctx","{max-model-len}","--port","{port}",)"

@@ -5,8 +5,8 @@
 #include "core/clock.h"
 #include "core/files.h"
 #include "core/gzip.h"
-#include "core/redact.h"
 #include "core/process.h"
+#include "core/redact.h"
 #include "metrics/result.h"
 
 namespace ib::sweep {
@@ -224,59 +224,6 @@ void RunRecorder::write_eval_files(const metrics::PointResult& p,
   write_file(dir / (stem + "_samples.jsonl"), lines);
 }
 
-namespace {
-
-std::optional<double> opt_number(const json::object& o, std::string_view key) {
-  const auto* v = o.if_contains(key);
-  if (v == nullptr || !v->is_number()) return std::nullopt;
-  return v->to_number<double>();
-}
-
-}  // namespace
-
-std::vector<store::TimesliceRecord> timeslice_rows(const metrics::PointResult& p) {
-  std::vector<store::TimesliceRecord> rows;
-  auto base = [](const json::object& o, const char* source) {
-    store::TimesliceRecord r;
-    r.source = source;
-    r.slice = static_cast<int64_t>(opt_number(o, "index").value_or(0));
-    r.start_s = opt_number(o, "start_s").value_or(0);
-    r.end_s = opt_number(o, "end_s").value_or(0);
-    r.data = o;
-    return r;
-  };
-  for (const auto& v : p.server_slices) {
-    if (!v.is_object()) continue;
-    const auto& o = v.as_object();
-    store::TimesliceRecord r = base(o, "server");
-    r.running = opt_number(o, "running");
-    r.waiting = opt_number(o, "waiting");
-    r.kv_usage = opt_number(o, "kv_usage");
-    r.prefix_hit_rate = opt_number(o, "prefix_hit_rate");
-    r.preemptions = opt_number(o, "preemptions");
-    r.prompt_tps = opt_number(o, "prompt_tokens_per_s");
-    r.generation_tps = opt_number(o, "generation_tokens_per_s");
-    r.spec_acceptance = opt_number(o, "spec_acceptance_length");
-    rows.push_back(std::move(r));
-  }
-  for (const auto& v : p.client_slices) {
-    if (!v.is_object()) continue;
-    const auto& o = v.as_object();
-    store::TimesliceRecord r = base(o, "client");
-    auto count = [&](const char* k) -> std::optional<int64_t> {
-      auto n = opt_number(o, k);
-      return n ? std::optional<int64_t>(static_cast<int64_t>(*n)) : std::nullopt;
-    };
-    r.started = count("started");
-    r.finished = count("finished");
-    r.output_tokens = count("output_tokens");
-    r.mean_ttft_ms = opt_number(o, "mean_ttft_ms");
-    r.mean_intvty = opt_number(o, "mean_inverse_tpot");
-    rows.push_back(std::move(r));
-  }
-  return rows;
-}
-
 void RunRecorder::write_scrapes(const metrics::PointResult& p,
                                 const std::vector<load::RawScrape>& scrapes) {
   if (scrapes.empty()) return;
@@ -304,8 +251,8 @@ void RunRecorder::record_point(const metrics::PointResult& p, int64_t config_id,
   auto id = store_.add_point(to_record(p, run_id_, config_id));
   if (!id) {
     db_error(fmt::format("point {} conc {}", p.id.config_key, p.id.concurrency), id.error());
-  } else if (!p.server_slices.empty() || !p.client_slices.empty()) {
-    if (auto st = store_.add_timeslices(*id, timeslice_rows(p)); !st) {
+  } else if (!p.timeslices.empty()) {
+    if (auto st = store_.add_timeslices(*id, p.timeslices); !st) {
       db_error(fmt::format("timeslices of {} conc {}", p.id.config_key, p.id.concurrency),
                st.error());
     }

@@ -82,8 +82,6 @@ class RunRecorder {
 
 /// PointResult ↔ the stored form.
 store::PointRecord to_record(const metrics::PointResult& p, int64_t run_id, int64_t config_id);
-/// The store rows of a point's telemetry timeslices.
-std::vector<store::TimesliceRecord> timeslice_rows(const metrics::PointResult& p);
 
 metrics::PointResult from_record(const store::PointRecord& r, const std::string& config_key);
 

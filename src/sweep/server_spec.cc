@@ -110,7 +110,7 @@ Expected<launch::ServerSpec> server_spec_for_row(const recipe::RecipeRow& row,
       if (recipe::serve_placeholders().count(name) && !values.count(name) && name != "host" &&
           name != "port") {
         return Error{fmt::format("serve.command uses {{{}}}, which {} rows do not have", name,
-                                 row.scenario)};
+                                 recipe::scenario_name(row.scenario))};
       }
     }
   }

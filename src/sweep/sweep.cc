@@ -32,13 +32,14 @@ std::string SweepOutcome::nothing_measured() const {
   }
   std::map<metrics::PointStatus, int> by_status;
   for (const auto& p : points) {
-    if (metrics::is_success(p.status)) return "";
+    // Measured as the user chose (a time-scaled replay): not_submission() says what they are.
+    if (!p.fails_run()) return "";
     ++by_status[p.status];
   }
   if (by_status.size() == 1) {
     const auto status = by_status.begin()->first;
     if (status == metrics::PointStatus::kSkipped) {
-      return fmt::format("every point was skipped ({})", 
+      return fmt::format("every point was skipped ({})",
                          points.front().error.substr(0, points.front().error.find('\n')));
     }
     if (status == metrics::PointStatus::kFailed) return "every point failed";
@@ -51,6 +52,25 @@ std::string SweepOutcome::nothing_measured() const {
   return fmt::format("no point succeeded ({})", counts);
 }
 
+std::string SweepOutcome::not_submission() const {
+  size_t n = 0;
+  std::vector<std::string> why;
+  for (const auto& p : points) {
+    if (metrics::is_success(p.status)) return "";
+    if (p.status != metrics::PointStatus::kInvalid || !p.validity.only_chosen()) continue;
+    ++n;
+    for (const auto& r : p.validity.reasons) {
+      // AgentX's reason names lead the message ("time_scaled: the replay ran 100x faster ...").
+      std::string name = r.message.substr(0, r.message.find(':'));
+      std::replace(name.begin(), name.end(), '_', '-');
+      if (std::find(why.begin(), why.end(), name) == why.end()) why.push_back(name);
+    }
+  }
+  if (n == 0) return "";
+  return fmt::format("measured {} point{}, none submission-valid: {}", n, n == 1 ? "" : "s",
+                     fmt::join(why, ", "));
+}
+
 bool SweepOutcome::all_resumed() const {
   return !points.empty() && std::all_of(points.begin(), points.end(), [](const auto& p) {
     return p.status == metrics::PointStatus::kResumed;
@@ -61,7 +81,7 @@ std::string SweepOutcome::status() const {
   if (interrupted) return "interrupted";
   if (points.empty()) return "failed";
   for (const auto& p : points) {
-    if (!metrics::is_success(p.status)) return "failed";
+    if (p.fails_run()) return "failed";
   }
   return errors.empty() ? "ok" : "failed";
 }
@@ -73,7 +93,10 @@ json::object SweepOutcome::to_json() const {
   o["run_dir"] = run_dir.string();
   o["db"] = db.string();
   o["status"] = status();
-  if (!interrupted) o["nothing_measured"] = nothing_measured();
+  if (!interrupted) {
+    o["nothing_measured"] = nothing_measured();
+    o["not_submission"] = not_submission();
+  }
   json::array ps;
   for (const auto& p : points) {
     json::object po = p.headline.empty() ? json::object() : p.headline.to_json();
@@ -178,7 +201,8 @@ std::string not_measured_text(const std::vector<metrics::PointResult>& points) {
   };
   std::vector<Group> groups;
   for (const auto& p : points) {
-    if (metrics::is_success(p.status)) continue;
+    // Measured as the user chose (a time-scaled replay): not_submission() says so.
+    if (!p.fails_run()) continue;
     std::string head = fmt::format("{} {}", p.id.config_key, p.id.workload_label);
     std::string status = first_line(p.status_text());
     auto it = std::find_if(groups.begin(), groups.end(),
@@ -210,19 +234,6 @@ Expected<SweepOutcome> run_sweep(const SweepOptions& o, std::FILE* table_out) {
   auto selected = recipe::select_keys(*entries, o.keys);
   if (!selected) return selected.error();
   *entries = std::move(*selected);
-  if (o.check_expect) {
-    // `expect` blocks are checked now, not after a server started.
-    std::string problems;
-    for (const auto& e : *entries) {
-      if (!e.expect) continue;
-      auto parsed = verify::parse_expect(*e.expect, e.key + ".expect");
-      if (!parsed) problems += fmt::format("{}:{}: {}\n", e.file, e.line, parsed.error().message);
-    }
-    if (!problems.empty()) {
-      problems.pop_back();
-      return Error{problems};
-    }
-  }
   std::map<std::string, const recipe::ConfigEntry*> by_key;
   for (const auto& e : *entries) by_key.emplace(e.key, &e);
   auto rows = recipe::expand(*entries, runners ? &*runners : nullptr);
@@ -248,14 +259,17 @@ Expected<SweepOutcome> run_sweep(const SweepOptions& o, std::FILE* table_out) {
   po.launcher = o.launcher;
   po.runners = runners ? &*runners : nullptr;
   po.fail_fast = o.fail_fast;
+  // `expect` blocks are parsed (and a malformed one refused) now, not after a server started.
+  po.check_expect = o.check_expect;
   po.workload = o.workload;
   po.workload.api = std::string(openai::api_name(o.api));
   po.workload.agentx_fast = labels.agentx_fast;
   auto planned = plan_sweep(govern::make_sweep_plan(rows, labels), by_key, po);
   if (!planned) return planned.error();
   if (planned->points() == 0) {
-    return Error{"the recipes (with --keys, --labels and --concurrency as given) select no points; "
-                 "nothing would be measured (inferbench plan shows the rows)"};
+    return Error{
+        "the recipes (with --keys, --labels and --concurrency as given) select no points; "
+        "nothing would be measured (inferbench plan shows the rows)"};
   }
   return run_planned(o, *planned, std::move(by_key),
                      o.labels.empty() ? std::vector<std::string>{} : labels.all(), table_out);

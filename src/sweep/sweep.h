@@ -12,12 +12,12 @@
 #include <string>
 #include <vector>
 
-#include "recipe/eval_thresholds.h"
 #include "core/expected.h"
 #include "launch/slurm.h"
 #include "load/power_sampler.h"
 #include "metrics/point.h"
 #include "openai/request.h"
+#include "recipe/eval_thresholds.h"
 #include "sweep/planner.h"
 
 namespace ib::sweep {
@@ -80,12 +80,16 @@ struct SweepOutcome {
   std::vector<std::string> notes;   // plan notes, warnings, said once
   std::vector<std::string> errors;  // server failures with log tails, write errors
   bool interrupted = false;
-  /// ok | failed | interrupted. A run that has no successful point (measured ok, reused or
-  /// resumed) is failed, including one with no point at all: measuring nothing is no success.
+  /// ok | failed | interrupted. A run with a point that fails it (metrics::PointResult::
+  /// fails_run: failed, skipped, or invalid for a reason the user did not choose) is failed, and
+  /// so is one with no point at all: measuring nothing is no success.
   std::string status() const;
   /// Why the run has no successful point ("the plan has no points ...", "every point failed",
-  /// ...); empty when some point succeeded.
+  /// ...); empty when some point succeeded or was measured as the user chose.
   std::string nothing_measured() const;
+  /// When no point is submission-valid but some were measured as the user chose (a time-scaled
+  /// replay): "measured 3 points, none submission-valid: time-scaled"; empty otherwise.
+  std::string not_submission() const;
   /// True when every point was resumed: --resume of a run that was already complete.
   bool all_resumed() const;
   boost::json::object to_json() const;
@@ -107,9 +111,9 @@ Expected<SweepOutcome> run_planned(const SweepOptions& options, const SweepPlann
 std::string sweep_table_header();
 std::string sweep_table_row(const metrics::PointResult& p);
 
-/// The final "not measured" list: points that are not a success, those of one configuration and
-/// workload with the same status and reason on one line ("sim-fast isl 32 / osl 8 conc 1,2,4:
-/// invalid: ..."). Empty when every point succeeded.
+/// The final "not measured" list: the points that fail the run (PointResult::fails_run), those of
+/// one configuration and workload with the same status and reason on one line ("sim-fast isl 32 /
+/// osl 8 conc 1,2,4: invalid: ..."). Empty when no point fails the run.
 std::string not_measured_text(const std::vector<metrics::PointResult>& points);
 
 }  // namespace ib::sweep

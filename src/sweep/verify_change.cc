@@ -10,6 +10,7 @@
 #include "launch/local.h"
 #include "launch/session.h"
 #include "recipe/matrix.h"
+#include "sweep/planner.h"
 #include "sweep/server_spec.h"
 #include "verify/env_trace.h"
 #include "verify/expect.h"
@@ -95,11 +96,15 @@ verify::ServerObservation observe_server(const recipe::RecipeRow& row,
   so.watch = watch;
   so.env_trace = o.env_trace;
   so.startup_timeout = o.startup_timeout;
-  // The recipe's own probes widen the effective configuration that is compared.
-  if (entry && entry->expect) {
-    if (auto parsed = verify::parse_expect(*entry->expect, row.config_key + ".expect")) {
-      so.probes = parsed->probes;
+  // The recipe's own probes widen the effective configuration that is compared; a malformed
+  // `expect` block is said, not skipped.
+  if (entry) {
+    auto parsed = expect_of(*entry);
+    if (!parsed) {
+      obs.error = parsed.error().message;
+      return obs;
     }
+    if (*parsed) so.probes = (*parsed)->probes;
   }
   auto launcher = launch::make_local_launcher();
   auto session = launch::ServerSession::start(*launcher, *spec, so);
@@ -109,10 +114,9 @@ verify::ServerObservation observe_server(const recipe::RecipeRow& row,
   }
   obs.log_path = (*session)->log_path().string();
   obs.config = (*session)->effective();
-  for (const auto& n : (*session)->notes()) {
-    if (o.env_trace && !watch.empty() && n.rfind("environment tracing off", 0) == 0) {
-      obs.error = n;
-    }
+  // Reads that could not be traced are not observed: the verdict must not call them no-ops.
+  if (o.env_trace && !watch.empty() && !(*session)->tracing()) {
+    obs.error = (*session)->tracing_off();
   }
   (*session)->stop(std::chrono::milliseconds(10000));
   obs.env_read = (*session)->env_read_flags();
@@ -241,9 +245,9 @@ Expected<VerifyReport> verify_runs(store::Store& db, const store::RunRecord& a,
       // The stored rows hide secrets, so two different ones look the same; the fingerprints,
       // computed from the real values, tell them apart.
       v = verify::judge_key(name, "modified", {{"", "", ""}}, &bo, &ho, ignore_settings);
-      v.fields.front() = {"", "a value hidden as secret (or a --server-arg) differs: the fingerprints differ",
-                          "unverified",
-                          "its value is not stored, so its effect cannot be judged from the runs"};
+      v.fields.front() = {
+          "", "a value hidden as secret (or a --server-arg) differs: the fingerprints differ",
+          "unverified", "its value is not stored, so its effect cannot be judged from the runs"};
       v.verdict = "effective: sweep (not every change could be verified)";
     } else if (fields.empty()) {
       v = verify::judge_key(name, "modified", {{"", "", "no recipe field differs"}}, &bo, &ho,

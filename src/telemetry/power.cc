@@ -306,6 +306,9 @@ struct Point {
   double e = 0;  // accumulator, where used
 };
 
+// Per GPU and time, the sum of the readings and their count.
+using RawReadings = std::map<int, std::map<double, std::pair<Point, int>>>;
+
 void add_reason(std::vector<PowerIssue>& reasons, std::string_view reason, std::string message) {
   for (auto& r : reasons) {
     if (r.reason == reason) {
@@ -348,8 +351,7 @@ double integrate_window(const std::vector<Point>& points, double start, double e
 
 // Per GPU, sorted, readings at the same time averaged (InferenceX: some SMI versions stamp at a
 // coarser resolution than they sample).
-std::map<int, std::vector<Point>> by_gpu(
-    const std::map<int, std::map<double, std::pair<Point, int>>>& raw) {
+std::map<int, std::vector<Point>> by_gpu(const RawReadings& raw) {
   std::map<int, std::vector<Point>> out;
   for (const auto& [gpu, times] : raw) {
     auto& points = out[gpu];
@@ -368,7 +370,7 @@ void check_accumulators(const std::vector<PowerSample>& samples, const std::vect
                         const IntegrateOptions& options, EnergyResult& r) {
   AccumulatorCheck& a = r.accumulator;
   a.tolerance = options.accumulator_tolerance;
-  std::map<int, std::map<double, std::pair<Point, int>>> raw;
+  RawReadings raw;
   for (const PowerSample& s : samples) {
     if (!usable_power(s) || !s.energy_j || !std::isfinite(*s.energy_j) || !std::isfinite(s.t_s)) {
       continue;
@@ -418,6 +420,231 @@ void check_accumulators(const std::vector<PowerSample>& samples, const std::vect
                     -a.per_gpu_delta_j[gpu]);
   }
   add_reason(r.reasons, "accumulator_mismatch", std::move(message));
+}
+
+// The window integrate_power works on and the largest allowed sample gap.
+struct PowerWindow {
+  double start = 0, end = 0;
+  double gap = 0;                                   // IntegrateOptions::max_sample_gap_s
+  double rel(double t) const { return t - start; }  // seconds from the window start
+};
+
+// Records what is wrong with the window and the options themselves; false when nothing can be
+// integrated.
+bool check_window(const PowerWindow& w, int expected_gpus, const IntegrateOptions& options,
+                  std::vector<PowerIssue>& reasons) {
+  const double start = w.start, end = w.end, gap = w.gap;
+  if (!std::isfinite(start) || !std::isfinite(end) || end <= start) {
+    add_reason(reasons, "invalid_benchmark_window",
+               fmt::format("the window [{:.3f}, {:.3f}] does not end after it starts", start, end));
+    return false;
+  }
+  if (expected_gpus <= 0) {
+    add_reason(reasons, "invalid_expected_gpu_count",
+               fmt::format("{} GPUs expected; the count must be positive", expected_gpus));
+  }
+  if (!std::isfinite(gap) || gap <= 0) {
+    add_reason(reasons, "invalid_max_sample_gap",
+               fmt::format("the largest allowed sample gap is {} s; it must be positive", gap));
+    return false;
+  }
+  if (options.reported_duration_s) {
+    // InferenceX: the measured (perf_counter) duration against the wall-clock window.
+    const double wall = end - start, measured = *options.reported_duration_s;
+    const double tolerance = std::max(0.5, 0.01 * wall);
+    if (!std::isfinite(measured) || std::abs(measured - wall) > tolerance) {
+      add_reason(reasons, "benchmark_duration_mismatch",
+                 fmt::format("the window is {:.3f} s on the wall clock but {:.3f} s were "
+                             "measured (tolerance {:.3f} s)",
+                             wall, measured, tolerance));
+    }
+  }
+  return true;
+}
+
+// Samples near the window: it and one gap either side (farther readings, from warm-up or
+// another point, cannot matter and must not invalidate this one).
+struct NearbySamples {
+  RawReadings raw;  // the usable ones
+  int in_range = 0, without_power = 0, bad_power = 0, without_gpu = 0, bad_time = 0;
+  const PowerSample* first_without = nullptr;
+  const PowerSample* first_bad = nullptr;
+};
+
+NearbySamples nearby_samples(const std::vector<PowerSample>& samples, const PowerWindow& w) {
+  NearbySamples n;
+  for (const PowerSample& s : samples) {
+    if (!std::isfinite(s.t_s)) {
+      ++n.bad_time;
+      continue;
+    }
+    if (s.t_s < w.start - w.gap || s.t_s > w.end + w.gap) continue;
+    ++n.in_range;
+    if (!s.power_w) {
+      if (!n.without_power++) n.first_without = &s;
+      continue;
+    }
+    if (!usable_power(s)) {
+      if (!n.bad_power++) n.first_bad = &s;
+      continue;
+    }
+    if (s.gpu < 0) {
+      ++n.without_gpu;
+      continue;
+    }
+    auto& [sum, count] = n.raw[s.gpu][s.t_s];
+    sum.p += *s.power_w;
+    ++count;
+  }
+  return n;
+}
+
+// Records what is wrong with the samples near the window; false when no GPU can be integrated.
+bool check_nearby(const NearbySamples& n, const PowerWindow& w, size_t all_samples,
+                  std::vector<PowerIssue>& reasons) {
+  if (n.bad_time > 0) {
+    add_reason(reasons, "invalid_timestamp_sample",
+               fmt::format("{} samples have a non-finite time", n.bad_time));
+  }
+  if (n.in_range > 0 && n.without_power == n.in_range) {
+    add_reason(reasons, "power_column_missing",
+               fmt::format("none of the {} samples near the window has a power reading (no "
+                           "power column, or every cell absent)",
+                           n.in_range));
+    return false;
+  }
+  if (n.without_power > 0) {
+    add_reason(reasons, "invalid_power_sample",
+               fmt::format("{} samples near the window have no power reading ([N/A] or the "
+                           "like), the first gpu {} at window start {:+.3f} s",
+                           n.without_power, n.first_without->gpu, w.rel(n.first_without->t_s)));
+  }
+  if (n.bad_power > 0) {
+    add_reason(
+        reasons, "invalid_power_sample",
+        fmt::format("{} samples near the window have a negative or non-finite power, "
+                    "the first gpu {} at window start {:+.3f} s: {} W",
+                    n.bad_power, n.first_bad->gpu, w.rel(n.first_bad->t_s), *n.first_bad->power_w));
+  }
+  if (n.without_gpu > 0) {
+    add_reason(reasons, "gpu_identity_missing",
+               fmt::format("{} samples near the window have no GPU index", n.without_gpu));
+  }
+  if (n.raw.empty()) {
+    add_reason(reasons, "no_usable_power_samples",
+               fmt::format("no usable power sample within {} s of the window [{:.3f}, {:.3f}] "
+                           "({} samples in all)",
+                           w.gap, w.start, w.end, all_samples));
+    return false;
+  }
+  return true;
+}
+
+// The observed GPUs, ascending; records a count other than `expected_gpus` (when positive).
+std::vector<int> observed_gpus(const std::map<int, std::vector<Point>>& points, int expected_gpus,
+                               std::vector<PowerIssue>& reasons) {
+  std::vector<int> observed;
+  for (const auto& [gpu, p] : points) observed.push_back(gpu);
+  if (expected_gpus > 0 && static_cast<int>(observed.size()) != expected_gpus) {
+    std::vector<std::string> ids;
+    for (const int g : observed) ids.push_back(std::to_string(g));
+    add_reason(reasons, "expected_gpu_count_mismatch",
+               fmt::format("{} GPUs expected, {} observed ({})", expected_gpus, observed.size(),
+                           join(ids, ", ")));
+  }
+  return observed;
+}
+
+// What is missing at the window's edges of a GPU whose samples do not bracket it.
+std::string unbracketed_message(const std::vector<Point>& p, const PowerWindow& w) {
+  std::string message;
+  if (p.front().t > w.start) {
+    message =
+        fmt::format("the first sample is {:.3f} s after the window start", p.front().t - w.start);
+  }
+  if (p.back().t < w.end) {
+    if (!message.empty()) message += ", ";
+    message += fmt::format("the last sample is {:.3f} s before the window end", w.end - p.back().t);
+  }
+  return message;
+}
+
+// The largest gap between consecutive samples and the index of the sample before it.
+struct LargestGap {
+  double gap_s = 0;
+  size_t at = 0;
+};
+
+// From the last sample at or before the start to the first at or after the end. REQUIRES:
+// bracketed.
+LargestGap largest_gap(const std::vector<Point>& p, const PowerWindow& w) {
+  const auto by_t = [](const Point& a, double t) { return a.t < t; };
+  const size_t left =
+      static_cast<size_t>(std::upper_bound(p.begin(), p.end(), w.start,
+                                           [](double t, const Point& a) { return t < a.t; }) -
+                          p.begin() - 1);
+  const size_t right =
+      static_cast<size_t>(std::lower_bound(p.begin(), p.end(), w.end, by_t) - p.begin());
+  LargestGap g{0, left};
+  for (size_t i = left + 1; i <= right; ++i) {
+    if (p[i].t - p[i - 1].t > g.gap_s) {
+      g.gap_s = p[i].t - p[i - 1].t;
+      g.at = i - 1;
+    }
+  }
+  return g;
+}
+
+// One GPU's energy over the window (set only when its samples bracket it) and its issues, which
+// are also recorded in `reasons`.
+GpuEnergy integrate_gpu(int gpu, const std::vector<Point>& p, const PowerWindow& w,
+                        std::vector<PowerIssue>& reasons) {
+  GpuEnergy g;
+  g.gpu = gpu;
+  g.samples = static_cast<int>(p.size());
+  auto issue = [&](std::string_view reason, std::string message) {
+    g.issues.emplace_back(reason);
+    add_reason(reasons, reason, fmt::format("gpu {}: {}", gpu, message));
+  };
+  if (p.size() < 2) {
+    issue("insufficient_power_samples",
+          fmt::format("{} sample near the window, at window start {:+.3f} s", p.size(),
+                      w.rel(p.front().t)));
+  } else if (p.front().t > w.start || p.back().t < w.end) {
+    issue("benchmark_window_not_bracketed", unbracketed_message(p, w));
+  } else {
+    const LargestGap largest = largest_gap(p, w);
+    g.max_gap_s = largest.gap_s;
+    if (largest.gap_s > w.gap) {
+      issue("sampling_gap_exceeded",
+            fmt::format("{:.3f} s between the samples at window start {:+.3f} s and {:+.3f} s "
+                        "(limit {} s)",
+                        largest.gap_s, w.rel(p[largest.at].t), w.rel(p[largest.at + 1].t), w.gap));
+    }
+    g.energy_j = integrate_window(p, w.start, w.end);
+  }
+  return g;
+}
+
+// Integrates every observed GPU into `r.gpus`, and the totals when all of them were.
+void integrate_gpus(const std::map<int, std::vector<Point>>& points, const PowerWindow& w,
+                    EnergyResult& r) {
+  double total = 0;
+  bool all_integrated = true;
+  for (const auto& [gpu, p] : points) {
+    GpuEnergy g = integrate_gpu(gpu, p, w, r.reasons);
+    if (g.energy_j) {
+      total += *g.energy_j;
+    } else {
+      all_integrated = false;
+    }
+    r.gpus.push_back(std::move(g));
+  }
+  if (all_integrated) {
+    r.total_energy_j = total;
+    r.avg_total_power_w = total / (w.end - w.start);
+    r.avg_power_per_gpu_w = total / (w.end - w.start) / static_cast<double>(r.gpus.size());
+  }
 }
 
 }  // namespace
@@ -474,119 +701,141 @@ Expected<double> parse_utc_offset(std::string_view text) {
 
 // ---- Public: parsers --------------------------------------------------------------------------
 
-Expected<PowerLog> parse_nvidia_smi_csv(std::string_view text, const NvidiaSmiOptions& options) {
+namespace {
+
+// What tells nvidia-smi's and amd-smi's CSV apart; read_smi_csv reads either.
+struct SmiCsvDialect {
+  // Whether a row is a header (it names its columns) rather than data.
+  bool (*is_header)(const std::vector<std::string>& cells);
+  // Finds the fields among `l.columns` and names the log's power and energy columns; what is
+  // wrong with the columns otherwise.
+  std::optional<std::string> (*set_layout)(Layout& l, PowerLog& log);
+  // Data lines before the first header: skipped (a preamble), or else read by `query`.
+  bool skip_preamble = false;
+  // nvidia-smi's --query-gpu fields, the columns of output written with --format=csv,noheader.
+  const std::vector<std::string>* query = nullptr;
+  std::string_view no_header;  // the error when the text has no header row
+  double utc_offset_s = 0;
+};
+
+// A header names its columns; a data row's index and timestamp cells are numbers.
+bool is_nvidia_smi_header(const std::vector<std::string>& cells) {
+  return has_cell(cells, "index") || has_cell(cells, "timestamp");
+}
+
+std::optional<std::string> set_nvidia_smi_layout(Layout& l, PowerLog& log) {
+  l.timestamp = l.find({"timestamp"});
+  l.gpu = l.find({"index"});
+  if (l.timestamp < 0) return "no timestamp column";
+  if (l.gpu < 0) return "no index column";
+  // power.draw is what InferenceX queries; the others where only they were asked for.
+  l.power = l.find({"power.draw"});
+  if (l.power < 0) l.power = l.find({"power.draw.average"});
+  if (l.power < 0) l.power = l.find({"power.draw.instant"});
+  l.util = l.find({"utilization.gpu"});
+  l.mem = l.find({"memory.used"});
+  l.clock = l.find({"clocks.current.sm", "clocks.sm"});
+  const std::pair<int, std::string_view> units[] = {
+      {l.power, l.power_unit}, {l.util, l.util_unit}, {l.mem, l.mem_unit}, {l.clock, l.clock_unit}};
+  for (const auto& [index, unit] : units) {
+    if (auto problem = header_unit_problem(l, index, unit)) return problem;
+  }
+  if (l.power >= 0) log.power_column = l.columns[static_cast<size_t>(l.power)].header;
+  return std::nullopt;
+}
+
+bool is_amd_smi_header(const std::vector<std::string>& cells) {
+  return cells[0] == "timestamp" || cells[0] == "gpu";
+}
+
+std::optional<std::string> set_amd_smi_layout(Layout& l, PowerLog& log) {
+  l.timestamp = l.find({"timestamp"});
+  l.gpu = l.find({"gpu"});
+  if (l.timestamp < 0) return "no timestamp column (amd-smi writes one only in watch mode, -w)";
+  if (l.gpu < 0) return "no gpu column";
+  l.power = l.find({"socket_power"});
+  l.util = l.find({"gfx_activity"});
+  l.energy = l.find({"total_energy_consumption"});
+  if (l.power >= 0) log.power_column = "socket_power";
+  if (l.energy >= 0) log.energy_column = "total_energy_consumption";
+  return std::nullopt;
+}
+
+// The layout of output without a header row (nvidia-smi --format=csv,noheader): the --query-gpu
+// fields'.
+Status set_headerless_layout(const Line& line, const SmiCsvDialect& d, Layout& l, PowerLog& log) {
+  if (d.query == nullptr || d.query->empty()) {
+    return Error{
+        fmt::format("line {}: no header row; output written with --format=csv,noheader needs the "
+                    "--query-gpu fields",
+                    line.number)};
+  }
+  for (const auto& q : *d.query) l.columns.push_back(column_of(std::string(trim(q))));
+  if (auto problem = d.set_layout(l, log)) {
+    return Error{fmt::format("the --query-gpu fields: {}", *problem)};
+  }
+  return Status::Ok();
+}
+
+// The CSV of a sampler in watch mode: one header (repeated copies of it are skipped: a restarted
+// monitor, or amd-smi's before every watch iteration), then one row per GPU reading. Blank lines
+// are skipped; a last line without its newline is dropped (see split_lines).
+Expected<PowerLog> read_smi_csv(std::string_view text, const SmiCsvDialect& d) {
   PowerLog log;
   Layout l;
   std::string header_line;  // trimmed, to skip repeats
   int header_number = 0;
-  // The columns' layout; what is wrong with them otherwise.
-  auto set_layout = [&](std::vector<Column> columns) -> std::optional<std::string> {
-    l.columns = std::move(columns);
-    l.timestamp = l.find({"timestamp"});
-    l.gpu = l.find({"index"});
-    if (l.timestamp < 0) return "no timestamp column";
-    if (l.gpu < 0) return "no index column";
-    // power.draw is what InferenceX queries; the others where only they were asked for.
-    l.power = l.find({"power.draw"});
-    if (l.power < 0) l.power = l.find({"power.draw.average"});
-    if (l.power < 0) l.power = l.find({"power.draw.instant"});
-    l.util = l.find({"utilization.gpu"});
-    l.mem = l.find({"memory.used"});
-    l.clock = l.find({"clocks.current.sm", "clocks.sm"});
-    const std::pair<int, std::string_view> units[] = {{l.power, l.power_unit},
-                                                      {l.util, l.util_unit},
-                                                      {l.mem, l.mem_unit},
-                                                      {l.clock, l.clock_unit}};
-    for (const auto& [index, unit] : units) {
-      if (auto problem = header_unit_problem(l, index, unit)) return problem;
-    }
-    if (l.power >= 0) log.power_column = l.columns[static_cast<size_t>(l.power)].header;
-    return std::nullopt;
-  };
   for (const Line& line : split_lines(text, true)) {
     const std::string_view trimmed = trim(line.text);
     if (trimmed.empty()) continue;
     const auto parsed = cells_of(trimmed);
     if (!parsed) return unterminated_quote(line);
     const std::vector<std::string>& cells = *parsed;
-    // A header names its columns; a data row's index and timestamp cells are numbers.
-    const bool is_header = has_cell(cells, "index") || has_cell(cells, "timestamp");
+    const bool is_header = d.is_header(cells);
     if (l.columns.empty()) {
       if (is_header) {
-        if (auto problem = set_layout(columns_of(cells))) {
+        l.columns = columns_of(cells);
+        if (auto problem = d.set_layout(l, log)) {
           return Error{fmt::format("line {}: {}", line.number, *problem)};
         }
         header_line = std::string(trimmed);
         header_number = line.number;
         continue;
       }
-      if (options.query.empty()) {
-        return Error{fmt::format(
-            "line {}: no header row; output written with --format=csv,noheader needs the "
-            "--query-gpu fields",
-            line.number)};
-      }
-      std::vector<Column> columns;
-      for (const auto& q : options.query) columns.push_back(column_of(std::string(trim(q))));
-      if (auto problem = set_layout(std::move(columns))) {
-        return Error{fmt::format("the --query-gpu fields: {}", *problem)};
-      }
+      if (d.skip_preamble) continue;
+      if (Status set = set_headerless_layout(line, d, l, log); !set.ok()) return set.error();
     } else if (is_header) {
       if (trimmed == header_line) continue;
       return Error{fmt::format("line {}: a header different from the one on line {}", line.number,
                                header_number)};
     }
-    auto s = parse_row(line, cells, l, options.utc_offset_s, read_index, std::nullopt);
+    auto s = parse_row(line, cells, l, d.utc_offset_s, read_index, std::nullopt);
     if (!s.ok()) return s.error();
     log.samples.push_back(*s);
   }
-  if (l.columns.empty()) return Error{"no header row and no samples"};
+  if (l.columns.empty()) return Error{std::string(d.no_header)};
   return log;
 }
 
+}  // namespace
+
+Expected<PowerLog> parse_nvidia_smi_csv(std::string_view text, const NvidiaSmiOptions& options) {
+  return read_smi_csv(text, {.is_header = is_nvidia_smi_header,
+                             .set_layout = set_nvidia_smi_layout,
+                             .skip_preamble = false,
+                             .query = &options.query,
+                             .no_header = "no header row and no samples",
+                             .utc_offset_s = options.utc_offset_s});
+}
+
 Expected<PowerLog> parse_amd_smi_csv(std::string_view text, double utc_offset_s) {
-  PowerLog log;
-  Layout l;
-  std::string header_line;
-  int header_number = 0;
-  for (const Line& line : split_lines(text, true)) {
-    const std::string_view trimmed = trim(line.text);
-    if (trimmed.empty()) continue;
-    const auto parsed = cells_of(trimmed);
-    if (!parsed) return unterminated_quote(line);
-    const std::vector<std::string>& cells = *parsed;
-    const bool is_header = cells[0] == "timestamp" || cells[0] == "gpu";
-    if (l.columns.empty()) {
-      if (!is_header) continue;  // amd-smi's preamble (InferenceX keeps from `^timestamp,`)
-      l.columns = columns_of(cells);
-      l.timestamp = l.find({"timestamp"});
-      l.gpu = l.find({"gpu"});
-      if (l.timestamp < 0) {
-        return Error{
-            fmt::format("line {}: no timestamp column (amd-smi writes one only in watch mode, -w)",
-                        line.number)};
-      }
-      if (l.gpu < 0) return Error{fmt::format("line {}: no gpu column", line.number)};
-      l.power = l.find({"socket_power"});
-      l.util = l.find({"gfx_activity"});
-      l.energy = l.find({"total_energy_consumption"});
-      if (l.power >= 0) log.power_column = "socket_power";
-      if (l.energy >= 0) log.energy_column = "total_energy_consumption";
-      header_line = std::string(trimmed);
-      header_number = line.number;
-      continue;
-    }
-    if (is_header) {
-      if (trimmed == header_line) continue;  // amd-smi repeats it before every watch iteration
-      return Error{fmt::format("line {}: a header different from the one on line {}", line.number,
-                               header_number)};
-    }
-    auto s = parse_row(line, cells, l, utc_offset_s, read_index, std::nullopt);
-    if (!s.ok()) return s.error();
-    log.samples.push_back(*s);
-  }
-  if (l.columns.empty()) return Error{"no header row (a line starting with \"timestamp,\")"};
-  return log;
+  // amd-smi prints a preamble before the header (InferenceX keeps from `^timestamp,`).
+  return read_smi_csv(text, {.is_header = is_amd_smi_header,
+                             .set_layout = set_amd_smi_layout,
+                             .skip_preamble = true,
+                             .query = nullptr,
+                             .no_header = "no header row (a line starting with \"timestamp,\")",
+                             .utc_offset_s = utc_offset_s});
 }
 
 Expected<PowerLog> parse_rocm_smi_csv(std::string_view text, double t_s) {
@@ -637,177 +886,17 @@ EnergyResult integrate_power(const std::vector<PowerSample>& samples, double win
   r.expected_gpus = expected_gpus;
   r.reported_duration_s = options.reported_duration_s;
   r.accumulator.tolerance = options.accumulator_tolerance;
-  const double start = window_start_unix, end = window_end_unix;
-  const double gap = options.max_sample_gap_s;
+  const PowerWindow w{window_start_unix, window_end_unix, options.max_sample_gap_s};
   auto finish = [&] {
     r.power_valid = r.reasons.empty();
     return r;
   };
-  if (!std::isfinite(start) || !std::isfinite(end) || end <= start) {
-    add_reason(r.reasons, "invalid_benchmark_window",
-               fmt::format("the window [{:.3f}, {:.3f}] does not end after it starts", start, end));
-    return finish();
-  }
-  if (expected_gpus <= 0) {
-    add_reason(r.reasons, "invalid_expected_gpu_count",
-               fmt::format("{} GPUs expected; the count must be positive", expected_gpus));
-  }
-  if (!std::isfinite(gap) || gap <= 0) {
-    add_reason(r.reasons, "invalid_max_sample_gap",
-               fmt::format("the largest allowed sample gap is {} s; it must be positive", gap));
-    return finish();
-  }
-  if (options.reported_duration_s) {
-    // InferenceX: the measured (perf_counter) duration against the wall-clock window.
-    const double wall = end - start, measured = *options.reported_duration_s;
-    const double tolerance = std::max(0.5, 0.01 * wall);
-    if (!std::isfinite(measured) || std::abs(measured - wall) > tolerance) {
-      add_reason(r.reasons, "benchmark_duration_mismatch",
-                 fmt::format("the window is {:.3f} s on the wall clock but {:.3f} s were "
-                             "measured (tolerance {:.3f} s)",
-                             wall, measured, tolerance));
-    }
-  }
-  auto rel = [&](double t) { return t - start; };
-
-  // Samples near the window: it and one gap either side (farther readings, from warm-up or
-  // another point, cannot matter and must not invalidate this one).
-  std::map<int, std::map<double, std::pair<Point, int>>> raw;
-  int in_range = 0, without_power = 0, bad_power = 0, without_gpu = 0, bad_time = 0;
-  const PowerSample* first_without = nullptr;
-  const PowerSample* first_bad = nullptr;
-  for (const PowerSample& s : samples) {
-    if (!std::isfinite(s.t_s)) {
-      ++bad_time;
-      continue;
-    }
-    if (s.t_s < start - gap || s.t_s > end + gap) continue;
-    ++in_range;
-    if (!s.power_w) {
-      if (!without_power++) first_without = &s;
-      continue;
-    }
-    if (!usable_power(s)) {
-      if (!bad_power++) first_bad = &s;
-      continue;
-    }
-    if (s.gpu < 0) {
-      ++without_gpu;
-      continue;
-    }
-    auto& [sum, n] = raw[s.gpu][s.t_s];
-    sum.p += *s.power_w;
-    ++n;
-  }
-  if (bad_time > 0) {
-    add_reason(r.reasons, "invalid_timestamp_sample",
-               fmt::format("{} samples have a non-finite time", bad_time));
-  }
-  if (in_range > 0 && without_power == in_range) {
-    add_reason(r.reasons, "power_column_missing",
-               fmt::format("none of the {} samples near the window has a power reading (no "
-                           "power column, or every cell absent)",
-                           in_range));
-    return finish();
-  }
-  if (without_power > 0) {
-    add_reason(r.reasons, "invalid_power_sample",
-               fmt::format("{} samples near the window have no power reading ([N/A] or the "
-                           "like), the first gpu {} at window start {:+.3f} s",
-                           without_power, first_without->gpu, rel(first_without->t_s)));
-  }
-  if (bad_power > 0) {
-    add_reason(r.reasons, "invalid_power_sample",
-               fmt::format("{} samples near the window have a negative or non-finite power, "
-                           "the first gpu {} at window start {:+.3f} s: {} W",
-                           bad_power, first_bad->gpu, rel(first_bad->t_s), *first_bad->power_w));
-  }
-  if (without_gpu > 0) {
-    add_reason(r.reasons, "gpu_identity_missing",
-               fmt::format("{} samples near the window have no GPU index", without_gpu));
-  }
-  if (raw.empty()) {
-    add_reason(r.reasons, "no_usable_power_samples",
-               fmt::format("no usable power sample within {} s of the window [{:.3f}, {:.3f}] "
-                           "({} samples in all)",
-                           gap, start, end, samples.size()));
-    return finish();
-  }
-  const auto points = by_gpu(raw);
-  std::vector<int> observed;
-  for (const auto& [gpu, p] : points) observed.push_back(gpu);
-  if (expected_gpus > 0 && static_cast<int>(observed.size()) != expected_gpus) {
-    std::vector<std::string> ids;
-    for (const int g : observed) ids.push_back(std::to_string(g));
-    add_reason(r.reasons, "expected_gpu_count_mismatch",
-               fmt::format("{} GPUs expected, {} observed ({})", expected_gpus, observed.size(),
-                           join(ids, ", ")));
-  }
-
-  double total = 0;
-  bool all_integrated = true;
-  for (const auto& gpu_points : points) {
-    // Not a structured binding: the lambdas below use them, which clang before 16 cannot capture.
-    const auto gpu = gpu_points.first;
-    const auto& p = gpu_points.second;
-    GpuEnergy g;
-    g.gpu = gpu;
-    g.samples = static_cast<int>(p.size());
-    auto issue = [&](std::string_view reason, std::string message) {
-      g.issues.emplace_back(reason);
-      add_reason(r.reasons, reason, fmt::format("gpu {}: {}", gpu, message));
-    };
-    if (p.size() < 2) {
-      issue("insufficient_power_samples",
-            fmt::format("{} sample near the window, at window start {:+.3f} s", p.size(),
-                        rel(p.front().t)));
-    } else if (p.front().t > start || p.back().t < end) {
-      std::string message;
-      if (p.front().t > start) {
-        message =
-            fmt::format("the first sample is {:.3f} s after the window start", p.front().t - start);
-      }
-      if (p.back().t < end) {
-        if (!message.empty()) message += ", ";
-        message +=
-            fmt::format("the last sample is {:.3f} s before the window end", end - p.back().t);
-      }
-      issue("benchmark_window_not_bracketed", message);
-    } else {
-      // From the last sample at or before the start to the first at or after the end.
-      const auto by_t = [](const Point& a, double t) { return a.t < t; };
-      const size_t left =
-          static_cast<size_t>(std::upper_bound(p.begin(), p.end(), start,
-                                               [](double t, const Point& a) { return t < a.t; }) -
-                              p.begin() - 1);
-      const size_t right =
-          static_cast<size_t>(std::lower_bound(p.begin(), p.end(), end, by_t) - p.begin());
-      double max_gap = 0;
-      size_t at = left;
-      for (size_t i = left + 1; i <= right; ++i) {
-        if (p[i].t - p[i - 1].t > max_gap) {
-          max_gap = p[i].t - p[i - 1].t;
-          at = i - 1;
-        }
-      }
-      g.max_gap_s = max_gap;
-      if (max_gap > gap) {
-        issue("sampling_gap_exceeded",
-              fmt::format("{:.3f} s between the samples at window start {:+.3f} s and {:+.3f} s "
-                          "(limit {} s)",
-                          max_gap, rel(p[at].t), rel(p[at + 1].t), gap));
-      }
-      g.energy_j = integrate_window(p, start, end);
-      total += *g.energy_j;
-    }
-    if (!g.energy_j) all_integrated = false;
-    r.gpus.push_back(std::move(g));
-  }
-  if (all_integrated) {
-    r.total_energy_j = total;
-    r.avg_total_power_w = total / (end - start);
-    r.avg_power_per_gpu_w = total / (end - start) / static_cast<double>(r.gpus.size());
-  }
+  if (!check_window(w, expected_gpus, options, r.reasons)) return finish();
+  const NearbySamples nearby = nearby_samples(samples, w);
+  if (!check_nearby(nearby, w, samples.size(), r.reasons)) return finish();
+  const auto points = by_gpu(nearby.raw);
+  const std::vector<int> observed = observed_gpus(points, expected_gpus, r.reasons);
+  integrate_gpus(points, w, r);
   check_accumulators(samples, observed, options, r);
   return finish();
 }

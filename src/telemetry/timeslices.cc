@@ -242,6 +242,181 @@ std::string engines_word(const std::set<Engine>& engines) {
   return std::string(to_string(*engines.begin()));
 }
 
+// The scrapes of a point grouped into workers, and the time they span.
+struct Workers {
+  std::vector<Worker> list;  // in order of first appearance
+  double t0 = std::numeric_limits<double>::infinity();
+  double t_end = -std::numeric_limits<double>::infinity();
+};
+
+// Workers in order of first appearance, each with its scrapes by time, its engine and series.
+Workers workers_of(const std::vector<TimedScrape>& scrapes) {
+  Workers workers;
+  std::map<std::string, size_t> by_url;
+  for (const TimedScrape& t : scrapes) {
+    auto [it, inserted] = by_url.try_emplace(t.url, workers.list.size());
+    if (inserted) workers.list.emplace_back();
+    workers.list[it->second].scrapes.push_back(&t);
+    workers.t0 = std::min(workers.t0, t.t_s);
+    workers.t_end = std::max(workers.t_end, t.t_s);
+  }
+  for (Worker& w : workers.list) {
+    std::stable_sort(w.scrapes.begin(), w.scrapes.end(),
+                     [](const TimedScrape* a, const TimedScrape* b) { return a->t_s < b->t_s; });
+    for (const TimedScrape* t : w.scrapes) {
+      w.engine = detect_engine(t->scrape);
+      if (w.engine != Engine::kUnknown) break;
+    }
+    for (Quantity q : kQuantities) w.series[qi(q)] = make_series(w.scrapes, w.engine, q);
+  }
+  return workers;
+}
+
+// The slices: `n` of `slice_s` seconds from `t0`.
+struct SliceGrid {
+  double t0 = 0;
+  double slice_s = 0;
+  size_t n = 0;
+  size_t slice_of(double t) const {
+    return std::min(static_cast<size_t>(std::floor((t - t0) / slice_s)), n - 1);
+  }
+};
+
+std::vector<ServerSlice> empty_server_slices(const SliceGrid& grid) {
+  std::vector<ServerSlice> out(grid.n);
+  for (size_t i = 0; i < grid.n; ++i) {
+    ServerSlice& s = out[i];
+    s.index = static_cast<int>(i);
+    s.start_s = static_cast<double>(i) * grid.slice_s;
+    s.end_s = static_cast<double>(i + 1) * grid.slice_s;
+  }
+  return out;
+}
+
+// Per slice: the workers seen, names read, and the pieces of the worker-combined values.
+struct SliceParts {
+  std::set<Engine> engines;
+  std::set<std::string> names;
+  int kv_workers = 0, accept_workers = 0;
+  double kv_sum = 0, accept_sum = 0;
+  std::optional<double> accepted_with_drafts, drafts;
+};
+
+// One worker's series over one slice's window; every value read notes its metric's name.
+struct WorkerInSlice {
+  const Worker& w;
+  Window win;
+  std::set<std::string>& names;
+
+  void note(Quantity q) const { names.insert(w.series[qi(q)].source->display()); }
+  std::optional<GaugeStat> gauge(Quantity q) const {
+    auto g = gauge_in(w.series[qi(q)], win);
+    if (g) note(q);
+    return g;
+  }
+  std::optional<CounterStat> counter(Quantity q) const {
+    auto c = counter_in(w.series[qi(q)], win, w.scrapes);
+    if (c) note(q);
+    return c;
+  }
+  // A counter's increase and, when the worker's scrapes span time, its rate.
+  std::optional<CounterStat> count(Quantity q, std::optional<double>& delta,
+                                   std::optional<double>* rate) const {
+    const auto c = counter(q);
+    if (!c) return c;
+    add(delta, c->delta);
+    if (rate != nullptr && c->dt > 0) add(*rate, c->delta / c->dt);
+    return c;
+  }
+};
+
+// Adds a worker's gauges in the slice to it.
+void add_gauges(const WorkerInSlice& ws, ServerSlice& s, SliceParts& parts) {
+  if (auto g = ws.gauge(Quantity::kRunning)) {
+    add(s.running, g->last);
+    add(s.running_mean, g->mean);
+  }
+  if (auto g = ws.gauge(Quantity::kWaiting)) {
+    add(s.waiting, g->last);
+    add(s.waiting_mean, g->mean);
+  }
+  if (auto g = ws.gauge(Quantity::kKvUsage)) {
+    parts.kv_sum += g->last;
+    ++parts.kv_workers;
+    s.kv_usage_max = std::max(s.kv_usage_max.value_or(g->max), g->max);
+  }
+  if (auto g = ws.gauge(Quantity::kSpecAcceptLength)) {
+    parts.accept_sum += g->last;
+    ++parts.accept_workers;
+  }
+}
+
+// Adds a worker's counter increases (and rates) in the slice to it.
+void add_counters(const WorkerInSlice& ws, ServerSlice& s, SliceParts& parts) {
+  {
+    // The hit rate takes only workers that export both counters.
+    const auto h = ws.counter(Quantity::kPrefixHits);
+    const auto q = ws.counter(Quantity::kPrefixQueries);
+    if (h && q) {
+      add(s.prefix_hits, h->delta);
+      add(s.prefix_queries, q->delta);
+    }
+  }
+  ws.count(Quantity::kPreemptions, s.preemptions, nullptr);
+  ws.count(Quantity::kPromptTokens, s.prompt_tokens, &s.prompt_tokens_per_s);
+  ws.count(Quantity::kGenerationTokens, s.generation_tokens, &s.generation_tokens_per_s);
+  const auto acc = ws.count(Quantity::kSpecAccepted, s.spec_accepted_tokens, nullptr);
+  ws.count(Quantity::kSpecDraftTokens, s.spec_draft_tokens, nullptr);
+  const auto dr = ws.count(Quantity::kSpecDrafts, s.spec_drafts, nullptr);
+  if (acc && dr) {
+    add(parts.accepted_with_drafts, acc->delta);
+    add(parts.drafts, dr->delta);
+  }
+  ws.count(Quantity::kKvOffloadOut, s.kv_offload_gpu_to_cpu_bytes,
+           &s.kv_offload_gpu_to_cpu_bytes_per_s);
+  ws.count(Quantity::kKvOffloadIn, s.kv_offload_cpu_to_gpu_bytes,
+           &s.kv_offload_cpu_to_gpu_bytes_per_s);
+  ws.count(Quantity::kKvEvictedBlocks, s.kv_evicted_blocks, nullptr);
+}
+
+// Adds one worker's scrapes to the slices they fall in.
+void add_worker(const Worker& w, const SliceGrid& grid, std::vector<ServerSlice>& out,
+                std::vector<SliceParts>& parts) {
+  size_t k = 0;
+  for (size_t i = 0; i < grid.n; ++i) {
+    Window win{k, k};
+    while (win.hi < w.scrapes.size() && grid.slice_of(w.scrapes[win.hi]->t_s) == i) ++win.hi;
+    k = win.hi;
+    if (win.empty()) continue;
+    ServerSlice& s = out[i];
+    s.scrapes += static_cast<int>(win.hi - win.lo);
+    parts[i].engines.insert(w.engine);
+    const WorkerInSlice ws{w, win, parts[i].names};
+    add_gauges(ws, s, parts[i]);
+    add_counters(ws, s, parts[i]);
+  }
+}
+
+// The values that combine the slice's workers: engine, names, KV usage, hit rate, acceptance
+// length.
+void finish_slice(const SliceParts& parts, ServerSlice& s) {
+  s.engine = engines_word(parts.engines);
+  s.metric_names.assign(parts.names.begin(), parts.names.end());
+  if (parts.kv_workers > 0) s.kv_usage = parts.kv_sum / parts.kv_workers;
+  if (s.prefix_queries && *s.prefix_queries > 0) {
+    s.prefix_hit_rate = *s.prefix_hits / *s.prefix_queries;
+  }
+  if (parts.drafts) {
+    // vLLM's mean acceptance length: each draft round yields its accepted tokens plus the one
+    // token the target model samples itself.
+    if (*parts.drafts > 0) {
+      s.spec_acceptance_length = 1.0 + *parts.accepted_with_drafts / *parts.drafts;
+    }
+  } else if (parts.accept_workers > 0) {
+    s.spec_acceptance_length = parts.accept_sum / parts.accept_workers;
+  }
+}
+
 }  // namespace
 
 std::string_view to_string(Engine engine) {
@@ -323,140 +498,14 @@ Engine detect_engine(const Scrape& scrape) {
 std::vector<ServerSlice> server_timeslices(const std::vector<TimedScrape>& scrapes,
                                            double slice_s) {
   if (scrapes.empty() || !(slice_s > 0) || !std::isfinite(slice_s)) return {};
-
-  // Workers in order of first appearance, each with its scrapes by time.
-  std::vector<Worker> workers;
-  std::map<std::string, size_t> by_url;
-  double t0 = std::numeric_limits<double>::infinity();
-  double t_end = -std::numeric_limits<double>::infinity();
-  for (const TimedScrape& t : scrapes) {
-    auto [it, inserted] = by_url.try_emplace(t.url, workers.size());
-    if (inserted) workers.emplace_back();
-    workers[it->second].scrapes.push_back(&t);
-    t0 = std::min(t0, t.t_s);
-    t_end = std::max(t_end, t.t_s);
-  }
-  for (Worker& w : workers) {
-    std::stable_sort(w.scrapes.begin(), w.scrapes.end(),
-                     [](const TimedScrape* a, const TimedScrape* b) { return a->t_s < b->t_s; });
-    for (const TimedScrape* t : w.scrapes) {
-      w.engine = detect_engine(t->scrape);
-      if (w.engine != Engine::kUnknown) break;
-    }
-    for (Quantity q : kQuantities) w.series[qi(q)] = make_series(w.scrapes, w.engine, q);
-  }
-
-  const double span = std::floor((t_end - t0) / slice_s);
+  const Workers workers = workers_of(scrapes);
+  const double span = std::floor((workers.t_end - workers.t0) / slice_s);
   if (!(span < kMaxSlices)) return {};
-  const auto n = static_cast<size_t>(span) + 1;
-  auto slice_of = [&](double t) {
-    return std::min(static_cast<size_t>(std::floor((t - t0) / slice_s)), n - 1);
-  };
-
-  std::vector<ServerSlice> out(n);
-  for (size_t i = 0; i < n; ++i) {
-    ServerSlice& s = out[i];
-    s.index = static_cast<int>(i);
-    s.start_s = static_cast<double>(i) * slice_s;
-    s.end_s = static_cast<double>(i + 1) * slice_s;
-  }
-  // Per slice: the workers seen, names read, and the pieces of the worker-combined values.
-  std::vector<std::set<Engine>> engines(n);
-  std::vector<std::set<std::string>> names(n);
-  std::vector<int> kv_workers(n, 0), accept_workers(n, 0);
-  std::vector<double> kv_sum(n, 0.0), accept_sum(n, 0.0);
-  std::vector<std::optional<double>> accepted_with_drafts(n), drafts(n);
-
-  for (const Worker& w : workers) {
-    size_t k = 0;
-    for (size_t i = 0; i < n; ++i) {
-      Window win{k, k};
-      while (win.hi < w.scrapes.size() && slice_of(w.scrapes[win.hi]->t_s) == i) ++win.hi;
-      k = win.hi;
-      if (win.empty()) continue;
-      ServerSlice& s = out[i];
-      s.scrapes += static_cast<int>(win.hi - win.lo);
-      engines[i].insert(w.engine);
-      auto note = [&](Quantity q) { names[i].insert(w.series[qi(q)].source->display()); };
-      auto gauge = [&](Quantity q) {
-        auto g = gauge_in(w.series[qi(q)], win);
-        if (g) note(q);
-        return g;
-      };
-      auto counter = [&](Quantity q) {
-        auto c = counter_in(w.series[qi(q)], win, w.scrapes);
-        if (c) note(q);
-        return c;
-      };
-      // A counter's increase and, when the worker's scrapes span time, its rate.
-      auto count = [&](Quantity q, std::optional<double>& delta, std::optional<double>* rate) {
-        const auto c = counter(q);
-        if (!c) return c;
-        add(delta, c->delta);
-        if (rate != nullptr && c->dt > 0) add(*rate, c->delta / c->dt);
-        return c;
-      };
-
-      if (auto g = gauge(Quantity::kRunning)) {
-        add(s.running, g->last);
-        add(s.running_mean, g->mean);
-      }
-      if (auto g = gauge(Quantity::kWaiting)) {
-        add(s.waiting, g->last);
-        add(s.waiting_mean, g->mean);
-      }
-      if (auto g = gauge(Quantity::kKvUsage)) {
-        kv_sum[i] += g->last;
-        ++kv_workers[i];
-        s.kv_usage_max = std::max(s.kv_usage_max.value_or(g->max), g->max);
-      }
-      {
-        // The hit rate takes only workers that export both counters.
-        const auto h = counter(Quantity::kPrefixHits);
-        const auto q = counter(Quantity::kPrefixQueries);
-        if (h && q) {
-          add(s.prefix_hits, h->delta);
-          add(s.prefix_queries, q->delta);
-        }
-      }
-      count(Quantity::kPreemptions, s.preemptions, nullptr);
-      count(Quantity::kPromptTokens, s.prompt_tokens, &s.prompt_tokens_per_s);
-      count(Quantity::kGenerationTokens, s.generation_tokens, &s.generation_tokens_per_s);
-      const auto acc = count(Quantity::kSpecAccepted, s.spec_accepted_tokens, nullptr);
-      count(Quantity::kSpecDraftTokens, s.spec_draft_tokens, nullptr);
-      const auto dr = count(Quantity::kSpecDrafts, s.spec_drafts, nullptr);
-      if (acc && dr) {
-        add(accepted_with_drafts[i], acc->delta);
-        add(drafts[i], dr->delta);
-      }
-      if (auto g = gauge(Quantity::kSpecAcceptLength)) {
-        accept_sum[i] += g->last;
-        ++accept_workers[i];
-      }
-      count(Quantity::kKvOffloadOut, s.kv_offload_gpu_to_cpu_bytes,
-            &s.kv_offload_gpu_to_cpu_bytes_per_s);
-      count(Quantity::kKvOffloadIn, s.kv_offload_cpu_to_gpu_bytes,
-            &s.kv_offload_cpu_to_gpu_bytes_per_s);
-      count(Quantity::kKvEvictedBlocks, s.kv_evicted_blocks, nullptr);
-    }
-  }
-
-  for (size_t i = 0; i < n; ++i) {
-    ServerSlice& s = out[i];
-    s.engine = engines_word(engines[i]);
-    s.metric_names.assign(names[i].begin(), names[i].end());
-    if (kv_workers[i] > 0) s.kv_usage = kv_sum[i] / kv_workers[i];
-    if (s.prefix_queries && *s.prefix_queries > 0) {
-      s.prefix_hit_rate = *s.prefix_hits / *s.prefix_queries;
-    }
-    if (drafts[i]) {
-      // vLLM's mean acceptance length: each draft round yields its accepted tokens plus the one
-      // token the target model samples itself.
-      if (*drafts[i] > 0) s.spec_acceptance_length = 1.0 + *accepted_with_drafts[i] / *drafts[i];
-    } else if (accept_workers[i] > 0) {
-      s.spec_acceptance_length = accept_sum[i] / accept_workers[i];
-    }
-  }
+  const SliceGrid grid{workers.t0, slice_s, static_cast<size_t>(span) + 1};
+  std::vector<ServerSlice> out = empty_server_slices(grid);
+  std::vector<SliceParts> parts(grid.n);
+  for (const Worker& w : workers.list) add_worker(w, grid, out, parts);
+  for (size_t i = 0; i < grid.n; ++i) finish_slice(parts[i], out[i]);
   return out;
 }
 

@@ -631,65 +631,16 @@ class Parser {
     std::string ended;
     if (tag == "for") {
       advance();
-      n->kind = Node::Kind::kFor;
-      parse_targets(n->targets, n->unpack, "in");
-      if (!skip_name("in")) fail("expected 'in' in a for loop, got '" + describe(cur()) + "'");
-      n->expr = parse_tuple(false, {"recursive"}, false);
-      if (skip_name("if")) n->cond = parse_expression(true);
-      if (is_name("recursive")) fail("recursive for loops are not supported");
-      ++loop_depth_;
-      n->body = statements({"endfor", "else"}, ended);
-      if (ended == "else") n->else_body = statements({"endfor"}, ended);
-      --loop_depth_;
+      parse_for(*n);
     } else if (tag == "if") {
       advance();
-      n->kind = Node::Kind::kIf;
-      ExprPtr cond = parse_tuple(false, {}, false);
-      while (true) {
-        Body body = statements({"elif", "else", "endif"}, ended);
-        n->branches.emplace_back(std::move(cond), std::move(body));
-        if (ended == "elif") {
-          cond = parse_tuple(false, {}, false);
-          continue;
-        }
-        if (ended == "else") n->branches.emplace_back(nullptr, statements({"endif"}, ended));
-        break;
-      }
+      parse_if(*n);
     } else if (tag == "set") {
       advance();
-      n->kind = Node::Kind::kSet;
-      if (cur().type == Tok::kName && look().type == Tok::kOp && look().text == ".") {
-        n->targets.push_back(expect_name());
-        advance();
-        n->attr = expect_name();
-      } else {
-        parse_targets(n->targets, n->unpack, "=");
-      }
-      if (skip_op("=")) {
-        n->expr = parse_tuple(true, {}, false);
-      } else {
-        if (!n->attr.empty() || n->unpack) fail("a block set needs one plain name");
-        if (is_op("|")) fail("filters on a block set ({% set x | f %}) are not supported");
-        n->kind = Node::Kind::kSetBlock;
-        n->body = statements({"endset"}, ended);
-      }
+      parse_set(*n);
     } else if (tag == "macro") {
       advance();
-      n->kind = Node::Kind::kMacro;
-      n->name = expect_name();
-      expect_op("(");
-      while (!skip_op(")")) {
-        if (!n->params.empty()) expect_op(",");
-        if (skip_op(")")) break;
-        std::string param = expect_name();
-        ExprPtr def;
-        if (skip_op("=")) def = parse_expression(true);
-        n->params.emplace_back(std::move(param), std::move(def));
-      }
-      const int saved = loop_depth_;
-      loop_depth_ = 0;  // break/continue cannot leave a macro
-      n->body = statements({"endmacro"}, ended);
-      loop_depth_ = saved;
+      parse_macro(*n);
     } else if (tag == "break" || tag == "continue") {
       advance();
       if (loop_depth_ == 0) fail("'" + tag + "' outside of a loop");
@@ -700,14 +651,7 @@ class Parser {
       n->expr = parse_tuple(true, {}, false);
     } else if (tag == "with") {
       advance();
-      n->kind = Node::Kind::kWith;
-      while (cur().type != Tok::kBlockEnd) {
-        if (!n->targets.empty()) expect_op(",");
-        n->targets.push_back(expect_name());
-        expect_op("=");
-        n->values.push_back(parse_expression(true));
-      }
-      n->body = statements({"endwith"}, ended);
+      parse_with(*n);
     } else if (tag == "filter") {
       advance();
       n->kind = Node::Kind::kFilterBlock;
@@ -724,6 +668,92 @@ class Parser {
       fail("Encountered unknown tag '" + tag + "'");
     }
     return n;
+  }
+
+  // The rest of {% for targets in expr [if cond] %}...{% else %}...{% endfor %}.
+  void parse_for(Node& n) {
+    std::string ended;
+    n.kind = Node::Kind::kFor;
+    parse_targets(n.targets, n.unpack, "in");
+    if (!skip_name("in")) fail("expected 'in' in a for loop, got '" + describe(cur()) + "'");
+    n.expr = parse_tuple(false, {"recursive"}, false);
+    if (skip_name("if")) n.cond = parse_expression(true);
+    if (is_name("recursive")) fail("recursive for loops are not supported");
+    ++loop_depth_;
+    n.body = statements({"endfor", "else"}, ended);
+    if (ended == "else") n.else_body = statements({"endfor"}, ended);
+    --loop_depth_;
+  }
+
+  // The rest of {% if %}...{% elif %}...{% else %}...{% endif %}.
+  void parse_if(Node& n) {
+    std::string ended;
+    n.kind = Node::Kind::kIf;
+    ExprPtr cond = parse_tuple(false, {}, false);
+    while (true) {
+      Body body = statements({"elif", "else", "endif"}, ended);
+      n.branches.emplace_back(std::move(cond), std::move(body));
+      if (ended == "elif") {
+        cond = parse_tuple(false, {}, false);
+        continue;
+      }
+      if (ended == "else") n.branches.emplace_back(nullptr, statements({"endif"}, ended));
+      break;
+    }
+  }
+
+  // The rest of {% set targets = expr %}, {% set ns.attr = expr %} or a block set.
+  void parse_set(Node& n) {
+    std::string ended;
+    n.kind = Node::Kind::kSet;
+    if (cur().type == Tok::kName && look().type == Tok::kOp && look().text == ".") {
+      n.targets.push_back(expect_name());
+      advance();
+      n.attr = expect_name();
+    } else {
+      parse_targets(n.targets, n.unpack, "=");
+    }
+    if (skip_op("=")) {
+      n.expr = parse_tuple(true, {}, false);
+    } else {
+      if (!n.attr.empty() || n.unpack) fail("a block set needs one plain name");
+      if (is_op("|")) fail("filters on a block set ({% set x | f %}) are not supported");
+      n.kind = Node::Kind::kSetBlock;
+      n.body = statements({"endset"}, ended);
+    }
+  }
+
+  // The rest of {% macro name(params) %}...{% endmacro %}.
+  void parse_macro(Node& n) {
+    std::string ended;
+    n.kind = Node::Kind::kMacro;
+    n.name = expect_name();
+    expect_op("(");
+    while (!skip_op(")")) {
+      if (!n.params.empty()) expect_op(",");
+      if (skip_op(")")) break;
+      std::string param = expect_name();
+      ExprPtr def;
+      if (skip_op("=")) def = parse_expression(true);
+      n.params.emplace_back(std::move(param), std::move(def));
+    }
+    const int saved = loop_depth_;
+    loop_depth_ = 0;  // break/continue cannot leave a macro
+    n.body = statements({"endmacro"}, ended);
+    loop_depth_ = saved;
+  }
+
+  // The rest of {% with a = x, b = y %}...{% endwith %}.
+  void parse_with(Node& n) {
+    std::string ended;
+    n.kind = Node::Kind::kWith;
+    while (cur().type != Tok::kBlockEnd) {
+      if (!n.targets.empty()) expect_op(",");
+      n.targets.push_back(expect_name());
+      expect_op("=");
+      n.values.push_back(parse_expression(true));
+    }
+    n.body = statements({"endwith"}, ended);
   }
 
   // Assignment targets: `x`, `a, b` or `(a, b)` up to `end` (a name like "in" or an operator).

@@ -13,47 +13,12 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
-#include <set>
+#include <map>
 
 #include "tokenizer/jinja.h"
 #include "tokenizer/unicode.h"
 
 namespace ib::tokenizer::jinja {
-
-namespace {
-
-const std::set<std::string_view, std::less<>>& filter_names() {
-  static const std::set<std::string_view, std::less<>> names = {
-      "abs",    "attr",   "capitalize", "count",      "d",         "default", "dictsort",
-      "e",      "escape", "first",      "float",      "format",    "indent",  "int",
-      "items",  "join",   "last",       "length",     "list",      "lower",   "map",
-      "max",    "min",    "reject",     "rejectattr", "replace",   "reverse", "round",
-      "safe",   "select", "selectattr", "sort",       "string",    "sum",     "title",
-      "tojson", "trim",   "unique",     "upper",      "wordcount",
-  };
-  return names;
-}
-
-const std::set<std::string_view, std::less<>>& test_names() {
-  static const std::set<std::string_view, std::less<>> names = {
-      "boolean", "callable", "defined",  "divisibleby", "eq",       "equalto",     "escaped",
-      "even",    "false",    "filter",   "float",       "ge",       "greaterthan", "gt",
-      "in",      "integer",  "iterable", "le",          "lessthan", "lower",       "lt",
-      "mapping", "ne",       "none",     "number",      "odd",      "sameas",      "sequence",
-      "string",  "test",     "true",     "undefined",   "upper",    "==",          "!=",
-      ">",       ">=",       "<",        "<=",
-  };
-  return names;
-}
-
-}  // namespace
-
-bool known_filter(std::string_view name) {
-  return filter_names().count(name) != 0;
-}
-bool known_test(std::string_view name) {
-  return test_names().count(name) != 0;
-}
 
 namespace {
 
@@ -752,21 +717,89 @@ bool cased_as(const std::string& s, bool lower) {
   return any;
 }
 
-Value call_string_method(const std::string& s, const std::string& name, const Args& a) {
-  if (name == "startswith" || name == "endswith") {
-    a.check(name, {"prefix"});
-    const Value* p = a.get(0, "prefix");
-    if (p == nullptr) type_error(name + "() takes at least 1 argument (0 given)");
-    List options = p->kind == Value::Kind::kTuple ? *p->list : List{*p};
-    for (const Value& o : options) {
-      const std::string x = require_string(o, name + " first arg");
-      const bool hit = name == "startswith" ? s.compare(0, x.size(), x) == 0 && s.size() >= x.size()
-                                            : s.size() >= x.size() &&
-                                                  s.compare(s.size() - x.size(), x.size(), x) == 0;
-      if (hit) return Value::boolean(true);
-    }
-    return Value::boolean(false);
+// str.startswith / str.endswith (a prefix or a tuple of them).
+Value str_starts_or_ends_with(const std::string& s, const std::string& name, const Args& a) {
+  a.check(name, {"prefix"});
+  const Value* p = a.get(0, "prefix");
+  if (p == nullptr) type_error(name + "() takes at least 1 argument (0 given)");
+  List options = p->kind == Value::Kind::kTuple ? *p->list : List{*p};
+  for (const Value& o : options) {
+    const std::string x = require_string(o, name + " first arg");
+    const bool hit = name == "startswith"
+                         ? s.compare(0, x.size(), x) == 0 && s.size() >= x.size()
+                         : s.size() >= x.size() && s.compare(s.size() - x.size(), x.size(), x) == 0;
+    if (hit) return Value::boolean(true);
   }
+  return Value::boolean(false);
+}
+
+// str.replace(old, new, count).
+Value str_replace(const std::string& s, const std::string& name, const Args& a) {
+  a.check(name, {"old", "new", "count"});
+  const Value* from = a.get(0, "old");
+  const Value* to = a.get(1, "new");
+  if (from == nullptr || to == nullptr) type_error("replace() takes at least 2 arguments");
+  const int64_t count = require_int(a.get_or(2, "count", Value::integer(-1)), "count");
+  return Value::string(replace_all(s, require_string(*from, "replace() argument 1"),
+                                   require_string(*to, "replace() argument 2"), count));
+}
+
+// str.find / rfind / index / rindex / count.
+Value str_find(const std::string& s, const std::string& name, const Args& a) {
+  a.check(name, {"sub"});
+  const Value* sub_arg = a.get(0, "sub");
+  if (sub_arg == nullptr) type_error(name + "() takes at least 1 argument (0 given)");
+  const std::string sub = require_string(*sub_arg, name + "() argument");
+  if (name == "count") {
+    if (sub.empty()) return Value::integer(utf8_length(s) + 1);
+    int64_t n = 0;
+    for (size_t at = s.find(sub); at != std::string::npos; at = s.find(sub, at + sub.size())) ++n;
+    return Value::integer(n);
+  }
+  const size_t at = name[0] == 'r' ? s.rfind(sub) : s.find(sub);
+  if (at == std::string::npos) {
+    if (name == "index" || name == "rindex") throw RenderError("substring not found");
+    return Value::integer(-1);
+  }
+  return Value::integer(char_offset(s, at));
+}
+
+// str.join(iterable): `s` between the items, which must be strings.
+Value str_join(const std::string& s, const std::string& name, const Args& a) {
+  a.check(name, {"iterable"});
+  const Value* items = a.get(0, "iterable");
+  if (items == nullptr) type_error("join() takes exactly one argument (0 given)");
+  std::string out;
+  size_t k = 0;
+  for (const Value& item : iterate(*items)) {
+    if (!item.is_string()) {
+      type_error("sequence item " + std::to_string(k) + ": expected str instance, " +
+                 type_name(item) + " found");
+    }
+    if (k++) out += s;
+    out += item.s;
+    if (out.size() > kMaxOutputBytes) throw RenderError("string longer than 64 MiB");
+  }
+  return Value::string(std::move(out));
+}
+
+// str.removeprefix / str.removesuffix.
+Value str_remove_affix(const std::string& s, const std::string& name, const Args& a) {
+  a.check(name, {"fix"});
+  const Value* fix = a.get(0, "fix");
+  if (fix == nullptr) type_error(name + "() takes exactly one argument (0 given)");
+  const std::string x = require_string(*fix, name + "() argument");
+  if (name == "removeprefix" && s.compare(0, x.size(), x) == 0)
+    return Value::string(s.substr(x.size()));
+  if (name == "removesuffix" && !x.empty() && s.size() >= x.size() &&
+      s.compare(s.size() - x.size(), x.size(), x) == 0) {
+    return Value::string(s.substr(0, s.size() - x.size()));
+  }
+  return Value::string(s);
+}
+
+Value call_string_method(const std::string& s, const std::string& name, const Args& a) {
+  if (name == "startswith" || name == "endswith") return str_starts_or_ends_with(s, name, a);
   if (name == "split" || name == "rsplit") {
     a.check(name, {"sep", "maxsplit"});
     const int64_t maxsplit = require_int(a.get_or(1, "maxsplit", Value::integer(-1)), "maxsplit");
@@ -781,50 +814,11 @@ Value call_string_method(const std::string& s, const std::string& name, const Ar
   if (name == "upper") return Value::string(to_upper(s));
   if (name == "title") return Value::string(py_title(s));
   if (name == "capitalize") return Value::string(py_capitalize(s));
-  if (name == "replace") {
-    a.check(name, {"old", "new", "count"});
-    const Value* from = a.get(0, "old");
-    const Value* to = a.get(1, "new");
-    if (from == nullptr || to == nullptr) type_error("replace() takes at least 2 arguments");
-    const int64_t count = require_int(a.get_or(2, "count", Value::integer(-1)), "count");
-    return Value::string(replace_all(s, require_string(*from, "replace() argument 1"),
-                                     require_string(*to, "replace() argument 2"), count));
-  }
+  if (name == "replace") return str_replace(s, name, a);
   if (name == "find" || name == "rfind" || name == "index" || name == "rindex" || name == "count") {
-    a.check(name, {"sub"});
-    const Value* sub_arg = a.get(0, "sub");
-    if (sub_arg == nullptr) type_error(name + "() takes at least 1 argument (0 given)");
-    const std::string sub = require_string(*sub_arg, name + "() argument");
-    if (name == "count") {
-      if (sub.empty()) return Value::integer(utf8_length(s) + 1);
-      int64_t n = 0;
-      for (size_t at = s.find(sub); at != std::string::npos; at = s.find(sub, at + sub.size())) ++n;
-      return Value::integer(n);
-    }
-    const size_t at = name[0] == 'r' ? s.rfind(sub) : s.find(sub);
-    if (at == std::string::npos) {
-      if (name == "index" || name == "rindex") throw RenderError("substring not found");
-      return Value::integer(-1);
-    }
-    return Value::integer(char_offset(s, at));
+    return str_find(s, name, a);
   }
-  if (name == "join") {
-    a.check(name, {"iterable"});
-    const Value* items = a.get(0, "iterable");
-    if (items == nullptr) type_error("join() takes exactly one argument (0 given)");
-    std::string out;
-    size_t k = 0;
-    for (const Value& item : iterate(*items)) {
-      if (!item.is_string()) {
-        type_error("sequence item " + std::to_string(k) + ": expected str instance, " +
-                   type_name(item) + " found");
-      }
-      if (k++) out += s;
-      out += item.s;
-      if (out.size() > kMaxOutputBytes) throw RenderError("string longer than 64 MiB");
-    }
-    return Value::string(std::move(out));
-  }
+  if (name == "join") return str_join(s, name, a);
   if (name == "format") return Value::string(checked(str_format(s, a)));
   if (name == "isdigit")
     return Value::boolean(all_chars(s, [](char32_t c) { return bool(u_isdigit(UChar32(c))); }));
@@ -839,19 +833,7 @@ Value call_string_method(const std::string& s, const std::string& name, const Ar
     for (std::string& line : split_lines(s)) out.push_back(Value::string(std::move(line)));
     return Value::make_list(std::move(out));
   }
-  if (name == "removeprefix" || name == "removesuffix") {
-    a.check(name, {"fix"});
-    const Value* fix = a.get(0, "fix");
-    if (fix == nullptr) type_error(name + "() takes exactly one argument (0 given)");
-    const std::string x = require_string(*fix, name + "() argument");
-    if (name == "removeprefix" && s.compare(0, x.size(), x) == 0)
-      return Value::string(s.substr(x.size()));
-    if (name == "removesuffix" && !x.empty() && s.size() >= x.size() &&
-        s.compare(s.size() - x.size(), x.size(), x) == 0) {
-      return Value::string(s.substr(0, s.size() - x.size()));
-    }
-    return Value::string(s);
-  }
+  if (name == "removeprefix" || name == "removesuffix") return str_remove_affix(s, name, a);
   type_error("str has no method '" + name + "'");
 }
 
@@ -1048,7 +1030,602 @@ Value fold_case(const Value& v, bool case_sensitive) {
   return v;
 }
 
+// ---- filters ----
+//
+// Each builtin filter is a function of its subject and arguments; kFilters maps every name
+// (aliases included) to one, and apply_filter looks the name up once. `name` is the name the
+// template wrote, for the filters whose messages or behaviour depend on it.
+
+using FilterFn = Value (*)(const std::string& name, const Value& v, const Args& a);
+
+Value apply_filter(const std::string& name, const Value& v, const Args& a);
+bool apply_test(const std::string& name, const Value& v, const Args& a);
+
+// make_attrgetter: a dotted path of items ("a.b", "items.0").
+Value attribute_path(const Value& item, const std::string& path) {
+  Value v = item;
+  size_t start = 0;
+  while (true) {
+    const size_t dot = path.find('.', start);
+    const std::string part =
+        path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    Value key = Value::string(part);
+    if (!part.empty() &&
+        std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      if (auto i = parse_int(part, 10)) key = Value::integer(*i);
+    }
+    v = get_item(v, key);
+    if (dot == std::string::npos) return v;
+    start = dot + 1;
+  }
+}
+
+// `item` itself, or its `attr` path when the filter was given an attribute (`attr` not None).
+Value item_or_attribute(const Value& item, const Value& attr) {
+  return attr.is_none() ? item : attribute_path(item, to_str(attr));
+}
+
+// length, count
+Value filter_length(const std::string&, const Value& v, const Args&) {
+  return Value::integer(length_of(v));
+}
+
+// string, safe
+Value filter_string(const std::string&, const Value& v, const Args&) {
+  return Value::string(to_str(v));
+}
+
+// e, escape
+Value filter_escape(const std::string&, const Value& v, const Args&) {
+  return Value::string(html_escape(to_str(v)));
+}
+
+Value filter_lower(const std::string&, const Value& v, const Args&) {
+  return Value::string(to_lower(to_str(v)));
+}
+
+Value filter_upper(const std::string&, const Value& v, const Args&) {
+  return Value::string(to_upper(to_str(v)));
+}
+
+Value filter_capitalize(const std::string&, const Value& v, const Args&) {
+  return Value::string(py_capitalize(to_str(v)));
+}
+
+Value filter_title(const std::string&, const Value& v, const Args&) {
+  return Value::string(jinja_title(to_str(v)));
+}
+
+Value filter_trim(const std::string&, const Value& v, const Args& a) {
+  a.check("trim", {"chars"});
+  return Value::string(strip(to_str(v), optional_chars(a, 0, "chars"), true, true));
+}
+
+Value filter_tojson(const std::string&, const Value& v, const Args& a) {
+  // transformers' tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False)
+  a.check("tojson", {"ensure_ascii", "indent", "separators", "sort_keys"});
+  JsonOptions o;
+  o.ensure_ascii = truthy(a.get_or(0, "ensure_ascii", Value::boolean(false)));
+  const Value indent = a.get_or(1, "indent", Value::none());
+  if (indent.is_string()) {
+    o.indent = indent.s;
+  } else if (indent.is_int_like()) {
+    o.indent = std::string(size_t(std::clamp<int64_t>(indent.int_value(), 0, 1000)), ' ');
+  } else if (!indent.is_none()) {
+    type_error("tojson: indent must be an int or a str");
+  }
+  if (o.indent) o.item_separator = ",";
+  const Value seps = a.get_or(2, "separators", Value::none());
+  if (!seps.is_none()) {
+    if (!seps.is_sequence() || seps.list->size() != 2 || !(*seps.list)[0].is_string() ||
+        !(*seps.list)[1].is_string()) {
+      type_error("tojson: separators must be a pair of strings");
+    }
+    o.item_separator = (*seps.list)[0].s;
+    o.key_separator = (*seps.list)[1].s;
+  }
+  o.sort_keys = truthy(a.get_or(3, "sort_keys", Value::boolean(false)));
+  return Value::string(checked(to_json(v, o)));
+}
+
+Value filter_int(const std::string&, const Value& v, const Args& a) {
+  a.check("int", {"default", "base"});
+  const int64_t base = require_int(a.get_or(1, "base", Value::integer(10)), "int base");
+  if (base != 0 && (base < 2 || base > 36))
+    throw RenderError("int() base must be >= 2 and <= 36, or 0");
+  if (auto i = to_int(v, int(base))) return *i;
+  return a.get_or(0, "default", Value::integer(0));
+}
+
+Value filter_float(const std::string&, const Value& v, const Args& a) {
+  a.check("float", {"default"});
+  if (v.is_number()) return Value::floating(v.number_value());
+  if (v.is_string()) {
+    if (auto d = parse_float(v.s)) return Value::floating(*d);
+  }
+  return a.get_or(0, "default", Value::floating(0.0));
+}
+
+Value filter_abs(const std::string&, const Value& v, const Args&) {
+  fail_if_undefined(v);
+  if (v.kind == Value::Kind::kFloat) return Value::floating(std::fabs(v.f));
+  if (v.is_int_like()) {
+    if (v.int_value() == INT64_MIN) throw RenderError("integer overflow");
+    return Value::integer(std::abs(v.int_value()));
+  }
+  type_error("bad operand type for abs(): '" + type_name(v) + "'");
+}
+
+Value filter_round(const std::string&, const Value& v, const Args& a) {
+  a.check("round", {"precision", "method"});
+  const int64_t precision =
+      require_int(a.get_or(0, "precision", Value::integer(0)), "round precision");
+  const std::string how = to_str(a.get_or(1, "method", Value::string("common")));
+  fail_if_undefined(v);
+  if (!v.is_number()) type_error("type " + type_name(v) + " doesn't define __round__ method");
+  if (how == "common") {
+    if (v.is_int_like()) return Value::integer(v.int_value());
+    return Value::floating(round_half_even(v.f, precision));
+  }
+  if (how != "floor" && how != "ceil") throw RenderError("method must be common, ceil or floor");
+  const double scale = std::pow(10.0, double(precision));
+  const double x = v.number_value() * scale;
+  return Value::floating((how == "floor" ? std::floor(x) : std::ceil(x)) / scale);
+}
+
+// d, default
+Value filter_default(const std::string& name, const Value& v, const Args& a) {
+  a.check(name, {"default_value", "boolean"});
+  const bool boolean = truthy(a.get_or(1, "boolean", Value::boolean(false)));
+  if (v.is_undefined() || (boolean && !truthy(v)))
+    return a.get_or(0, "default_value", Value::string(""));
+  return v;
+}
+
+// first, last
+Value filter_first_or_last(const std::string& name, const Value& v, const Args&) {
+  const List items = iterate(v);
+  if (items.empty()) return Value::undefined("No " + name + " item, sequence was empty.");
+  return name == "first" ? items.front() : items.back();
+}
+
+Value filter_list(const std::string&, const Value& v, const Args&) {
+  return Value::make_list(iterate(v));
+}
+
+Value filter_items(const std::string&, const Value& v, const Args&) {
+  if (v.is_undefined()) return Value::make_list({});
+  if (v.kind != Value::Kind::kDict) type_error("Can only get item pairs from a mapping.");
+  List out;
+  for (const auto& [k, x] : v.dict->items) out.push_back(Value::make_tuple({k, x}));
+  return Value::make_list(std::move(out));
+}
+
+Value filter_dictsort(const std::string&, const Value& v, const Args& a) {
+  a.check("dictsort", {"case_sensitive", "by", "reverse"});
+  if (v.kind != Value::Kind::kDict) type_error("dictsort: a mapping is required");
+  const bool cs = truthy(a.get_or(0, "case_sensitive", Value::boolean(false)));
+  const std::string by = to_str(a.get_or(1, "by", Value::string("key")));
+  const bool reverse = truthy(a.get_or(2, "reverse", Value::boolean(false)));
+  if (by != "key" && by != "value")
+    throw RenderError("You can only sort by either \"key\" or \"value\"");
+  std::vector<std::pair<Value, Value>> items = v.dict->items;
+  const bool by_key = by == "key";
+  std::stable_sort(items.begin(), items.end(), [&](const auto& x, const auto& y) {
+    const Value& p = by_key ? x.first : x.second;
+    const Value& q = by_key ? y.first : y.second;
+    return reverse ? compare(fold_case(q, cs), fold_case(p, cs), "<")
+                   : compare(fold_case(p, cs), fold_case(q, cs), "<");
+  });
+  List out;
+  for (auto& [k, x] : items) out.push_back(Value::make_tuple({k, x}));
+  return Value::make_list(std::move(out));
+}
+
+Value filter_join(const std::string&, const Value& v, const Args& a) {
+  a.check("join", {"d", "attribute"});
+  const std::string sep = to_str(a.get_or(0, "d", Value::string("")));
+  const Value attr = a.get_or(1, "attribute", Value::none());
+  std::string out;
+  size_t k = 0;
+  for (const Value& item : iterate(v)) {
+    if (k++) out += sep;
+    out += to_str(item_or_attribute(item, attr));
+    if (out.size() > kMaxOutputBytes) throw RenderError("string longer than 64 MiB");
+  }
+  return Value::string(std::move(out));
+}
+
+Value filter_replace(const std::string&, const Value& v, const Args& a) {
+  a.check("replace", {"old", "new", "count"});
+  const Value* from = a.get(0, "old");
+  const Value* to = a.get(1, "new");
+  if (from == nullptr || to == nullptr) type_error("replace() takes at least 2 arguments");
+  const Value count = a.get_or(2, "count", Value::none());
+  return Value::string(replace_all(to_str(v), to_str(*from), to_str(*to),
+                                   count.is_none() ? -1 : require_int(count, "count")));
+}
+
+Value filter_reverse(const std::string&, const Value& v, const Args&) {
+  if (v.is_string()) {
+    std::u32string text = decode_utf8(v.s);
+    std::reverse(text.begin(), text.end());
+    return Value::string(encode_utf8(text));
+  }
+  List items = iterate(v);
+  std::reverse(items.begin(), items.end());
+  return Value::make_list(std::move(items));
+}
+
+Value filter_sort(const std::string&, const Value& v, const Args& a) {
+  a.check("sort", {"reverse", "case_sensitive", "attribute"});
+  const bool reverse = truthy(a.get_or(0, "reverse", Value::boolean(false)));
+  const bool cs = truthy(a.get_or(1, "case_sensitive", Value::boolean(false)));
+  const Value attr = a.get_or(2, "attribute", Value::none());
+  List items = iterate(v);
+  auto key = [&](const Value& x) { return fold_case(item_or_attribute(x, attr), cs); };
+  std::stable_sort(items.begin(), items.end(), [&](const Value& x, const Value& y) {
+    return reverse ? compare(key(y), key(x), "<") : compare(key(x), key(y), "<");
+  });
+  return Value::make_list(std::move(items));
+}
+
+Value filter_unique(const std::string&, const Value& v, const Args& a) {
+  a.check("unique", {"case_sensitive", "attribute"});
+  const bool cs = truthy(a.get_or(0, "case_sensitive", Value::boolean(false)));
+  const Value attr = a.get_or(1, "attribute", Value::none());
+  List out, seen;
+  for (const Value& item : iterate(v)) {
+    Value k = fold_case(item_or_attribute(item, attr), cs);
+    if (std::none_of(seen.begin(), seen.end(), [&](const Value& s) { return equal(s, k); })) {
+      seen.push_back(std::move(k));
+      out.push_back(item);
+    }
+  }
+  return Value::make_list(std::move(out));
+}
+
+// min, max
+Value filter_min_or_max(const std::string& name, const Value& v, const Args& a) {
+  a.check(name, {"case_sensitive", "attribute"});
+  const bool cs = truthy(a.get_or(0, "case_sensitive", Value::boolean(false)));
+  const Value attr = a.get_or(1, "attribute", Value::none());
+  const List items = iterate(v);
+  if (items.empty()) return Value::undefined("No aggregated item, sequence was empty.");
+  auto key = [&](const Value& x) { return fold_case(item_or_attribute(x, attr), cs); };
+  size_t best = 0;
+  for (size_t k = 1; k < items.size(); ++k) {
+    const bool better = name == "min" ? compare(key(items[k]), key(items[best]), "<")
+                                      : compare(key(items[k]), key(items[best]), ">");
+    if (better) best = k;
+  }
+  return items[best];
+}
+
+Value filter_sum(const std::string&, const Value& v, const Args& a) {
+  a.check("sum", {"attribute", "start"});
+  const Value attr = a.get_or(0, "attribute", Value::none());
+  Value total = a.get_or(1, "start", Value::integer(0));
+  for (const Value& item : iterate(v))
+    total = arithmetic("+", total, item_or_attribute(item, attr));
+  return total;
+}
+
+Value filter_attr(const std::string&, const Value& v, const Args& a) {
+  a.check("attr", {"name"});
+  return get_attr(v, to_str(a.get_or(0, "name", Value::string(""))));
+}
+
+Value filter_map(const std::string&, const Value& v, const Args& a) {
+  List out;
+  if (!truthy(v)) return Value::make_list({});  // do_map: `if value:` before iterating
+  const Value* attr = nullptr;
+  for (const auto& [k, x] : a.kw) {
+    if (k == "attribute") attr = &x;
+  }
+  if (attr != nullptr) {
+    const Value* def = nullptr;
+    for (const auto& [k, x] : a.kw) {
+      if (k == "default")
+        def = &x;
+      else if (k != "attribute")
+        type_error("map: unexpected keyword argument '" + k + "'");
+    }
+    for (const Value& item : iterate(v)) {
+      Value x = attribute_path(item, to_str(*attr));
+      out.push_back(x.is_undefined() && def ? *def : x);
+    }
+    return Value::make_list(std::move(out));
+  }
+  if (a.pos.empty()) return Value::make_list(iterate(v));
+  const std::string fname = to_str(a.pos[0]);
+  if (!known_filter(fname)) throw RenderError("No filter named '" + fname + "'.");
+  Args rest;
+  rest.pos.assign(a.pos.begin() + 1, a.pos.end());
+  rest.kw = a.kw;
+  for (const Value& item : iterate(v)) out.push_back(apply_filter(fname, item, rest));
+  return Value::make_list(std::move(out));
+}
+
+// select, reject, selectattr, rejectattr
+Value filter_select(const std::string& name, const Value& v, const Args& a) {
+  const bool by_attr = name == "selectattr" || name == "rejectattr";
+  const bool keep = name == "select" || name == "selectattr";
+  size_t next = 0;
+  std::string attr;
+  if (by_attr) {
+    if (a.pos.empty()) type_error(name + ": missing the attribute");
+    attr = to_str(a.pos[next++]);
+  }
+  std::string test_name;
+  if (next < a.pos.size()) test_name = to_str(a.pos[next++]);
+  if (!test_name.empty() && !known_test(test_name))
+    throw RenderError("No test named '" + test_name + "'.");
+  Args rest;
+  rest.pos.assign(a.pos.begin() + std::ptrdiff_t(std::min(next, a.pos.size())), a.pos.end());
+  rest.kw = a.kw;
+  List out;
+  if (!truthy(v)) return Value::make_list({});  // select_or_reject: `if value:` first
+  for (const Value& item : iterate(v)) {
+    const Value x = by_attr ? attribute_path(item, attr) : item;
+    const bool pass = test_name.empty() ? truthy(x) : apply_test(test_name, x, rest);
+    if (pass == keep) out.push_back(item);
+  }
+  return Value::make_list(std::move(out));
+}
+
+Value filter_indent(const std::string&, const Value& v, const Args& a) {
+  a.check("indent", {"width", "first", "blank"});
+  const Value width = a.get_or(0, "width", Value::integer(4));
+  const std::string pad =
+      width.is_string()
+          ? width.s
+          : std::string(size_t(std::clamp<int64_t>(require_int(width, "indent width"), 0, 1000)),
+                        ' ');
+  const bool first = truthy(a.get_or(1, "first", Value::boolean(false)));
+  const bool blank = truthy(a.get_or(2, "blank", Value::boolean(false)));
+  // do_indent appends "\n" to its argument as it is: only strings work.
+  fail_if_undefined(v);
+  if (!v.is_string()) {
+    type_error("unsupported operand type(s) for +=: '" + type_name(v) + "' and 'str'");
+  }
+  const std::vector<std::string> lines = split_lines(v.s + "\n");
+  std::string out;
+  for (size_t k = 0; k < lines.size(); ++k) {
+    if (k) out += '\n';
+    if (k > 0 && (blank || !lines[k].empty())) out += pad;
+    out += lines[k];
+    if (out.size() > kMaxOutputBytes) throw RenderError("string longer than 64 MiB");
+  }
+  return Value::string(first ? pad + out : out);
+}
+
+Value filter_wordcount(const std::string&, const Value& v, const Args&) {
+  int64_t n = 0;
+  bool in_word = false;
+  for (char32_t c : decode_utf8(to_str(v))) {
+    const bool w = c == '_' || is_alnum(c);
+    if (w && !in_word) ++n;
+    in_word = w;
+  }
+  return Value::integer(n);
+}
+
+Value filter_format(const std::string&, const Value& v, const Args& a) {
+  if (!a.kw.empty()) type_error("format: keyword arguments are not supported");
+  return Value::string(checked(percent_format(to_str(v), Value::make_tuple(a.pos))));
+}
+
+struct FilterEntry {
+  std::string_view name;
+  FilterFn fn;
+};
+
+// The builtin filters (the parser refuses any other name).
+constexpr FilterEntry kFilters[] = {
+    {"abs", filter_abs},
+    {"attr", filter_attr},
+    {"capitalize", filter_capitalize},
+    {"count", filter_length},
+    {"d", filter_default},
+    {"default", filter_default},
+    {"dictsort", filter_dictsort},
+    {"e", filter_escape},
+    {"escape", filter_escape},
+    {"first", filter_first_or_last},
+    {"float", filter_float},
+    {"format", filter_format},
+    {"indent", filter_indent},
+    {"int", filter_int},
+    {"items", filter_items},
+    {"join", filter_join},
+    {"last", filter_first_or_last},
+    {"length", filter_length},
+    {"list", filter_list},
+    {"lower", filter_lower},
+    {"map", filter_map},
+    {"max", filter_min_or_max},
+    {"min", filter_min_or_max},
+    {"reject", filter_select},
+    {"rejectattr", filter_select},
+    {"replace", filter_replace},
+    {"reverse", filter_reverse},
+    {"round", filter_round},
+    {"safe", filter_string},
+    {"select", filter_select},
+    {"selectattr", filter_select},
+    {"sort", filter_sort},
+    {"string", filter_string},
+    {"sum", filter_sum},
+    {"title", filter_title},
+    {"tojson", filter_tojson},
+    {"trim", filter_trim},
+    {"unique", filter_unique},
+    {"upper", filter_upper},
+    {"wordcount", filter_wordcount},
+};
+
+// The filter named `name`, or null.
+FilterFn find_filter(std::string_view name) {
+  static const std::map<std::string_view, FilterFn, std::less<>> by_name = [] {
+    std::map<std::string_view, FilterFn, std::less<>> m;
+    for (const FilterEntry& f : kFilters) m.emplace(f.name, f.fn);
+    return m;
+  }();
+  const auto it = by_name.find(name);
+  return it == by_name.end() ? nullptr : it->second;
+}
+
+Value apply_filter(const std::string& name, const Value& v, const Args& a) {
+  const FilterFn fn = find_filter(name);
+  if (fn == nullptr) throw RenderError("unknown filter '" + name + "'");
+  return fn(name, v, a);
+}
+
+// ---- tests ----
+//
+// As the filters: kTests maps every test name to a function, apply_test looks it up once.
+
+// What a test sees: its name as written, the subject and the arguments.
+struct TestCall {
+  const std::string& name;
+  const Value& v;
+  const Args& a;
+
+  // The argument of a test that takes one (`x is divisibleby 3`).
+  const Value& arg() const {
+    if (a.pos.empty()) type_error("test '" + name + "' takes one argument");
+    return a.pos[0];
+  }
+};
+
+using TestFn = bool (*)(const TestCall& t);
+
+// odd, even: value % 2 == 1 (or == 0); 0.5 is neither.
+bool test_odd_or_even(const TestCall& t) {
+  const Value r = arithmetic("%", t.v, Value::integer(2));
+  return equal(r, Value::integer(t.name == "odd" ? 1 : 0));
+}
+
+bool test_sameas(const TestCall& t) {
+  const Value& o = t.arg();
+  if (t.v.kind != o.kind) return false;
+  if (t.v.is_sequence()) return t.v.list == o.list;
+  if (t.v.kind == Value::Kind::kDict) return t.v.dict == o.dict;
+  return equal(t.v, o);
+}
+
+bool test_eq(const TestCall& t) {
+  return equal(t.v, t.arg());
+}
+bool test_ne(const TestCall& t) {
+  return !equal(t.v, t.arg());
+}
+bool test_lt(const TestCall& t) {
+  return compare(t.v, t.arg(), "<");
+}
+bool test_le(const TestCall& t) {
+  return compare(t.v, t.arg(), "<=");
+}
+bool test_gt(const TestCall& t) {
+  return compare(t.v, t.arg(), ">");
+}
+bool test_ge(const TestCall& t) {
+  return compare(t.v, t.arg(), ">=");
+}
+
+struct TestEntry {
+  std::string_view name;
+  TestFn fn;
+  // A test without a parameter refuses one (`x is callable y` parses `y` as an argument).
+  bool unary;
+};
+
+// The builtin tests (the parser refuses any other name).
+constexpr TestEntry kTests[] = {
+    {"defined", [](const TestCall& t) { return !t.v.is_undefined(); }, true},
+    {"undefined", [](const TestCall& t) { return t.v.is_undefined(); }, true},
+    {"none", [](const TestCall& t) { return t.v.is_none(); }, true},
+    {"boolean", [](const TestCall& t) { return t.v.kind == Value::Kind::kBool; }, true},
+    {"true", [](const TestCall& t) { return t.v.kind == Value::Kind::kBool && t.v.b; }, true},
+    {"false", [](const TestCall& t) { return t.v.kind == Value::Kind::kBool && !t.v.b; }, true},
+    {"integer", [](const TestCall& t) { return t.v.kind == Value::Kind::kInt; }, true},
+    {"float", [](const TestCall& t) { return t.v.kind == Value::Kind::kFloat; }, true},
+    {"number", [](const TestCall& t) { return t.v.is_number(); }, true},
+    {"string", [](const TestCall& t) { return t.v.is_string(); }, true},
+    {"mapping", [](const TestCall& t) { return t.v.kind == Value::Kind::kDict; }, true},
+    {"iterable",
+     [](const TestCall& t) {
+       return t.v.is_undefined() || t.v.is_string() || t.v.is_sequence() ||
+              t.v.kind == Value::Kind::kDict || t.v.kind == Value::Kind::kLoop;
+     },
+     true},
+    {"sequence",
+     [](const TestCall& t) {
+       return t.v.is_undefined() || t.v.is_string() || t.v.is_sequence() ||
+              t.v.kind == Value::Kind::kDict;
+     },
+     true},
+    {"callable", [](const TestCall& t) { return t.v.kind == Value::Kind::kCallable; }, true},
+    {"escaped", [](const TestCall&) { return false; }, true},
+    {"lower", [](const TestCall& t) { return t.v.is_string() && cased_as(t.v.s, true); }, true},
+    {"upper", [](const TestCall& t) { return t.v.is_string() && cased_as(t.v.s, false); }, true},
+    {"odd", test_odd_or_even, true},
+    {"even", test_odd_or_even, true},
+    {"filter", [](const TestCall& t) { return t.v.is_string() && known_filter(t.v.s); }, true},
+    {"test", [](const TestCall& t) { return t.v.is_string() && known_test(t.v.s); }, true},
+    {"divisibleby", [](const TestCall& t) { return !truthy(arithmetic("%", t.v, t.arg())); },
+     false},
+    {"sameas", test_sameas, false},
+    {"eq", test_eq, false},
+    {"equalto", test_eq, false},
+    {"==", test_eq, false},
+    {"ne", test_ne, false},
+    {"!=", test_ne, false},
+    {"lt", test_lt, false},
+    {"lessthan", test_lt, false},
+    {"<", test_lt, false},
+    {"le", test_le, false},
+    {"<=", test_le, false},
+    {"gt", test_gt, false},
+    {"greaterthan", test_gt, false},
+    {">", test_gt, false},
+    {"ge", test_ge, false},
+    {">=", test_ge, false},
+    {"in", [](const TestCall& t) { return contains(t.arg(), t.v); }, false},
+};
+
+// The test named `name`, or null.
+const TestEntry* find_test(std::string_view name) {
+  static const std::map<std::string_view, const TestEntry*, std::less<>> by_name = [] {
+    std::map<std::string_view, const TestEntry*, std::less<>> m;
+    for (const TestEntry& t : kTests) m.emplace(t.name, &t);
+    return m;
+  }();
+  const auto it = by_name.find(name);
+  return it == by_name.end() ? nullptr : it->second;
+}
+
+bool apply_test(const std::string& name, const Value& v, const Args& a) {
+  const TestEntry* test = find_test(name);
+  if (test == nullptr) throw RenderError("unknown test '" + name + "'");
+  if (test->unary && (!a.pos.empty() || !a.kw.empty())) {
+    const std::string given = std::to_string(1 + a.pos.size() + a.kw.size());
+    if (name == "callable")
+      type_error("callable() takes exactly one argument (" + given + " given)");
+    type_error("test_" + name + "() takes 1 positional argument but " + given + " were given");
+  }
+  return test->fn(TestCall{name, v, a});
+}
+
 }  // namespace
+
+bool known_filter(std::string_view name) {
+  return find_filter(name) != nullptr;
+}
+bool known_test(std::string_view name) {
+  return find_test(name) != nullptr;
+}
 
 namespace {
 
@@ -1249,22 +1826,8 @@ class Renderer {
         Value obj = eval(*e.args[0], scope);
         return get_item(obj, eval(*e.args[1], scope));
       }
-      case Expr::Kind::kSlice: {
-        Value obj = eval(*e.args[0], scope);
-        auto bound = [&](const ExprPtr& p) -> std::optional<int64_t> {
-          if (!p) return std::nullopt;
-          Value v = eval(*p, scope);
-          if (v.is_none()) return std::nullopt;
-          if (!v.is_int_like()) {
-            type_error("slice indices must be integers or None or have an __index__ method");
-          }
-          return v.int_value();
-        };
-        const auto start = bound(e.args[1]);
-        const auto stop = bound(e.args[2]);
-        const auto step = bound(e.args[3]);
-        return slice(obj, start, stop, step);
-      }
+      case Expr::Kind::kSlice:
+        return eval_slice(e, scope);
       case Expr::Kind::kCall: {
         Value callee = eval(*e.args[0], scope);
         Args a = eval_args(e, scope);
@@ -1275,21 +1838,11 @@ class Renderer {
       case Expr::Kind::kTest: {
         Value subject = eval(*e.args[0], scope);
         Args a = eval_args(e, scope);
-        return Value::boolean(test(e.name, subject, a));
+        return Value::boolean(apply_test(e.name, subject, a));
       }
       case Expr::Kind::kNeg:
-      case Expr::Kind::kPos: {
-        Value v = eval(*e.args[0], scope);
-        fail_if_undefined(v);
-        if (!v.is_number()) {
-          type_error(std::string("bad operand type for unary ") +
-                     (e.kind == Expr::Kind::kNeg ? "-" : "+") + ": '" + type_name(v) + "'");
-        }
-        if (e.kind == Expr::Kind::kPos) return v.is_int_like() ? Value::integer(v.int_value()) : v;
-        if (v.kind == Value::Kind::kFloat) return Value::floating(-v.f);
-        if (v.int_value() == INT64_MIN) throw RenderError("integer overflow");
-        return Value::integer(-v.int_value());
-      }
+      case Expr::Kind::kPos:
+        return eval_unary(e, scope);
       case Expr::Kind::kNot:
         return Value::boolean(!truthy(eval(*e.args[0], scope)));
       case Expr::Kind::kBinary: {
@@ -1306,28 +1859,8 @@ class Renderer {
         Value a = eval(*e.args[0], scope);
         return truthy(a) ? a : eval(*e.args[1], scope);
       }
-      case Expr::Kind::kCompare: {
-        Value left = eval(*e.args[0], scope);
-        for (size_t k = 0; k < e.ops.size(); ++k) {
-          Value right = eval(*e.args[k + 1], scope);
-          line_ = e.line;
-          const std::string& op = e.ops[k];
-          bool ok = false;
-          if (op == "==")
-            ok = equal(left, right);
-          else if (op == "!=")
-            ok = !equal(left, right);
-          else if (op == "in")
-            ok = contains(right, left);
-          else if (op == "notin")
-            ok = !contains(right, left);
-          else
-            ok = compare(left, right, op);
-          if (!ok) return Value::boolean(false);
-          left = std::move(right);
-        }
-        return Value::boolean(true);
-      }
+      case Expr::Kind::kCompare:
+        return eval_compare(e, scope);
       case Expr::Kind::kCond:
         if (truthy(eval(*e.args[1], scope))) return eval(*e.args[0], scope);
         if (e.args[2]) return eval(*e.args[2], scope);
@@ -1341,19 +1874,79 @@ class Renderer {
         return e.kind == Expr::Kind::kList ? Value::make_list(std::move(items))
                                            : Value::make_tuple(std::move(items));
       }
-      case Expr::Kind::kDict: {
-        Dict d;
-        for (size_t k = 0; k + 1 < e.args.size(); k += 2) {
-          Value key = eval(*e.args[k], scope);
-          if (key.is_sequence() && key.kind == Value::Kind::kList)
-            type_error("unhashable type: 'list'");
-          if (key.kind == Value::Kind::kDict) type_error("unhashable type: 'dict'");
-          d.set(std::move(key), eval(*e.args[k + 1], scope));
-        }
-        return Value::make_dict(std::move(d));
-      }
+      case Expr::Kind::kDict:
+        return eval_dict(e, scope);
     }
     return Value();
+  }
+
+  // obj[start:stop:step]
+  Value eval_slice(const Expr& e, Scope& scope) {
+    Value obj = eval(*e.args[0], scope);
+    auto bound = [&](const ExprPtr& p) -> std::optional<int64_t> {
+      if (!p) return std::nullopt;
+      Value v = eval(*p, scope);
+      if (v.is_none()) return std::nullopt;
+      if (!v.is_int_like()) {
+        type_error("slice indices must be integers or None or have an __index__ method");
+      }
+      return v.int_value();
+    };
+    const auto start = bound(e.args[1]);
+    const auto stop = bound(e.args[2]);
+    const auto step = bound(e.args[3]);
+    return slice(obj, start, stop, step);
+  }
+
+  // -x and +x
+  Value eval_unary(const Expr& e, Scope& scope) {
+    Value v = eval(*e.args[0], scope);
+    fail_if_undefined(v);
+    if (!v.is_number()) {
+      type_error(std::string("bad operand type for unary ") +
+                 (e.kind == Expr::Kind::kNeg ? "-" : "+") + ": '" + type_name(v) + "'");
+    }
+    if (e.kind == Expr::Kind::kPos) return v.is_int_like() ? Value::integer(v.int_value()) : v;
+    if (v.kind == Value::Kind::kFloat) return Value::floating(-v.f);
+    if (v.int_value() == INT64_MIN) throw RenderError("integer overflow");
+    return Value::integer(-v.int_value());
+  }
+
+  // A chain of comparisons (`a < b <= c`): false at the first that fails, as in Python.
+  Value eval_compare(const Expr& e, Scope& scope) {
+    Value left = eval(*e.args[0], scope);
+    for (size_t k = 0; k < e.ops.size(); ++k) {
+      Value right = eval(*e.args[k + 1], scope);
+      line_ = e.line;
+      const std::string& op = e.ops[k];
+      bool ok = false;
+      if (op == "==")
+        ok = equal(left, right);
+      else if (op == "!=")
+        ok = !equal(left, right);
+      else if (op == "in")
+        ok = contains(right, left);
+      else if (op == "notin")
+        ok = !contains(right, left);
+      else
+        ok = compare(left, right, op);
+      if (!ok) return Value::boolean(false);
+      left = std::move(right);
+    }
+    return Value::boolean(true);
+  }
+
+  // A dict literal; lists and dicts cannot be keys.
+  Value eval_dict(const Expr& e, Scope& scope) {
+    Dict d;
+    for (size_t k = 0; k + 1 < e.args.size(); k += 2) {
+      Value key = eval(*e.args[k], scope);
+      if (key.is_sequence() && key.kind == Value::Kind::kList)
+        type_error("unhashable type: 'list'");
+      if (key.kind == Value::Kind::kDict) type_error("unhashable type: 'dict'");
+      d.set(std::move(key), eval(*e.args[k + 1], scope));
+    }
+    return Value::make_dict(std::move(d));
   }
 
   Args eval_args(const Expr& e, Scope& scope) {
@@ -1375,7 +1968,7 @@ class Renderer {
     }
     Args a = eval_args(e, scope);
     line_ = e.line;
-    return filter(e.name, v, a);
+    return apply_filter(e.name, v, a);
   }
 
   Value call(const Value& callee, const Args& a) {
@@ -1489,405 +2082,6 @@ class Renderer {
       if (n > 0) return buf.substr(0, n);
     }
     return {};
-  }
-
-  // ---- filters ----
-
-  // make_attrgetter: a dotted path of items ("a.b", "items.0").
-  Value attribute_path(const Value& item, const std::string& path) {
-    Value v = item;
-    size_t start = 0;
-    while (true) {
-      const size_t dot = path.find('.', start);
-      const std::string part =
-          path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-      Value key = Value::string(part);
-      if (!part.empty() &&
-          std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-        if (auto i = parse_int(part, 10)) key = Value::integer(*i);
-      }
-      v = get_item(v, key);
-      if (dot == std::string::npos) return v;
-      start = dot + 1;
-    }
-  }
-
-  Value filter(const std::string& name, const Value& v, const Args& a) {
-    if (name == "length" || name == "count") return Value::integer(length_of(v));
-    if (name == "string") return Value::string(to_str(v));
-    if (name == "safe") return Value::string(to_str(v));
-    if (name == "e" || name == "escape") return Value::string(html_escape(to_str(v)));
-    if (name == "lower") return Value::string(to_lower(to_str(v)));
-    if (name == "upper") return Value::string(to_upper(to_str(v)));
-    if (name == "capitalize") return Value::string(py_capitalize(to_str(v)));
-    if (name == "title") return Value::string(jinja_title(to_str(v)));
-    if (name == "trim") {
-      a.check("trim", {"chars"});
-      return Value::string(strip(to_str(v), optional_chars(a, 0, "chars"), true, true));
-    }
-    if (name == "tojson") {
-      // transformers' tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False)
-      a.check("tojson", {"ensure_ascii", "indent", "separators", "sort_keys"});
-      JsonOptions o;
-      o.ensure_ascii = truthy(a.get_or(0, "ensure_ascii", Value::boolean(false)));
-      const Value indent = a.get_or(1, "indent", Value::none());
-      if (indent.is_string()) {
-        o.indent = indent.s;
-      } else if (indent.is_int_like()) {
-        o.indent = std::string(size_t(std::clamp<int64_t>(indent.int_value(), 0, 1000)), ' ');
-      } else if (!indent.is_none()) {
-        type_error("tojson: indent must be an int or a str");
-      }
-      if (o.indent) o.item_separator = ",";
-      const Value seps = a.get_or(2, "separators", Value::none());
-      if (!seps.is_none()) {
-        if (!seps.is_sequence() || seps.list->size() != 2 || !(*seps.list)[0].is_string() ||
-            !(*seps.list)[1].is_string()) {
-          type_error("tojson: separators must be a pair of strings");
-        }
-        o.item_separator = (*seps.list)[0].s;
-        o.key_separator = (*seps.list)[1].s;
-      }
-      o.sort_keys = truthy(a.get_or(3, "sort_keys", Value::boolean(false)));
-      return Value::string(checked(to_json(v, o)));
-    }
-    if (name == "int") {
-      a.check("int", {"default", "base"});
-      const int64_t base = require_int(a.get_or(1, "base", Value::integer(10)), "int base");
-      if (base != 0 && (base < 2 || base > 36))
-        throw RenderError("int() base must be >= 2 and <= 36, or 0");
-      if (auto i = to_int(v, int(base))) return *i;
-      return a.get_or(0, "default", Value::integer(0));
-    }
-    if (name == "float") {
-      a.check("float", {"default"});
-      if (v.is_number()) return Value::floating(v.number_value());
-      if (v.is_string()) {
-        if (auto d = parse_float(v.s)) return Value::floating(*d);
-      }
-      return a.get_or(0, "default", Value::floating(0.0));
-    }
-    if (name == "abs") {
-      fail_if_undefined(v);
-      if (v.kind == Value::Kind::kFloat) return Value::floating(std::fabs(v.f));
-      if (v.is_int_like()) {
-        if (v.int_value() == INT64_MIN) throw RenderError("integer overflow");
-        return Value::integer(std::abs(v.int_value()));
-      }
-      type_error("bad operand type for abs(): '" + type_name(v) + "'");
-    }
-    if (name == "round") {
-      a.check("round", {"precision", "method"});
-      const int64_t precision =
-          require_int(a.get_or(0, "precision", Value::integer(0)), "round precision");
-      const std::string how = to_str(a.get_or(1, "method", Value::string("common")));
-      fail_if_undefined(v);
-      if (!v.is_number()) type_error("type " + type_name(v) + " doesn't define __round__ method");
-      if (how == "common") {
-        if (v.is_int_like()) return Value::integer(v.int_value());
-        return Value::floating(round_half_even(v.f, precision));
-      }
-      if (how != "floor" && how != "ceil")
-        throw RenderError("method must be common, ceil or floor");
-      const double scale = std::pow(10.0, double(precision));
-      const double x = v.number_value() * scale;
-      return Value::floating((how == "floor" ? std::floor(x) : std::ceil(x)) / scale);
-    }
-    if (name == "d" || name == "default") {
-      a.check(name, {"default_value", "boolean"});
-      const bool boolean = truthy(a.get_or(1, "boolean", Value::boolean(false)));
-      if (v.is_undefined() || (boolean && !truthy(v)))
-        return a.get_or(0, "default_value", Value::string(""));
-      return v;
-    }
-    if (name == "first" || name == "last") {
-      const List items = iterate(v);
-      if (items.empty()) return Value::undefined("No " + name + " item, sequence was empty.");
-      return name == "first" ? items.front() : items.back();
-    }
-    if (name == "list") return Value::make_list(iterate(v));
-    if (name == "items") {
-      if (v.is_undefined()) return Value::make_list({});
-      if (v.kind != Value::Kind::kDict) type_error("Can only get item pairs from a mapping.");
-      List out;
-      for (const auto& [k, x] : v.dict->items) out.push_back(Value::make_tuple({k, x}));
-      return Value::make_list(std::move(out));
-    }
-    if (name == "dictsort") {
-      a.check("dictsort", {"case_sensitive", "by", "reverse"});
-      if (v.kind != Value::Kind::kDict) type_error("dictsort: a mapping is required");
-      const bool cs = truthy(a.get_or(0, "case_sensitive", Value::boolean(false)));
-      const std::string by = to_str(a.get_or(1, "by", Value::string("key")));
-      const bool reverse = truthy(a.get_or(2, "reverse", Value::boolean(false)));
-      if (by != "key" && by != "value")
-        throw RenderError("You can only sort by either \"key\" or \"value\"");
-      std::vector<std::pair<Value, Value>> items = v.dict->items;
-      const bool by_key = by == "key";
-      std::stable_sort(items.begin(), items.end(), [&](const auto& x, const auto& y) {
-        const Value& p = by_key ? x.first : x.second;
-        const Value& q = by_key ? y.first : y.second;
-        return reverse ? compare(fold_case(q, cs), fold_case(p, cs), "<")
-                       : compare(fold_case(p, cs), fold_case(q, cs), "<");
-      });
-      List out;
-      for (auto& [k, x] : items) out.push_back(Value::make_tuple({k, x}));
-      return Value::make_list(std::move(out));
-    }
-    if (name == "join") {
-      a.check("join", {"d", "attribute"});
-      const std::string sep = to_str(a.get_or(0, "d", Value::string("")));
-      const Value attr = a.get_or(1, "attribute", Value::none());
-      std::string out;
-      size_t k = 0;
-      for (const Value& item : iterate(v)) {
-        if (k++) out += sep;
-        out += to_str(attr.is_none() ? item : attribute_path(item, to_str(attr)));
-        if (out.size() > kMaxOutputBytes) throw RenderError("string longer than 64 MiB");
-      }
-      return Value::string(std::move(out));
-    }
-    if (name == "replace") {
-      a.check("replace", {"old", "new", "count"});
-      const Value* from = a.get(0, "old");
-      const Value* to = a.get(1, "new");
-      if (from == nullptr || to == nullptr) type_error("replace() takes at least 2 arguments");
-      const Value count = a.get_or(2, "count", Value::none());
-      return Value::string(replace_all(to_str(v), to_str(*from), to_str(*to),
-                                       count.is_none() ? -1 : require_int(count, "count")));
-    }
-    if (name == "reverse") {
-      if (v.is_string()) {
-        std::u32string text = decode_utf8(v.s);
-        std::reverse(text.begin(), text.end());
-        return Value::string(encode_utf8(text));
-      }
-      List items = iterate(v);
-      std::reverse(items.begin(), items.end());
-      return Value::make_list(std::move(items));
-    }
-    if (name == "sort") {
-      a.check("sort", {"reverse", "case_sensitive", "attribute"});
-      const bool reverse = truthy(a.get_or(0, "reverse", Value::boolean(false)));
-      const bool cs = truthy(a.get_or(1, "case_sensitive", Value::boolean(false)));
-      const Value attr = a.get_or(2, "attribute", Value::none());
-      List items = iterate(v);
-      auto key = [&](const Value& x) {
-        return fold_case(attr.is_none() ? x : attribute_path(x, to_str(attr)), cs);
-      };
-      std::stable_sort(items.begin(), items.end(), [&](const Value& x, const Value& y) {
-        return reverse ? compare(key(y), key(x), "<") : compare(key(x), key(y), "<");
-      });
-      return Value::make_list(std::move(items));
-    }
-    if (name == "unique") {
-      a.check("unique", {"case_sensitive", "attribute"});
-      const bool cs = truthy(a.get_or(0, "case_sensitive", Value::boolean(false)));
-      const Value attr = a.get_or(1, "attribute", Value::none());
-      List out, seen;
-      for (const Value& item : iterate(v)) {
-        Value k = fold_case(attr.is_none() ? item : attribute_path(item, to_str(attr)), cs);
-        if (std::none_of(seen.begin(), seen.end(), [&](const Value& s) { return equal(s, k); })) {
-          seen.push_back(std::move(k));
-          out.push_back(item);
-        }
-      }
-      return Value::make_list(std::move(out));
-    }
-    if (name == "min" || name == "max") {
-      a.check(name, {"case_sensitive", "attribute"});
-      const bool cs = truthy(a.get_or(0, "case_sensitive", Value::boolean(false)));
-      const Value attr = a.get_or(1, "attribute", Value::none());
-      const List items = iterate(v);
-      if (items.empty()) return Value::undefined("No aggregated item, sequence was empty.");
-      auto key = [&](const Value& x) {
-        return fold_case(attr.is_none() ? x : attribute_path(x, to_str(attr)), cs);
-      };
-      size_t best = 0;
-      for (size_t k = 1; k < items.size(); ++k) {
-        const bool better = name == "min" ? compare(key(items[k]), key(items[best]), "<")
-                                          : compare(key(items[k]), key(items[best]), ">");
-        if (better) best = k;
-      }
-      return items[best];
-    }
-    if (name == "sum") {
-      a.check("sum", {"attribute", "start"});
-      const Value attr = a.get_or(0, "attribute", Value::none());
-      Value total = a.get_or(1, "start", Value::integer(0));
-      for (const Value& item : iterate(v)) {
-        total = arithmetic("+", total, attr.is_none() ? item : attribute_path(item, to_str(attr)));
-      }
-      return total;
-    }
-    if (name == "attr") {
-      a.check("attr", {"name"});
-      return get_attr(v, to_str(a.get_or(0, "name", Value::string(""))));
-    }
-    if (name == "map") return filter_map(v, a);
-    if (name == "select" || name == "reject" || name == "selectattr" || name == "rejectattr") {
-      return filter_select(name, v, a);
-    }
-    if (name == "indent") {
-      a.check("indent", {"width", "first", "blank"});
-      const Value width = a.get_or(0, "width", Value::integer(4));
-      const std::string pad =
-          width.is_string()
-              ? width.s
-              : std::string(
-                    size_t(std::clamp<int64_t>(require_int(width, "indent width"), 0, 1000)), ' ');
-      const bool first = truthy(a.get_or(1, "first", Value::boolean(false)));
-      const bool blank = truthy(a.get_or(2, "blank", Value::boolean(false)));
-      // do_indent appends "\n" to its argument as it is: only strings work.
-      fail_if_undefined(v);
-      if (!v.is_string()) {
-        type_error("unsupported operand type(s) for +=: '" + type_name(v) + "' and 'str'");
-      }
-      const std::vector<std::string> lines = split_lines(v.s + "\n");
-      std::string out;
-      for (size_t k = 0; k < lines.size(); ++k) {
-        if (k) out += '\n';
-        if (k > 0 && (blank || !lines[k].empty())) out += pad;
-        out += lines[k];
-        if (out.size() > kMaxOutputBytes) throw RenderError("string longer than 64 MiB");
-      }
-      return Value::string(first ? pad + out : out);
-    }
-    if (name == "wordcount") {
-      int64_t n = 0;
-      bool in_word = false;
-      for (char32_t c : decode_utf8(to_str(v))) {
-        const bool w = c == '_' || is_alnum(c);
-        if (w && !in_word) ++n;
-        in_word = w;
-      }
-      return Value::integer(n);
-    }
-    if (name == "format") {
-      if (!a.kw.empty()) type_error("format: keyword arguments are not supported");
-      return Value::string(checked(percent_format(to_str(v), Value::make_tuple(a.pos))));
-    }
-    throw RenderError("unknown filter '" + name + "'");
-  }
-
-  Value filter_map(const Value& v, const Args& a) {
-    List out;
-    if (!truthy(v)) return Value::make_list({});  // do_map: `if value:` before iterating
-    const Value* attr = nullptr;
-    for (const auto& [k, x] : a.kw) {
-      if (k == "attribute") attr = &x;
-    }
-    if (attr != nullptr) {
-      const Value* def = nullptr;
-      for (const auto& [k, x] : a.kw) {
-        if (k == "default")
-          def = &x;
-        else if (k != "attribute")
-          type_error("map: unexpected keyword argument '" + k + "'");
-      }
-      for (const Value& item : iterate(v)) {
-        Value x = attribute_path(item, to_str(*attr));
-        out.push_back(x.is_undefined() && def ? *def : x);
-      }
-      return Value::make_list(std::move(out));
-    }
-    if (a.pos.empty()) return Value::make_list(iterate(v));
-    const std::string fname = to_str(a.pos[0]);
-    if (!known_filter(fname)) throw RenderError("No filter named '" + fname + "'.");
-    Args rest;
-    rest.pos.assign(a.pos.begin() + 1, a.pos.end());
-    rest.kw = a.kw;
-    for (const Value& item : iterate(v)) out.push_back(filter(fname, item, rest));
-    return Value::make_list(std::move(out));
-  }
-
-  Value filter_select(const std::string& name, const Value& v, const Args& a) {
-    const bool by_attr = name == "selectattr" || name == "rejectattr";
-    const bool keep = name == "select" || name == "selectattr";
-    size_t next = 0;
-    std::string attr;
-    if (by_attr) {
-      if (a.pos.empty()) type_error(name + ": missing the attribute");
-      attr = to_str(a.pos[next++]);
-    }
-    std::string test_name;
-    if (next < a.pos.size()) test_name = to_str(a.pos[next++]);
-    if (!test_name.empty() && !known_test(test_name))
-      throw RenderError("No test named '" + test_name + "'.");
-    Args rest;
-    rest.pos.assign(a.pos.begin() + std::ptrdiff_t(std::min(next, a.pos.size())), a.pos.end());
-    rest.kw = a.kw;
-    List out;
-    if (!truthy(v)) return Value::make_list({});  // select_or_reject: `if value:` first
-    for (const Value& item : iterate(v)) {
-      const Value x = by_attr ? attribute_path(item, attr) : item;
-      const bool pass = test_name.empty() ? truthy(x) : test(test_name, x, rest);
-      if (pass == keep) out.push_back(item);
-    }
-    return Value::make_list(std::move(out));
-  }
-
-  // ---- tests ----
-
-  bool test(const std::string& name, const Value& v, const Args& a) {
-    auto arg = [&]() -> const Value& {
-      if (a.pos.empty()) type_error("test '" + name + "' takes one argument");
-      return a.pos[0];
-    };
-    // Tests without a parameter refuse one (`x is callable y` parses `y` as an argument).
-    static const std::set<std::string_view, std::less<>> kUnary = {
-        "defined", "undefined", "none",   "boolean", "true",     "false",    "integer",
-        "float",   "number",    "string", "mapping", "iterable", "sequence", "callable",
-        "escaped", "lower",     "upper",  "odd",     "even",     "filter",   "test"};
-    if (kUnary.count(name) != 0 && (!a.pos.empty() || !a.kw.empty())) {
-      const std::string given = std::to_string(1 + a.pos.size() + a.kw.size());
-      if (name == "callable")
-        type_error("callable() takes exactly one argument (" + given + " given)");
-      type_error("test_" + name + "() takes 1 positional argument but " + given + " were given");
-    }
-    if (name == "defined") return !v.is_undefined();
-    if (name == "undefined") return v.is_undefined();
-    if (name == "none") return v.is_none();
-    if (name == "boolean") return v.kind == Value::Kind::kBool;
-    if (name == "true") return v.kind == Value::Kind::kBool && v.b;
-    if (name == "false") return v.kind == Value::Kind::kBool && !v.b;
-    if (name == "integer") return v.kind == Value::Kind::kInt;
-    if (name == "float") return v.kind == Value::Kind::kFloat;
-    if (name == "number") return v.is_number();
-    if (name == "string") return v.is_string();
-    if (name == "mapping") return v.kind == Value::Kind::kDict;
-    if (name == "iterable") {
-      return v.is_undefined() || v.is_string() || v.is_sequence() || v.kind == Value::Kind::kDict ||
-             v.kind == Value::Kind::kLoop;
-    }
-    if (name == "sequence") {
-      return v.is_undefined() || v.is_string() || v.is_sequence() || v.kind == Value::Kind::kDict;
-    }
-    if (name == "callable") return v.kind == Value::Kind::kCallable;
-    if (name == "escaped") return false;
-    if (name == "lower") return v.is_string() && cased_as(v.s, true);
-    if (name == "upper") return v.is_string() && cased_as(v.s, false);
-    if (name == "odd" || name == "even") {  // value % 2 == 1 (or == 0): 0.5 is neither
-      const Value r = arithmetic("%", v, Value::integer(2));
-      return equal(r, Value::integer(name == "odd" ? 1 : 0));
-    }
-    if (name == "divisibleby") return !truthy(arithmetic("%", v, arg()));
-    if (name == "sameas") {
-      const Value& o = arg();
-      if (v.kind != o.kind) return false;
-      if (v.is_sequence()) return v.list == o.list;
-      if (v.kind == Value::Kind::kDict) return v.dict == o.dict;
-      return equal(v, o);
-    }
-    if (name == "eq" || name == "equalto" || name == "==") return equal(v, arg());
-    if (name == "ne" || name == "!=") return !equal(v, arg());
-    if (name == "lt" || name == "lessthan" || name == "<") return compare(v, arg(), "<");
-    if (name == "le" || name == "<=") return compare(v, arg(), "<=");
-    if (name == "gt" || name == "greaterthan" || name == ">") return compare(v, arg(), ">");
-    if (name == "ge" || name == ">=") return compare(v, arg(), ">=");
-    if (name == "in") return contains(arg(), v);
-    if (name == "filter") return v.is_string() && known_filter(v.s);
-    if (name == "test") return v.is_string() && known_test(v.s);
-    throw RenderError("unknown test '" + name + "'");
   }
 
   const Program& program_;

@@ -153,7 +153,7 @@ Expected<recipe::RecipeRow> tuned_row(const recipe::ConfigEntry& entry, const Ro
   const auto rows = recipe::expand({entry}, nullptr);
   std::vector<std::string> seen;
   for (const auto& r : rows) {
-    if (r.scenario != "fixed-seq-len") continue;
+    if (r.scenario != recipe::Scenario::kFixedSeqLen) continue;
     auto field = [&](const char* k) -> int64_t {
       const auto* v = r.fields.if_contains(k);
       return v && v->is_int64() ? v->as_int64() : 0;

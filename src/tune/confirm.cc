@@ -201,51 +201,97 @@ void decide_confirmation(ConfirmResult& r, const Objective& objective, double co
                          r.accuracy.empty() ? "" : "; accuracy within tolerance");
 }
 
-Expected<ConfirmStage> confirm_candidates(const recipe::ConfigEntry& base,
-                                          const std::vector<const Candidate*>& finalists,
-                                          const Objective& objective, const ConfirmOptions& o,
-                                          BlockRunner& runner,
-                                          const std::map<std::string, int64_t>& operating_conc,
-                                          const std::function<void(const std::string&)>& progress) {
-  const auto t0 = std::chrono::steady_clock::now();
-  ConfirmStage stage;
-  stage.repeats = o.repeats;
-  stage.results.resize(finalists.size());
-  if (finalists.empty()) return stage;
-  stage.confidence_each = 1 - (1 - o.confidence) / static_cast<double>(finalists.size());
-  auto conc_of = [&](const std::string& key) {
-    auto it = operating_conc.find(key);
-    return it == operating_conc.end() ? objective.conc : it->second;
-  };
-  const int64_t base_conc = conc_of(base.key);
-  sweep::SweepOptions so = runner.sweep();
-  so.workload = o.workload;
+namespace {
+
+// A side's operating concurrency: its search's (tput-at-slo), else the objective's.
+int64_t confirm_conc_of(const std::map<std::string, int64_t>& operating_conc,
+                        const std::string& key, int64_t objective_conc) {
+  auto it = operating_conc.find(key);
+  return it == operating_conc.end() ? objective_conc : it->second;
+}
+
+// The server configurations of stage 3: the baseline's at its operating concurrency, and each
+// finalist's at its own.
+struct ConfirmSides {
+  sweep::ConfigPlan base;
+  std::vector<sweep::ConfigPlan> finalists;  // parallel to the finalists
+};
+
+// The sides' configurations; each finalist's result gets its id, concurrencies and (tput-at-slo)
+// its count of repeats that met the SLO.
+Expected<ConfirmSides> confirm_sides(const recipe::ConfigEntry& base,
+                                     const std::vector<const Candidate*>& finalists,
+                                     const Objective& objective, const ConfirmOptions& o,
+                                     const sweep::SweepOptions& so,
+                                     const std::map<std::string, int64_t>& operating_conc,
+                                     int64_t base_conc, ConfirmStage& stage) {
   auto base_cfg = side_config(base, o.row, {base_conc}, so, o.eval, base_conc);
   if (!base_cfg) return base_cfg.error();
-  std::vector<sweep::ConfigPlan> cand_cfg;
+  ConfirmSides sides{std::move(*base_cfg), {}};
   for (size_t i = 0; i < finalists.size(); ++i) {
-    const int64_t c = conc_of(finalists[i]->config_key);
+    const int64_t c = confirm_conc_of(operating_conc, finalists[i]->config_key, objective.conc);
     // At the baseline's concurrency too, so the guards compare like with like.
     std::vector<int64_t> concs{base_conc};
     if (c != base_conc) concs.push_back(c);
     std::sort(concs.begin(), concs.end());
     auto cfg = side_config(finalists[i]->entry, o.row, concs, so, o.eval, base_conc);
     if (!cfg) return cfg.error();
-    cand_cfg.push_back(std::move(*cfg));
+    sides.finalists.push_back(std::move(*cfg));
     stage.results[i].candidate_id = finalists[i]->id;
     stage.results[i].base_conc = base_conc;
     stage.results[i].head_conc = c;
     if (objective.kind == Objective::Kind::kTputAtSlo) stage.results[i].slo_met = 0;
   }
+  return sides;
+}
 
+// The objective's values of one confirmation block: the baseline's, and each finalist's with its
+// SLO metrics, appended to the stage.
+void record_repeat(const BlockOutcome& block, const recipe::ConfigEntry& base, int64_t base_conc,
+                   const std::vector<const Candidate*>& finalists, const Objective& objective,
+                   ConfirmStage& stage) {
+  stage.runs.push_back(block.run);
+  stage.points += static_cast<int>(block.points.size());
+  stage.requests += block.requests;
+  double bv = std::numeric_limits<double>::quiet_NaN();
+  for (const auto& p : block.points) {
+    if (p.id.config_key == base.key && p.id.concurrency == base_conc && !is_eval(p)) {
+      bv = objective.value(p);
+    }
+  }
+  stage.baselines.push_back(bv);
+  for (size_t i = 0; i < finalists.size(); ++i) {
+    auto& r = stage.results[i];
+    double hv = std::numeric_limits<double>::quiet_NaN();
+    for (const auto& p : block.points) {
+      if (p.id.config_key == finalists[i]->config_key && p.id.concurrency == r.head_conc &&
+          !is_eval(p)) {
+        hv = objective.value(p);
+        if (r.slo_met >= 0 && objective.meets(p)) ++r.slo_met;
+        r.slo_values.resize(objective.slos.size());
+        for (size_t k = 0; k < objective.slos.size(); ++k) {
+          r.slo_values[k].push_back(point_metric(p, objective.slos[k].metric));
+        }
+      }
+    }
+    r.base_values.push_back(bv);
+    r.head_values.push_back(hv);
+  }
+}
+
+// Runs the repeats, each one block of the baseline first and every finalist in a rotated order.
+Status run_repeats(const recipe::ConfigEntry& base, const std::vector<const Candidate*>& finalists,
+                   const Objective& objective, const ConfirmOptions& o, BlockRunner& runner,
+                   const ConfirmSides& sides, int64_t base_conc, ConfirmStage& stage,
+                   const std::function<void(const std::string&)>& progress) {
   for (int rep = 0; rep < o.repeats; ++rep) {
     if (interrupt_requested()) {
       stage.interrupted = true;
       break;
     }
-    std::vector<sweep::ConfigPlan> configs{*base_cfg};
+    std::vector<sweep::ConfigPlan> configs{sides.base};
     for (int k : pass_order(static_cast<int>(finalists.size()), o.seed + 1000, rep)) {
-      configs.push_back(cand_cfg[static_cast<size_t>(k)]);
+      configs.push_back(sides.finalists[static_cast<size_t>(k)]);
     }
     if (progress) {
       progress(fmt::format("stage 3/3 confirm: repeat {}/{}: baseline and {} finalist{}", rep + 1,
@@ -253,45 +299,22 @@ Expected<ConfirmStage> confirm_candidates(const recipe::ConfigEntry& base,
     }
     auto block = runner.run("confirm", fmt::format("confirm-{}", rep), configs);
     if (!block) return block.error();
-    stage.runs.push_back(block->run);
-    stage.points += static_cast<int>(block->points.size());
-    stage.requests += block->requests;
-    double bv = std::numeric_limits<double>::quiet_NaN();
-    for (const auto& p : block->points) {
-      if (p.id.config_key == base.key && p.id.concurrency == base_conc && !is_eval(p)) {
-        bv = objective.value(p);
-      }
-    }
-    stage.baselines.push_back(bv);
-    for (size_t i = 0; i < finalists.size(); ++i) {
-      auto& r = stage.results[i];
-      double hv = std::numeric_limits<double>::quiet_NaN();
-      for (const auto& p : block->points) {
-        if (p.id.config_key == finalists[i]->config_key && p.id.concurrency == r.head_conc &&
-            !is_eval(p)) {
-          hv = objective.value(p);
-          if (r.slo_met >= 0 && objective.meets(p)) ++r.slo_met;
-          r.slo_values.resize(objective.slos.size());
-          for (size_t k = 0; k < objective.slos.size(); ++k) {
-            r.slo_values[k].push_back(point_metric(p, objective.slos[k].metric));
-          }
-        }
-      }
-      r.base_values.push_back(bv);
-      r.head_values.push_back(hv);
-    }
+    record_repeat(*block, base, base_conc, finalists, objective, stage);
     if (block->interrupted) {
       stage.interrupted = true;
       break;
     }
   }
-  stage.drift = baseline_drift(stage.baselines, o.min_effect_pct);
+  return Status::Ok();
+}
 
-  // compare's semantics over the stored points: guards, accuracy, confounders.
+// Every point the stage's runs stored, as one compare side.
+Expected<verdict::Side> stored_confirm_points(const sweep::SweepOptions& so,
+                                              const std::vector<std::string>& run_names) {
   auto st = store::Store::open_read_only(so.database());
   if (!st) return st.error();
   std::vector<store::RunRecord> runs;
-  for (const auto& name : stage.runs) {
+  for (const auto& name : run_names) {
     auto rs = verdict::runs_of(*st, name);
     if (!rs) return rs.error();
     for (auto& r : *rs) {
@@ -306,53 +329,77 @@ Expected<ConfirmStage> confirm_candidates(const recipe::ConfigEntry& base,
     if (!side) return side.error();
     all = std::move(*side);
   }
-  for (size_t i = 0; i < finalists.size(); ++i) {
-    auto& r = stage.results[i];
-    verdict::Side bs{"baseline " + base.key, stage.runs, {}};
-    verdict::Side hs{finalists[i]->describe(), stage.runs, {}};
-    for (const auto& p : all.points) {
-      if (p.config_key == base.key) bs.points.push_back(p);
-      if (p.config_key == finalists[i]->config_key) hs.points.push_back(p);
-    }
-    verdict::CompareOptions co;
-    co.confidence = stage.confidence_each;
-    co.min_effect_pct = o.min_effect_pct;
-    co.resamples = o.resamples;
-    co.pairs[base.key] = finalists[i]->config_key;
-    const auto cmp = verdict::compare(bs, hs, co);
-    r.confounded = cmp.confounded;
-    r.compare_verdict = cmp.verdict_line();
-    r.compare = verdict::comparison_json(cmp);
-    for (const auto& pair : cmp.pairs) {
-      for (const auto& a : pair.accuracy) r.accuracy.push_back(a);
-      if (pair.concurrency != base_conc || pair.metrics.empty()) continue;
-      for (const auto& g : o.guards) {
-        for (const auto& m : pair.metrics) {
-          if (m.key != g.metric) continue;
-          GuardResult gr;
-          gr.guard = g;
-          gr.base = m.base;
-          gr.head = m.head;
-          gr.delta_pct = m.delta_pct;
-          gr.interval = m.interval;
-          gr.ci_pct = m.interval == "welch"       ? m.welch_pct
-                      : m.interval == "bootstrap" ? m.bootstrap_pct
-                                                  : verdict::Interval{};
-          if (!gr.ci_pct.valid()) {
-            gr.verdict = "inconclusive";
-          } else if (decide(gr.ci_pct, g.higher_is_better, g.tolerance_pct) ==
-                     verdict::Verdict::kRegressed) {
-            gr.verdict = "regressed";
-          } else if (g.higher_is_better ? gr.ci_pct.lo >= -g.tolerance_pct
-                                        : gr.ci_pct.hi <= g.tolerance_pct) {
-            gr.verdict = "within";
-          } else {
-            gr.verdict = "inconclusive";
-          }
-          r.guards.push_back(std::move(gr));
-        }
+  return all;
+}
+
+// A guard judged on compare's delta of its metric: regressed beyond the tolerance, within it
+// (non-inferiority: the interval's bad end within it), or inconclusive.
+GuardResult judge_guard(const Guard& g, const verdict::MetricDelta& m) {
+  GuardResult gr;
+  gr.guard = g;
+  gr.base = m.base;
+  gr.head = m.head;
+  gr.delta_pct = m.delta_pct;
+  gr.interval = m.interval;
+  gr.ci_pct = m.interval == "welch"       ? m.welch_pct
+              : m.interval == "bootstrap" ? m.bootstrap_pct
+                                          : verdict::Interval{};
+  if (!gr.ci_pct.valid()) {
+    gr.verdict = "inconclusive";
+  } else if (decide(gr.ci_pct, g.higher_is_better, g.tolerance_pct) ==
+             verdict::Verdict::kRegressed) {
+    gr.verdict = "regressed";
+  } else if (g.higher_is_better ? gr.ci_pct.lo >= -g.tolerance_pct
+                                : gr.ci_pct.hi <= g.tolerance_pct) {
+    gr.verdict = "within";
+  } else {
+    gr.verdict = "inconclusive";
+  }
+  return gr;
+}
+
+// compare's semantics for one finalist against the baseline over the stored points: confounders,
+// accuracy and the guards at the baseline's concurrency.
+void compare_finalist(const recipe::ConfigEntry& base, const Candidate& finalist,
+                      const verdict::Side& all, const ConfirmOptions& o, const ConfirmStage& stage,
+                      int64_t base_conc, ConfirmResult& r) {
+  verdict::Side bs{"baseline " + base.key, stage.runs, {}};
+  verdict::Side hs{finalist.describe(), stage.runs, {}};
+  for (const auto& p : all.points) {
+    if (p.config_key == base.key) bs.points.push_back(p);
+    if (p.config_key == finalist.config_key) hs.points.push_back(p);
+  }
+  verdict::CompareOptions co;
+  co.confidence = stage.confidence_each;
+  co.min_effect_pct = o.min_effect_pct;
+  co.resamples = o.resamples;
+  co.pairs[base.key] = finalist.config_key;
+  const auto cmp = verdict::compare(bs, hs, co);
+  r.confounded = cmp.confounded;
+  r.compare_verdict = cmp.verdict_line();
+  r.compare = verdict::comparison_json(cmp);
+  for (const auto& pair : cmp.pairs) {
+    for (const auto& a : pair.accuracy) r.accuracy.push_back(a);
+    if (pair.concurrency != base_conc || pair.metrics.empty()) continue;
+    for (const auto& g : o.guards) {
+      for (const auto& m : pair.metrics) {
+        if (m.key == g.metric) r.guards.push_back(judge_guard(g, m));
       }
     }
+  }
+}
+
+// Each finalist compared and decided; the winner is the confirmed one with the largest effect.
+Status decide_finalists(const recipe::ConfigEntry& base,
+                        const std::vector<const Candidate*>& finalists, const Objective& objective,
+                        const ConfirmOptions& o, const sweep::SweepOptions& so, int64_t base_conc,
+                        ConfirmStage& stage) {
+  // compare's semantics over the stored points: guards, accuracy, confounders.
+  auto all = stored_confirm_points(so, stage.runs);
+  if (!all) return all.error();
+  for (size_t i = 0; i < finalists.size(); ++i) {
+    auto& r = stage.results[i];
+    compare_finalist(base, *finalists[i], *all, o, stage, base_conc, r);
     decide_confirmation(r, objective, stage.confidence_each, o.min_effect_pct, o.accuracy_tolerance,
                         o.repeats);
     if (stage.interrupted && r.decision != ConfirmDecision::kRejected) {
@@ -365,6 +412,37 @@ Expected<ConfirmStage> confirm_candidates(const recipe::ConfigEntry& base,
              stage.results[*stage.winner].delta_pct * (objective.higher_is_better ? 1 : -1))) {
       stage.winner = i;
     }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Expected<ConfirmStage> confirm_candidates(const recipe::ConfigEntry& base,
+                                          const std::vector<const Candidate*>& finalists,
+                                          const Objective& objective, const ConfirmOptions& o,
+                                          BlockRunner& runner,
+                                          const std::map<std::string, int64_t>& operating_conc,
+                                          const std::function<void(const std::string&)>& progress) {
+  const auto t0 = std::chrono::steady_clock::now();
+  ConfirmStage stage;
+  stage.repeats = o.repeats;
+  stage.results.resize(finalists.size());
+  if (finalists.empty()) return stage;
+  stage.confidence_each = 1 - (1 - o.confidence) / static_cast<double>(finalists.size());
+  const int64_t base_conc = confirm_conc_of(operating_conc, base.key, objective.conc);
+  sweep::SweepOptions so = runner.sweep();
+  so.workload = o.workload;
+  auto sides = confirm_sides(base, finalists, objective, o, so, operating_conc, base_conc, stage);
+  if (!sides) return sides.error();
+  if (auto s =
+          run_repeats(base, finalists, objective, o, runner, *sides, base_conc, stage, progress);
+      !s.ok()) {
+    return s.error();
+  }
+  stage.drift = baseline_drift(stage.baselines, o.min_effect_pct);
+  if (auto s = decide_finalists(base, finalists, objective, o, so, base_conc, stage); !s.ok()) {
+    return s.error();
   }
   stage.wall_s = seconds_since(t0);
   return stage;

@@ -8,10 +8,10 @@
 #include <random>
 #include <tuple>
 
+#include "core/numeric.h"
 #include "core/strings.h"
 #include "report/table.h"
 #include "verdict/resample.h"
-#include "core/numeric.h"
 
 namespace ib::verdict {
 
@@ -181,8 +181,9 @@ PairResult compare_pair(const std::vector<const SidePoint*>& base,
         for (const auto* p : *side) fewest = std::min(fewest, p->records.size());
       }
       if (tail > 0 && tail * static_cast<double>(fewest) < kMinTailSamples) {
-        d.note = fmt::format("{} requests: too few for a bootstrap interval of a p{:g} (needs {:g})",
-                             fewest, (1 - tail) * 100, std::ceil(kMinTailSamples / tail));
+        d.note =
+            fmt::format("{} requests: too few for a bootstrap interval of a p{:g} (needs {:g})",
+                        fewest, (1 - tail) * 100, std::ceil(kMinTailSamples / tail));
       } else {
         d.bootstrap_pct = percentile_interval(reps[i], o.confidence);
       }
@@ -228,15 +229,12 @@ double curve_x(const SidePoint& p) {
   return p.agentic ? p.e2e_norm_intvty : p.headline.get("median_intvty");
 }
 
-}  // namespace
+// A side's usable points by configuration, workload and concurrency.
+using PointGroups = std::map<GroupKey, std::vector<const SidePoint*>>;
 
-Comparison compare(const Side& base, const Side& head, const CompareOptions& o) {
-  Comparison c;
-  c.options = o;
-  c.base_label = base.label;
-  c.head_label = head.label;
-
-  // Confounders: every identity field whose values differ between the sides.
+// Confounders: every identity field whose values differ between the sides (sets c.confounded
+// when one is confounding and not accepted).
+void find_confounders(const Side& base, const Side& head, const CompareOptions& o, Comparison& c) {
   for (const char* field : kIdentityFields) {
     Confounder cf;
     cf.field = field;
@@ -254,32 +252,41 @@ Comparison compare(const Side& base, const Side& head, const CompareOptions& o) 
     if (cf.confounding && !cf.accepted) c.confounded = true;
     c.confounders.push_back(std::move(cf));
   }
+}
 
-  // Usable points grouped; the rest excluded (and counted).
-  auto group = [&](const Side& s, const char* name) {
-    std::map<GroupKey, std::vector<const SidePoint*>> g;
-    for (const auto& p : s.points) {
-      if (!p.usable()) {
-        std::string why = p.status;
-        if (!p.validity.valid()) {
-          why = "invalid: " + p.validity.text();
-        } else if (!p.error.empty()) {
-          why += ": " + p.error;
-        }
-        c.excluded.push_back({name, p.source, p.config_key, p.workload_label, p.concurrency, why});
-        continue;
+// Usable points grouped; the rest excluded (and counted) as side `name`.
+PointGroups group_usable(const Side& s, const char* name, std::vector<Excluded>& excluded) {
+  PointGroups g;
+  for (const auto& p : s.points) {
+    if (!p.usable()) {
+      std::string why = p.status;
+      if (!p.validity.valid()) {
+        why = "invalid: " + p.validity.text();
+      } else if (!p.error.empty()) {
+        why += ": " + p.error;
       }
-      g[{p.config_key, p.workload_key, p.concurrency}].push_back(&p);
+      excluded.push_back({name, p.source, p.config_key, p.workload_label, p.concurrency, why});
+      continue;
     }
-    return g;
-  };
-  auto gb = group(base, "base");
-  auto gh = group(head, "head");
+    g[{p.config_key, p.workload_key, p.concurrency}].push_back(&p);
+  }
+  return g;
+}
+
+// The head configuration a base configuration is compared with (--pair, else the same name).
+std::string partner_key(const CompareOptions& o, const std::string& config) {
+  auto pair_it = o.pairs.find(config);
+  return pair_it == o.pairs.end() ? config : pair_it->second;
+}
+
+// Compares each base group with its partner in head; groups of either side without one are
+// excluded.
+void compare_groups(const PointGroups& gb, const PointGroups& gh, const CompareOptions& o,
+                    Comparison& c) {
   std::set<GroupKey> matched_head;
   for (const auto& [key, pts] : gb) {
     const auto& [config, workload, conc] = key;
-    auto pair_it = o.pairs.find(config);
-    const std::string head_key = pair_it == o.pairs.end() ? config : pair_it->second;
+    const std::string head_key = partner_key(o, config);
     auto it = gh.find({head_key, workload, conc});
     if (it == gh.end()) {
       for (const auto* p : pts) {
@@ -302,32 +309,46 @@ Comparison compare(const Side& base, const Side& head, const CompareOptions& o) 
   for (const auto& [key, pts] : gh) {
     if (matched_head.count(key)) continue;
     for (const auto* p : pts) {
-      c.excluded.push_back({"head", p->source, p->config_key, p->workload_label,
-                            p->concurrency, "no partner in base"});
+      c.excluded.push_back({"head", p->source, p->config_key, p->workload_label, p->concurrency,
+                            "no partner in base"});
     }
   }
+}
+
+// The verdict counts over every pair's metrics and accuracy deltas.
+void count_verdicts(Comparison& c) {
   for (const auto& pr : c.pairs) {
     std::vector<Verdict> verdicts;
     for (const auto& m : pr.metrics) verdicts.push_back(m.verdict);
     for (const auto& a : pr.accuracy) verdicts.push_back(a.verdict);
     for (Verdict v : verdicts) {
       switch (v) {
-        case Verdict::kImproved: ++c.improved; break;
-        case Verdict::kRegressed: ++c.regressed; break;
-        case Verdict::kNoChange: ++c.unchanged; break;
-        case Verdict::kNoInterval: ++c.no_interval; break;
+        case Verdict::kImproved:
+          ++c.improved;
+          break;
+        case Verdict::kRegressed:
+          ++c.regressed;
+          break;
+        case Verdict::kNoChange:
+          ++c.unchanged;
+          break;
+        case Verdict::kNoInterval:
+          ++c.no_interval;
+          break;
       }
     }
   }
+}
 
-  // Curves: per paired configuration and workload, the frontier of each side's usable points
-  // (means over repeats), throughput per GPU against interactivity.
+// Curves: per paired configuration and workload, the frontier of each side's usable points
+// (means over repeats), throughput per GPU against interactivity.
+std::vector<CurveResult> compare_curves(const PointGroups& gb, const PointGroups& gh,
+                                        const CompareOptions& o) {
   std::map<std::tuple<std::string, std::string, std::string>, CurveResult> curves;
   for (const auto& [key, pts] : gb) {
     const auto& [config, workload, conc] = key;
     if (pts.front()->eval) continue;  // an eval has no throughput curve
-    auto pair_it = o.pairs.find(config);
-    const std::string head_key = pair_it == o.pairs.end() ? config : pair_it->second;
+    const std::string head_key = partner_key(o, config);
     auto it = gh.find({head_key, workload, conc});
     if (it == gh.end()) continue;
     // One curve per configuration and workload shape: the workload key also names the
@@ -348,12 +369,29 @@ Comparison compare(const Side& base, const Side& head, const CompareOptions& o) 
     cr.base_frontier.push_back(point_of(pts));
     cr.head_frontier.push_back(point_of(it->second));
   }
+  std::vector<CurveResult> out;
   for (auto& [key, cr] : curves) {
     cr.base_frontier = pareto_frontier(std::move(cr.base_frontier));
     cr.head_frontier = pareto_frontier(std::move(cr.head_frontier));
     cr.delta = compare_frontiers(cr.base_frontier, cr.head_frontier);
-    c.curves.push_back(std::move(cr));
+    out.push_back(std::move(cr));
   }
+  return out;
+}
+
+}  // namespace
+
+Comparison compare(const Side& base, const Side& head, const CompareOptions& o) {
+  Comparison c;
+  c.options = o;
+  c.base_label = base.label;
+  c.head_label = head.label;
+  find_confounders(base, head, o, c);
+  const PointGroups gb = group_usable(base, "base", c.excluded);
+  const PointGroups gh = group_usable(head, "head", c.excluded);
+  compare_groups(gb, gh, o, c);
+  count_verdicts(c);
+  c.curves = compare_curves(gb, gh, o);
   return c;
 }
 
@@ -374,7 +412,8 @@ std::string Comparison::verdict_line() const {
     for (const auto& cf : confounders) {
       if (!cf.confounding || cf.accepted) continue;
       if (!what.empty()) what += "; ";
-      what += fmt::format("{} differs: {} \u2192 {}", cf.field, join_set(cf.base), join_set(cf.head));
+      what +=
+          fmt::format("{} differs: {} \u2192 {}", cf.field, join_set(cf.base), join_set(cf.head));
     }
     return fmt::format("CONFOUNDED: not evidence for this change ({})", what);
   }
@@ -430,22 +469,22 @@ std::vector<std::vector<std::string>> metric_rows(const Comparison& c) {
                       fmt::format("{}/{}", pr.base_repeats, pr.head_repeats)});
     }
     for (const auto& a : pr.accuracy) {
-      rows.push_back({config, pr.workload_label, std::to_string(pr.concurrency),
-                      "exact_match," + a.filter + " \u2191", fmt::format("{:.4f}", a.base),
-                      fmt::format("{:.4f}", a.head), fmt::format("{:+.1f} pts", a.delta * 100),
-                      a.ci.valid() ? fmt::format("[{:+.1f}, {:+.1f}] pts normal", a.ci.lo * 100,
-                                                 a.ci.hi * 100)
-                                   : std::string("no interval (no standard error)"),
-                      std::string(verdict_name(a.verdict)),
-                      fmt::format("{}/{}", pr.base_repeats, pr.head_repeats)});
+      rows.push_back(
+          {config, pr.workload_label, std::to_string(pr.concurrency),
+           "exact_match," + a.filter + " \u2191", fmt::format("{:.4f}", a.base),
+           fmt::format("{:.4f}", a.head), fmt::format("{:+.1f} pts", a.delta * 100),
+           a.ci.valid() ? fmt::format("[{:+.1f}, {:+.1f}] pts normal", a.ci.lo * 100, a.ci.hi * 100)
+                        : std::string("no interval (no standard error)"),
+           std::string(verdict_name(a.verdict)),
+           fmt::format("{}/{}", pr.base_repeats, pr.head_repeats)});
     }
   }
   return rows;
 }
 
-const std::vector<std::string> kMetricTitles = {
-    "CONFIG", "WORKLOAD", "CONC", "METRIC", "BASE", "HEAD", "DELTA", "INTERVAL", "VERDICT",
-    "RUNS B/H"};
+const std::vector<std::string> kMetricTitles = {"CONFIG",  "WORKLOAD", "CONC",  "METRIC",
+                                                "BASE",    "HEAD",     "DELTA", "INTERVAL",
+                                                "VERDICT", "RUNS B/H"};
 
 std::string confounder_value_text(const Confounder& cf) {
   std::string tag;
@@ -468,11 +507,12 @@ std::string curves_text(const Comparison& c, bool markdown) {
       line += fmt::format("; at equal interactivity ({:.1f}\u2013{:.1f}): throughput {} on mean",
                           d.lo, d.hi, pct_text(d.mean_delta_pct));
       std::vector<std::string> lv;
-      for (const auto& l : d.levels) lv.push_back(fmt::format("{:.1f}: {}", l.x, pct_text(l.delta_pct)));
+      for (const auto& l : d.levels)
+        lv.push_back(fmt::format("{:.1f}: {}", l.x, pct_text(l.delta_pct)));
       line += fmt::format(" ({})", fmt::join(lv, ", "));
       line += fmt::format("; frontier area {}", std::isfinite(d.area_delta_pct)
-                                                   ? pct_text(d.area_delta_pct)
-                                                   : std::string("- (range has no width)"));
+                                                    ? pct_text(d.area_delta_pct)
+                                                    : std::string("- (range has no width)"));
     }
     out += (markdown ? "- " : "  ") + line + "\n";
   }
@@ -487,13 +527,14 @@ std::string comparison_text(const Comparison& c) {
   if (c.confounders.empty()) out += "  none\n";
   for (const auto& cf : c.confounders) out += "  " + confounder_value_text(cf) + "\n";
   out += "\nVERDICT: " + c.verdict_line() + "\n";
-  out += fmt::format("\nMETRICS (interval of the relative change at {:g}% confidence; min effect "
-                     "{:g}%; \u2191 higher is better, \u2193 lower)\n",
-                     c.options.confidence * 100, c.options.min_effect_pct);
+  out += fmt::format(
+      "\nMETRICS (interval of the relative change at {:g}% confidence; min effect "
+      "{:g}%; \u2191 higher is better, \u2193 lower)\n",
+      c.options.confidence * 100, c.options.min_effect_pct);
   std::vector<report::Column> cols;
   for (const auto& t : kMetricTitles) {
-    const bool left = t == "CONFIG" || t == "WORKLOAD" || t == "METRIC" || t == "INTERVAL" ||
-                      t == "VERDICT";
+    const bool left =
+        t == "CONFIG" || t == "WORKLOAD" || t == "METRIC" || t == "INTERVAL" || t == "VERDICT";
     cols.push_back({t, left ? report::Align::kLeft : report::Align::kRight, 0, 0});
   }
   report::Table table(std::move(cols));
@@ -501,8 +542,9 @@ std::string comparison_text(const Comparison& c) {
   out += table.rows() > 0 ? table.render() : "  none paired\n";
   out += "\nCURVES (Pareto frontier per configuration)\n";
   out += c.curves.empty() ? "  none\n" : curves_text(c, false);
-  out += fmt::format("\nEXCLUDED ({} point(s): invalid, failed or without a partner; never compared)\n",
-                     c.excluded.size());
+  out += fmt::format(
+      "\nEXCLUDED ({} point(s): invalid, failed or without a partner; never compared)\n",
+      c.excluded.size());
   if (c.excluded.empty()) out += "  none\n";
   for (const auto& e : c.excluded) {
     out += fmt::format("  {} {} {} conc {} ({}): {}\n", e.side, e.config_key, e.workload_label,
@@ -525,17 +567,20 @@ std::string comparison_markdown(const Comparison& c) {
                        fmt::join(fields, ", "));
   }
   if (c.confounded) {
-    out += "> **Confounded: not evidence for this change.** The sides differ in model, image or "
-           "hardware (below); the numbers describe that difference too.\n\n";
+    out +=
+        "> **Confounded: not evidence for this change.** The sides differ in model, image or "
+        "hardware (below); the numbers describe that difference too.\n\n";
   }
-  out += fmt::format("Interval of the relative change at {:g}% confidence; a metric is improved "
-                     "or regressed only when the whole interval is beyond {:g}% in its good "
-                     "or bad direction (\u2191 higher is better, \u2193 lower).\n\n",
-                     c.options.confidence * 100, c.options.min_effect_pct);
+  out += fmt::format(
+      "Interval of the relative change at {:g}% confidence; a metric is improved "
+      "or regressed only when the whole interval is beyond {:g}% in its good "
+      "or bad direction (\u2191 higher is better, \u2193 lower).\n\n",
+      c.options.confidence * 100, c.options.min_effect_pct);
   out += "|";
   for (const auto& t : kMetricTitles) out += " " + t + " |";
   out += "\n|";
-  for (size_t i = 0; i < kMetricTitles.size(); ++i) out += i < 4 || i == 7 || i == 8 ? " --- |" : " ---: |";
+  for (size_t i = 0; i < kMetricTitles.size(); ++i)
+    out += i < 4 || i == 7 || i == 8 ? " --- |" : " ---: |";
   out += "\n";
   for (const auto& r : metric_rows(c)) {
     out += "|";
@@ -551,7 +596,8 @@ std::string comparison_markdown(const Comparison& c) {
   out += c.curves.empty() ? "none\n" : curves_text(c, true);
   out += "\n**Confounders** (identity fields that differ besides the change)\n\n";
   if (c.confounders.empty()) out += "none\n";
-  for (const auto& cf : c.confounders) out += "- " + markdown_cell(confounder_value_text(cf)) + "\n";
+  for (const auto& cf : c.confounders)
+    out += "- " + markdown_cell(confounder_value_text(cf)) + "\n";
   out += fmt::format("\n**Excluded** ({} point(s), never compared)\n\n", c.excluded.size());
   if (c.excluded.empty()) out += "none\n";
   for (const auto& e : c.excluded) {
@@ -586,6 +632,123 @@ json::array curve_json(const std::vector<CurvePoint>& f) {
   return a;
 }
 
+json::object counts_json(const Comparison& c) {
+  return json::object{{"improved", c.improved},
+                      {"regressed", c.regressed},
+                      {"no_significant_change", c.unchanged},
+                      {"no_interval", c.no_interval},
+                      {"pairs", static_cast<int64_t>(c.pairs.size())},
+                      {"excluded", static_cast<int64_t>(c.excluded.size())}};
+}
+
+json::array confounders_json(const std::vector<Confounder>& confounders) {
+  json::array conf;
+  for (const auto& cf : confounders) {
+    conf.push_back(json::object{{"field", cf.field},
+                                {"base", strings(cf.base)},
+                                {"head", strings(cf.head)},
+                                {"confounding", cf.confounding},
+                                {"accepted", cf.accepted}});
+  }
+  return conf;
+}
+
+// A throughput pair's metrics by key.
+json::object pair_metrics_json(const PairResult& pr) {
+  json::object ms;
+  for (const auto& m : pr.metrics) {
+    ms[m.key] = json::object{{"higher_is_better", m.higher_is_better},
+                             {"base", num_or_null(m.base)},
+                             {"head", num_or_null(m.head)},
+                             {"delta_pct", num_or_null(m.delta_pct)},
+                             {"bootstrap_ci_pct", interval_json(m.bootstrap_pct)},
+                             {"welch_ci_pct", interval_json(m.welch_pct)},
+                             {"interval", m.interval},
+                             {"verdict", verdict_name(m.verdict)},
+                             {"note", m.note}};
+  }
+  return ms;
+}
+
+// An eval pair's accuracy changes by "exact_match,<filter>".
+json::object pair_accuracy_json(const PairResult& pr) {
+  json::object acc;
+  for (const auto& a : pr.accuracy) {
+    acc["exact_match," + a.filter] = json::object{
+        {"base", num_or_null(a.base)},           {"head", num_or_null(a.head)},
+        {"base_stderr", num_or_null(a.base_se)}, {"head_stderr", num_or_null(a.head_se)},
+        {"delta", num_or_null(a.delta)},         {"ci", interval_json(a.ci)},
+        {"verdict", verdict_name(a.verdict)}};
+  }
+  return acc;
+}
+
+json::array pairs_json(const std::vector<PairResult>& pairs) {
+  json::array out;
+  for (const auto& pr : pairs) {
+    json::object p{{"base_config", pr.base_key},
+                   {"head_config", pr.head_key},
+                   {"workload_key", pr.workload_key},
+                   {"workload", pr.workload_label},
+                   {"concurrency", pr.concurrency},
+                   {"base_runs", static_cast<int64_t>(pr.base_repeats)},
+                   {"head_runs", static_cast<int64_t>(pr.head_repeats)},
+                   {"records", pr.records}};
+    p["metrics"] = pair_metrics_json(pr);
+    if (!pr.accuracy.empty()) p["accuracy"] = pair_accuracy_json(pr);
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+// The frontiers compared at equal interactivity.
+json::object equal_interactivity_json(const FrontierComparison& delta) {
+  json::array levels;
+  for (const auto& l : delta.levels) {
+    levels.push_back(json::object{{"x", l.x},
+                                  {"base_tput_per_gpu", l.base_y},
+                                  {"head_tput_per_gpu", l.head_y},
+                                  {"delta_pct", num_or_null(l.delta_pct)}});
+  }
+  json::object d{{"overlap", delta.overlap}, {"levels", std::move(levels)}};
+  if (delta.overlap) {
+    d["lo"] = delta.lo;
+    d["hi"] = delta.hi;
+    d["mean_delta_pct"] = num_or_null(delta.mean_delta_pct);
+    d["base_area"] = delta.base_area;
+    d["head_area"] = delta.head_area;
+    d["area_delta_pct"] = num_or_null(delta.area_delta_pct);
+  }
+  return d;
+}
+
+json::array curves_json(const std::vector<CurveResult>& curves) {
+  json::array out;
+  for (const auto& cr : curves) {
+    out.push_back(json::object{{"base_config", cr.base_key},
+                               {"head_config", cr.head_key},
+                               {"workload", cr.workload_label},
+                               {"x_metric", cr.x_metric},
+                               {"base_frontier", curve_json(cr.base_frontier)},
+                               {"head_frontier", curve_json(cr.head_frontier)},
+                               {"equal_interactivity", equal_interactivity_json(cr.delta)}});
+  }
+  return out;
+}
+
+json::array excluded_json(const std::vector<Excluded>& excluded) {
+  json::array ex;
+  for (const auto& e : excluded) {
+    ex.push_back(json::object{{"side", e.side},
+                              {"source", e.source},
+                              {"config", e.config_key},
+                              {"workload", e.workload_label},
+                              {"concurrency", e.concurrency},
+                              {"why", e.why}});
+  }
+  return ex;
+}
+
 }  // namespace
 
 json::object comparison_json(const Comparison& c) {
@@ -598,97 +761,11 @@ json::object comparison_json(const Comparison& c) {
   o["min_effect_pct"] = c.options.min_effect_pct;
   o["resamples"] = c.options.resamples;
   o["seed"] = c.options.seed;
-  o["counts"] = json::object{{"improved", c.improved},
-                             {"regressed", c.regressed},
-                             {"no_significant_change", c.unchanged},
-                             {"no_interval", c.no_interval},
-                             {"pairs", static_cast<int64_t>(c.pairs.size())},
-                             {"excluded", static_cast<int64_t>(c.excluded.size())}};
-  json::array conf;
-  for (const auto& cf : c.confounders) {
-    conf.push_back(json::object{{"field", cf.field},
-                                {"base", strings(cf.base)},
-                                {"head", strings(cf.head)},
-                                {"confounding", cf.confounding},
-                                {"accepted", cf.accepted}});
-  }
-  o["confounders"] = std::move(conf);
-  json::array pairs;
-  for (const auto& pr : c.pairs) {
-    json::object p{{"base_config", pr.base_key},
-                   {"head_config", pr.head_key},
-                   {"workload_key", pr.workload_key},
-                   {"workload", pr.workload_label},
-                   {"concurrency", pr.concurrency},
-                   {"base_runs", static_cast<int64_t>(pr.base_repeats)},
-                   {"head_runs", static_cast<int64_t>(pr.head_repeats)},
-                   {"records", pr.records}};
-    json::object ms;
-    for (const auto& m : pr.metrics) {
-      ms[m.key] = json::object{{"higher_is_better", m.higher_is_better},
-                               {"base", num_or_null(m.base)},
-                               {"head", num_or_null(m.head)},
-                               {"delta_pct", num_or_null(m.delta_pct)},
-                               {"bootstrap_ci_pct", interval_json(m.bootstrap_pct)},
-                               {"welch_ci_pct", interval_json(m.welch_pct)},
-                               {"interval", m.interval},
-                               {"verdict", verdict_name(m.verdict)},
-                               {"note", m.note}};
-    }
-    p["metrics"] = std::move(ms);
-    if (!pr.accuracy.empty()) {
-      json::object acc;
-      for (const auto& a : pr.accuracy) {
-        acc["exact_match," + a.filter] = json::object{{"base", num_or_null(a.base)},
-                                                      {"head", num_or_null(a.head)},
-                                                      {"base_stderr", num_or_null(a.base_se)},
-                                                      {"head_stderr", num_or_null(a.head_se)},
-                                                      {"delta", num_or_null(a.delta)},
-                                                      {"ci", interval_json(a.ci)},
-                                                      {"verdict", verdict_name(a.verdict)}};
-      }
-      p["accuracy"] = std::move(acc);
-    }
-    pairs.push_back(std::move(p));
-  }
-  o["pairs"] = std::move(pairs);
-  json::array curves;
-  for (const auto& cr : c.curves) {
-    json::array levels;
-    for (const auto& l : cr.delta.levels) {
-      levels.push_back(json::object{{"x", l.x},
-                                    {"base_tput_per_gpu", l.base_y},
-                                    {"head_tput_per_gpu", l.head_y},
-                                    {"delta_pct", num_or_null(l.delta_pct)}});
-    }
-    json::object d{{"overlap", cr.delta.overlap}, {"levels", std::move(levels)}};
-    if (cr.delta.overlap) {
-      d["lo"] = cr.delta.lo;
-      d["hi"] = cr.delta.hi;
-      d["mean_delta_pct"] = num_or_null(cr.delta.mean_delta_pct);
-      d["base_area"] = cr.delta.base_area;
-      d["head_area"] = cr.delta.head_area;
-      d["area_delta_pct"] = num_or_null(cr.delta.area_delta_pct);
-    }
-    curves.push_back(json::object{{"base_config", cr.base_key},
-                                  {"head_config", cr.head_key},
-                                  {"workload", cr.workload_label},
-                                  {"x_metric", cr.x_metric},
-                                  {"base_frontier", curve_json(cr.base_frontier)},
-                                  {"head_frontier", curve_json(cr.head_frontier)},
-                                  {"equal_interactivity", std::move(d)}});
-  }
-  o["curves"] = std::move(curves);
-  json::array ex;
-  for (const auto& e : c.excluded) {
-    ex.push_back(json::object{{"side", e.side},
-                              {"source", e.source},
-                              {"config", e.config_key},
-                              {"workload", e.workload_label},
-                              {"concurrency", e.concurrency},
-                              {"why", e.why}});
-  }
-  o["excluded"] = std::move(ex);
+  o["counts"] = counts_json(c);
+  o["confounders"] = confounders_json(c.confounders);
+  o["pairs"] = pairs_json(c.pairs);
+  o["curves"] = curves_json(c.curves);
+  o["excluded"] = excluded_json(c.excluded);
   return o;
 }
 

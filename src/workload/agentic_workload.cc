@@ -156,7 +156,7 @@ Expected<PointPlan> AgenticWorkload::plan(int64_t concurrency) const {
   }
   PointPlan plan;
   plan.shape.concurrency = static_cast<int>(concurrency);
-  plan.agentic = plan_;
+  plan.body = ReplayPlan{plan_};
   plan.describe = canonical(concurrency);
   plan.describe["dataset_name"] = "weka-traces";
   plan.describe["scenario"] = plan_->params.fast ? "agentx-fast" : "agentx";

@@ -73,16 +73,17 @@ boost::json::object FixedSeqLenWorkload::canonical(int64_t c) const {
 
 Expected<PointPlan> random_point_plan(const RandomWorkload& w, int warmups, int concurrency) {
   PointPlan plan;
+  RequestPlan& requests = plan.body.emplace<RequestPlan>();
   auto measured = make_random_prompts(w);
   if (!measured) return measured.error();
-  plan.measured = std::move(*measured);
+  requests.measured = std::move(*measured);
   if (warmups > 0) {
     RandomWorkload ww = w;
     ww.num_prompts = warmups;
     ww.seed = w.seed ^ 0x9e3779b97f4a7c15ULL;  // distinct prompts: warmups must not prime a cache
     auto warm = make_random_prompts(ww);
     if (!warm) return warm.error();
-    plan.warmup = std::move(*warm);
+    requests.warmup = std::move(*warm);
   }
   plan.shape.concurrency = concurrency;
   plan.shape.measured_requests = w.num_prompts;
@@ -94,7 +95,7 @@ Expected<PointPlan> random_point_plan(const RandomWorkload& w, int warmups, int 
   plan.describe["seed"] = w.seed;
   if (w.tokenizer) {
     int64_t exact = 0;
-    for (const auto& p : plan.measured) exact += p.exact_len ? 1 : 0;
+    for (const auto& p : requests.measured) exact += p.exact_len ? 1 : 0;
     boost::json::object t;
     t["path"] = w.tokenizer->path();
     t["identity"] = w.tokenizer->identity();
@@ -105,7 +106,7 @@ Expected<PointPlan> random_point_plan(const RandomWorkload& w, int warmups, int 
       t["special_tokens_added"] = w.tokenizer->prompt_specials();
     }
     t["exact_prompts"] = exact;
-    t["inexact_prompts"] = static_cast<int64_t>(plan.measured.size()) - exact;
+    t["inexact_prompts"] = static_cast<int64_t>(requests.measured.size()) - exact;
     plan.describe["tokenizer"] = std::move(t);
   }
   return plan;

@@ -14,11 +14,12 @@ TEST(FixedSeqLen, DefaultsFollowInferenceX) {
   EXPECT_EQ(w.warmups_at(4), 8);   // 2 x conc
   auto plan = w.plan(4);
   ASSERT_TRUE(plan.ok()) << plan.error().message;
-  EXPECT_EQ(plan->measured.size(), 40u);
-  EXPECT_EQ(plan->warmup.size(), 8u);
+  const RequestPlan* requests = plan->requests();
+  ASSERT_NE(requests, nullptr) << "a fixed-seq-len point is a plan of independent requests";
+  EXPECT_EQ(requests->measured.size(), 40u);
+  EXPECT_EQ(requests->warmup.size(), 8u);
   EXPECT_EQ(plan->shape.concurrency, 4);
-  EXPECT_FALSE(plan->session_based());
-  for (const auto& r : plan->measured) {
+  for (const auto& r : requests->measured) {
     EXPECT_GE(r.input_len, 102);  // floor(0.8 x 128)
     EXPECT_LE(r.input_len, 128);
     EXPECT_GE(r.output_len, 12);
@@ -27,7 +28,7 @@ TEST(FixedSeqLen, DefaultsFollowInferenceX) {
   EXPECT_EQ(plan->describe.at("random_range_ratio").as_double(), 0.8);
   EXPECT_EQ(plan->describe.at("num_prompts").as_int64(), 40);
   // Warmups never share the measured prompts (a prefix cache must not be primed).
-  EXPECT_NE(plan->warmup.front().token_ids, plan->measured.front().token_ids);
+  EXPECT_NE(requests->warmup.front().token_ids, requests->measured.front().token_ids);
   EXPECT_EQ(w.label(), "isl 128 / osl 16");
 }
 
@@ -48,8 +49,8 @@ TEST(FixedSeqLen, KeyIsTheCanonicalJsonAndChangesWithWhatIsSent) {
   EXPECT_NE(FixedSeqLenWorkload(q).key(2), w.key(2));
   // Same parameters, same key and the same prompts, on every call.
   EXPECT_EQ(FixedSeqLenWorkload(p).key(2), w.key(2));
-  EXPECT_EQ(w.plan(2)->measured.front().token_ids,
-            FixedSeqLenWorkload(p).plan(2)->measured.front().token_ids);
+  EXPECT_EQ(w.plan(2)->requests()->measured.front().token_ids,
+            FixedSeqLenWorkload(p).plan(2)->requests()->measured.front().token_ids);
 }
 
 TEST(FixedSeqLen, MinimumPromptsAndBadParametersNamed) {
@@ -59,7 +60,7 @@ TEST(FixedSeqLen, MinimumPromptsAndBadParametersNamed) {
   p.warmups_per_conc = 0;
   FixedSeqLenWorkload w(p);
   EXPECT_EQ(w.prompts_at(2), 8);
-  EXPECT_TRUE(w.plan(2)->warmup.empty());
+  EXPECT_TRUE(w.plan(2)->requests()->warmup.empty());
   EXPECT_FALSE(w.plan(0).ok());
   p.range_ratio = 1.5;
   auto s = p.validate("r.yaml: key.workload");

@@ -303,8 +303,16 @@ json::object Gsm8kWorkload::canonical(int64_t concurrency) const {
   return o;
 }
 
-Expected<PointPlan> Gsm8kWorkload::plan(int64_t) const {
-  return Error{"a GSM8K eval is sent by the eval runner (load/eval_run.h), not the run loop"};
+Expected<PointPlan> Gsm8kWorkload::plan(int64_t concurrency) const {
+  if (concurrency < 1) {
+    return Error{fmt::format("an eval needs at least one request in flight (concurrency {})",
+                             concurrency)};
+  }
+  PointPlan plan;
+  plan.shape.concurrency = static_cast<int>(concurrency);
+  plan.describe = canonical(concurrency);
+  plan.body = EvalPlan{std::make_shared<const EvalParams>(p_)};
+  return plan;
 }
 
 int max_tokens_for_context(int64_t ctx) {

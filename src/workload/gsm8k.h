@@ -127,8 +127,8 @@ struct Accuracy {
 /// ctx / 2, at most 16384.
 int max_tokens_for_context(int64_t ctx);
 
-/// A sweep's eval points (sweep/planner.h): what is asked at each concurrency. The requests are
-/// sent by load::run_eval, not by the benchmark run loop, so plan() is an error.
+/// A sweep's eval points (sweep/planner.h): what is asked at each concurrency. Its plan is an
+/// EvalPlan (workload/workload.h), which load::run_point sends with load::run_eval.
 struct EvalParams {
   PromptOptions prompt;
   size_t limit = 0;  // the first N problems; 0: all
