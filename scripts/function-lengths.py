@@ -7,6 +7,7 @@ import argparse
 import json
 import re
 import pathlib
+import shutil
 import subprocess
 import sys
 
@@ -16,7 +17,10 @@ root = pathlib.Path(__file__).resolve().parent.parent
 def lengths():
     files = [str(p.relative_to(root)) for p in sorted((root / "src").rglob("*.cc"))
              if not p.name.endswith("_test.cc")]
-    out = subprocess.run(["ctags", "--output-format=json", "--fields=+ne", "--c++-kinds=f",
+    ctags = shutil.which("ctags-universal") or shutil.which("ctags")
+    if ctags is None:
+        sys.exit("function-lengths: Universal Ctags is needed (scripts/install-deps.sh installs it)")
+    out = subprocess.run([ctags, "--output-format=json", "--fields=+ne", "--c++-kinds=f",
                           "-o", "-", *files], cwd=root, capture_output=True, text=True, check=True)
     rows = []
     for line in out.stdout.splitlines():

@@ -10,6 +10,7 @@ packages=(
   libsimdjson-dev libyaml-cpp-dev libcli11-dev libfmt-dev libspdlog-dev
   libsqlite3-dev libssl-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev clang-format
   libonig-dev libicu-dev
+  universal-ctags # scripts/function-lengths.py (ctest Build.NoProductionFunctionOver100Lines)
   slurmctld slurmd slurm-client munge
   chromium
 )
