@@ -259,7 +259,7 @@ PointGroups group_usable(const Side& s, const char* name, std::vector<Excluded>&
   PointGroups g;
   for (const auto& p : s.points) {
     if (!p.usable()) {
-      std::string why = p.status;
+      std::string why(metrics::status_name(p.status));
       if (!p.validity.valid()) {
         why = "invalid: " + p.validity.text();
       } else if (!p.error.empty()) {
@@ -397,13 +397,18 @@ Comparison compare(const Side& base, const Side& head, const CompareOptions& o) 
 
 bool SidePoint::usable() const {
   if (eval) {
-    if (status != "ok" && status != "reused" && status != "invalid") return false;
+    using metrics::PointStatus;
+    if (status != PointStatus::kOk && status != PointStatus::kReused &&
+        status != PointStatus::kInvalid) {
+      return false;
+    }
     for (const auto& r : validity.reasons) {
       if (r.kind != metrics::InvalidKind::kEvalGate) return false;
     }
     return true;
   }
-  return (status == "ok" || status == "reused") && validity.valid();
+  return (status == metrics::PointStatus::kOk || status == metrics::PointStatus::kReused) &&
+         validity.valid();
 }
 
 std::string Comparison::verdict_line() const {

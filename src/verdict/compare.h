@@ -24,8 +24,8 @@ namespace ib::verdict {
 /// The identity fields that can confound a comparison, in the order they are listed.
 /// model, image and hardware make a side "confounded" (kConfoundingFields).
 inline constexpr const char* kIdentityFields[] = {
-    "model", "image", "hardware", "engine", "engine_version", "precision", "spec_decoding",
-    "workload", "tool_version", "host", "time_scale", "validity"};
+    "model",         "image",    "hardware",     "engine", "engine_version", "precision",
+    "spec_decoding", "workload", "tool_version", "host",   "time_scale",     "validity"};
 inline constexpr const char* kConfoundingFields[] = {"model", "image", "hardware"};
 
 /// One measured point of one side (from the store or from a result file).
@@ -36,7 +36,7 @@ struct SidePoint {
   std::string workload_key;    // pairing key
   std::string workload_label;  // for tables
   int64_t concurrency = 0;
-  std::string status = "ok";  // ok | reused | invalid | failed (metrics::status_name)
+  metrics::PointStatus status = metrics::PointStatus::kOk;
   metrics::Validity validity;
   std::string error;
   metrics::Headline headline;
@@ -61,11 +61,11 @@ struct Side {
 };
 
 struct CompareOptions {
-  double confidence = 0.95;    // (0, 1)
-  double min_effect_pct = 2;   // >= 0
-  int resamples = 2000;        // bootstrap resamples
-  uint64_t seed = 20261201;    // bootstrap seed
-  std::map<std::string, std::string> pairs;  // base config key -> head config key (--pair)
+  double confidence = 0.95;                    // (0, 1)
+  double min_effect_pct = 2;                   // >= 0
+  int resamples = 2000;                        // bootstrap resamples
+  uint64_t seed = 20261201;                    // bootstrap seed
+  std::map<std::string, std::string> pairs;    // base config key -> head config key (--pair)
   std::set<std::string> accepted_confounders;  // --accept-confounder
 };
 
@@ -78,7 +78,7 @@ struct MetricDelta {
   Interval welch_pct;         // over repeated runs
   std::string interval;       // which decided: "welch" | "bootstrap" | "none"
   Verdict verdict = Verdict::kNoInterval;
-  std::string note;           // why there is no interval
+  std::string note;  // why there is no interval
 };
 
 /// The change of an eval's exact match (one filter) between the sides, in absolute terms:
@@ -97,8 +97,8 @@ struct PairResult {
   std::string base_key, head_key, workload_key, workload_label;
   int64_t concurrency = 0;
   size_t base_repeats = 0, head_repeats = 0;
-  bool records = false;  // both sides had per-request records
-  std::vector<MetricDelta> metrics;    // throughput points
+  bool records = false;                 // both sides had per-request records
+  std::vector<MetricDelta> metrics;     // throughput points
   std::vector<AccuracyDelta> accuracy;  // eval points
 };
 

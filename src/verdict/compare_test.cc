@@ -70,7 +70,8 @@ CompareOptions fast() {
 }
 
 TEST(VerdictCompare, FasterDecodeIsImprovedWithAnIntervalExcludingZero) {
-  const auto c = compare(side({point(10, 1, 4), point(10, 2, 8)}), side({point(7, 3, 4), point(7, 4, 8)}), fast());
+  const auto c = compare(side({point(10, 1, 4), point(10, 2, 8)}),
+                         side({point(7, 3, 4), point(7, 4, 8)}), fast());
   ASSERT_EQ(c.pairs.size(), 2u);
   const auto& tpot = metric(c.pairs[0], "median_tpot_ms");
   EXPECT_EQ(tpot.interval, "bootstrap");
@@ -123,9 +124,10 @@ TEST(VerdictCompare, ADifferentModelIsConfoundedUnlessAccepted) {
 
 TEST(VerdictCompare, InvalidPointsAreExcludedAndCounted) {
   auto bad = point(10, 5, 8);
-  bad.status = "invalid";
+  bad.status = metrics::PointStatus::kInvalid;
   bad.validity.add(metrics::InvalidKind::kExpectFailed, "settings.tp == 4 (not set)");
-  const auto c = compare(side({point(10, 1, 4), bad}), side({point(10, 2, 4), point(10, 3, 8)}), fast());
+  const auto c =
+      compare(side({point(10, 1, 4), bad}), side({point(10, 2, 4), point(10, 3, 8)}), fast());
   EXPECT_EQ(c.pairs.size(), 1u);
   ASSERT_EQ(c.excluded.size(), 2u);  // the invalid base point, and its head partner
   EXPECT_NE(c.excluded[0].why.find("invalid: "), std::string::npos) << c.excluded[0].why;
@@ -215,7 +217,8 @@ TEST(VerdictCompare, MarkdownPutsTheVerdictFirstAndNamesConfoundersBeforeTheTabl
 namespace ib::verdict {
 namespace {
 
-SidePoint eval_point(double strict, double se, const std::string& status = "ok") {
+SidePoint eval_point(double strict, double se,
+                     metrics::PointStatus status = metrics::PointStatus::kOk) {
   SidePoint p;
   p.source = "test";
   p.config_key = "cfg";
@@ -237,7 +240,7 @@ SidePoint eval_point(double strict, double se, const std::string& status = "ok")
 TEST(VerdictCompare, AccuracyChangesHaveANormalIntervalAndAFailedGateIsStillCompared) {
   Side base{"base", {"b"}, {eval_point(0.95, 0.006)}};
   // The head's eval failed its gate (invalid by eval_gate only): compared, and regressed.
-  SidePoint gated = eval_point(0.85, 0.01, "invalid");
+  SidePoint gated = eval_point(0.85, 0.01, metrics::PointStatus::kInvalid);
   gated.validity.add(metrics::InvalidKind::kEvalGate, "eval gate: below 0.9");
   Side head{"head", {"h"}, {gated}};
   Comparison c = compare(base, head, CompareOptions{});
@@ -261,7 +264,7 @@ TEST(VerdictCompare, AccuracyChangesHaveANormalIntervalAndAFailedGateIsStillComp
   Comparison same = compare(base, near, CompareOptions{});
   ASSERT_EQ(same.pairs.size(), 1u);
   EXPECT_EQ(same.pairs[0].accuracy[0].verdict, Verdict::kNoChange);
-  SidePoint failed = eval_point(0.9, 0.01, "failed");
+  SidePoint failed = eval_point(0.9, 0.01, metrics::PointStatus::kFailed);
   failed.validity.add(metrics::InvalidKind::kFailureRate, "none answered");
   Comparison ex = compare(base, Side{"head", {"h"}, {failed}}, CompareOptions{});
   EXPECT_TRUE(ex.pairs.empty());

@@ -62,7 +62,12 @@ void fill_from_result(SidePoint& p, const json::object& r) {
     p.agentic = true;
     p.e2e_norm_intvty = num_of(e->as_object(), "p90");
   }
-  if (const auto* s = r.if_contains("status"); s && s->is_string()) p.status = std::string(s->as_string());
+  if (const auto* s = r.if_contains("status"); s && s->is_string()) {
+    // A status this version does not know is not a measurement it can vouch for.
+    const auto status = metrics::parse_status(s->as_string());
+    p.status = status.value_or(metrics::PointStatus::kFailed);
+    if (!status) p.error = fmt::format("unknown status '{}'", std::string(s->as_string()));
+  }
   if (const auto* v = r.if_contains("validity")) p.validity = metrics::Validity::from_json(*v);
   std::string ts = str_of(r, "time_scale");
   if (const auto* rp = r.if_contains("replay"); ts.empty() && rp && rp->is_object()) {
@@ -136,7 +141,8 @@ Expected<std::vector<metrics::RequestRecord>> read_records(const fs::path& file)
     const auto& o = v.as_object();
     metrics::RequestRecord r;
     r.index = static_cast<int64_t>(num_of(o, "index") >= 0 ? num_of(o, "index") : 0);
-    r.input_len = static_cast<int>(std::isfinite(num_of(o, "input_len")) ? num_of(o, "input_len") : 0);
+    r.input_len =
+        static_cast<int>(std::isfinite(num_of(o, "input_len")) ? num_of(o, "input_len") : 0);
     r.output_len =
         static_cast<int>(std::isfinite(num_of(o, "output_len")) ? num_of(o, "output_len") : 0);
     // Times are ms from the point's origin; 0 means "none" in a record, so shift by 1 ns.
@@ -145,7 +151,8 @@ Expected<std::vector<metrics::RequestRecord>> read_records(const fs::path& file)
     r.first_byte_ns = o.contains("first_byte_ms") && !o.at("first_byte_ms").is_null()
                           ? ns(o.if_contains("first_byte_ms")) + 1
                           : 0;
-    r.done_ns = o.contains("done_ms") && !o.at("done_ms").is_null() ? ns(o.if_contains("done_ms")) + 1 : 0;
+    r.done_ns =
+        o.contains("done_ms") && !o.at("done_ms").is_null() ? ns(o.if_contains("done_ms")) + 1 : 0;
     if (const auto* c = o.if_contains("content_ms"); c && c->is_array()) {
       for (const auto& t : c->as_array()) {
         if (t.is_number()) r.content_ns.push_back(ns(&t) + 1);
@@ -199,12 +206,14 @@ SidePoint point_from_result(const json::object& r, const std::string& source) {
     if (isl.empty()) isl = str_of(r, "random_input_len");
     if (osl.empty()) osl = str_of(r, "random_output_len");
     if (!isl.empty() || !osl.empty()) {
-      p.workload_label = fmt::format("isl {} / osl {}", isl.empty() ? "?" : isl, osl.empty() ? "?" : osl);
+      p.workload_label =
+          fmt::format("isl {} / osl {}", isl.empty() ? "?" : isl, osl.empty() ? "?" : osl);
     }
   }
   p.workload_key = str_of(r, "workload_key");
   if (p.workload_key.empty()) p.workload_key = p.workload_label;
-  if (p.workload_label.empty()) p.workload_label.assign(1, '-');  // not = "-": a GCC 12 -O3 -Wrestrict false positive
+  if (p.workload_label.empty())
+    p.workload_label.assign(1, '-');  // not = "-": a GCC 12 -O3 -Wrestrict false positive
   p.identity["workload"] = p.workload_label;
   p.identity["validity"] = p.validity.valid() ? "valid" : "invalid";
   return p;
@@ -227,7 +236,7 @@ Expected<Side> side_from_runs(store::Store& st, const std::vector<store::RunReco
       p.run = run.name;
       p.concurrency = rec.concurrency;
       p.workload_key = rec.workload_key;
-      p.status = std::string(metrics::status_name(rec.status));
+      p.status = rec.status;
       p.validity = rec.validity;
       p.error = rec.error;
       p.headline = rec.headline;
@@ -308,9 +317,10 @@ Expected<Side> side_from_folder(const fs::path& folder) {
     side.points.push_back(std::move(p));
   }
   if (side.points.empty()) {
-    return Error{fmt::format("{}: no result files (*.json with benchmark metrics such as "
-                             "request_throughput or median_ttft_ms)",
-                             folder.string())};
+    return Error{
+        fmt::format("{}: no result files (*.json with benchmark metrics such as "
+                    "request_throughput or median_ttft_ms)",
+                    folder.string())};
   }
   return side;
 }
