@@ -157,6 +157,18 @@ int power_failure(const load::BenchReport& report) {
   return kExitFailure;
 }
 
+// What a failed point's line says: the plainest account of why nothing usable was measured,
+// else the judge's reasons.
+std::string failed_text(const load::BenchReport& report, const load::PointVerdict& v) {
+  const auto& m = report.metrics;
+  if (report.aborted) return fmt::format("{}; nothing was measured", report.abort_reason);
+  if (m.num_requests == 0) return "no request was measured";
+  if (m.completed == 0) {
+    return fmt::format("nothing was measured: none of the {} requests succeeded", m.num_requests);
+  }
+  return "the point failed: " + v.error;
+}
+
 // The exit code of a judged point (load/judge.h), with what happened said on stderr: ok 0; not
 // submission-valid by the user's own choice (a time-scaled replay) 0, with a note; interrupted
 // 128 + the signal; failed or invalid 1.
@@ -167,23 +179,8 @@ int point_exit(const load::BenchReport& report, const load::PointVerdict& v) {
     return interrupted_exit_code();
   }
   if (v.validity.has(InvalidKind::kPower)) return power_failure(report);
-  const auto& m = report.metrics;
-  if (report.aborted) {
-    fmt::print(stderr, "inferbench bench: {}; nothing was measured\n", report.abort_reason);
-    return kExitFailure;
-  }
-  if (m.num_requests == 0) {
-    fmt::print(stderr, "inferbench bench: no request was measured\n");
-    return kExitFailure;
-  }
-  if (m.completed == 0) {
-    fmt::print(stderr,
-               "inferbench bench: nothing was measured: none of the {} requests succeeded\n",
-               m.num_requests);
-    return kExitFailure;
-  }
   if (v.status == metrics::PointStatus::kFailed) {
-    fmt::print(stderr, "inferbench bench: the point failed: {}\n", v.error);
+    fmt::print(stderr, "inferbench bench: {}\n", failed_text(report, v));
     return kExitFailure;
   }
   if (v.status == metrics::PointStatus::kInvalid) {

@@ -85,14 +85,20 @@ RetriedRequest chat_request() {
   return r;
 }
 
-// Sends a first request, then lets the server close the idle connection.
-void make_connection_stale(Client& client, const RetriedRequest& request) {
+// Sends a first request, then waits until the server has closed the idle connection (its
+// keep-alive timeout), polling its open connections with a generous deadline.
+void make_connection_stale(StreamServer& server, Client& client, const RetriedRequest& request) {
   metrics::RequestRecord first;
   EXPECT_FALSE(client.send(first, request));
   ASSERT_TRUE(first.ok()) << first.error;
   EXPECT_EQ(first.retries, 0);
   EXPECT_TRUE(client.conn.reused());
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the server has closed by now
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (server.server().open_connections() > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(server.server().open_connections(), 0u)
+      << "the server never closed the idle connection";
 }
 
 TEST(SendWithRetry, AStaleKeepAliveConnectionIsRetriedOnceOnAFreshOne) {
@@ -100,7 +106,7 @@ TEST(SendWithRetry, AStaleKeepAliveConnectionIsRetriedOnceOnAFreshOne) {
   StreamServer server(&served);
   Client client(server.port());
   const RetriedRequest request = chat_request();
-  make_connection_stale(client, request);
+  make_connection_stale(server, client, request);
   metrics::RequestRecord rec;
   EXPECT_FALSE(client.send(rec, request));
   ASSERT_TRUE(rec.ok()) << rec.error;
@@ -118,7 +124,7 @@ TEST(SendWithRetry, NoRetryBeyondMaxRetries) {
   Client client(server.port());
   RetriedRequest request = chat_request();
   request.max_retries = 0;
-  make_connection_stale(client, request);
+  make_connection_stale(server, client, request);
   metrics::RequestRecord rec;
   EXPECT_FALSE(client.send(rec, request));
   EXPECT_FALSE(rec.ok());
@@ -132,7 +138,7 @@ TEST(SendWithRetry, ACutRunCancelsTheRequestInsteadOfRetrying) {
   StreamServer server(&served);
   Client client(server.port());
   RetriedRequest request = chat_request();
-  make_connection_stale(client, request);
+  make_connection_stale(server, client, request);
   request.cut_reason = [] { return std::string_view("cut at the end of the grace period"); };
   metrics::RequestRecord rec;
   EXPECT_TRUE(client.send(rec, request));

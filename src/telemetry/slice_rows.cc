@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <optional>
+#include <utility>
 
 namespace ib::telemetry {
 
@@ -12,7 +13,7 @@ std::optional<double> finite_or_null(const std::optional<double>& v) {
 }
 
 metrics::TimesliceRow row_base(const char* source, int index, double start_s, double end_s,
-                               boost::json::value data) {
+                               boost::json::value&& data) {
   metrics::TimesliceRow r;
   r.source = source;
   r.slice = index;
@@ -28,10 +29,11 @@ std::vector<metrics::TimesliceRow> timeslice_rows(const std::vector<ServerSlice>
                                                   const std::vector<ClientSlice>& client) {
   std::vector<metrics::TimesliceRow> rows;
   rows.reserve(server.size() + client.size());
-  const boost::json::array server_json = slices_to_json(server);
+  boost::json::array server_json = slices_to_json(server);
   for (size_t i = 0; i < server.size(); ++i) {
     const ServerSlice& s = server[i];
-    metrics::TimesliceRow r = row_base("server", s.index, s.start_s, s.end_s, server_json[i]);
+    metrics::TimesliceRow r =
+        row_base("server", s.index, s.start_s, s.end_s, std::move(server_json[i]));
     r.running = finite_or_null(s.running);
     r.waiting = finite_or_null(s.waiting);
     r.kv_usage = finite_or_null(s.kv_usage);
@@ -42,10 +44,11 @@ std::vector<metrics::TimesliceRow> timeslice_rows(const std::vector<ServerSlice>
     r.spec_acceptance = finite_or_null(s.spec_acceptance_length);
     rows.push_back(std::move(r));
   }
-  const boost::json::array client_json = slices_to_json(client);
+  boost::json::array client_json = slices_to_json(client);
   for (size_t i = 0; i < client.size(); ++i) {
     const ClientSlice& s = client[i];
-    metrics::TimesliceRow r = row_base("client", s.index, s.start_s, s.end_s, client_json[i]);
+    metrics::TimesliceRow r =
+        row_base("client", s.index, s.start_s, s.end_s, std::move(client_json[i]));
     r.started = s.started;
     r.finished = s.finished;
     r.output_tokens = s.output_tokens;
