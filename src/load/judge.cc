@@ -90,6 +90,7 @@ void judge_agentx(const BenchReport& r, metrics::Validity& v) {
       kind = InvalidKind::kNotSubmission;
     }
     v.add(kind, fmt::format("{}: {}", a.reason, a.message));
+    v.reasons.back().rule = a.reason;
   }
 }
 

@@ -137,6 +137,12 @@ TEST(Judge, AgentxRulesKeepTheirKinds) {
   EXPECT_EQ(v.status, PointStatus::kInvalid);
   EXPECT_TRUE(v.validity.only_chosen()) << v.validity.text();
   EXPECT_EQ(v.validity.reasons.front().message.rfind("time_scaled: ", 0), 0u);
+  EXPECT_EQ(v.validity.reasons.front().rule, "time_scaled");
+  // The rule survives the stored form (a sweep's summary names it after a --resume too).
+  const auto back = metrics::Validity::from_json(v.validity.to_json());
+  ASSERT_EQ(back.reasons.size(), 1u);
+  EXPECT_EQ(back.reasons.front().rule, "time_scaled");
+  EXPECT_TRUE(back.only_chosen());
   r.agentic_invalid.push_back({"error_rate_exceeded", "11 of 100 failed"});
   v = judge(r, {});
   EXPECT_EQ(v.status, PointStatus::kFailed);

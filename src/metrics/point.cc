@@ -72,11 +72,12 @@ boost::json::object InvalidReason::to_json() const {
   o["kind"] = invalid_kind_name(kind);
   o["message"] = message;
   if (!advice.empty()) o["advice"] = advice;
+  if (!rule.empty()) o["rule"] = rule;
   return o;
 }
 
 void Validity::add(InvalidKind kind, std::string message, std::string advice) {
-  reasons.push_back({kind, std::move(message), std::move(advice)});
+  reasons.push_back({kind, std::move(message), std::move(advice), ""});
 }
 
 bool Validity::has(InvalidKind kind) const {
@@ -116,12 +117,15 @@ Validity Validity::from_json(const boost::json::value& v) {
     if (!kind || !kind->is_string()) continue;
     auto k = parse_invalid_kind(kind->as_string());
     if (!k) continue;
-    InvalidReason r{*k, "", ""};
+    InvalidReason r{*k, "", "", ""};
     if (const auto* m = o.if_contains("message"); m && m->is_string()) {
       r.message = std::string(m->as_string());
     }
     if (const auto* a = o.if_contains("advice"); a && a->is_string()) {
       r.advice = std::string(a->as_string());
+    }
+    if (const auto* a = o.if_contains("rule"); a && a->is_string()) {
+      r.rule = std::string(a->as_string());
     }
     out.reasons.push_back(std::move(r));
   }

@@ -58,6 +58,7 @@ struct InvalidReason {
   InvalidKind kind;
   std::string message;  // what was seen
   std::string advice;   // what to do about it; may be empty
+  std::string rule;     // the workload rule that gave it (AgentX's "time_scaled"); may be empty
   boost::json::object to_json() const;
 };
 

@@ -60,8 +60,8 @@ std::string SweepOutcome::not_submission() const {
     if (p.status != metrics::PointStatus::kInvalid || !p.validity.only_chosen()) continue;
     ++n;
     for (const auto& r : p.validity.reasons) {
-      // AgentX's reason names lead the message ("time_scaled: the replay ran 100x faster ...").
-      std::string name = r.message.substr(0, r.message.find(':'));
+      // The rule's name (AgentX's "time_scaled"), as a person reads it: "time-scaled".
+      std::string name = r.rule.empty() ? std::string(metrics::invalid_kind_name(r.kind)) : r.rule;
       std::replace(name.begin(), name.end(), '_', '-');
       if (std::find(why.begin(), why.end(), name) == why.end()) why.push_back(name);
     }
