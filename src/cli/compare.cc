@@ -168,15 +168,16 @@ int run_compare(const CompareCliOptions& o) {
     co.pairs[p.substr(0, eq)] = p.substr(eq + 1);
   }
   for (const auto& f : o.accept) {
-    bool known = false;
-    for (const char* k : verdict::kIdentityFields) known |= f == k;
-    if (!known) {
-      std::vector<std::string> names(std::begin(verdict::kIdentityFields),
-                                     std::end(verdict::kIdentityFields));
+    const auto field = metrics::identity_field(f);
+    if (!field || !metrics::field_info(*field).compared) {
+      std::vector<std::string_view> names;
+      for (const auto& info : metrics::kIdentityFields) {
+        if (info.compared) names.push_back(info.key);
+      }
       return usage(fmt::format("--accept-confounder: unknown field '{}' (one of: {})", f,
                                fmt::join(names, ", ")));
     }
-    co.accepted_confounders.insert(f);
+    co.accepted_confounders.insert(*field);
   }
   const size_t wanted = 2 - (o.base_rev.empty() ? 0 : 1) - (o.head_rev.empty() ? 0 : 1);
   if (o.sides.size() != wanted) {

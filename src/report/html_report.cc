@@ -42,38 +42,6 @@ json::value num_or_null(std::optional<double> v) {
   return v ? json::value(*v) : json::value(nullptr);
 }
 
-// The value of an effective setting: settings hold plain values.
-std::string setting(const json::object& effective, std::string_view key) {
-  const auto* settings = obj_at(effective, "settings");
-  return settings ? str_at(*settings, key) : "";
-}
-
-// "TP8", "TP8 EP8 DPA"; disaggregated: "P<n>xTP<tp> D<n>xTP<tp>".
-std::string worker_parallelism(const json::object& w) {
-  std::string out = "TP" + (str_at(w, "tp").empty() ? std::string("1") : str_at(w, "tp"));
-  const std::string ep = str_at(w, "ep");
-  if (!ep.empty() && ep != "1") out.append(" EP").append(ep);
-  const std::string pp = str_at(w, "pp");
-  if (!pp.empty() && pp != "1") out.append(" PP").append(pp);
-  if (str_at(w, "dp-attn") == "true") out.append(" DPA");
-  return out;
-}
-
-std::string parallelism_of(const json::object& row) {
-  const auto* prefill = obj_at(row, "prefill");
-  const auto* decode = obj_at(row, "decode");
-  if (prefill && decode) {
-    auto workers = [](const json::object& w) {
-      const std::string n = str_at(w, "num-worker");
-      return (n.empty() ? std::string("1") : n) + "x" + worker_parallelism(w);
-    };
-    std::string out = "P";
-    out.append(workers(*prefill)).append(" D").append(workers(*decode));
-    return out;
-  }
-  return worker_parallelism(row);
-}
-
 bool is_agentic(const json::object& result) {
   return result.contains("agentic") || str_at(result, "load_shape") == "agentic_replay";
 }
@@ -246,18 +214,6 @@ json::object env_reads_summary(const json::object& env_reads) {
   return out;
 }
 
-json::object identity_json(const Identity& id) {
-  return {{"model", id.model},
-          {"image", id.image},
-          {"engine", id.engine},
-          {"engine_version", id.engine_version},
-          {"precision", id.precision},
-          {"hardware", id.hardware},
-          {"runner", id.runner},
-          {"spec_decoding", id.spec_decoding},
-          {"parallelism", id.parallelism}};
-}
-
 std::string time_text(int64_t unix_s) {
   if (unix_s == 0) return "";
   return utc_time_text("%Y-%m-%d %H:%M:%SZ", static_cast<std::time_t>(unix_s));
@@ -284,7 +240,7 @@ void add_run(json::array& runs, json::array& configs, json::array& points, const
   std::map<int64_t, const store::ServerConfigRecord*> by_id;
   for (const auto& c : rr.configs) {
     by_id[c.id] = &c;
-    const Identity id = identity_of(c);
+    const metrics::Identity id = c.identity();
     json::object row = c.row;
     json::object o{{"uid", fmt::format("{}c{}", prefix, c.id)},
                    {"run", run_uid},
@@ -294,7 +250,7 @@ void add_run(json::array& runs, json::array& configs, json::array& points, const
                    {"launcher", c.launcher},
                    {"status", c.status},
                    {"error", c.error},
-                   {"identity", identity_json(id)},
+                   {"identity", id.to_json(/*unknown=*/true)},
                    {"series", series_name(id)},
                    {"row", std::move(row)},
                    {"effective_config", c.effective_config},
@@ -303,7 +259,8 @@ void add_run(json::array& runs, json::array& configs, json::array& points, const
   }
   for (const auto& p : rr.points) {
     const auto it = by_id.find(p.server_config_id);
-    const Identity id = it != by_id.end() ? identity_of(*it->second) : Identity{};
+    const metrics::Identity id =
+        it != by_id.end() ? it->second->identity() : metrics::Identity{};
     json::object o;
     o["uid"] = fmt::format("{}p{}", prefix, p.id);
     o["id"] = p.id;
@@ -313,7 +270,8 @@ void add_run(json::array& runs, json::array& configs, json::array& points, const
                                     : json::value(nullptr);
     o["config_key"] = it != by_id.end() ? it->second->config_key : str_at(p.result, "config_key");
     o["series"] = series_name(id);
-    o["model"] = id.model.empty() ? str_at(p.result, "model_id") : id.model;
+    const std::string& model = id.get(metrics::IdentityField::kModel);
+    o["model"] = model.empty() ? str_at(p.result, "model_id") : model;
     o["workload"] = workload_label(p);
     o["agentic"] = is_agentic(p.result);
     o["time_scale"] = time_scale_of(p);
@@ -361,78 +319,47 @@ void add_run(json::array& runs, json::array& configs, json::array& points, const
   runs.push_back(std::move(run));
 }
 
-std::set<std::string> values_of(const ReportRun& r, std::string_view field) {
-  std::set<std::string> out;
-  std::map<int64_t, Identity> ids;
-  for (const auto& c : r.configs) ids[c.id] = identity_of(c);
-  auto add = [&](std::string v) {
-    if (!v.empty()) out.insert(std::move(v));
-  };
-  if (field == "tool version") {
-    add(r.run.tool_version);
-    for (const auto& p : r.points) add(str_at(p.result, "tool_version"));
-  } else if (field == "host") {
-    add(r.run.host);
-  } else if (field == "workload") {
-    for (const auto& p : r.points) add(workload_label(p));
-  } else if (field == "time scale") {
-    for (const auto& p : r.points) add(fmt::format("{:g}", time_scale_of(p)));
-  } else {
-    for (const auto& [cid, id] : ids) {
-      if (field == "image") add(id.image);
-      if (field == "model") add(id.model);
-      if (field == "engine") add(id.engine);
-      if (field == "engine version") add(id.engine_version);
-      if (field == "hardware") add(id.hardware);
-      if (field == "precision") add(id.precision);
-      if (field == "spec decoding") add(id.spec_decoding);
-      if (field == "parallelism") add(id.parallelism);
-    }
+// A run's identities: one per configuration and one per point (with what the point adds: its
+// workload, time scale and the tool version that measured it).
+std::vector<metrics::Identity> identities_of(const ReportRun& r) {
+  using F = metrics::IdentityField;
+  std::vector<metrics::Identity> out;
+  std::map<int64_t, metrics::Identity> by_config;
+  for (const auto& c : r.configs) {
+    metrics::Identity id = c.identity();
+    id.set(F::kToolVersion, r.run.tool_version);
+    id.set(F::kHost, r.run.host);
+    by_config[c.id] = id;
+    out.push_back(id);
+  }
+  for (const auto& p : r.points) {
+    const auto it = by_config.find(p.server_config_id);
+    metrics::Identity id = it != by_config.end() ? it->second : metrics::Identity{};
+    const std::string tool = str_at(p.result, "tool_version");
+    id.set(F::kToolVersion, tool.empty() ? r.run.tool_version : tool);
+    id.set(F::kHost, r.run.host);
+    id.set(F::kWorkload, workload_label(p));
+    id.set(F::kTimeScale, fmt::format("{:g}", time_scale_of(p)));
+    out.push_back(std::move(id));
   }
   return out;
 }
 
 }  // namespace
 
-Identity identity_of(const store::ServerConfigRecord& c) {
-  Identity id;
-  id.model = str_at(c.row, "model");
-  id.image = str_at(c.row, "image");
-  id.engine = str_at(c.row, "framework");
-  if (id.engine.empty()) id.engine = str_at(c.effective_config, "engine");
-  id.engine_version = setting(c.effective_config, "engine-version");
-  id.precision = str_at(c.row, "precision");
-  id.runner = str_at(c.row, "runner");
-  id.hardware = str_at(c.row, "hardware");
-  if (id.hardware.empty()) id.hardware = setting(c.effective_config, "hardware");
-  if (id.hardware.empty()) id.hardware = id.runner;
-  const std::string spec = str_at(c.row, "spec-decoding");
-  if (!spec.empty()) id.spec_decoding = spec;
-  id.parallelism = parallelism_of(c.row);
-  return id;
-}
-
-std::string series_name(const Identity& id) {
-  std::string out = id.hardware.empty() ? std::string("?") : id.hardware;
-  out.append(" \u00b7 ").append(id.engine.empty() ? std::string("?") : id.engine);
-  out.append(" \u00b7 ").append(id.precision.empty() ? std::string("?") : id.precision);
-  if (!id.spec_decoding.empty() && id.spec_decoding != "none" && id.spec_decoding != "false") {
-    out.append(" \u00b7 spec ").append(id.spec_decoding);
-  }
+std::string series_name(const metrics::Identity& id) {
+  using F = metrics::IdentityField;
+  auto shown = [&](F f) { return id.get(f).empty() ? std::string("?") : id.get(f); };
+  std::string out = shown(F::kHardware);
+  out.append(" \u00b7 ").append(shown(F::kEngine));
+  out.append(" \u00b7 ").append(shown(F::kPrecision));
+  const std::string& spec = id.get(F::kSpecDecoding);
+  if (!spec.empty() && spec != "none" && spec != "false") out.append(" \u00b7 spec ").append(spec);
   return out;
 }
 
-std::vector<Confounder> confounders(const ReportRun& base, const ReportRun& head) {
-  std::vector<Confounder> out;
-  for (std::string_view field :
-       {"image", "model", "engine", "engine version", "hardware", "precision", "spec decoding",
-        "workload", "tool version", "host", "time scale"}) {
-    const auto b = values_of(base, field);
-    const auto h = values_of(head, field);
-    if (b == h) continue;
-    out.push_back(Confounder{std::string(field), {b.begin(), b.end()}, {h.begin(), h.end()}});
-  }
-  return out;
+std::vector<metrics::Confounder> confounders(const ReportRun& base, const ReportRun& head) {
+  return metrics::confounders(identities_of(base), identities_of(head));
 }
 
 boost::json::object report_data(const ReportInput& in) {
@@ -450,21 +377,14 @@ boost::json::object report_data(const ReportInput& in) {
   o["points"] = std::move(points);
   json::array conf;
   if (in.baseline) {
-    // Against every head run: a report may show several.
-    std::map<std::string, Confounder> merged;
+    // Against every head run together: a report may show several.
+    std::vector<metrics::Identity> head;
     for (const auto& h : in.runs) {
-      for (auto& c : confounders(*in.baseline, h)) {
-        auto [it, fresh] = merged.emplace(c.field, c);
-        if (!fresh) {
-          std::set<std::string> hv(it->second.head.begin(), it->second.head.end());
-          hv.insert(c.head.begin(), c.head.end());
-          it->second.head.assign(hv.begin(), hv.end());
-        }
-      }
+      auto ids = identities_of(h);
+      head.insert(head.end(), ids.begin(), ids.end());
     }
-    for (const auto& [field, c] : merged) {
-      json::array b(c.base.begin(), c.base.end()), h(c.head.begin(), c.head.end());
-      conf.push_back(json::object{{"field", field}, {"base", b}, {"head", h}});
+    for (const auto& c : metrics::confounders(identities_of(*in.baseline), head)) {
+      conf.push_back(c.to_json());
     }
   }
   o["confounders"] = std::move(conf);

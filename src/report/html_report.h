@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "metrics/identity.h"
 #include "store/store.h"
 
 namespace ib::report {
@@ -30,33 +31,14 @@ struct ReportInput {
   int64_t generated_at = 0;           // unix seconds
 };
 
-/// A server configuration's identity: what a point is, in the terms of the field's dashboards.
-/// Empty strings where the store does not say.
-struct Identity {
-  std::string model, image, engine, engine_version, precision, hardware, runner;
-  std::string spec_decoding = "none";
-  std::string parallelism;  // "TP1", "TP8 EP8 DPA", "P2xTP4 D1xTP8"
-  int64_t gpus = 0;         // from the point's num_gpus when known
-};
-
-/// From the stored recipe row and effective configuration. Hardware: the row's `hardware`
-/// (a runners file), else the effective setting `hardware` (serve-sim), else the runner label.
-Identity identity_of(const store::ServerConfigRecord& c);
-
 /// The series a point belongs to: hardware × engine × precision × spec decoding
 /// ("H200 · serve-sim · bf16" with " · spec mtp" when set).
-std::string series_name(const Identity& id);
-
-/// One identity field whose values differ between the baseline and the head runs.
-struct Confounder {
-  std::string field;  // image, model, engine version, hardware, precision, workload, ...
-  std::vector<std::string> base, head;  // distinct values on each side, sorted
-};
+std::string series_name(const metrics::Identity& id);
 
 /// The identity fields that differ between two runs, beside the change under test
-/// (DESIGN.md §5 "Compare like with like"): image, model, engine, engine version, hardware,
-/// precision, spec decoding, workload, tool version, host, time scale.
-std::vector<Confounder> confounders(const ReportRun& base, const ReportRun& head);
+/// (metrics::confounders over each run's points and configurations): the same list `compare`
+/// and `verify` name.
+std::vector<metrics::Confounder> confounders(const ReportRun& base, const ReportRun& head);
 
 /// The report's data model (docs/report.md "Data"): the JSON the page embeds and its CSV/JSON
 /// downloads are made of.

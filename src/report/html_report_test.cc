@@ -102,12 +102,13 @@ TEST(HtmlReport, HtmlEscape) {
 }
 
 TEST(HtmlReport, IdentityAndSeriesFromTheStoredRowAndEffectiveConfig) {
-  const Identity id = identity_of(sim_config(1));
-  EXPECT_EQ(id.model, "meta-llama/Llama-3.1-8B-Instruct");
-  EXPECT_EQ(id.hardware, "H200");  // effective setting beats the runner label "local"
-  EXPECT_EQ(id.engine, "serve-sim");
-  EXPECT_EQ(id.engine_version, "0.1.0");
-  EXPECT_EQ(id.parallelism, "TP1");
+  using F = metrics::IdentityField;
+  const metrics::Identity id = sim_config(1).identity();
+  EXPECT_EQ(id.get(F::kModel), "meta-llama/Llama-3.1-8B-Instruct");
+  EXPECT_EQ(id.get(F::kHardware), "H200");  // effective setting beats the runner label "local"
+  EXPECT_EQ(id.get(F::kEngine), "serve-sim");
+  EXPECT_EQ(id.get(F::kEngineVersion), "0.1.0");
+  EXPECT_EQ(id.get(F::kParallelism), "TP1");
   EXPECT_EQ(series_name(id), "H200 \u00b7 serve-sim \u00b7 bf16");
 
   auto c = sim_config(2);
@@ -116,9 +117,9 @@ TEST(HtmlReport, IdentityAndSeriesFromTheStoredRowAndEffectiveConfig) {
   c.row["ep"] = 8;
   c.row["dp-attn"] = true;
   c.row["tp"] = 8;
-  const Identity id2 = identity_of(c);
+  const metrics::Identity id2 = c.identity();
   EXPECT_EQ(series_name(id2), "B200 \u00b7 serve-sim \u00b7 bf16 \u00b7 spec mtp");
-  EXPECT_EQ(id2.parallelism, "TP8 EP8 DPA");
+  EXPECT_EQ(id2.get(F::kParallelism), "TP8 EP8 DPA");
 }
 
 TEST(HtmlReport, DataHasFlatMetricsPerPercentileAndValidity) {
@@ -193,10 +194,11 @@ TEST(HtmlReport, ConfoundersNameTheIdentityFieldsThatDiffer) {
   head.run.tool_version = "0.2.0";
   const auto c = confounders(base, head);
   ASSERT_EQ(c.size(), 2u);
-  EXPECT_EQ(c[0].field, "image");
-  EXPECT_EQ(c[0].base, std::vector<std::string>{"inferbench/serve-sim:1"});
-  EXPECT_EQ(c[0].head, std::vector<std::string>{"inferbench/serve-sim:2"});
-  EXPECT_EQ(c[1].field, "tool version");
+  EXPECT_EQ(c[0].key(), "image");
+  EXPECT_EQ(c[0].base, std::set<std::string>{"inferbench/serve-sim:1"});
+  EXPECT_EQ(c[0].head, std::set<std::string>{"inferbench/serve-sim:2"});
+  EXPECT_TRUE(c[0].confounding);
+  EXPECT_EQ(c[1].title(), "tool version");
   EXPECT_TRUE(confounders(base, base).empty());
 
   ReportInput in;
@@ -204,7 +206,12 @@ TEST(HtmlReport, ConfoundersNameTheIdentityFieldsThatDiffer) {
   in.baseline = base;
   const json::object d = report_data(in);
   EXPECT_EQ(d.at("comparison"), true);
-  EXPECT_EQ(d.at("confounders").as_array().size(), 2u);
+  const auto& conf = d.at("confounders").as_array();
+  ASSERT_EQ(conf.size(), 2u);
+  // compare's and verify's JSON form: key, title, values per side.
+  EXPECT_EQ(conf[1].at("field").as_string(), "tool_version");
+  EXPECT_EQ(conf[1].at("title").as_string(), "tool version");
+  EXPECT_EQ(conf[1].at("head").as_array(), (json::array{"0.2.0"}));
   EXPECT_EQ(d.at("points").as_array().size(), 4u);
 }
 

@@ -665,6 +665,13 @@ Status Store::claim_run(int64_t run_id, const ProcessIdentity& owner) {
   });
 }
 
+metrics::Identity ServerConfigRecord::identity() const {
+  static const boost::json::object none;
+  const auto* settings = effective_config.if_contains("settings");
+  return metrics::config_identity(row, settings && settings->is_object() ? settings->get_object()
+                                                                          : none);
+}
+
 Expected<int64_t> Store::add_server_config(const ServerConfigRecord& c) {
   if (auto st = check_status("server configuration", c.status, kConfigStatuses); !st) {
     return st.error();

@@ -32,6 +32,7 @@
 
 #include "core/expected.h"
 #include "core/process.h"
+#include "metrics/identity.h"
 #include "metrics/keys.h"
 #include "metrics/point.h"
 #include "store/db.h"
@@ -96,6 +97,10 @@ struct ServerConfigRecord {
   /// pending | ok | failed | skipped (every point was resumed or reused: not launched)
   std::string status = "pending";
   std::string error;
+
+  /// What the configuration is (metrics/identity.h): from its row and the settings its server
+  /// showed; the one derivation compare, report and verify use for stored runs.
+  metrics::Identity identity() const;
 };
 
 /// One benchmark point: a server configuration at one concurrency under one workload.

@@ -9,6 +9,7 @@
 #include "core/redact.h"
 #include "launch/local.h"
 #include "launch/session.h"
+#include "metrics/identity.h"
 #include "recipe/matrix.h"
 #include "sweep/planner.h"
 #include "sweep/server_spec.h"
@@ -46,13 +47,9 @@ std::string VerifyReport::markdown() const {
 
 namespace {
 
-json::object identity_of(const json::object& row, const verify::EffectiveConfig& config) {
-  json::object id;
-  for (const char* f : {"image", "model", "framework", "runner", "precision"}) {
-    if (const auto* v = row.if_contains(f)) id[f] = *v;
-  }
-  if (const auto* v = config.settings.if_contains("engine-version")) id["engine-version"] = *v;
-  id["tool-version"] = INFERBENCH_VERSION;
+metrics::Identity identity_of(const json::object& row, const verify::EffectiveConfig& config) {
+  metrics::Identity id = metrics::config_identity(row, config.settings);
+  id.set(metrics::IdentityField::kToolVersion, INFERBENCH_VERSION);
   return id;
 }
 
@@ -195,9 +192,9 @@ verify::ServerObservation observation_from_store(const store::ServerConfigRecord
     }
     o.env_read = std::move(read);
   }
-  o.identity = identity_of(c.row, o.config);
-  o.identity["tool-version"] = run.tool_version;
-  o.identity["host"] = run.host;
+  o.identity = c.identity();
+  o.identity.set(metrics::IdentityField::kToolVersion, run.tool_version);
+  o.identity.set(metrics::IdentityField::kHost, run.host);
   return o;
 }
 
@@ -262,7 +259,7 @@ Expected<VerifyReport> verify_runs(store::Store& db, const store::RunRecord& a,
     }
     // Stored runs: every identity difference is a confounder, even one the recipes made (a run
     // on another image or checkpoint cannot credit the change under test).
-    v.confounders = verify::find_confounders(bo.identity, ho.identity, {});
+    v.confounders = verify::server_confounders(bo, ho);
     report.keys.push_back(std::move(v));
   }
   return report;

@@ -27,12 +27,12 @@ std::string ci_text(const verdict::Interval& ci) {
 }
 
 std::string identity_line(const verify::ServerObservation& base) {
+  using F = metrics::IdentityField;
   std::vector<std::string> parts;
-  for (const char* f :
-       {"image", "model", "hardware", "framework", "precision", "runner", "engine-version"}) {
-    if (const auto* v = base.identity.if_contains(f); v && v->is_string()) {
-      parts.push_back(fmt::format("{} `{}`", f, std::string_view(v->get_string())));
-    }
+  for (F f : {F::kModel, F::kImage, F::kHardware, F::kEngine, F::kEngineVersion, F::kPrecision,
+              F::kRunner}) {
+    const std::string& v = base.identity.get(f);
+    if (!v.empty()) parts.push_back(fmt::format("{} `{}`", metrics::field_info(f).title, v));
   }
   return fmt::format("{}", fmt::join(parts, ", "));
 }
@@ -185,7 +185,7 @@ std::string verify_evidence(const VerifyItem& item) {
       if (!evidence.empty()) evidence += "; ";
       evidence += fmt::format("{}: {} ({})", f.field, f.verdict, f.evidence);
     }
-    for (const auto& cf : item.verdict.confounders) evidence += "; confounder: " + cf;
+    for (const auto& cf : item.verdict.confounders) evidence += "; confounder: " + cf.text();
   }
   if (!item.evidence_dir.empty())
     evidence += fmt::format(" — `{}`", shown_value(item.evidence_dir));
@@ -611,7 +611,7 @@ json::object TuneReport::to_json() const {
   o["tune"] = json::object{{"id", id}, {"dir", dir}, {"recipe", recipe}, {"key", key}};
   o["recipe"] = recipe;
   o["key"] = key;
-  o["identity"] = verify.base.identity;
+  o["identity"] = verify.base.identity.to_json();
   if (server_build.recorded()) {
     o["identity"].as_object()["server_build"] =
         json::object{{"program", server_build.program}, {"sha256", server_build.sha256}};

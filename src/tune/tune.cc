@@ -371,13 +371,13 @@ Failed run_stage3(const TuneOptions& o, const TuneSetup& setup,
 }
 
 // Where the base was measured, for the changelog: "image X, model Y, hardware Z, runner W".
-std::string measured_on(const boost::json::object& identity) {
+std::string measured_on(const metrics::Identity& identity) {
+  using F = metrics::IdentityField;
   std::string where;
-  for (const char* f : {"image", "model", "hardware", "runner"}) {
-    if (const auto* v = identity.if_contains(f); v && v->is_string()) {
-      where +=
-          fmt::format("{}{} {}", where.empty() ? "" : ", ", f, std::string_view(v->get_string()));
-    }
+  for (F f : {F::kModel, F::kImage, F::kHardware, F::kRunner}) {
+    if (identity.get(f).empty()) continue;
+    where += fmt::format("{}{} {}", where.empty() ? "" : ", ", metrics::field_info(f).title,
+                         identity.get(f));
   }
   return where;
 }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <stdexcept>
 
 #include "core/clock.h"
 #include "core/files.h"
@@ -94,12 +95,6 @@ Expected<VerifyStage> verify_candidates(const recipe::ConfigEntry& base,
   say(fmt::format("stage 1/3 verify: starting the base server ({})", base.key));
   stage.base = sweep::observe_server(base_rows.front(), watch, dir / "base", options, &base);
   ++stage.servers_started;
-  // The hardware the server says it runs on (serve-sim's `hardware`) joins the identity the
-  // report states, when the recipe's runner does not name it.
-  if (const auto* hw = stage.base.config.settings.if_contains("hardware");
-      hw && hw->is_string() && !stage.base.identity.contains("hardware")) {
-    stage.base.identity["hardware"] = hw->as_string();
-  }
   if (!stage.base.observed) {
     return Error{fmt::format("the base server did not start: {}{} (log: {})",
                              first_line(stage.base.error), server_says(dir / "base" / "server.log"),
@@ -170,7 +165,7 @@ boost::json::object stage_to_json(const VerifyStage& stage) {
                                         {"wall_s", i.wall_s}});
   }
   return boost::json::object{{"version", 1},
-                             {"base", boost::json::object{{"identity", stage.base.identity},
+                             {"base", boost::json::object{{"identity", stage.base.identity.to_json()},
                                                           {"log", stage.base.log_path}}},
                              {"items", std::move(items)},
                              {"wall_s", stage.wall_s},
@@ -183,7 +178,9 @@ Expected<VerifyStage> stage_from_json(const boost::json::value& json,
     const auto& o = json.as_object();
     VerifyStage stage;
     stage.base.observed = true;
-    stage.base.identity = o.at("base").at("identity").as_object();
+    // Read by metrics::Identity: a tune.json written before the one field list (kebab-case
+    // keys) reads the same.
+    stage.base.identity = metrics::Identity::from_json(o.at("base").at("identity").as_object());
     stage.base.log_path = std::string(o.at("base").at("log").as_string());
     stage.wall_s = o.at("wall_s").to_number<double>();
     stage.servers_started = static_cast<int>(o.at("servers_started").as_int64());
@@ -217,7 +214,9 @@ Expected<VerifyStage> stage_from_json(const boost::json::value& json,
              std::string(f.at("verdict").as_string()), std::string(f.at("evidence").as_string())});
       }
       for (const auto& c : v.at("confounders").as_array()) {
-        item.verdict.confounders.emplace_back(c.as_string());
+        auto cf = metrics::Confounder::from_json(c);
+        if (!cf) throw std::runtime_error("a confounder names no identity field");
+        item.verdict.confounders.push_back(std::move(*cf));
       }
       for (const auto& n : v.at("notes").as_array()) item.verdict.notes.emplace_back(n.as_string());
       stage.items.push_back(std::move(item));

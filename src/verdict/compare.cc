@@ -21,13 +21,6 @@ namespace {
 
 using GroupKey = std::tuple<std::string, std::string, int64_t>;  // config, workload, conc
 
-bool is_confounding(const std::string& field) {
-  for (const char* f : kConfoundingFields) {
-    if (field == f) return true;
-  }
-  return false;
-}
-
 double mean_finite(const std::vector<const SidePoint*>& pts, size_t i) {
   double sum = 0;
   int n = 0;
@@ -220,9 +213,9 @@ std::string join_set(const std::set<std::string>& s) {
   std::string out;
   for (const auto& v : s) {
     if (!out.empty()) out += ", ";
-    out += v.empty() ? "(unknown)" : v;
+    out += v;
   }
-  return out.empty() ? "-" : out;
+  return out.empty() ? "unknown" : out;
 }
 
 double curve_x(const SidePoint& p) {
@@ -235,22 +228,15 @@ using PointGroups = std::map<GroupKey, std::vector<const SidePoint*>>;
 // Confounders: every identity field whose values differ between the sides (sets c.confounded
 // when one is confounding and not accepted).
 void find_confounders(const Side& base, const Side& head, const CompareOptions& o, Comparison& c) {
-  for (const char* field : kIdentityFields) {
-    Confounder cf;
-    cf.field = field;
-    for (const auto& p : base.points) {
-      auto it = p.identity.find(field);
-      cf.base.insert(it == p.identity.end() ? "" : it->second);
-    }
-    for (const auto& p : head.points) {
-      auto it = p.identity.find(field);
-      cf.head.insert(it == p.identity.end() ? "" : it->second);
-    }
-    if (cf.base == cf.head) continue;
-    cf.confounding = is_confounding(cf.field);
+  auto identities = [](const Side& side) {
+    std::vector<metrics::Identity> out;
+    for (const auto& p : side.points) out.push_back(p.identity);
+    return out;
+  };
+  c.confounders = metrics::confounders(identities(base), identities(head));
+  for (auto& cf : c.confounders) {
     cf.accepted = o.accepted_confounders.count(cf.field) > 0;
     if (cf.confounding && !cf.accepted) c.confounded = true;
-    c.confounders.push_back(std::move(cf));
   }
 }
 
@@ -418,7 +404,7 @@ std::string Comparison::verdict_line() const {
       if (!cf.confounding || cf.accepted) continue;
       if (!what.empty()) what += "; ";
       what +=
-          fmt::format("{} differs: {} \u2192 {}", cf.field, join_set(cf.base), join_set(cf.head));
+          fmt::format("{} differs: {} \u2192 {}", cf.title(), join_set(cf.base), join_set(cf.head));
     }
     return fmt::format("CONFOUNDED: not evidence for this change ({})", what);
   }
@@ -494,7 +480,7 @@ const std::vector<std::string> kMetricTitles = {"CONFIG",  "WORKLOAD", "CONC",  
 std::string confounder_value_text(const Confounder& cf) {
   std::string tag;
   if (cf.confounding) tag = cf.accepted ? " (accepted with --accept-confounder)" : " (confounded)";
-  return fmt::format("{}: {} \u2192 {}{}", cf.field, join_set(cf.base), join_set(cf.head), tag);
+  return fmt::format("{}: {} \u2192 {}{}", cf.title(), join_set(cf.base), join_set(cf.head), tag);
 }
 
 std::string curves_text(const Comparison& c, bool markdown) {
@@ -567,7 +553,7 @@ std::string comparison_markdown(const Comparison& c) {
     out += "Identity fields that differ besides the change: none.\n\n";
   } else {
     std::vector<std::string> fields;
-    for (const auto& cf : c.confounders) fields.push_back(cf.field);
+    for (const auto& cf : c.confounders) fields.emplace_back(cf.title());
     out += fmt::format("Identity fields that differ besides the change: **{}** (values below).\n\n",
                        fmt::join(fields, ", "));
   }
@@ -625,12 +611,6 @@ json::value interval_json(const Interval& i) {
   return json::array{i.lo, i.hi};
 }
 
-json::array strings(const std::set<std::string>& s) {
-  json::array a;
-  for (const auto& v : s) a.emplace_back(v);
-  return a;
-}
-
 json::array curve_json(const std::vector<CurvePoint>& f) {
   json::array a;
   for (const auto& p : f) a.push_back(json::object{{"x", p.x}, {"y", p.y}, {"concurrency", p.tag}});
@@ -648,13 +628,7 @@ json::object counts_json(const Comparison& c) {
 
 json::array confounders_json(const std::vector<Confounder>& confounders) {
   json::array conf;
-  for (const auto& cf : confounders) {
-    conf.push_back(json::object{{"field", cf.field},
-                                {"base", strings(cf.base)},
-                                {"head", strings(cf.head)},
-                                {"confounding", cf.confounding},
-                                {"accepted", cf.accepted}});
-  }
+  for (const auto& cf : confounders) conf.push_back(cf.to_json());
   return conf;
 }
 

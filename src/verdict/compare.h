@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "metrics/eval_result.h"
+#include "metrics/identity.h"
 #include "metrics/keys.h"
 #include "metrics/point.h"
 #include "metrics/record.h"
@@ -21,12 +22,9 @@
 
 namespace ib::verdict {
 
-/// The identity fields that can confound a comparison, in the order they are listed.
-/// model, image and hardware make a side "confounded" (kConfoundingFields).
-inline constexpr const char* kIdentityFields[] = {
-    "model",         "image",    "hardware",     "engine", "engine_version", "precision",
-    "spec_decoding", "workload", "tool_version", "host",   "time_scale",     "validity"};
-inline constexpr const char* kConfoundingFields[] = {"model", "image", "hardware"};
+/// The identity fields (metrics/identity.h): one list and one confounders() for compare,
+/// report, verify and tune. A model, image or hardware difference makes a side "confounded".
+using metrics::Confounder;
 
 /// One measured point of one side (from the store or from a result file).
 struct SidePoint {
@@ -45,7 +43,7 @@ struct SidePoint {
   int gpus = 1;
   bool has_records = false;
   std::vector<metrics::RequestRecord> records;  // measured requests (records_conc_<C>.jsonl)
-  std::map<std::string, std::string> identity;  // kIdentityFields -> value ("" unknown)
+  metrics::Identity identity;  // "" where unknown
   /// An accuracy eval's scores (docs/evals.md); nullopt for throughput points.
   std::optional<metrics::EvalSummary> eval;
 
@@ -66,7 +64,7 @@ struct CompareOptions {
   int resamples = 2000;                        // bootstrap resamples
   uint64_t seed = 20261201;                    // bootstrap seed
   std::map<std::string, std::string> pairs;    // base config key -> head config key (--pair)
-  std::set<std::string> accepted_confounders;  // --accept-confounder
+  std::set<metrics::IdentityField> accepted_confounders;  // --accept-confounder
 };
 
 struct MetricDelta {
@@ -100,13 +98,6 @@ struct PairResult {
   bool records = false;                 // both sides had per-request records
   std::vector<MetricDelta> metrics;     // throughput points
   std::vector<AccuracyDelta> accuracy;  // eval points
-};
-
-struct Confounder {
-  std::string field;
-  std::set<std::string> base, head;  // the values seen on each side
-  bool confounding = false;          // model, image or hardware
-  bool accepted = false;             // --accept-confounder
 };
 
 struct Excluded {

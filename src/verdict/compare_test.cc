@@ -45,7 +45,8 @@ SidePoint point(double gap_ms, uint64_t seed, int64_t conc = 4, int n = 60,
   p.headline = metrics::Headline::from_metrics(metrics::compute_metrics(rs, mo), mo);
   p.records = std::move(rs);
   p.has_records = true;
-  p.identity = {{"model", model}, {"image", "img"}, {"hardware", "h100"}, {"validity", "valid"}};
+  p.identity = metrics::Identity::from_json(
+      {{"model", model}, {"image", "img"}, {"hardware", "h100"}, {"validity", "valid"}});
   return p;
 }
 
@@ -112,11 +113,11 @@ TEST(VerdictCompare, ADifferentModelIsConfoundedUnlessAccepted) {
   auto c = compare(base, head, fast());
   EXPECT_TRUE(c.confounded);
   ASSERT_FALSE(c.confounders.empty());
-  EXPECT_EQ(c.confounders[0].field, "model");
+  EXPECT_EQ(c.confounders[0].field, metrics::IdentityField::kModel);
   EXPECT_TRUE(c.verdict_line().starts_with("CONFOUNDED: not evidence for this change"));
   EXPECT_NE(comparison_markdown(c).find("model-a"), std::string::npos);
   auto o = fast();
-  o.accepted_confounders.insert("model");
+  o.accepted_confounders.insert(metrics::IdentityField::kModel);
   c = compare(base, head, o);
   EXPECT_FALSE(c.confounded);
   EXPECT_TRUE(c.confounders[0].accepted);

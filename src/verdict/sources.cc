@@ -7,7 +7,6 @@
 #include <map>
 
 #include "core/files.h"
-#include "report/html_report.h"
 
 namespace ib::verdict {
 
@@ -73,9 +72,8 @@ void fill_from_result(SidePoint& p, const json::object& r) {
   if (const auto* rp = r.if_contains("replay"); ts.empty() && rp && rp->is_object()) {
     ts = str_of(rp->as_object(), "time_scale");
   }
-  p.identity["time_scale"] = ts.empty() ? "1" : ts;
-  const std::string tool = str_of(r, "tool_version");
-  if (!tool.empty()) p.identity["tool_version"] = tool;
+  p.identity.set(metrics::IdentityField::kTimeScale, ts.empty() ? "1" : ts);
+  p.identity.set(metrics::IdentityField::kToolVersion, str_of(r, "tool_version"));
 }
 
 }  // namespace
@@ -181,11 +179,12 @@ SidePoint point_from_result(const json::object& r, const std::string& source) {
   std::string engine = str_of(r, "framework");
   if (engine.empty()) engine = str_of(r, "backend");
   const std::string hw = str_of(r, "hw");
-  p.identity["model"] = model;
-  p.identity["image"] = str_of(r, "image");
-  p.identity["hardware"] = hw;
-  p.identity["engine"] = engine;
-  p.identity["precision"] = str_of(r, "precision");
+  using F = metrics::IdentityField;
+  p.identity.set(F::kModel, model);
+  p.identity.set(F::kImage, str_of(r, "image"));
+  p.identity.set(F::kHardware, hw);
+  p.identity.set(F::kEngine, engine);
+  p.identity.set(F::kPrecision, str_of(r, "precision"));
   p.config_key = str_of(r, "config_key");
   if (p.config_key.empty()) {
     // InferenceX aggregates and vLLM results name no configuration: what they do name.
@@ -214,8 +213,8 @@ SidePoint point_from_result(const json::object& r, const std::string& source) {
   if (p.workload_key.empty()) p.workload_key = p.workload_label;
   if (p.workload_label.empty())
     p.workload_label.assign(1, '-');  // not = "-": a GCC 12 -O3 -Wrestrict false positive
-  p.identity["workload"] = p.workload_label;
-  p.identity["validity"] = p.validity.valid() ? "valid" : "invalid";
+  p.identity.set(F::kWorkload, p.workload_label);
+  p.identity.set(F::kValidity, p.validity.valid() ? "valid" : "invalid");
   return p;
 }
 
@@ -243,19 +242,13 @@ Expected<Side> side_from_runs(store::Store& st, const std::vector<store::RunReco
       if (const auto it = by_id.find(rec.server_config_id); it != by_id.end()) {
         const auto& c = *it->second;
         p.config_key = c.config_key;
-        // The identity `report` shows too, so both commands name the same confounders.
-        const report::Identity id = report::identity_of(c);
-        p.identity["model"] = id.model;
-        p.identity["image"] = id.image;
-        p.identity["hardware"] = id.hardware;
-        p.identity["precision"] = id.precision;
-        p.identity["engine"] = id.engine;
-        p.identity["engine_version"] = id.engine_version;
-        p.identity["spec_decoding"] = id.spec_decoding;
+        // The identity `report`, `verify` and `tune` derive too (metrics/identity.h).
+        p.identity = c.identity();
       }
-      p.identity["tool_version"] = run.tool_version;
-      p.identity["host"] = run.host;
-      p.identity["validity"] = p.usable() ? "valid" : "invalid";
+      using F = metrics::IdentityField;
+      p.identity.set(F::kToolVersion, run.tool_version);
+      p.identity.set(F::kHost, run.host);
+      p.identity.set(F::kValidity, p.usable() ? "valid" : "invalid");
       // Per-GPU values of the stored headline fix the GPU count for the resamples.
       const double total = p.headline.get("total_token_throughput");
       const double per_gpu = p.headline.get("tput_per_gpu");

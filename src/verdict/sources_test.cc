@@ -59,8 +59,8 @@ TEST(VerdictSources, VllmResultKeysGiveTheIdentity) {
                            {"random_output_len", 128}};
   const SidePoint p = point_from_result(r, "x.json");
   EXPECT_EQ(p.concurrency, 16);
-  EXPECT_EQ(p.identity.at("model"), "meta-llama/Llama-3.1-8B");
-  EXPECT_EQ(p.identity.at("engine"), "vllm");
+  EXPECT_EQ(p.identity.get(metrics::IdentityField::kModel), "meta-llama/Llama-3.1-8B");
+  EXPECT_EQ(p.identity.get(metrics::IdentityField::kEngine), "vllm");
   EXPECT_EQ(p.workload_label, "isl 1024 / osl 128");
   EXPECT_DOUBLE_EQ(p.headline.get("median_intvty"), 50.0);  // 1000 / median TPOT
   EXPECT_TRUE(p.usable());
@@ -75,7 +75,7 @@ TEST(VerdictSources, InferenceXAggregateKeysGiveTheIdentity) {
                            {"median_intvty", 40.0}};
   const SidePoint p = point_from_result(r, "agg.json");
   EXPECT_EQ(p.concurrency, 8);
-  EXPECT_EQ(p.identity.at("hardware"), "h200");
+  EXPECT_EQ(p.identity.get(metrics::IdentityField::kHardware), "h200");
   EXPECT_EQ(p.config_key, "m/vllm/fp8/h200/tp4");
   EXPECT_DOUBLE_EQ(p.headline.get("tput_per_gpu"), 1500.0);
 }

@@ -60,22 +60,9 @@ json::object stable_diff(const EffectiveConfig& a, const EffectiveConfig& b,
   return out;
 }
 
-std::vector<std::string> find_confounders(const json::object& base, const json::object& head,
-                                          const std::set<std::string>& changed_paths) {
-  std::vector<std::string> out;
-  for (const char* f : {"image", "model", "framework", "runner", "precision", "engine-version",
-                        "tool-version", "host"}) {
-    if (changed_paths.count(f)) continue;
-    const json::value* a = base.if_contains(f);
-    const json::value* b = head.if_contains(f);
-    json::value av = a ? *a : json::value(nullptr);
-    json::value bv = b ? *b : json::value(nullptr);
-    if (av.is_null() && bv.is_null()) continue;
-    if (!same_setting(av, bv)) {
-      out.push_back(fmt::format("{}: {} vs {}", f, setting_text(av), setting_text(bv)));
-    }
-  }
-  return out;
+std::vector<metrics::Confounder> server_confounders(const ServerObservation& base,
+                                                   const ServerObservation& head) {
+  return metrics::confounders({base.identity}, {head.identity});
 }
 
 KeyVerdict judge_key(const std::string& key, const std::string& status,
@@ -165,7 +152,7 @@ KeyVerdict judge_key(const std::string& key, const std::string& status,
   } else {
     kv.verdict = "effective: sweep";
   }
-  if (observed) kv.confounders = find_confounders(base->identity, head->identity, {});
+  if (observed) kv.confounders = server_confounders(*base, *head);
   return kv;
 }
 
@@ -185,7 +172,7 @@ json::object KeyVerdict::to_json() const {
   o["fields"] = std::move(fs);
   o["effective-diff"] = effective_diff;
   json::array cs, ns;
-  for (const auto& c : confounders) cs.emplace_back(c);
+  for (const auto& c : confounders) cs.emplace_back(c.to_json());
   for (const auto& n : notes) ns.emplace_back(n);
   o["confounders"] = std::move(cs);
   o["notes"] = std::move(ns);
@@ -211,7 +198,7 @@ std::string verdicts_markdown(const std::string& title, const std::vector<KeyVer
       }
       md += "\n";
     }
-    for (const auto& c : v.confounders) md += fmt::format("- confounder: {}\n", c);
+    for (const auto& c : v.confounders) md += fmt::format("- confounder: {}\n", c.text());
     for (const auto& n : v.notes) md += fmt::format("- note: {}\n", n);
     if (!v.confounders.empty() || !v.notes.empty()) md += "\n";
   }

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "metrics/identity.h"
 #include "verify/effective_config.h"
 
 namespace ib::verify {
@@ -27,8 +28,8 @@ struct ServerObservation {
   EffectiveConfig config;
   /// Watched variable -> read by some process; nullopt when reads were not traced.
   std::optional<std::map<std::string, bool>> env_read;
-  /// image, model, framework, runner, precision, engine-version, tool-version, host.
-  boost::json::object identity;
+  /// What the server was: model, image, engine, engine version, precision, runner, ...
+  metrics::Identity identity;
   std::string log_path;
 };
 
@@ -52,7 +53,7 @@ struct KeyVerdict {
   std::string status;  // added | removed | modified
   std::vector<FieldVerdict> fields;
   boost::json::object effective_diff;    // setting -> {base, head}
-  std::vector<std::string> confounders;  // identity fields that differ besides the change
+  std::vector<metrics::Confounder> confounders;  // identity fields that differ besides the change
   std::vector<std::string> notes;
   /// "no-op: skip the sweep" | "effective: sweep" | "removed: nothing to sweep"
   std::string verdict;
@@ -73,11 +74,9 @@ KeyVerdict judge_key(const std::string& key, const std::string& status,
                      const std::vector<ChangedField>& fields, const ServerObservation* base,
                      const ServerObservation* head, const std::set<std::string>& ignore = {});
 
-/// Identity fields (image, model, framework, runner, precision, engine-version, tool-version)
-/// that differ and are not among `changed_paths`: a comparison that must name them.
-std::vector<std::string> find_confounders(const boost::json::object& base,
-                                          const boost::json::object& head,
-                                          const std::set<std::string>& changed_paths);
+/// The identity fields that differ between two servers (metrics::confounders).
+std::vector<metrics::Confounder> server_confounders(const ServerObservation& base,
+                                                   const ServerObservation& head);
 
 /// A markdown summary for a pull-request comment.
 std::string verdicts_markdown(const std::string& title, const std::vector<KeyVerdict>& verdicts);

@@ -14,7 +14,7 @@ ServerObservation observed(json::object settings, std::map<std::string, bool> re
   o.config.engine = "sglang";
   o.config.settings = std::move(settings);
   o.env_read = std::move(reads);
-  o.identity = std::move(identity);
+  o.identity = metrics::Identity::from_json(identity);
   return o;
 }
 
@@ -164,11 +164,22 @@ TEST(Confounders, IdentityFieldsThatDifferBesidesTheChange) {
                  {"engine-version", "0.5.22"},
                  {"tool-version", "0.1.0"},
                  {"runner", "mi355x"}};
-  auto c = find_confounders(a, b, {});
-  EXPECT_EQ(c, (std::vector<std::string>{"image: sglang:0.5.12 vs sglang:0.5.22",
-                                         "model: org/m vs org/m-0528",
-                                         "engine-version: 0.5.12 vs 0.5.22"}));
-  EXPECT_EQ(find_confounders(a, b, {"image", "model", "engine-version"}).size(), 0u);
+  ServerObservation base, head;
+  base.identity = metrics::Identity::from_json(a);
+  head.identity = metrics::Identity::from_json(b);
+  std::vector<std::string> texts;
+  for (const auto& c : server_confounders(base, head)) texts.push_back(c.text());
+  // One field list and one spelling for every command (metrics/identity.h).
+  EXPECT_EQ(texts, (std::vector<std::string>{"model: org/m vs org/m-0528",
+                                             "image: sglang:0.5.12 vs sglang:0.5.22",
+                                             "engine version: 0.5.12 vs 0.5.22"}));
+  EXPECT_TRUE(server_confounders(base, base).empty());
+  // Known on one side only: the other cannot be shown to be the same.
+  head.identity.set(metrics::IdentityField::kHardware, "H100");
+  texts.clear();
+  for (const auto& c : server_confounders(base, head)) texts.push_back(c.text());
+  ASSERT_EQ(texts.size(), 4u);
+  EXPECT_EQ(texts[2], "hardware: unknown vs H100");
 }
 
 TEST(VerdictsMarkdown, SummaryTableAndEscaping) {
@@ -177,7 +188,8 @@ TEST(VerdictsMarkdown, SummaryTableAndEscaping) {
   v.status = "modified";
   v.fields.push_back({"serve.env.X", "set to \"a|b\"", "never read", "no process read it"});
   v.verdict = "no-op: skip the sweep";
-  v.confounders.push_back("image: a vs b");
+  v.confounders.push_back(
+      metrics::Confounder{metrics::IdentityField::kImage, {"a"}, {"b"}, true, false});
   std::string md = verdicts_markdown("title", {v});
   EXPECT_NE(md.find("1 config key checked: **1 no-op**, 0 to sweep."), std::string::npos) << md;
   EXPECT_NE(md.find("#### `k`: **no-op: skip the sweep**"), std::string::npos) << md;

@@ -157,6 +157,35 @@ class SimServer {
   bool running() { return child_ && !child_->poll(); }
   std::string log() const { return file_tail(log_, 1 << 20); }
   const fs::path& port_file() const { return port_file_; }
+  /// Requests the engine finished (stop or length, not abort), from its /metrics; -1 when the
+  /// server does not answer. Lets a test wait for progress instead of sleeping a guessed time.
+  int finished_requests() const {
+    auto r = http::http_get(endpoint(), "/metrics", std::chrono::seconds(2));
+    if (!r || r->status != 200) return -1;
+    double total = 0;
+    std::string_view body = r->body;
+    const std::string_view name = "vllm:request_success_total{";
+    for (size_t pos = 0; pos < body.size();) {
+      size_t end = body.find('\n', pos);
+      if (end == std::string_view::npos) end = body.size();
+      std::string_view line = body.substr(pos, end - pos);
+      pos = end + 1;
+      if (line.substr(0, name.size()) != name || line.find("\"abort\"") != std::string_view::npos)
+        continue;
+      total += std::atof(std::string(line.substr(line.rfind(' ') + 1)).c_str());
+    }
+    return static_cast<int>(total);
+  }
+  /// Waits until the engine has finished at least `n` requests (true) or `limit` passed (false).
+  bool wait_finished(int n, std::chrono::seconds limit = std::chrono::seconds(60)) const {
+    auto deadline = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (finished_requests() >= n) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  }
+
   /// SIGTERM, then SIGKILL after `grace`; how serve-sim ended.
   ExitInfo stop(std::chrono::milliseconds grace = std::chrono::milliseconds(10000)) {
     return child_ ? child_->stop(grace) : ExitInfo{};

@@ -141,7 +141,8 @@ TEST(LoadShapes, InterruptWritesAPartialResultAndExits130) {
   so.log_path = dir.path() / "b.log";
   auto child = ChildProcess::spawn(so);
   ASSERT_TRUE(child.ok());
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // a few requests complete
+  // A few requests complete first (waited for, not slept: a loaded sanitizer run starts slowly).
+  ASSERT_TRUE(sim.wait_finished(3)) << file_tail(dir.path() / "b.log");
   ::kill(child->pid(), SIGINT);
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (!child->poll() && std::chrono::steady_clock::now() < deadline) {

@@ -349,6 +349,9 @@ TEST(Sweep, SigkilledSweepResumesWithEveryPointExactlyOnce) {
   fs::path runs = dir.path() / "runs";
   BackgroundSweep sweep(dir, recipe, {"--min-prompts", "24"});
   ASSERT_TRUE(sweep.wait_for_result(runs, "conc_2.json")) << file_tail(sweep.log);
+  // Stopped (not ended) while the checks below run: alive to the kernel, so its run stays
+  // "running", however long the checks take on a loaded machine; SIGKILL ends it stopped.
+  ASSERT_EQ(::kill(sweep.child->pid(), SIGSTOP), 0);
   const std::string db_file = (runs / "inferbench.db").string();
   {
     // While it runs, its run cannot be resumed by another sweep.

@@ -84,7 +84,7 @@ TEST(Tune, StageOneDropsWhatIsNeverReadBeforeAnyBenchmarkRequest) {
   EXPECT_NE(md.find("never read (no process of the base or head server read it)"),
             std::string::npos)
       << md;
-  EXPECT_NE(md.find("image `inferbench/serve-sim`, model `meta-llama/Llama-3.1-8B-Instruct`"),
+  EXPECT_NE(md.find("model `meta-llama/Llama-3.1-8B-Instruct`, image `inferbench/serve-sim`"),
             std::string::npos)
       << md;
   EXPECT_NE(md.find("Not run: screen, confirm"), std::string::npos);

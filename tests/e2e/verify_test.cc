@@ -243,7 +243,12 @@ TEST(Verify, StoredRunsAreComparedAndConfoundersListed) {
   EXPECT_EQ(fv.at("image"), "no effect");
   EXPECT_EQ(k2.at("verdict").as_string(), "no-op: skip the sweep");
   ASSERT_EQ(k2.at("confounders").as_array().size(), 1u);
-  EXPECT_EQ(k2.at("confounders").as_array()[0].as_string(), "image: img:1 vs img:2");
+  // The same confounder object as compare's and the report's (metrics/identity.h).
+  const auto& cf = k2.at("confounders").as_array()[0].as_object();
+  EXPECT_EQ(cf.at("field").as_string(), "image");
+  EXPECT_EQ(cf.at("base").as_array(), (boost::json::array{"img:1"}));
+  EXPECT_EQ(cf.at("head").as_array(), (boost::json::array{"img:2"}));
+  EXPECT_TRUE(cf.at("confounding").as_bool());
 
   // A name that is neither a recipe file nor a run.
   auto r = run_inferbench({"verify", "1", "nope", "--db", db}, dir.path() / "bad.log");

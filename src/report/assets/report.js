@@ -901,7 +901,7 @@
     }
     box.append(el('div', { class: 'note warn' }, 'These identity fields differ between the base and head runs: a difference in the numbers may come from them, not from the change under test.'));
     box.append(table(['Field', 'Base', 'Head'], DATA.confounders.map((c) =>
-      el('tr', { 'data-confounder': c.field }, cell(c.field), cell(c.base.join(', ') || '\u2013'), cell(c.head.join(', ') || '\u2013')))));
+      el('tr', { 'data-confounder': c.field }, cell(c.title), cell(c.base.join(', ') || '\u2013'), cell(c.head.join(', ') || '\u2013')))));
     return box;
   }
 
