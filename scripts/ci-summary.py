@@ -3,10 +3,13 @@
 appends to) and the slowest tests of every ctest pass (from ctest's JUnit files), so that a change
 that blows the test-time budget (docs/testing.md) shows in the log that lands with it.
 
-Usage: ci-summary.py STAGE_FILE [--slowest N] [PASS=JUNIT.xml ...]
+Usage: ci-summary.py STAGE_FILE [--slowest N] [--cases PASS=DIR]... [PASS=JUNIT.xml ...]
+       (--cases: the GoogleTest XML files of the executables a pass ran whole, counted by case)
        ci-summary.py --costs JUNIT.xml > tests/ctest-costs.txt   (the seed of scripts/ctest.sh)
 """
 import argparse
+import glob
+import os
 import sys
 import xml.etree.ElementTree as ET
 
@@ -50,6 +53,29 @@ def read_junit(label, path):
     return tests, counts
 
 
+def read_cases(directory):
+    """counts of the GoogleTest cases in DIR/*.xml (executables run whole), or None."""
+    files = sorted(glob.glob(os.path.join(directory, "*.xml")))
+    if not files:
+        return None
+    counts = {"executables": 0, "passed": 0, "failed": 0, "skipped": 0}
+    for path in files:
+        try:
+            root = ET.parse(path).getroot()
+        except ET.ParseError as e:
+            print(f"ci-summary: {path}: {e}", file=sys.stderr)
+            continue
+        counts["executables"] += 1
+        for case in root.iter("testcase"):
+            if case.find("failure") is not None:
+                counts["failed"] += 1
+            elif case.get("result") == "skipped" or case.find("skipped") is not None:
+                counts["skipped"] += 1
+            else:
+                counts["passed"] += 1
+    return counts
+
+
 def write_costs(junit):
     tests, counts = read_junit("main", junit)
     if counts is None:
@@ -69,6 +95,7 @@ def main():
         return write_costs(sys.argv[2])
     ap.add_argument("stages")
     ap.add_argument("--slowest", type=int, default=15)
+    ap.add_argument("--cases", action="append", default=[], help="LABEL=DIR")
     ap.add_argument("passes", nargs="*", help="LABEL=JUNIT.xml")
     a = ap.parse_args()
 
@@ -93,6 +120,14 @@ def main():
         print(f"ci: tests ({label}): {len(tests)} run: {counts['passed']} passed, "
               f"{counts['failed']} failed, {counts['skipped']} skipped; "
               f"{sum(t[0] for t in tests):.0f} test-seconds")
+        for cspec in a.cases:
+            clabel, _, directory = cspec.partition("=")
+            cases = read_cases(directory) if clabel == label else None
+            if cases:
+                total = cases["passed"] + cases["failed"] + cases["skipped"]
+                print(f"ci: tests ({label}): of these, {cases['executables']} unit-test executables "
+                      f"run whole: {total} GoogleTest cases, {cases['passed']} passed, "
+                      f"{cases['failed']} failed, {cases['skipped']} skipped")
     if everything:
         everything.sort(key=lambda t: -t[0])
         print(f"ci: the {min(a.slowest, len(everything))} slowest tests")

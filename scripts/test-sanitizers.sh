@@ -19,6 +19,9 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DINFERBENCH_SANITIZE=address,undefined -DINFERBENCH_BUILD_BENCH=OFF \
   -DINFERBENCH_WERROR=OFF >/dev/null
 stage "build (sanitizers)" cmake --build build-asan -j "${JOBS:-$(nproc)}" --target ib_sanitize_suite
+# The unit-test executables run whole write their cases here (CMakeLists.txt, ib_tests): only
+# this run's.
+rm -rf build-asan/gtest
 # Leaks are reported at exit (LeakSanitizer, part of ASan); halt on the first report of any kind.
 # verify_asan_link_order=0: the environment tracer (a plain C library) is LD_PRELOADed into
 # serve-sim, an ASan binary, by the verify tests: the order check would

@@ -53,8 +53,7 @@ std::optional<int> load_bench_tokenizer(BenchOptions& o,
                                         std::shared_ptr<const tokenizer::ServingTokenizer>& out) {
   auto tok = load_tokenizer(o.tokenizer);
   if (!tok) {
-    fmt::print(stderr, "inferbench bench: {}\n", tok.error().message);
-    return kExitUsage;
+    return fail("bench", with_kind(tok.error(), ErrorKind::kUsage));
   }
   out = std::move(*tok);
   return std::nullopt;
@@ -120,8 +119,7 @@ int write_outputs(const BenchOptions& o, const load::BenchReport& report) {
         boost::json::object{{"server", telemetry::slices_to_json(report.server_slices)},
                             {"client", telemetry::slices_to_json(report.client_slices)}};
     if (auto s = write_file_atomic(o.output, boost::json::serialize(out) + "\n"); !s) {
-      fmt::print(stderr, "inferbench bench: {}\n", s.error().message);
-      return kExitFailure;
+      return fail("bench", s.error());
     }
   }
   if (!o.details.empty()) {
@@ -136,8 +134,7 @@ int write_outputs(const BenchOptions& o, const load::BenchReport& report) {
       lines += '\n';
     }
     if (auto s = write_file_atomic(o.details, lines); !s) {
-      fmt::print(stderr, "inferbench bench: {}\n", s.error().message);
-      return kExitFailure;
+      return fail("bench", s.error());
     }
   }
   return kExitOk;
@@ -152,9 +149,8 @@ int power_failure(const load::BenchReport& report) {
     for (const auto& r : reasons->as_array())
       why += (why.empty() ? "" : "; ") + boost::json::serialize(r);
   }
-  fmt::print(stderr, "inferbench bench: --require-power: no valid GPU power measurement{}{}\n",
-             why.empty() ? "" : ": ", why);
-  return kExitFailure;
+  return fail("bench", Error{fmt::format("--require-power: no valid GPU power measurement{}{}",
+                                         why.empty() ? "" : ": ", why)});
 }
 
 // What a failed point's line says: the plainest account of why nothing usable was measured,
@@ -180,8 +176,7 @@ int point_exit(const load::BenchReport& report, const load::PointVerdict& v) {
   }
   if (v.validity.has(InvalidKind::kPower)) return power_failure(report);
   if (v.status == metrics::PointStatus::kFailed) {
-    fmt::print(stderr, "inferbench bench: {}\n", failed_text(report, v));
-    return kExitFailure;
+    return fail("bench", Error{failed_text(report, v)});
   }
   if (v.status == metrics::PointStatus::kInvalid) {
     const bool chosen = v.validity.only_chosen();
@@ -213,49 +208,43 @@ int run_agentic(BenchOptions& o) {
     if (o.warmup_per_lane_option->count() > 0) p.warmup_requests_per_lane = per_lane;
   }
   if (o.concurrency_option->count() > 0 && o.spec.shape.concurrency < 1) {
-    fmt::print(stderr, "inferbench bench: --concurrency (lanes) must be at least 1 (got {})\n",
-               o.spec.shape.concurrency);
-    return kExitUsage;
+    return fail("bench",
+                usage_error(fmt::format("--concurrency (lanes) must be at least 1 (got {})",
+                                        o.spec.shape.concurrency)));
   }
   if (o.spec.shape.duration_s < 0 || !std::isfinite(o.spec.shape.duration_s)) {
-    fmt::print(stderr,
-               "inferbench bench: --duration must be a positive number of seconds (got {})\n",
-               o.spec.shape.duration_s);
-    return kExitUsage;
+    return fail("bench",
+                usage_error(fmt::format("--duration must be a positive number of seconds (got {})",
+                                        o.spec.shape.duration_s)));
   }
   if (o.spec.shape.duration_s > 0) p.duration_s = o.spec.shape.duration_s;
   p.seed = o.seed_option->count() > 0 ? o.spec.workload.seed : 42;
   if (o.request_rate != 0) {
-    fmt::print(stderr,
-               "inferbench bench: --request-rate does not apply to --workload agentic "
-               "(the traces' own timing drives it; --concurrency sets the lanes)\n");
-    return kExitUsage;
+    return fail("bench",
+                usage_error("--request-rate does not apply to --workload agentic (the traces' own "
+                            "timing drives it; --concurrency sets the lanes)"));
   }
   o.spec.api = openai::Api::kChat;
   if (auto rc = load_bench_tokenizer(o, p.tokenizer)) return *rc;
   auto wl = workload::AgenticWorkload::load(p);
   if (!wl) {
-    fmt::print(stderr, "inferbench bench: {}\n", wl.error().message);
-    return kExitUsage;
+    return fail("bench", with_kind(wl.error(), ErrorKind::kUsage));
   }
   const int lanes = o.spec.shape.concurrency > 0 ? o.spec.shape.concurrency : 1;
   auto plan = (*wl)->plan(lanes);
   if (!plan) {
-    fmt::print(stderr, "inferbench bench: {}\n", plan.error().message);
-    return kExitUsage;
+    return fail("bench", with_kind(plan.error(), ErrorKind::kUsage));
   }
   o.spec.shape.concurrency = lanes;
   if (auto s = http::parse_endpoint(o.spec.endpoint_url); !s) {
-    fmt::print(stderr, "inferbench bench: --endpoint: {}\n", s.error().message);
-    return kExitUsage;
+    return fail("bench", usage_error(fmt::format("--endpoint: {}", s.error().message)));
   }
   o.spec.show_progress = true;
   install_interrupt_handlers();
   for (const auto& n : (*wl)->agentic().notes) fmt::print(stderr, "note: {}\n", n);
   auto run = load::run_point(o.spec, *plan);
   if (!run) {
-    fmt::print(stderr, "inferbench bench: {}\n", run.error().message);
-    return kExitUsage;
+    return fail("bench", with_kind(run.error(), ErrorKind::kUsage));
   }
   return finish_point(o, std::get<load::BenchReport>(*run));
 }
@@ -265,22 +254,19 @@ int run_agentic(BenchOptions& o) {
 std::optional<int> set_bench_request_options(BenchOptions& o) {
   auto api = openai::parse_api(o.api);
   if (!api) {
-    fmt::print(stderr, "inferbench bench: --api must be 'completions' or 'chat' (got '{}')\n",
-               o.api);
-    return kExitUsage;
+    return fail("bench", usage_error(fmt::format("--api must be 'completions' or 'chat' (got '{}')",
+                                                 o.api)));
   }
   o.spec.api = *api;
   if (auto rc = load_bench_tokenizer(o, o.spec.workload.tokenizer)) return *rc;
   auto pct = parse_percentiles(o.percentiles);
   if (!pct) {
-    fmt::print(stderr, "inferbench bench: {}\n", pct.error().message);
-    return kExitUsage;
+    return fail("bench", with_kind(pct.error(), ErrorKind::kUsage));
   }
   o.spec.metrics.percentiles = *pct;
   auto slo = parse_goodput(o.goodput);
   if (!slo) {
-    fmt::print(stderr, "inferbench bench: {}\n", slo.error().message);
-    return kExitUsage;
+    return fail("bench", with_kind(slo.error(), ErrorKind::kUsage));
   }
   o.spec.metrics.goodput = *slo;
   return std::nullopt;
@@ -295,19 +281,17 @@ std::optional<int> set_bench_load_shape(BenchOptions& o) {
   if (o.request_rate > 0) {
     auto arrival = load::parse_arrival(o.arrival);
     if (!arrival) {
-      fmt::print(stderr,
-                 "inferbench bench: --arrival must be constant, poisson or gamma (got '{}')\n",
-                 o.arrival);
-      return kExitUsage;
+      return fail("bench",
+                  usage_error(fmt::format("--arrival must be constant, poisson or gamma (got '{}')",
+                                          o.arrival)));
     }
     o.spec.shape.mode = load::LoadMode::kOpenLoop;
     o.spec.shape.arrivals.rate = o.request_rate;
     o.spec.shape.arrivals.process = *arrival;
     o.spec.shape.arrivals.seed = o.spec.workload.seed;
   } else if (o.request_rate < 0) {
-    fmt::print(stderr, "inferbench bench: --request-rate must be positive (got {})\n",
-               o.request_rate);
-    return kExitUsage;
+    return fail("bench", usage_error(fmt::format("--request-rate must be positive (got {})",
+                                                 o.request_rate)));
   }
   return std::nullopt;
 }
@@ -317,8 +301,8 @@ std::optional<int> set_bench_client_options(BenchOptions& o) {
   for (double t :
        {o.connect_timeout_s, o.first_byte_timeout_s, o.idle_timeout_s, o.request_timeout_s}) {
     if (t < 0 || !std::isfinite(t)) {
-      fmt::print(stderr, "inferbench bench: timeouts must be non-negative seconds (got {})\n", t);
-      return kExitUsage;
+      return fail("bench",
+                  usage_error(fmt::format("timeouts must be non-negative seconds (got {})", t)));
     }
   }
   o.spec.timeouts.connect = seconds_to_ms(o.connect_timeout_s);
@@ -332,22 +316,19 @@ std::optional<int> set_bench_client_options(BenchOptions& o) {
 // --workload fixed: one point of random prompts of --isl/--osl.
 int run_bench_fixed(BenchOptions& o) {
   if (!o.agentic.traces.empty()) {
-    fmt::print(stderr, "inferbench bench: --traces needs --workload agentic\n");
-    return kExitUsage;
+    return fail("bench", usage_error("--traces needs --workload agentic"));
   }
   if (auto rc = set_bench_request_options(o)) return *rc;
   if (auto rc = set_bench_load_shape(o)) return *rc;
   if (auto rc = set_bench_client_options(o)) return *rc;
   if (auto s = validate(o.spec); !s) {
-    fmt::print(stderr, "inferbench bench: {}\n", s.error().message);
-    return kExitUsage;
+    return fail("bench", with_kind(s.error(), ErrorKind::kUsage));
   }
   o.spec.show_progress = true;
   install_interrupt_handlers();
   auto report = load::run_bench(o.spec);
   if (!report) {
-    fmt::print(stderr, "inferbench bench: {}\n", report.error().message);
-    return kExitUsage;
+    return fail("bench", with_kind(report.error(), ErrorKind::kUsage));
   }
   return finish_point(o, *report);
 }
@@ -355,23 +336,20 @@ int run_bench_fixed(BenchOptions& o) {
 int run(BenchOptions& o) {
   // Checked before anything runs: a point can take hours, and its result must not be lost.
   if (auto same = same_output_files({{"--output", o.output}, {"--details", o.details}})) {
-    fmt::print(stderr, "inferbench bench: {}\n", *same);
-    return kExitUsage;
+    return fail("bench", usage_error(*same));
   }
   auto power = load::parse_power_mode(o.gpu_power);
   if (!power) {
-    fmt::print(
-        stderr,
-        "inferbench bench: --gpu-power must be auto, off, nvidia-smi, amd-smi or dcgm (got '{}')\n",
-        o.gpu_power);
-    return kExitUsage;
+    return fail(
+        "bench",
+        usage_error(fmt::format(
+            "--gpu-power must be auto, off, nvidia-smi, amd-smi or dcgm (got '{}')", o.gpu_power)));
   }
   o.spec.power = *power;
   if (o.workload == "agentic") return run_agentic(o);
   if (o.workload != "fixed") {
-    fmt::print(stderr, "inferbench bench: --workload must be 'fixed' or 'agentic' (got '{}')\n",
-               o.workload);
-    return kExitUsage;
+    return fail("bench", usage_error(fmt::format(
+                             "--workload must be 'fixed' or 'agentic' (got '{}')", o.workload)));
   }
   return run_bench_fixed(o);
 }

@@ -29,36 +29,31 @@ struct ChangedCliOptions {
 int run(const ChangedCliOptions& o) {
   auto base = govern::TreeView::open(o.repo, o.base);
   if (!base) {
-    fmt::print(stderr, "inferbench changed: {}\n", base.error().message);
-    return kExitUsage;
+    return fail("changed", with_kind(base.error(), ErrorKind::kUsage));
   }
   auto head = govern::TreeView::open(o.repo, o.head);
   if (!head) {
-    fmt::print(stderr, "inferbench changed: {}\n", head.error().message);
-    return kExitUsage;
+    return fail("changed", with_kind(head.error(), ErrorKind::kUsage));
   }
   govern::ChangedOptions co;
   // Relative paths are taken from the repository directory (-C), as git -C does.
   for (const auto& p : o.paths.empty() ? default_recipe_paths() : o.paths) {
     auto rel = head->relative(in_repo(o.repo, p));
     if (!rel) {
-      fmt::print(stderr, "inferbench changed: {}\n", rel.error().message);
-      return kExitUsage;
+      return fail("changed", with_kind(rel.error(), ErrorKind::kUsage));
     }
     co.recipe_paths.push_back(*rel);
   }
   if (!o.runners.empty()) {
     auto rel = head->relative(in_repo(o.repo, o.runners));
     if (!rel) {
-      fmt::print(stderr, "inferbench changed: {}\n", rel.error().message);
-      return kExitUsage;
+      return fail("changed", with_kind(rel.error(), ErrorKind::kUsage));
     }
     co.runners_path = *rel;
   }
   auto report = govern::changed_keys(*base, *head, co);
   if (!report) {
-    fmt::print(stderr, "inferbench changed: {}\n", report.error().message);
-    return kExitUsage;
+    return fail("changed", with_kind(report.error(), ErrorKind::kUsage));
   }
   std::string text;
   if (o.json) {
@@ -88,20 +83,6 @@ int run(const ChangedCliOptions& o) {
 
 std::vector<std::string> default_recipe_paths() {
   return {"recipes", "examples/recipes"};
-}
-
-int exit_code(ErrorKind kind) {
-  switch (kind) {
-    case ErrorKind::kUsage:
-    case ErrorKind::kInput:
-      return kExitUsage;
-    case ErrorKind::kInterrupted:
-      return interrupted_exit_code();
-    case ErrorKind::kIo:
-    case ErrorKind::kRun:
-      break;
-  }
-  return kExitFailure;
 }
 
 RunFn register_changed(CLI::App& root) {

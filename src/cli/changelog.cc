@@ -29,17 +29,13 @@ struct ChangelogCliOptions {
   bool json = false;
 };
 
-int usage_error(const std::string& message) {
-  fmt::print(stderr, "inferbench changelog check: {}\n", message);
-  return kExitUsage;
-}
-
 int run_check(const ChangelogCliOptions& o) {
-  if (o.main && !o.pr_url.empty()) return usage_error("--main and --pr-url exclude each other");
+  if (o.main && !o.pr_url.empty())
+    return fail("changelog check", usage_error("--main and --pr-url exclude each other"));
   auto base = govern::TreeView::open(o.repo, o.base);
-  if (!base) return usage_error(base.error().message);
+  if (!base) return fail("changelog check", usage_error(base.error().message));
   auto head = govern::TreeView::open(o.repo, o.head);
-  if (!head) return usage_error(head.error().message);
+  if (!head) return fail("changelog check", usage_error(head.error().message));
 
   // Relative paths are taken from the repository directory (-C), absolute ones as they are.
   auto repo_path = [&](const std::string& p) {
@@ -47,24 +43,25 @@ int run_check(const ChangelogCliOptions& o) {
     return head->relative(path.is_absolute() ? path : std::filesystem::path(o.repo) / path);
   };
   auto file = repo_path(o.changelog);
-  if (!file) return usage_error(file.error().message);
+  if (!file) return fail("changelog check", usage_error(file.error().message));
   auto base_bytes = base->read(*file);
-  if (!base_bytes) return usage_error(base_bytes.error().message);
+  if (!base_bytes) return fail("changelog check", usage_error(base_bytes.error().message));
   auto head_bytes = head->read(*file);
-  if (!head_bytes) return usage_error(head_bytes.error().message);
+  if (!head_bytes) return fail("changelog check", usage_error(head_bytes.error().message));
   if (!*head_bytes) {
-    return usage_error(fmt::format("{} does not exist at {}", *file, head->describe()));
+    return fail("changelog check",
+                usage_error(fmt::format("{} does not exist at {}", *file, head->describe())));
   }
 
   govern::ChangedOptions co;
   for (const auto& p : o.recipes.empty() ? default_recipe_paths() : o.recipes) {
     auto rel = repo_path(p);
-    if (!rel) return usage_error(rel.error().message);
+    if (!rel) return fail("changelog check", usage_error(rel.error().message));
     co.recipe_paths.push_back(*rel);
   }
   if (!o.runners.empty()) {
     auto rel = repo_path(o.runners);
-    if (!rel) return usage_error(rel.error().message);
+    if (!rel) return fail("changelog check", usage_error(rel.error().message));
     co.runners_path = *rel;
   }
 
@@ -74,7 +71,7 @@ int run_check(const ChangelogCliOptions& o) {
   if (!o.pr_url.empty()) ctx.pr_url = o.pr_url;
   ctx.labels = o.labels;
   auto configs = govern::load_configs_at(*head, co);
-  if (!configs) return usage_error(configs.error().message);
+  if (!configs) return fail("changelog check", usage_error(configs.error().message));
   if (configs->empty()) {
     // Nothing to resolve keys against, and nothing `changed` could report.
     fmt::print(stderr,
@@ -89,7 +86,7 @@ int run_check(const ChangelogCliOptions& o) {
       if (!c.agentic_coding.empty()) ctx.agentic_keys->insert(c.key);
     }
     auto changed = govern::changed_keys(*base, *head, co);
-    if (!changed) return usage_error(changed.error().message);
+    if (!changed) return fail("changelog check", usage_error(changed.error().message));
     // A removed key cannot be named by a new entry (it no longer resolves), so only added and
     // modified keys need covering.
     ctx.affected_keys.emplace();

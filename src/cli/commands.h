@@ -54,5 +54,9 @@ inline constexpr int kExitInterrupted = 130;
 /// run failures 1, an interrupt 128 + the signal (core/interrupt.h). The one place the mapping is.
 int exit_code(ErrorKind kind);
 inline int exit_code(const Error& e) { return exit_code(e.kind); }
+/// Prints "inferbench COMMAND: message" on stderr and returns the exit code of the error's kind:
+/// the one way a command stops on an Error. A message that may hold a server's or a command's
+/// text is redacted by the caller (core/redact.h).
+int fail(std::string_view command, const Error& e);
 
 }  // namespace ib::cli

@@ -40,8 +40,7 @@ struct CompareCliOptions {
 };
 
 int usage(const std::string& msg) {
-  fmt::print(stderr, "inferbench compare: {}\n", msg);
-  return kExitUsage;
+  return fail("compare", usage_error(std::string(msg)));
 }
 
 // "95", "95%", "0.95" -> 0.95; nullopt when not in (0, 1).
@@ -202,8 +201,7 @@ int run_compare(const CompareCliOptions& o) {
   const verdict::Comparison c = verdict::compare(*base, *head, co);
   if (!o.markdown.empty()) {
     if (auto st = write_file_atomic(o.markdown, verdict::comparison_markdown(c)); !st) {
-      fmt::print(stderr, "inferbench compare: --markdown: {}\n", st.error().message);
-      return kExitUsage;
+      return fail("compare", usage_error(fmt::format("--markdown: {}", st.error().message)));
     }
   }
   if (o.json) {

@@ -93,27 +93,22 @@ std::string first_error(const load::EvalReport& r) {
 // or --max-model-len, --limit, --request-timeout (nullopt: go on; else the exit code).
 std::optional<int> set_eval_spec(EvalOptions& o) {
   if (auto same = same_output_files({{"--output", o.output}, {"--samples", o.samples}})) {
-    fmt::print(stderr, "inferbench eval: {}\n", *same);
-    return kExitUsage;
+    return fail("eval", usage_error(*same));
   }
   auto style = gsm8k::parse_style(o.style);
   if (!style) {
-    fmt::print(stderr,
-               "inferbench eval: --prompt-style must be chat, chat-single-turn or completions "
-               "(got '{}')\n",
-               printable(o.style, 40));
-    return kExitUsage;
+    return fail("eval",
+                usage_error(fmt::format(
+                    "--prompt-style must be chat, chat-single-turn or completions (got '{}')",
+                    printable(o.style, 40))));
   }
   if (o.variant != "inferencex" && o.variant != "lm-eval") {
-    fmt::print(stderr, "inferbench eval: --task must be inferencex or lm-eval (got '{}')\n",
-               printable(o.variant, 40));
-    return kExitUsage;
+    return fail("eval", usage_error(fmt::format("--task must be inferencex or lm-eval (got '{}')",
+                                                printable(o.variant, 40))));
   }
   if (o.max_tokens_opt->count() > 0 && o.max_model_len_opt->count() > 0) {
-    fmt::print(stderr,
-               "inferbench eval: give --max-tokens or --max-model-len, not both (--max-model-len "
-               "sets --max-tokens by InferenceX's rule)\n");
-    return kExitUsage;
+    return fail("eval", usage_error("give --max-tokens or --max-model-len, not both "
+                                    "(--max-model-len sets --max-tokens by InferenceX's rule)"));
   }
   o.spec.prompt.style = *style;
   o.spec.prompt.inferencex = o.variant == "inferencex";
@@ -132,8 +127,7 @@ std::optional<int> load_eval_dataset(const EvalOptions& o, gsm8k::Dataset& datas
   if (!o.dataset.empty()) {
     auto test = gsm8k::load_jsonl(o.dataset);
     if (!test) {
-      fmt::print(stderr, "inferbench eval: --dataset {}\n", test.error().message);
-      return kExitUsage;
+      return fail("eval", usage_error(fmt::format("--dataset {}", test.error().message)));
     }
     dataset.test = std::move(*test);
     dataset.source = fmt::format("{} ({} problems)", o.dataset, dataset.test.size());
@@ -141,19 +135,16 @@ std::optional<int> load_eval_dataset(const EvalOptions& o, gsm8k::Dataset& datas
   if (!o.fewshot_dataset.empty()) {
     auto train = gsm8k::load_jsonl(o.fewshot_dataset);
     if (!train) {
-      fmt::print(stderr, "inferbench eval: --fewshot-dataset {}\n", train.error().message);
-      return kExitUsage;
+      return fail("eval", usage_error(fmt::format("--fewshot-dataset {}", train.error().message)));
     }
     dataset.train = std::move(*train);
     dataset.source += fmt::format("; few-shot examples from {} ({} problems)", o.fewshot_dataset,
                                   dataset.train.size());
   }
   if (static_cast<size_t>(o.spec.prompt.num_fewshot) > dataset.train.size()) {
-    fmt::print(stderr,
-               "inferbench eval: --num-fewshot {} is more than the {} few-shot problems there are "
-               "(--fewshot-dataset gives more)\n",
-               o.spec.prompt.num_fewshot, dataset.train.size());
-    return kExitUsage;
+    return fail("eval", usage_error(fmt::format("--num-fewshot {} is more than the {} few-shot "
+                                                "problems there are (--fewshot-dataset gives more)",
+                                                o.spec.prompt.num_fewshot, dataset.train.size())));
   }
   return std::nullopt;
 }
@@ -166,14 +157,11 @@ std::optional<int> resolve_eval_threshold(const EvalOptions& o,
   if (!o.thresholds.empty()) {
     auto t = recipe::load_eval_thresholds(o.thresholds);
     if (!t) {
-      fmt::print(stderr, "inferbench eval: {}\n", t.error().message);
-      return kExitUsage;
+      return fail("eval", with_kind(t.error(), ErrorKind::kUsage));
     }
     thresholds = std::move(*t);
   } else if (!o.model_prefix.empty()) {
-    fmt::print(stderr,
-               "inferbench eval: --model-prefix selects a threshold of --thresholds FILE\n");
-    return kExitUsage;
+    return fail("eval", usage_error("--model-prefix selects a threshold of --thresholds FILE"));
   }
   out = thresholds.resolve(o.model_prefix, "gsm8k", o.min_score);
   return std::nullopt;
@@ -204,14 +192,12 @@ std::optional<int> write_eval_files(const EvalOptions& o, const load::EvalReport
       lines += '\n';
     }
     if (auto s = write_file_atomic(o.samples, lines); !s) {
-      fmt::print(stderr, "inferbench eval: cannot write --samples: {}\n", s.error().message);
-      return kExitFailure;
+      return fail("eval", Error{fmt::format("cannot write --samples: {}", s.error().message)});
     }
   }
   if (!o.output.empty()) {
     if (auto s = write_file_atomic(o.output, text + "\n"); !s) {
-      fmt::print(stderr, "inferbench eval: cannot write --output: {}\n", s.error().message);
-      return kExitFailure;
+      return fail("eval", Error{fmt::format("cannot write --output: {}", s.error().message)});
     }
   }
   return std::nullopt;
@@ -222,12 +208,11 @@ std::optional<int> write_eval_files(const EvalOptions& o, const load::EvalReport
 int eval_exit_code(const load::EvalReport& report, const load::PointVerdict& verdict) {
   if (verdict.validity.has(metrics::InvalidKind::kInterrupted)) return interrupted_exit_code();
   if (verdict.validity.has(metrics::InvalidKind::kFailureRate)) {
-    fmt::print(stderr,
-               "inferbench eval: nothing was measured: none of the {} problems was "
-               "answered{}\n",
-               report.problems,
-               first_error(report).empty() ? "" : " (first error: " + first_error(report) + ")");
-    return kExitFailure;
+    return fail(
+        "eval",
+        Error{fmt::format(
+            "nothing was measured: none of the {} problems was answered{}", report.problems,
+            first_error(report).empty() ? "" : " (first error: " + first_error(report) + ")")});
   }
   return verdict.ok() ? kExitOk : kExitFailure;
 }
@@ -259,8 +244,7 @@ int run(EvalOptions& o) {
   install_interrupt_handlers();
   auto report = load::run_eval(o.spec, dataset);
   if (!report) {
-    fmt::print(stderr, "inferbench eval: {}\n", redact_text(report.error().message));
-    return kExitUsage;
+    return fail("eval", usage_error(redact_text(report.error().message)));
   }
   return finish_eval(o, *report, dataset, threshold);
 }

@@ -12,6 +12,18 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// One mapping from an error's kind to the exit code, whatever the command.
+TEST(ExitCodes, FollowTheErrorsKind) {
+  EXPECT_EQ(exit_code(usage_error("x")), kExitUsage);
+  EXPECT_EQ(exit_code(input_error("x")), kExitUsage);
+  EXPECT_EQ(exit_code(io_error("x")), kExitFailure);
+  EXPECT_EQ(exit_code(Error{"x"}), kExitFailure);
+  EXPECT_EQ(exit_code(ErrorKind::kInterrupted), 130);  // no signal seen: SIGINT's
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(fail("bench", usage_error("--isl: must be positive")), kExitUsage);
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "inferbench bench: --isl: must be positive\n");
+}
+
 TEST(ParseInteger, AcceptsOnlyPlainDecimalInTheTypesRange) {
   EXPECT_EQ(parse_integer<int>("42"), 42);
   EXPECT_EQ(parse_integer<int>("-7"), -7);

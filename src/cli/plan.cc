@@ -107,17 +107,15 @@ std::string plan_table_text(const std::vector<recipe::RecipeRow>& rows) {
 int run(PlanOptions o) {
   if (o.files.empty()) o.files = default_files();
   if (o.files.empty()) {
-    fmt::print(stderr,
-               "inferbench plan: give at least one recipe file (none under recipes/ or "
-               "examples/recipes/)\n");
-    return kExitUsage;
+    return fail(
+        "plan",
+        usage_error("give at least one recipe file (none under recipes/ or examples/recipes/)"));
   }
   std::optional<govern::Labels> labels;
   if (!o.labels.empty()) {
     auto parsed = govern::parse_labels(o.labels);
     if (!parsed) {
-      fmt::print(stderr, "inferbench plan: {}\n", parsed.error().message);
-      return kExitUsage;
+      return fail("plan", with_kind(parsed.error(), ErrorKind::kUsage));
     }
     labels = std::move(*parsed);
   }
@@ -143,25 +141,22 @@ int run(PlanOptions o) {
   // --keys: fnmatch globs as InferenceX's test-config; a glob that matches nothing is an error.
   auto selected = recipe::select_keys(*entries, o.keys);
   if (!selected) {
-    fmt::print(stderr, "inferbench plan: {}\n", selected.error().message);
-    return kExitUsage;
+    return fail("plan", with_kind(selected.error(), ErrorKind::kUsage));
   }
   *entries = std::move(*selected);
   auto rows = recipe::expand(*entries, runners ? &*runners : nullptr);
   if (rows.empty()) {
-    fmt::print(stderr, "inferbench plan: the recipes expand into no benchmark rows\n");
-    return kExitUsage;
+    return fail("plan", usage_error("the recipes expand into no benchmark rows"));
   }
   std::string text;
   if (labels) {
     auto plan = govern::make_sweep_plan(rows, *labels);
     if (plan.throughput_rows() + plan.eval_rows() == 0) {
-      fmt::print(stderr,
-                 "inferbench plan: --labels {} select{} no rows of these recipes; nothing would be "
-                 "measured\n",
-                 printable(fmt::format("{}", fmt::join(o.labels, ","))),
-                 o.labels.size() == 1 ? "s" : "");
-      return kExitUsage;
+      return fail("plan",
+                  usage_error(fmt::format(
+                      "--labels {} select{} no rows of these recipes; nothing would be measured",
+                      printable(fmt::format("{}", fmt::join(o.labels, ","))),
+                      o.labels.size() == 1 ? "s" : "")));
     }
     text = o.json ? boost::json::serialize(redacted(plan.to_json())) + "\n" : plan_text(plan);
   } else if (o.json) {

@@ -30,32 +30,27 @@ struct ReportOptions {
 };
 
 // Reads one run and everything the report shows about it (Store::run_details, timeslices
-// included). Usage errors (no such run, a run without points) return exit code 2 in `code`.
+// included). No such run, or a run without points, is a usage error; the store's own failures
+// keep their kind.
 Expected<report::ReportRun> load_run(store::Store& st, const ReportOptions& o,
-                                     const std::string& which, int& code) {
-  code = kExitFailure;
+                                     const std::string& which) {
   auto found = st.find_run(which);
   if (!found) return found.error();
   if (!*found) {
-    code = kExitUsage;
-    return Error{
-        fmt::format("no run '{}' in {} (see `inferbench runs --db {}`)", which, o.db, o.db)};
+    return usage_error(
+        fmt::format("no run '{}' in {} (see `inferbench runs --db {}`)", which, o.db, o.db));
   }
   auto r = st.run_details(std::move(**found), store::WithTimeslices::kYes);
   if (!r) return r.error();
   if (r->points.empty()) {
-    code = kExitUsage;
-    return Error{fmt::format("run '{}' ({}) has no points to report (status {})", which,
-                             r->run.name, r->run.status)};
+    return usage_error(fmt::format("run '{}' ({}) has no points to report (status {})", which,
+                                   r->run.name, r->run.status));
   }
   return r;
 }
 
 int run_report(const ReportOptions& o) {
-  auto usage = [](const std::string& why) {
-    fmt::print(stderr, "inferbench report: {}\n", why);
-    return kExitUsage;
-  };
+  auto usage = [](std::string why) { return fail("report", usage_error(std::move(why))); };
   std::error_code ec;
   if (!fs::exists(o.db, ec)) {
     return usage(
@@ -81,27 +76,22 @@ int run_report(const ReportOptions& o) {
     if (!o.baseline.empty() && name == o.baseline) {
       return usage(fmt::format("run '{}' is both reported and the --baseline", name));
     }
-    int code = kExitFailure;
-    auto r = load_run(*st, o, name, code);
-    if (!r) {
-      fmt::print(stderr, "inferbench report: {}\n", r.error().message);
-      return code;
-    }
+    auto r = load_run(*st, o, name);
+    if (!r) return fail("report", r.error());
     in.runs.push_back(std::move(*r));
   }
   if (!o.baseline.empty()) {
-    int code = kExitFailure;
-    auto b = load_run(*st, o, o.baseline, code);
+    auto b = load_run(*st, o, o.baseline);
     if (!b) {
-      fmt::print(stderr, "inferbench report: --baseline: {}\n", b.error().message);
-      return code;
+      Error e = b.error();
+      e.message = "--baseline: " + e.message;
+      return fail("report", e);
     }
     in.baseline = std::move(*b);
   }
   const std::string html = report::render_html(in);
   if (auto w = write_file_atomic(out, html); !w) {
-    fmt::print(stderr, "inferbench report: cannot write the report: {}\n", w.error().message);
-    return kExitFailure;
+    return fail("report", Error{fmt::format("cannot write the report: {}", w.error().message)});
   }
   size_t points = 0;
   for (const auto& r : in.runs) points += r.points.size();

@@ -136,8 +136,7 @@ int run_runs(const RunsOptions& o) {
   }
   auto runs = st->list_runs(o.limit);
   if (!runs) {
-    fmt::print(stderr, "inferbench runs: {}\n", runs.error().message);
-    return kExitFailure;
+    return fail("runs", runs.error());
   }
   if (o.json) {
     boost::json::array out;
@@ -494,22 +493,18 @@ std::string rows_csv(const std::vector<boost::json::object>& rows) {
 int run_timeslices(store::Store& st, const ShowOptions& o, const store::RunRecord& run) {
   auto points = st.points(run.id);
   if (!points) {
-    fmt::print(stderr, "inferbench show: {}\n", points.error().message);
-    return kExitFailure;
+    return fail("show", points.error());
   }
   bool in_run = false;
   for (const auto& p : *points) in_run |= p.id == o.timeslices_point;
   if (!in_run) {
-    fmt::print(stderr,
-               "inferbench show: --timeslices: run {} has no point {} (the POINT column of "
-               "`inferbench show {}` lists them)\n",
-               run.name, o.timeslices_point, run.name);
-    return kExitUsage;
+    return fail("show", usage_error(fmt::format("--timeslices: run {} has no point {} (the POINT "
+                                                "column of `inferbench show {}` lists them)",
+                                                run.name, o.timeslices_point, run.name)));
   }
   auto slices = st.timeslices(o.timeslices_point);
   if (!slices) {
-    fmt::print(stderr, "inferbench show: {}\n", slices.error().message);
-    return kExitFailure;
+    return fail("show", slices.error());
   }
   std::vector<boost::json::object> server, client;
   for (const auto& t : *slices) (t.source == "server" ? server : client).push_back(t.data);
@@ -565,31 +560,24 @@ int run_show(const ShowOptions& o) {
     fmt::print(stderr, "{}\n", st.error().message);
     return kExitUsage;
   }
-  auto fail = [](const Error& e) {
-    fmt::print(stderr, "inferbench show: {}\n", e.message);
-    return kExitFailure;
-  };
   auto found = st->find_run(o.run);
-  if (!found) return fail(found.error());
+  if (!found) return fail("show", found.error());
   if (!*found) {
-    fmt::print(stderr, "inferbench show: no run '{}' in {} (see `inferbench runs --db {}`)\n",
-               o.run, o.db, o.db);
-    return kExitUsage;
+    return fail("show", usage_error(fmt::format("no run '{}' in {} (see `inferbench runs --db {}`)",
+                                                o.run, o.db, o.db)));
   }
   if (o.timeslices_point == 0 && o.format_option->count() > 0) {
-    fmt::print(stderr, "inferbench show: --format applies to --timeslices POINT only\n");
-    return kExitUsage;
+    return fail("show", usage_error("--format applies to --timeslices POINT only"));
   }
   if (o.timeslices_point != 0) {
     if (o.format != "table" && o.format != "csv" && o.format != "json") {
-      fmt::print(stderr, "inferbench show: --format must be table, csv or json (got '{}')\n",
-                 o.format);
-      return kExitUsage;
+      return fail("show", usage_error(fmt::format("--format must be table, csv or json (got '{}')",
+                                                  o.format)));
     }
     return run_timeslices(*st, o, **found);
   }
   auto d = st->run_details(std::move(**found));
-  if (!d) return fail(d.error());
+  if (!d) return fail("show", d.error());
   print(o.json ? boost::json::serialize(show_json(*d)) + "\n" : show_text(*d));
   return kExitOk;
 }

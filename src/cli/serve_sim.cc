@@ -127,14 +127,12 @@ int resolve(ServeSimOptions& o) {
     kind = sim::TimingModelKind::kSimple;  // the simple model's flags select it
   }
   if (kind == sim::TimingModelKind::kRoofline && simple_flag != nullptr) {
-    fmt::print(stderr, "inferbench serve-sim: {} applies to --timing-model simple\n",
-               simple_flag->get_name());
-    return kExitUsage;
+    return fail("serve-sim", usage_error(fmt::format("{} applies to --timing-model simple",
+                                                     simple_flag->get_name())));
   }
   if (kind == sim::TimingModelKind::kSimple && roofline_flag != nullptr) {
-    fmt::print(stderr, "inferbench serve-sim: {} applies to --timing-model roofline\n",
-               roofline_flag->get_name());
-    return kExitUsage;
+    return fail("serve-sim", usage_error(fmt::format("{} applies to --timing-model roofline",
+                                                     roofline_flag->get_name())));
   }
   o.args.timing_model = kind;
   if (kind == sim::TimingModelKind::kSimple) {
@@ -162,8 +160,7 @@ int resolve(ServeSimOptions& o) {
   // KV cache), as InferenceX launches agentic servers with MAX_MODEL_LEN unset.
   auto config = sim::resolve_engine_config(f, given(o.max_model_len_opt, o.args.max_model_len));
   if (!config) {
-    fmt::print(stderr, "inferbench serve-sim: {}\n", config.error().message);
-    return kExitUsage;
+    return fail("serve-sim", with_kind(config.error(), ErrorKind::kUsage));
   }
   o.args.max_model_len = config->max_model_len;
   o.args.engine = std::move(*config);
@@ -177,28 +174,23 @@ int run(ServeSimOptions& o) {
   }
   if (auto same =
           same_output_files({{"--port-file", o.port_file}, {"--truth-log", o.args.truth_log}})) {
-    fmt::print(stderr, "inferbench serve-sim: {}\n", *same);
-    return kExitUsage;
+    return fail("serve-sim", usage_error(*same));
   }
   if (int rc = resolve(o); rc != kExitOk) return rc;
   if (o.gsm8k_flexible_opt->count() > 0 && o.gsm8k_correct_opt->count() == 0) {
-    fmt::print(stderr,
-               "inferbench serve-sim: --gsm8k-flexible-only applies with --gsm8k-correct\n");
-    return kExitUsage;
+    return fail("serve-sim", usage_error("--gsm8k-flexible-only applies with --gsm8k-correct"));
   }
   if (o.gsm8k_correct_opt->count() > 0) {
     o.args.gsm8k = sim::Gsm8kAnswerOptions{o.gsm8k_correct, o.gsm8k_flexible_only};
   }
   auto tok = load_tokenizer(o.tokenizer);
   if (!tok) {
-    fmt::print(stderr, "inferbench serve-sim: {}\n", tok.error().message);
-    return kExitUsage;
+    return fail("serve-sim", with_kind(tok.error(), ErrorKind::kUsage));
   }
   o.args.tokenizer = std::move(*tok);
   o.args.threads = o.threads == "auto" ? sim::default_io_threads() : std::stoi(o.threads);
   if (auto valid = sim::validate(o.args); !valid) {
-    fmt::print(stderr, "inferbench serve-sim: {}\n", valid.error().message);
-    return kExitUsage;
+    return fail("serve-sim", with_kind(valid.error(), ErrorKind::kUsage));
   }
   raise_open_file_limit();  // thousands of connections
   // Declared first, destroyed last: the server's pending work refers to it.
@@ -206,14 +198,12 @@ int run(ServeSimOptions& o) {
   sim::SimServer server(io, o.args);
   auto port = server.listen();
   if (!port) {
-    fmt::print(stderr, "inferbench serve-sim: {}\n", port.error().message);
-    return kExitFailure;
+    return fail("serve-sim", port.error());
   }
   if (!o.port_file.empty()) {
     if (auto written = write_file_atomic(o.port_file, fmt::format("{}\n", *port)); !written) {
-      fmt::print(stderr, "inferbench serve-sim: cannot write the port file: {}\n",
-                 written.error().message);
-      return kExitFailure;
+      return fail("serve-sim",
+                  Error{fmt::format("cannot write the port file: {}", written.error().message)});
     }
   }
   if (o.args.tokenizer) {

@@ -95,8 +95,7 @@ int run_once(const SweepCliOptions& c, const sweep::SweepOptions& o, std::FILE* 
   std::fflush(table);
   auto outcome = sweep::run_sweep(o, table);
   if (!outcome) {
-    fmt::print(stderr, "inferbench sweep: {}\n", redact_text(outcome.error().message));
-    return kExitUsage;
+    return fail("sweep", usage_error(redact_text(outcome.error().message)));
   }
   for (const auto& n : outcome->notes) fmt::print(table, "note: {}\n", redact_text(n));
   // The final summary: every point that did not succeed, with its reason.
@@ -126,9 +125,8 @@ int run_once(const SweepCliOptions& c, const sweep::SweepOptions& o, std::FILE* 
     return interrupted_exit_code();
   }
   if (const std::string why = outcome->nothing_measured(); !why.empty()) {
-    fmt::print(stderr, "inferbench sweep: run {}: nothing was measured: {}\n", outcome->run_name,
-               why);
-    return kExitFailure;
+    return fail("sweep",
+                Error{fmt::format("run {}: nothing was measured: {}", outcome->run_name, why)});
   }
   if (const std::string why = outcome->not_submission(); !why.empty()) {
     fmt::print(stderr, "inferbench sweep: run {}: {}\n", outcome->run_name, why);
@@ -151,8 +149,7 @@ std::optional<int> set_sweep_recipes(SweepCliOptions& c) {
   }
   auto files = recipe::expand_recipe_paths(given);
   if (!files) {
-    fmt::print(stderr, "inferbench sweep: {}\n", files.error().message);
-    return kExitUsage;
+    return fail("sweep", with_kind(files.error(), ErrorKind::kUsage));
   }
   c.sweep.recipes = std::move(*files);
   return std::nullopt;
@@ -170,9 +167,8 @@ std::optional<int> set_sweep_run_options(SweepCliOptions& c) {
   }
   auto api = openai::parse_api(c.api);
   if (!api) {
-    fmt::print(stderr, "inferbench sweep: --api must be 'completions' or 'chat' (got '{}')\n",
-               c.api);
-    return kExitUsage;
+    return fail("sweep", usage_error(fmt::format("--api must be 'completions' or 'chat' (got '{}')",
+                                                 c.api)));
   }
   o.api = *api;
   o.env_trace = !c.server.no_env_trace;
@@ -209,11 +205,10 @@ std::optional<int> set_sweep_power_options(SweepCliOptions& c) {
   sweep::SweepOptions& o = c.sweep;
   auto power = load::parse_power_mode(c.gpu_power);
   if (!power) {
-    fmt::print(
-        stderr,
-        "inferbench sweep: --gpu-power must be auto, off, nvidia-smi, amd-smi or dcgm (got '{}')\n",
-        c.gpu_power);
-    return kExitUsage;
+    return fail(
+        "sweep",
+        usage_error(fmt::format(
+            "--gpu-power must be auto, off, nvidia-smi, amd-smi or dcgm (got '{}')", c.gpu_power)));
   }
   o.power = *power;
   o.slurm.partition = c.slurm_partition;
@@ -232,19 +227,17 @@ std::optional<int> set_sweep_eval_options(SweepCliOptions& c) {
   sweep::SweepOptions& o = c.sweep;
   auto eval_style = workload::gsm8k::parse_style(c.eval_prompt_style);
   if (!eval_style) {
-    fmt::print(stderr,
-               "inferbench sweep: --eval-prompt-style must be chat, chat-single-turn or "
-               "completions (got '{}')\n",
-               printable(c.eval_prompt_style, 40));
-    return kExitUsage;
+    return fail("sweep",
+                usage_error(fmt::format(
+                    "--eval-prompt-style must be chat, chat-single-turn or completions (got '{}')",
+                    printable(c.eval_prompt_style, 40))));
   }
   o.workload.eval_prompt.style = *eval_style;
   o.workload.eval_limit = static_cast<size_t>(c.eval_limit);
   if (!c.thresholds.empty()) {
     auto t = recipe::load_eval_thresholds(c.thresholds);
     if (!t) {
-      fmt::print(stderr, "inferbench sweep: {}\n", t.error().message);
-      return kExitUsage;
+      return fail("sweep", with_kind(t.error(), ErrorKind::kUsage));
     }
     o.eval_thresholds = std::move(*t);
   }
@@ -269,9 +262,9 @@ std::optional<int> set_sweep_launcher(SweepCliOptions& c) {
   sweep::SweepOptions& o = c.sweep;
   if (!o.launcher.empty() && o.launcher != "local" && o.launcher != "slurm" &&
       o.launcher != "endpoint") {
-    fmt::print(stderr, "inferbench sweep: --launcher must be local, slurm or endpoint (got '{}')\n",
-               o.launcher);
-    return kExitUsage;
+    return fail("sweep",
+                usage_error(fmt::format("--launcher must be local, slurm or endpoint (got '{}')",
+                                        o.launcher)));
   }
   if (!o.endpoint_url.empty() && o.launcher.empty()) o.launcher = "endpoint";
   return std::nullopt;
@@ -280,16 +273,15 @@ std::optional<int> set_sweep_launcher(SweepCliOptions& c) {
 // --repeat with --reuse or --resume is a usage error (nullopt: go on; else the exit code).
 std::optional<int> check_sweep_repeat(const SweepCliOptions& c) {
   if (c.repeat > 1 && c.sweep.reuse) {
-    fmt::print(stderr,
-               "inferbench sweep: --repeat cannot be combined with --reuse (a repeat "
-               "would copy the first one's points instead of measuring them again)\n");
-    return kExitUsage;
+    return fail("sweep",
+                usage_error("--repeat cannot be combined with --reuse (a repeat would copy the "
+                            "first one's points instead of measuring them again)"));
   }
   if (c.repeat > 1 && !c.sweep.resume.empty()) {
-    fmt::print(stderr,
-               "inferbench sweep: --repeat cannot be combined with --resume (resume one "
-               "repeat's run by itself)\n");
-    return kExitUsage;
+    return fail(
+        "sweep",
+        usage_error(
+            "--repeat cannot be combined with --resume (resume one repeat's run by itself)"));
   }
   return std::nullopt;
 }

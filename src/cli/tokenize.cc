@@ -46,8 +46,7 @@ std::string ids_text(const std::vector<int32_t>& ids) { return fmt::format("{}",
 int run(const TokenizeOptions& o) {
   auto tok = load_tokenizer(o.tokenizer);
   if (!tok) {
-    fmt::print(stderr, "inferbench tokenize: {}\n", tok.error().message);
-    return kExitUsage;
+    return fail("tokenize", with_kind(tok.error(), ErrorKind::kUsage));
   }
   std::string text;
   if (o.file.empty() || o.file == "-") {
@@ -55,15 +54,13 @@ int run(const TokenizeOptions& o) {
   } else {
     auto t = read_file(o.file);
     if (!t) {
-      fmt::print(stderr, "inferbench tokenize: {}\n", t.error().message);
-      return kExitUsage;
+      return fail("tokenize", with_kind(t.error(), ErrorKind::kUsage));
     }
     text = std::move(*t);
   }
   auto kwargs = parse_kwargs(o.kwargs);
   if (!kwargs) {
-    fmt::print(stderr, "inferbench tokenize: {}\n", kwargs.error().message);
-    return kExitUsage;
+    return fail("tokenize", with_kind(kwargs.error(), ErrorKind::kUsage));
   }
   const tokenizer::ServingTokenizer& t = **tok;
   boost::json::object j;
@@ -86,8 +83,7 @@ int run(const TokenizeOptions& o) {
     messages.push_back({"user", text});
     auto r = t.render_chat(messages, *kwargs);
     if (!r) {
-      fmt::print(stderr, "inferbench tokenize: --chat: {}\n", r.error().message);
-      return kExitUsage;
+      return fail("tokenize", usage_error(fmt::format("--chat: {}", r.error().message)));
     }
     rendered = std::move(*r);
     chat_ids = t.tokenizer().encode(rendered);

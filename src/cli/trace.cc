@@ -77,8 +77,7 @@ int run_stats(const TraceStatsOptions& o) {
   std::vector<std::filesystem::path> paths(o.paths.begin(), o.paths.end());
   auto traces = workload::load_weka_traces(paths);
   if (!traces) {
-    fmt::print(stderr, "inferbench trace stats: {}\n", traces.error().message);
-    return kExitUsage;
+    return fail("trace stats", with_kind(traces.error(), ErrorKind::kUsage));
   }
   TraceRow total_row;
   workload::TraceStats& total = total_row.stats;
@@ -87,8 +86,7 @@ int run_stats(const TraceStatsOptions& o) {
   for (const auto& t : *traces) {
     auto tree = workload::agentic::build_replay_tree(t);
     if (!tree) {
-      fmt::print(stderr, "inferbench trace stats: {}\n", tree.error().message);
-      return kExitUsage;
+      return fail("trace stats", with_kind(tree.error(), ErrorKind::kUsage));
     }
     add(total_row.dag, tree->summary);
     auto s = workload::trace_stats(t);

@@ -83,9 +83,9 @@ constexpr const char* kTuningOptions[] = {"recipe",
                                           "--pairs",
                                           "--max-pairs"};
 
-// Prints `e` as the command's error.
+// Prints `e` as the command's error (when the command goes on to say more).
 void print_error(const Error& e) {
-  fmt::print(stderr, "inferbench tune: {}\n", e.message);
+  (void)fail("tune", e);
 }
 
 // The tuning to run: the one in --resume's folder (with its own options; the stage to stop after
@@ -128,7 +128,7 @@ tune::TuneOptions run_options(const tune::TuneState& state, bool tty) {
 // otherwise tune.json says it failed. Returns the failure's exit code (not 0).
 int failed(tune::TuneState& state, bool created, const tune::TuneRun& result) {
   const tune::TuneFailure& failure = *result.failure;
-  if (failure.exit_code == kExitUsage && created && !state.resumed) {
+  if (failure.kind == ErrorKind::kUsage && created && !state.resumed) {
     std::error_code ec;
     std::filesystem::remove_all(state.dir, ec);
   } else {
@@ -138,7 +138,7 @@ int failed(tune::TuneState& state, bool created, const tune::TuneRun& result) {
     if (auto s = tune::write_state(state, "failed"); !s.ok()) print_error(s.error());
   }
   fmt::print(stderr, "inferbench tune: {}\n", redact_text(failure.message));
-  return failure.exit_code;
+  return exit_code(failure);
 }
 
 // Writes the report's files (in the tuning's folder, and where the options ask) and prints the
@@ -194,13 +194,9 @@ int finished(const TuneCliOptions& o, tune::TuneState& state, tune::TuneReport& 
 
 int run(const TuneCliOptions& o, const std::vector<std::string>& given) {
   auto state = tuning_to_run(o, given);
-  if (!state) {
-    print_error(state.error());
-    return kExitUsage;
-  }
+  if (!state) return fail("tune", with_kind(state.error(), ErrorKind::kUsage));
   if (auto s = tune::hash_recipe(*state); !s.ok()) {
-    print_error(s.error());
-    return kExitUsage;
+    return fail("tune", with_kind(s.error(), ErrorKind::kUsage));
   }
   const bool tty = isatty(STDERR_FILENO);
   const tune::TuneOptions t = run_options(*state, tty);
@@ -208,13 +204,9 @@ int run(const TuneCliOptions& o, const std::vector<std::string>& given) {
   const bool created = !std::filesystem::exists(state->dir, ec);
   std::filesystem::create_directories(state->dir, ec);
   if (ec) {
-    fmt::print(stderr, "inferbench tune: {}: {}\n", state->dir.string(), ec.message());
-    return kExitUsage;
+    return fail("tune", usage_error(fmt::format("{}: {}", state->dir.string(), ec.message())));
   }
-  if (auto s = tune::write_state(*state, "running"); !s.ok()) {
-    print_error(s.error());
-    return kExitFailure;
-  }
+  if (auto s = tune::write_state(*state, "running"); !s.ok()) return fail("tune", s.error());
   install_interrupt_handlers();
   auto result = tune::run_tune(t, [&](const std::string& line) {
     if (tty) fmt::print(stderr, "tune: {}\n", redact_text(line));

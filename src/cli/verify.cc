@@ -57,8 +57,7 @@ int report_and_exit(const VerifyCliOptions& o, const sweep::VerifyReport& report
   const std::string md = report.markdown();
   if (!o.markdown.empty()) {
     if (auto s = write_file_atomic(o.markdown, md); !s) {
-      fmt::print(stderr, "inferbench verify: {}\n", s.error().message);
-      return kExitUsage;
+      return fail("verify", with_kind(s.error(), ErrorKind::kUsage));
     }
   }
   std::string text = o.json ? boost::json::serialize(report.to_json()) + "\n" : md;
@@ -111,8 +110,7 @@ int verify_git_revisions(const VerifyCliOptions& o, const sweep::VerifyOptions& 
   auto be = govern::load_configs_at(*base, co);
   auto he = govern::load_configs_at(*head, co);
   if (!be || !he) {
-    fmt::print(stderr, "inferbench verify: {}\n", (!be ? be.error() : he.error()).message);
-    return kExitUsage;
+    return fail("verify", with_kind(!be ? be.error() : he.error(), ErrorKind::kUsage));
   }
   auto report = sweep::verify_changes(*be, *he, *changed, vo);
   if (!report)
@@ -124,28 +122,26 @@ int verify_git_revisions(const VerifyCliOptions& o, const sweep::VerifyOptions& 
 // exit code).
 std::optional<int> check_verify_pair(const VerifyCliOptions& o) {
   if (o.args.size() != 2) {
-    fmt::print(stderr,
-               "inferbench verify: give --base REV [--head REV], two recipe files, or two runs\n");
-    return kExitUsage;
+    return fail("verify",
+                usage_error("give --base REV [--head REV], two recipe files, or two runs"));
   }
   // A name ending in .yaml/.yml is meant as a recipe file: say what is wrong with it rather than
   // look it up as a run.
   for (const auto& a : o.args) {
     if (!looks_like_recipe(a) || is_recipe_file(a)) continue;
     std::error_code ec;
-    fmt::print(stderr, "inferbench verify: {}: {}\n", printable(a),
-               std::filesystem::is_directory(a, ec)
-                   ? "a folder, not a recipe file (give two recipe files)"
-                   : "no such recipe file");
-    return kExitUsage;
+    return fail("verify",
+                usage_error(fmt::format("{}: {}", printable(a),
+                                        std::filesystem::is_directory(a, ec)
+                                            ? "a folder, not a recipe file (give two recipe files)"
+                                            : "no such recipe file")));
   }
   if (is_recipe_file(o.args[0]) != is_recipe_file(o.args[1])) {
-    fmt::print(stderr,
-               "inferbench verify: {} is a recipe file but {} is not; give two recipe files or "
-               "two runs\n",
-               printable(o.args[is_recipe_file(o.args[0]) ? 0 : 1]),
-               printable(o.args[is_recipe_file(o.args[0]) ? 1 : 0]));
-    return kExitUsage;
+    return fail("verify",
+                usage_error(fmt::format(
+                    "{} is a recipe file but {} is not; give two recipe files or two runs",
+                    printable(o.args[is_recipe_file(o.args[0]) ? 0 : 1]),
+                    printable(o.args[is_recipe_file(o.args[0]) ? 1 : 0]))));
   }
   return std::nullopt;
 }
@@ -176,9 +172,8 @@ int verify_stored_runs(const VerifyCliOptions& o, const sweep::VerifyOptions& vo
     auto r = db->find_run(id);
     if (!r) return fmt::print(stderr, "inferbench verify: {}\n", r.error().message), kExitUsage;
     if (!*r) {
-      fmt::print(stderr, "inferbench verify: {}: neither a recipe file nor a run in {}\n", id,
-                 o.db);
-      return kExitUsage;
+      return fail("verify",
+                  usage_error(fmt::format("{}: neither a recipe file nor a run in {}", id, o.db)));
     }
     runs.push_back(**r);
   }
@@ -190,8 +185,7 @@ int verify_stored_runs(const VerifyCliOptions& o, const sweep::VerifyOptions& vo
 
 int run(const VerifyCliOptions& o) {
   if (auto same = same_output_files({{"--db", o.db}, {"--markdown", o.markdown}})) {
-    fmt::print(stderr, "inferbench verify: {}\n", *same);
-    return kExitUsage;
+    return fail("verify", usage_error(*same));
   }
   install_interrupt_handlers();
   const sweep::VerifyOptions vo = verify_options(o);

@@ -67,13 +67,13 @@ using Say = std::function<void(const std::string&)>;
 
 // How a step of the tuning ended: nullopt when it went on, else the tuning's failure.
 using Failed = std::optional<TuneFailure>;
-// Bad options or recipe, found before anything runs (exit 2).
+// Bad options or recipe, found before anything runs.
 TuneFailure bad_input(std::string message) {
-  return {2, std::move(message)};
+  return usage_error(std::move(message));
 }
-// The tuning could not run (exit 1).
+// The tuning could not run.
 TuneFailure cannot_run(std::string message) {
-  return {1, std::move(message)};
+  return Error{std::move(message), ErrorKind::kRun};
 }
 
 // What the stages share: the recipe's entries and the base among them, the tuned row's facts and

@@ -58,10 +58,9 @@ struct TuneOptions {
   std::string expected_build_sha256;
 };
 
-struct TuneFailure {
-  int exit_code = 1;  // 2: usage (bad options or recipe), 1: the tuning could not run
-  std::string message;
-};
+/// Why the tuning stopped: a usage error (bad options or recipe, found before anything ran) or
+/// a run error (it could not go on); the command maps the kind to its exit code.
+using TuneFailure = Error;
 
 /// Runs the tuning; the report also when interrupted (report.interrupted). `progress` gets one
 /// line per step (may be empty).

@@ -239,8 +239,9 @@ TEST(TokenizerAgentic, ServerCountsTheRecordedTokensPlusTheTemplate) {
   }
   // The replay is bounded by recorded time (12 s of wall time at time-scale 100), so how many
   // requests finish depends on the machine: about 30 in the main build, 12 under the sanitizers
-  // on a loaded 2-core machine. Every one that finished is checked; enough of them, and multi-turn.
-  EXPECT_GE(checked, 5);
+  // on a loaded 2-core machine, fewer when the sanitizer pass runs whole unit-test executables
+  // beside it. Every one that finished is checked exactly; at least three, and multi-turn.
+  EXPECT_GE(checked, 3);
   EXPECT_GT(most_messages, 2);
 }
 
