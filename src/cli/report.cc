@@ -44,7 +44,7 @@ Expected<report::ReportRun> load_run(store::Store& st, const ReportOptions& o,
   if (!r) return r.error();
   if (r->points.empty()) {
     return usage_error(fmt::format("run '{}' ({}) has no points to report (status {})", which,
-                                   r->run.name, r->run.status));
+                                   r->run.name, store::status_name(r->run.status)));
   }
   return r;
 }

@@ -113,16 +113,18 @@ std::string runs_table(const std::vector<store::RunSummary>& runs) {
       {"ID", "NAME", "STARTED", "STATUS", "OK", "FAILED", "REUSED", "INVALID", "LABELS", "GIT"});
   for (const auto& s : runs) {
     const auto& r = s.run;
-    rows.push_back({std::to_string(r.id), r.name, time_text(r.started_at), r.status,
-                    std::to_string(s.points.ok), std::to_string(s.points.failed),
-                    std::to_string(s.points.reused), std::to_string(s.points.invalid),
-                    labels_text(r.labels), or_dash(r.git_revision.substr(0, 12))});
+    rows.push_back({std::to_string(r.id), r.name, time_text(r.started_at),
+                    std::string(store::status_name(r.status)), std::to_string(s.points.ok),
+                    std::to_string(s.points.failed), std::to_string(s.points.reused),
+                    std::to_string(s.points.invalid), labels_text(r.labels),
+                    or_dash(r.git_revision.substr(0, 12))});
   }
   std::string out = table_text(rows);
   // Runs stored as running: whether their sweep is alive, gone (shown interrupted) or unknown.
   for (const auto& s : runs) {
     if (!s.run.status_note.empty()) {
-      out += fmt::format("run {} {}: {}\n", s.run.id, s.run.status, s.run.status_note);
+      out += fmt::format("run {} {}: {}\n", s.run.id, store::status_name(s.run.status),
+                         s.run.status_note);
     }
   }
   return out;
@@ -179,7 +181,7 @@ std::string repeat_text(const boost::json::object& options) {
 // The lines above the tables: the run's identity, times, labels, repeat, command and point counts.
 std::string run_header_text(const store::RunDetails& d) {
   const auto& r = d.run;
-  std::string out = fmt::format("run {}  {}  {}\n", r.id, r.name, r.status);
+  std::string out = fmt::format("run {}  {}  {}\n", r.id, r.name, store::status_name(r.status));
   if (!r.status_note.empty()) out += fmt::format("  {}\n", r.status_note);
   out += fmt::format("  tool {}  git {}  host {}\n", or_dash(r.tool_version),
                      or_dash(r.git_revision), or_dash(r.host));
@@ -218,7 +220,7 @@ std::string configs_section(const store::RunDetails& d) {
   rows.push_back({"ID", "KEY", "FINGERPRINT", "LAUNCHER", "STATUS", "LOG / ERROR"});
   for (const auto& c : d.configs) {
     rows.push_back({std::to_string(c.id), c.config_key, c.fingerprint.substr(0, 12),
-                    or_dash(c.launcher), c.status,
+                    or_dash(c.launcher), std::string(store::status_name(c.status)),
                     c.error.empty() ? or_dash(c.log_path) : one_line(c.error)});
   }
   return "\nSERVER CONFIGURATIONS\n" + table_text(rows);

@@ -114,7 +114,7 @@ int run_once(const SweepCliOptions& c, const sweep::SweepOptions& o, std::FILE* 
       counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", n, metrics::status_name(s));
   }
   fmt::print(table, "run {} (id {}): {}; points: {}\nresults: {} (database {})\n",
-             outcome->run_name, outcome->run_id, outcome->status(),
+             outcome->run_name, outcome->run_id, store::status_name(outcome->status()),
              counts.empty() ? "none" : counts, outcome->run_dir.string(), outcome->db.string());
   outcomes.push_back(redacted(outcome->to_json()));
   if (outcome->interrupted) {
@@ -134,7 +134,7 @@ int run_once(const SweepCliOptions& c, const sweep::SweepOptions& o, std::FILE* 
   if (outcome->all_resumed()) {
     fmt::print(table, "run {} was already complete: nothing left to measure\n", outcome->run_name);
   }
-  return outcome->status() == "ok" ? kExitOk : kExitFailure;
+  return outcome->status() == store::RunStatus::kOk ? kExitOk : kExitFailure;
 }
 
 // The recipes to run (none given: the bundled example), expanded into files (nullopt: go on;

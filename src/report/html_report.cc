@@ -248,7 +248,7 @@ void add_run(json::array& runs, json::array& configs, json::array& points, const
                    {"config_key", c.config_key},
                    {"fingerprint", c.fingerprint},
                    {"launcher", c.launcher},
-                   {"status", c.status},
+                   {"status", store::status_name(c.status)},
                    {"error", c.error},
                    {"identity", id.to_json(/*unknown=*/true)},
                    {"series", series_name(id)},

@@ -27,7 +27,7 @@ store::ServerConfigRecord sim_config(int64_t id,
       json::parse(
           R"({"engine":"serve-sim","settings":{"hardware":"H200","engine-version":"0.1.0"}})")
           .as_object();
-  c.status = "ok";
+  c.status = store::ConfigStatus::kOk;
   return c;
 }
 
@@ -67,7 +67,7 @@ ReportRun sim_run(const std::string& name, const std::string& image = "inferbenc
   r.run.name = name;
   r.run.tool_version = "0.1.0";
   r.run.host = "box";
-  r.run.status = "ok";
+  r.run.status = store::RunStatus::kOk;
   r.configs.push_back(sim_config(1, image));
   r.points.push_back(fixed_point(1, 1, 1, 100));
   r.points.push_back(fixed_point(2, 1, 4, 300));

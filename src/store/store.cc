@@ -185,20 +185,16 @@ int64_t now_s() {
   return static_cast<int64_t>(unix_seconds());
 }
 
-using Allowed = std::span<const std::string_view>;
-
-Status check_status(std::string_view what, const std::string& status, Allowed allowed) {
-  if (std::find(allowed.begin(), allowed.end(), status) != allowed.end()) return {};
-  std::string list;
-  for (auto a : allowed) {
-    if (!list.empty()) list += '|';
-    list += a;
-  }
-  return Error{fmt::format("store: {} status '{}' is not one of {}", what, status, list)};
-}
-
 constexpr std::array<std::string_view, 4> kRunStatuses = {"running", "ok", "failed", "interrupted"};
 constexpr std::array<std::string_view, 4> kConfigStatuses = {"pending", "ok", "failed", "skipped"};
+
+template <class E, size_t N>
+std::optional<E> parse_enum(const std::array<std::string_view, N>& names, std::string_view name) {
+  for (size_t i = 0; i < N; ++i) {
+    if (names[i] == name) return static_cast<E>(i);
+  }
+  return std::nullopt;
+}
 // Statuses a stored point may have (skipped and resumed points are not stored as such).
 bool storable(metrics::PointStatus s) {
   return s == metrics::PointStatus::kOk || s == metrics::PointStatus::kFailed ||
@@ -274,7 +270,7 @@ constexpr int kRunColumnCount = 16;
 
 // A run stored as "running": is its sweep still at it? (store.h, "Dead runs".)
 void check_owner(RunRecord& r) {
-  if (r.status != "running") return;
+  if (r.status != RunStatus::kRunning) return;
   const auto& o = r.owner;
   if (o.pid <= 0) {
     r.owner_state = "unknown";
@@ -291,7 +287,7 @@ void check_owner(RunRecord& r) {
       return;
     case ProcessState::kGone:
       r.owner_state = "gone";
-      r.status = "interrupted";
+      r.status = RunStatus::kInterrupted;
       r.status_note = fmt::format(
           "its sweep (pid {} on {}) ended without finishing it (killed or crashed); finished "
           "points are kept; continue with `{}`",
@@ -324,7 +320,13 @@ Expected<RunRecord> read_run(const Statement& s, const fs::path& file, int first
   r.options = std::move(*options);
   r.started_at = s.column_int(first + 8);
   r.ended_at = s.column_int(first + 9);
-  r.status = s.column_text(first + 10);
+  const std::string status = s.column_text(first + 10);
+  const auto parsed = parse_run_status(status);
+  if (!parsed) {
+    return Error{fmt::format("{}: {} row {}: unknown run status '{}'", w.file.string(), w.table,
+                             w.id, printable(status, 40))};
+  }
+  r.status = *parsed;
   r.owner.pid = s.column_int(first + 11);
   r.owner.host = s.column_text(first + 12);
   r.owner.boot_id = s.column_text(first + 13);
@@ -356,7 +358,13 @@ Expected<ServerConfigRecord> read_config(const Statement& s, const fs::path& fil
   if (!env) return env.error();
   c.env_reads = std::move(*env);
   c.log_path = s.column_text(8);
-  c.status = s.column_text(9);
+  const std::string status = s.column_text(9);
+  const auto parsed = parse_config_status(status);
+  if (!parsed) {
+    return Error{fmt::format("{}: {} row {}: unknown status '{}'", w.file.string(), w.table, w.id,
+                             printable(status, 40))};
+  }
+  c.status = *parsed;
   c.error = s.column_text(10);
   return c;
 }
@@ -486,12 +494,11 @@ struct Store::Impl {
     return result;
   }
 
-  Status update_run(int64_t run_id, const std::string& status, std::optional<int64_t> ended_at) {
-    if (auto st = check_status("run", status, kRunStatuses); !st) return st;
+  Status update_run(int64_t run_id, RunStatus status, std::optional<int64_t> ended_at) {
     return write([&](Database& d) -> Status {
       auto stmt = d.prepare("UPDATE runs SET status = ?1, ended_at = ?2 WHERE id = ?3");
       if (!stmt) return stmt.error();
-      stmt->bind(1, status).bind(2, ended_at.value_or(0)).bind(3, run_id);
+      stmt->bind(1, std::string(status_name(status))).bind(2, ended_at.value_or(0)).bind(3, run_id);
       if (auto st = stmt->run(); !st) return st;
       if (d.changes() == 0) {
         return Error{fmt::format("{}: no run with id {}", d.file().string(), run_id)};
@@ -610,17 +617,30 @@ Expected<int64_t> Store::begin_run(RunRecord r) {
   });
 }
 
-Status Store::finish_run(int64_t run_id, const std::string& status) {
-  if (status == "running") {
+std::string_view status_name(RunStatus s) {
+  return kRunStatuses[static_cast<size_t>(s)];
+}
+std::string_view status_name(ConfigStatus s) {
+  return kConfigStatuses[static_cast<size_t>(s)];
+}
+std::optional<RunStatus> parse_run_status(std::string_view name) {
+  return parse_enum<RunStatus>(kRunStatuses, name);
+}
+std::optional<ConfigStatus> parse_config_status(std::string_view name) {
+  return parse_enum<ConfigStatus>(kConfigStatuses, name);
+}
+
+Status Store::finish_run(int64_t run_id, RunStatus status) {
+  if (status == RunStatus::kRunning) {
     return Error{"store: finish_run needs a final status (ok|failed|interrupted), not 'running'"};
   }
   std::lock_guard lock(impl_->mu);
   return impl_->update_run(run_id, status, now_s());
 }
 
-Status Store::set_run_status(int64_t run_id, const std::string& status) {
+Status Store::set_run_status(int64_t run_id, RunStatus status) {
   std::lock_guard lock(impl_->mu);
-  if (status == "running") return impl_->update_run(run_id, status, std::nullopt);
+  if (status == RunStatus::kRunning) return impl_->update_run(run_id, status, std::nullopt);
   return impl_->update_run(run_id, status, now_s());
 }
 
@@ -673,9 +693,6 @@ metrics::Identity ServerConfigRecord::identity() const {
 }
 
 Expected<int64_t> Store::add_server_config(const ServerConfigRecord& c) {
-  if (auto st = check_status("server configuration", c.status, kConfigStatuses); !st) {
-    return st.error();
-  }
   std::lock_guard lock(impl_->mu);
   return impl_->write([&](Database& d) -> Expected<int64_t> {
     auto stmt = d.prepare(
@@ -691,7 +708,7 @@ Expected<int64_t> Store::add_server_config(const ServerConfigRecord& c) {
         .bind(6, to_text(c.effective_config))
         .bind(7, to_text(c.env_reads))
         .bind(8, c.log_path)
-        .bind(9, c.status)
+        .bind(9, std::string(status_name(c.status)))
         .bind(10, c.error);
     if (auto st = stmt->run(); !st) return st.error();
     return d.last_insert_rowid();
@@ -699,7 +716,6 @@ Expected<int64_t> Store::add_server_config(const ServerConfigRecord& c) {
 }
 
 Status Store::update_server_config(const ServerConfigRecord& c) {
-  if (auto st = check_status("server configuration", c.status, kConfigStatuses); !st) return st;
   std::lock_guard lock(impl_->mu);
   return impl_->write([&](Database& d) -> Status {
     auto stmt = d.prepare(
@@ -709,7 +725,7 @@ Status Store::update_server_config(const ServerConfigRecord& c) {
     stmt->bind(1, to_text(c.effective_config))
         .bind(2, to_text(c.env_reads))
         .bind(3, c.log_path)
-        .bind(4, c.status)
+        .bind(4, std::string(status_name(c.status)))
         .bind(5, c.error)
         .bind(6, c.id);
     if (auto st = stmt->run(); !st) return st;
@@ -1050,7 +1066,7 @@ boost::json::object to_json(const RunRecord& r) {
           {"options", r.options},
           {"started_at", r.started_at},
           {"ended_at", r.ended_at},
-          {"status", r.status},
+          {"status", status_name(r.status)},
           {"owner",
            {{"pid", r.owner.pid},
             {"host", r.owner.host},
@@ -1099,7 +1115,7 @@ boost::json::object to_json(const ServerConfigRecord& c) {
           {"effective_config", c.effective_config},
           {"env_reads", c.env_reads},
           {"log_path", c.log_path},
-          {"status", c.status},
+          {"status", status_name(c.status)},
           {"error", c.error}};
 }
 

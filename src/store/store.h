@@ -42,6 +42,17 @@ namespace ib::store {
 /// The default database file, relative to the working directory.
 inline constexpr std::string_view kDefaultDatabase = "runs/inferbench.db";
 
+/// A run's state, stored as its name: still being measured, or how it ended.
+enum class RunStatus { kRunning, kOk, kFailed, kInterrupted };
+/// A server configuration's state: not launched yet, how it ended, or skipped (every point was
+/// resumed or reused: not launched).
+enum class ConfigStatus { kPending, kOk, kFailed, kSkipped };
+
+std::string_view status_name(RunStatus s);     // "running" | "ok" | "failed" | "interrupted"
+std::string_view status_name(ConfigStatus s);  // "pending" | "ok" | "failed" | "skipped"
+std::optional<RunStatus> parse_run_status(std::string_view name);
+std::optional<ConfigStatus> parse_config_status(std::string_view name);
+
 /// One sweep invocation. A run resumed with --resume keeps its id.
 struct RunRecord {
   int64_t id = 0;            // assigned by begin_run
@@ -54,7 +65,7 @@ struct RunRecord {
   boost::json::object options;     // the sweep's options, as it wants them recorded
   int64_t started_at = 0;          // unix seconds; begin_run sets now when 0
   int64_t ended_at = 0;            // unix seconds, 0 while running
-  std::string status = "running";  // running | ok | failed | interrupted
+  RunStatus status = RunStatus::kRunning;
   /// The sweep process that measures the run (begin_run records it, claim_run replaces it when
   /// the run is resumed). pid 0: not recorded (a run stored before schema version 4).
   ProcessIdentity owner;
@@ -94,8 +105,7 @@ struct ServerConfigRecord {
   boost::json::object effective_config;
   boost::json::object env_reads;
   std::string log_path;
-  /// pending | ok | failed | skipped (every point was resumed or reused: not launched)
-  std::string status = "pending";
+  ConfigStatus status = ConfigStatus::kPending;
   std::string error;
 
   /// What the configuration is (metrics/identity.h): from its row and the settings its server
@@ -197,9 +207,9 @@ class Store {
   /// Error when the name is empty or already used.
   Expected<int64_t> begin_run(RunRecord r);
   /// Sets the final status (ok | failed | interrupted) and ended_at = now.
-  Status finish_run(int64_t run_id, const std::string& status);
+  Status finish_run(int64_t run_id, RunStatus status);
   /// Sets the status; "running" also clears ended_at (a run resumed with --resume).
-  Status set_run_status(int64_t run_id, const std::string& status);
+  Status set_run_status(int64_t run_id, RunStatus status);
   /// --resume: makes `owner` the run's owner and its status "running" (ended_at cleared), in one
   /// transaction that first checks the current owner: a run still being measured by a live
   /// process, or by one that cannot be checked from here (another host or container), is

@@ -214,6 +214,40 @@ TEST_F(StoreTest, DatabaseFromANewerToolIsRefusedClearly) {
   EXPECT_NE(m.find("(" + std::to_string(kMigrations.size()) + ")"), std::string::npos) << m;
 }
 
+// A status this version does not know (a newer tool's, or an edited file) is an error naming the
+// row, never read as some other status.
+TEST_F(StoreTest, UnknownRunOrConfigStatusIsAnErrorNamingTheRow) {
+  int64_t id = 0;
+  {
+    auto store = open();
+    id = must(store.begin_run(make_run("r1")));
+    ServerConfigRecord c;
+    c.run_id = id;
+    c.config_key = "k";
+    must(store.add_server_config(c));
+  }
+  {
+    auto db = Database::open(file_);
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE(db->exec("UPDATE server_configs SET status = 'paused'").ok());
+  }
+  auto store = open();
+  auto configs = store.server_configs(id);
+  ASSERT_FALSE(configs.ok());
+  EXPECT_NE(configs.error().message.find("server_configs row 1: unknown status 'paused'"),
+            std::string::npos)
+      << configs.error().message;
+  {
+    auto db = Database::open(file_);
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE(db->exec("UPDATE runs SET status = 'done'").ok());
+  }
+  auto run = store.run(id);
+  ASSERT_FALSE(run.ok());
+  EXPECT_NE(run.error().message.find("unknown run status 'done'"), std::string::npos)
+      << run.error().message;
+}
+
 TEST_F(StoreTest, OlderDatabaseMigratesOneScriptAtATime) {
   const std::array<std::string_view, 2> scripts = {
       "CREATE TABLE t (a INTEGER NOT NULL);",
@@ -285,7 +319,7 @@ TEST_F(StoreTest, RunRoundTripsWithLabelsOptionsAndStatusChanges) {
   RunRecord r = make_run("20261130-104500");
   r.labels = {"a b", "\xC3\xA9t\xC3\xA9", ""};
   r.options = {{"reuse", true}, {"keys", {"x*", "y"}}, {"nested", {{"n", 1.25}}}};
-  r.status = "ok";  // ignored: a new run is running
+  r.status = RunStatus::kOk;  // ignored: a new run is running
   const int64_t id = must(store.begin_run(r));
   auto got = must(store.run(id));
   ASSERT_TRUE(got.has_value());
@@ -299,26 +333,25 @@ TEST_F(StoreTest, RunRoundTripsWithLabelsOptionsAndStatusChanges) {
   EXPECT_EQ(got->options, r.options);
   EXPECT_EQ(got->started_at, 1000);
   EXPECT_EQ(got->ended_at, 0);
-  EXPECT_EQ(got->status, "running");
+  EXPECT_EQ(got->status, RunStatus::kRunning);
 
-  must(store.finish_run(id, "interrupted"));
+  must(store.finish_run(id, RunStatus::kInterrupted));
   got = must(store.run(id));
-  EXPECT_EQ(got->status, "interrupted");
+  EXPECT_EQ(got->status, RunStatus::kInterrupted);
   EXPECT_GT(got->ended_at, 1000);
-  must(store.set_run_status(id, "running"));  // --resume
+  must(store.set_run_status(id, RunStatus::kRunning));  // --resume
   got = must(store.run(id));
-  EXPECT_EQ(got->status, "running");
+  EXPECT_EQ(got->status, RunStatus::kRunning);
   EXPECT_EQ(got->ended_at, 0);
-  must(store.finish_run(id, "ok"));
-  EXPECT_EQ(must(store.run(id))->status, "ok");
+  must(store.finish_run(id, RunStatus::kOk));
+  EXPECT_EQ(must(store.run(id))->status, RunStatus::kOk);
 
-  auto bad = store.finish_run(id, "done");
-  ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.error().message.find("'done' is not one of running|ok|failed|interrupted"),
-            std::string::npos)
-      << bad.error().message;
-  EXPECT_FALSE(store.finish_run(id, "running").ok());
-  auto missing = store.finish_run(id + 100, "ok");
+  // Statuses are enums (no misspelt one can be stored); their names are what the store holds.
+  EXPECT_EQ(parse_run_status("done"), std::nullopt);
+  EXPECT_EQ(parse_run_status(status_name(RunStatus::kInterrupted)), RunStatus::kInterrupted);
+  EXPECT_EQ(parse_config_status(status_name(ConfigStatus::kSkipped)), ConfigStatus::kSkipped);
+  EXPECT_FALSE(store.finish_run(id, RunStatus::kRunning).ok());
+  auto missing = store.finish_run(id + 100, RunStatus::kOk);
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.error().message.find("no run with id"), std::string::npos);
 
@@ -358,13 +391,13 @@ TEST_F(StoreTest, ServerConfigRoundTripsAndUpdates) {
   EXPECT_EQ(all[0].launcher, "local");
   EXPECT_EQ(all[0].row, c.row);
   EXPECT_TRUE(all[0].effective_config.empty());
-  EXPECT_EQ(all[0].status, "pending");
+  EXPECT_EQ(all[0].status, ConfigStatus::kPending);
 
   c = all[0];
   c.effective_config = {{"max_num_seqs", 256}, {"kv_cache_dtype", "fp8"}};
   c.env_reads = {{"VLLM_USE_V1", "1"}};
   c.log_path = "/tmp/x/server.log";
-  c.status = "failed";
+  c.status = ConfigStatus::kFailed;
   c.error = "exited with code 1";
   c.config_key = "ignored";  // not mutable
   must(store.update_server_config(c));
@@ -372,13 +405,11 @@ TEST_F(StoreTest, ServerConfigRoundTripsAndUpdates) {
   EXPECT_EQ(got.effective_config, c.effective_config);
   EXPECT_EQ(got.env_reads, c.env_reads);
   EXPECT_EQ(got.log_path, c.log_path);
-  EXPECT_EQ(got.status, "failed");
+  EXPECT_EQ(got.status, ConfigStatus::kFailed);
   EXPECT_EQ(got.error, c.error);
   EXPECT_EQ(got.config_key, "llama70b-fp8-h200-vllm");
 
-  c.status = "weird";
-  EXPECT_FALSE(store.update_server_config(c).ok());
-  c.status = "ok";
+  c.status = ConfigStatus::kOk;
   c.id = 999;
   EXPECT_FALSE(store.update_server_config(c).ok());
   ServerConfigRecord orphan = c;
@@ -692,19 +723,19 @@ TEST_F(StoreTest, ReusablePointComesFromTheNewestSuccessfulRunOfTheSameToolVersi
   const int64_t old_ok = must(store.begin_run(make_run("old-ok", "0.1.0", 100)));
   const int64_t p_old = must(store.add_point(make_point(old_ok, "fp", 8, "ok")));
   must(store.add_point(make_point(old_ok, "fp", 16, "failed")));
-  must(store.finish_run(old_ok, "ok"));
+  must(store.finish_run(old_ok, RunStatus::kOk));
   // Newer, but the run failed: never a source.
   const int64_t failed_run = must(store.begin_run(make_run("failed", "0.1.0", 200)));
   must(store.add_point(make_point(failed_run, "fp", 8, "ok")));
-  must(store.finish_run(failed_run, "failed"));
+  must(store.finish_run(failed_run, RunStatus::kFailed));
   // Newer, interrupted: never a source.
   const int64_t cut = must(store.begin_run(make_run("cut", "0.1.0", 250)));
   must(store.add_point(make_point(cut, "fp", 8, "ok")));
-  must(store.finish_run(cut, "interrupted"));
+  must(store.finish_run(cut, RunStatus::kInterrupted));
   // Newer, successful, another tool version.
   const int64_t v2 = must(store.begin_run(make_run("v2", "0.2.0", 300)));
   const int64_t p_v2 = must(store.add_point(make_point(v2, "fp", 8, "ok")));
-  must(store.finish_run(v2, "ok"));
+  must(store.finish_run(v2, RunStatus::kOk));
   // The run in progress: not finished, so not a source for itself.
   const int64_t current = must(store.begin_run(make_run("current", "0.1.0", 400)));
   must(store.add_point(make_point(current, "fp", 8, "ok")));
@@ -725,7 +756,7 @@ TEST_F(StoreTest, ReusablePointComesFromTheNewestSuccessfulRunOfTheSameToolVersi
   auto r = make_point(current, "fp", 64, "reused");
   r.reused_from_run = old_ok;
   must(store.add_point(r));
-  must(store.finish_run(current, "ok"));
+  must(store.finish_run(current, RunStatus::kOk));
   EXPECT_FALSE(must(store.reusable_point("fp", 64, "1k1k", "0.1.0")).has_value());
 
   // Now `current` ended ok and is the newest 0.1.0 run: its point wins.
@@ -886,7 +917,7 @@ TEST_F(StoreTest, SigkillMidSweepLeavesAConsistentDatabase) {
     auto store = open();
     auto run = must(store.find_run(name));
     ASSERT_TRUE(run.has_value());
-    EXPECT_EQ(run->status, "running");  // killed: never finished
+    EXPECT_EQ(run->status, RunStatus::kRunning);  // killed: never finished
     auto points = must(store.points(run->id));
     // Every acknowledged point is there, at most one more (committed, not yet acknowledged),
     // each one whole, in order.
@@ -897,7 +928,7 @@ TEST_F(StoreTest, SigkillMidSweepLeavesAConsistentDatabase) {
       check_crash_point(points[i]);
     }
     // The database is writable again (no lock left behind).
-    must(store.finish_run(run->id, "interrupted"));
+    must(store.finish_run(run->id, RunStatus::kInterrupted));
   }
 }
 
@@ -942,7 +973,7 @@ TEST_F(StoreTest, UncommittedTransactionOfAKilledWriterIsRolledBack) {
   auto store = open();
   auto run = must(store.find_run("half"));
   ASSERT_TRUE(run.has_value());
-  EXPECT_EQ(run->status, "running");  // the uncommitted UPDATE is gone
+  EXPECT_EQ(run->status, RunStatus::kRunning);  // the uncommitted UPDATE is gone
   EXPECT_TRUE(must(store.points(run->id)).empty());
   must(store.add_point(make_point(run->id, "fp", 1)));  // and the write lock with it
 }
@@ -988,14 +1019,14 @@ TEST_F(StoreTest, RunningRunOfAGoneOwnerReadsInterruptedWithHowToResume) {
   r.owner = identity_of(child.pid);
   const int64_t id = must(store.begin_run(r));
   auto alive = must(store.run(id));
-  EXPECT_EQ(alive->status, "running");
+  EXPECT_EQ(alive->status, RunStatus::kRunning);
   EXPECT_EQ(alive->owner_state, "alive");
   EXPECT_EQ(alive->owner.pid, child.pid);
   child.end();  // SIGKILL: the run is never finished
   for (auto read : {must(store.run(id)), must(store.find_run("killed")),
                     std::optional(must(store.list_runs()).front().run)}) {
     ASSERT_TRUE(read.has_value());
-    EXPECT_EQ(read->status, "interrupted");
+    EXPECT_EQ(read->status, RunStatus::kInterrupted);
     EXPECT_EQ(read->owner_state, "gone");
     EXPECT_NE(read->status_note.find(
                   "continue with `inferbench sweep examples/recipes/serve-sim.yaml --resume killed`"),
@@ -1022,21 +1053,21 @@ TEST_F(StoreTest, RecycledPidOtherHostAndUnrecordedOwnerAreToldApart) {
   const int64_t b = must(store.begin_run(elsewhere));
   const int64_t c = must(store.begin_run(make_run("old")));  // no owner: an older inferbench
   const int64_t d = must(store.begin_run(make_run("done")));
-  must(store.finish_run(d, "ok"));
+  must(store.finish_run(d, RunStatus::kOk));
 
-  EXPECT_EQ(must(store.run(a))->status, "interrupted");
+  EXPECT_EQ(must(store.run(a))->status, RunStatus::kInterrupted);
   auto other = *must(store.run(b));
-  EXPECT_EQ(other.status, "running");
+  EXPECT_EQ(other.status, RunStatus::kRunning);
   EXPECT_EQ(other.owner_state, "unknown");
   EXPECT_NE(other.status_note.find("on gpu-node-9, which cannot be checked from here"),
             std::string::npos)
       << other.status_note;
   auto old = *must(store.run(c));
-  EXPECT_EQ(old.status, "running");
+  EXPECT_EQ(old.status, RunStatus::kRunning);
   EXPECT_EQ(old.owner_state, "unknown");
   EXPECT_NE(old.status_note.find("no owner recorded"), std::string::npos) << old.status_note;
   auto done = *must(store.run(d));
-  EXPECT_EQ(done.status, "ok");
+  EXPECT_EQ(done.status, RunStatus::kOk);
   EXPECT_TRUE(done.owner_state.empty());
   EXPECT_TRUE(done.status_note.empty());
 }
@@ -1054,10 +1085,10 @@ TEST_F(StoreTest, ClaimTakesOverADeadOwnersRunAndRefusesALiveOrUncheckableOne) {
             std::string::npos)
       << refused.error().message;
   child.end();
-  must(store.finish_run(id, "interrupted"));
+  must(store.finish_run(id, RunStatus::kInterrupted));
   must(store.claim_run(id, self_identity()));
   auto claimed = *must(store.run(id));
-  EXPECT_EQ(claimed.status, "running");
+  EXPECT_EQ(claimed.status, RunStatus::kRunning);
   EXPECT_EQ(claimed.ended_at, 0);
   EXPECT_EQ(claimed.owner.pid, ::getpid());
   EXPECT_EQ(claimed.owner_state, "alive");
@@ -1087,7 +1118,7 @@ TEST_F(StoreTest, OwnerMigrationKeepsOlderRunsWithoutAnOwner) {
   EXPECT_EQ(pragma_text(file_, "PRAGMA user_version"), std::to_string(kMigrations.size()));
   auto r = *must(store.find_run("v3"));
   EXPECT_EQ(r.owner.pid, 0);
-  EXPECT_EQ(r.status, "running");
+  EXPECT_EQ(r.status, RunStatus::kRunning);
   EXPECT_EQ(r.owner_state, "unknown");
 }
 
@@ -1113,7 +1144,7 @@ TEST_F(StoreTest, ReadOnlyOpenReadsWithoutChangingTheFile) {
     EXPECT_EQ(runs[0].points.ok, 1);
     EXPECT_EQ(must(ro->points(runs[0].run.id)).size(), 1u);
     EXPECT_FALSE(ro->begin_run(make_run("w")).ok());  // writes are refused
-    EXPECT_FALSE(ro->finish_run(runs[0].run.id, "ok").ok());
+    EXPECT_FALSE(ro->finish_run(runs[0].run.id, RunStatus::kOk).ok());
   }
   EXPECT_EQ(bytes_of(file_), before);
   EXPECT_EQ(fs::last_write_time(file_), mtime);

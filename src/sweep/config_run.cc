@@ -70,7 +70,7 @@ bool ConfigRunner::fail_config(const ConfigPlan& cfg, const std::vector<Point>& 
   const std::string first = why.substr(0, why.find('\n'));
   const std::string tail =
       why.find('\n') == std::string::npos ? "" : why.substr(why.find('\n') + 1);
-  rec.status = "failed";
+  rec.status = store::ConfigStatus::kFailed;
   rec.error = why;
   rec_->update_config(rec);
   rec_->record_failure(rec.id, kind, first, tail);
@@ -287,8 +287,9 @@ bool ConfigRunner::finish(launch::ServerSession& session, store::ServerConfigRec
   const std::string ended = session.stop();
   if (session.env_reads()) rec.env_reads = session.env_reads()->to_json();
   for (const auto& e : session.write_errors()) outcome_->errors.push_back(e);
-  rec.status = tally.all_ok && tally.not_ok == 0 ? "ok" : "failed";
-  if (rec.status != "ok" && rec.error.empty()) {
+  rec.status =
+      tally.all_ok && tally.not_ok == 0 ? store::ConfigStatus::kOk : store::ConfigStatus::kFailed;
+  if (rec.status != store::ConfigStatus::kOk && rec.error.empty()) {
     rec.error = fmt::format("{} of {} points not ok (failed or invalid); server {}", tally.not_ok,
                             tally.points, ended);
   }
@@ -314,7 +315,7 @@ bool ConfigRunner::run(const ConfigPlan& cfg, size_t index) {
   // Points already done: resumed from this run, or reused from an earlier one.
   const std::vector<Point> pending = pending_points(cfg, rec);
   if (pending.empty()) {
-    rec.status = "skipped";
+    rec.status = store::ConfigStatus::kSkipped;
     rec_->update_config(rec);
     return true;
   }

@@ -280,7 +280,7 @@ void RunRecorder::record_failure(int64_t config_id, const std::string& kind,
   if (auto added = store_.add_failure(f); !added) db_error("failure", added.error());
 }
 
-void RunRecorder::finish(const json::object& summary, const std::string& status) {
+void RunRecorder::finish(const json::object& summary, store::RunStatus status) {
   write_file(run_dir_ / "summary.json", json::serialize(redacted(summary)) + "\n");
   if (auto s = store_.finish_run(run_id_, status); !s) db_error("finishing the run", s.error());
 }

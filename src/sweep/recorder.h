@@ -63,7 +63,7 @@ class RunRecorder {
                       const std::string& log_tail = "");
 
   /// summary.json and the run's final status.
-  void finish(const boost::json::object& summary, const std::string& status);
+  void finish(const boost::json::object& summary, store::RunStatus status);
 
   const std::vector<std::string>& errors() const { return errors_; }
 

@@ -54,7 +54,7 @@ TEST(RunRecorderTest, PointsFilesAndResumeGoThroughOnePlace) {
   metrics::PointIdentity other = p.id;
   other.concurrency = 8;
   EXPECT_FALSE(rec->resumed(other).has_value());
-  rec->finish({{"status", "ok"}}, "ok");
+  rec->finish({{"status", "ok"}}, store::RunStatus::kOk);
   EXPECT_TRUE(fs::exists(rec->run_dir() / "summary.json"));
   EXPECT_TRUE(rec->errors().empty());
 }

@@ -77,13 +77,14 @@ bool SweepOutcome::all_resumed() const {
   });
 }
 
-std::string SweepOutcome::status() const {
-  if (interrupted) return "interrupted";
-  if (points.empty()) return "failed";
+store::RunStatus SweepOutcome::status() const {
+  using store::RunStatus;
+  if (interrupted) return RunStatus::kInterrupted;
+  if (points.empty()) return RunStatus::kFailed;
   for (const auto& p : points) {
-    if (p.fails_run()) return "failed";
+    if (p.fails_run()) return RunStatus::kFailed;
   }
-  return errors.empty() ? "ok" : "failed";
+  return errors.empty() ? RunStatus::kOk : RunStatus::kFailed;
 }
 
 json::object SweepOutcome::to_json() const {
@@ -92,7 +93,7 @@ json::object SweepOutcome::to_json() const {
   o["run"] = run_name;
   o["run_dir"] = run_dir.string();
   o["db"] = db.string();
-  o["status"] = status();
+  o["status"] = store::status_name(status());
   if (!interrupted) {
     o["nothing_measured"] = nothing_measured();
     o["not_submission"] = not_submission();

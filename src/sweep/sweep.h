@@ -18,6 +18,7 @@
 #include "metrics/point.h"
 #include "openai/request.h"
 #include "recipe/eval_thresholds.h"
+#include "store/store.h"
 #include "sweep/planner.h"
 
 namespace ib::sweep {
@@ -83,7 +84,7 @@ struct SweepOutcome {
   /// ok | failed | interrupted. A run with a point that fails it (metrics::PointResult::
   /// fails_run: failed, skipped, or invalid for a reason the user did not choose) is failed, and
   /// so is one with no point at all: measuring nothing is no success.
-  std::string status() const;
+  store::RunStatus status() const;
   /// Why the run has no successful point ("the plan has no points ...", "every point failed",
   /// ...); empty when some point succeeded or was measured as the user chose.
   std::string nothing_measured() const;

@@ -105,7 +105,7 @@ Expected<std::vector<store::RunRecord>> runs_at_revision(store::Store& st,
   if (revision.empty()) return out;
   for (const auto& s : *all) {
     const std::string& rev = s.run.git_revision;
-    if (s.run.status == "running" || rev.empty()) continue;
+    if (s.run.status == store::RunStatus::kRunning || rev.empty()) continue;
     const bool match = rev == revision || (revision.size() >= 4 && rev.starts_with(revision));
     if (match) out.push_back(s.run);
   }

@@ -32,7 +32,7 @@ RunsFixture fill(const fs::path& db) {
   old.git_revision = "1111111111111111";
   old.started_at = 1795939200;  // 2026-11-29 08:00:00Z
   f.old_run = *s.begin_run(old);
-  EXPECT_TRUE(s.finish_run(f.old_run, "ok").ok());
+  EXPECT_TRUE(s.finish_run(f.old_run, store::RunStatus::kOk).ok());
 
   store::RunRecord r;
   r.name = "20261130-104500";
@@ -51,11 +51,11 @@ RunsFixture fill(const fs::path& db) {
   c.launcher = "local";
   c.row = {{"tp", 1}};
   c.log_path = "runs/20261130-104500/server-1.log";
-  c.status = "ok";
+  c.status = store::ConfigStatus::kOk;
   f.config = *s.add_server_config(c);
   c.config_key = "llama70b-fp8-h200-vllm";
   c.fingerprint = "feedface" + std::string(56, '0');
-  c.status = "failed";
+  c.status = store::ConfigStatus::kFailed;
   c.error = "server exited with code 1 before becoming healthy\nmore detail";
   f.failed_config = *s.add_server_config(c);
 

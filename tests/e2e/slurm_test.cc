@@ -230,7 +230,7 @@ TEST_F(SlurmLauncherE2E, SweepRunsTheSimulatorThroughSlurm) {
   auto listed = db->list_runs();
   ASSERT_TRUE(listed.ok());
   ASSERT_EQ(listed->size(), 1u);
-  EXPECT_EQ(listed->front().run.status, "ok");
+  EXPECT_EQ(listed->front().run.status, store::RunStatus::kOk);
   EXPECT_EQ(listed->front().points.ok, 2);
   auto configs = db->server_configs(listed->front().run.id);
   ASSERT_TRUE(configs.ok());

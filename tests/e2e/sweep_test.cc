@@ -149,14 +149,14 @@ TEST(Sweep, TwoConfigurationsTimesThreeConcurrenciesAreStored) {
   ASSERT_TRUE(runs.ok());
   ASSERT_EQ(runs->size(), 1u);
   const auto& run = runs->front().run;
-  EXPECT_EQ(run.status, "ok");
+  EXPECT_EQ(run.status, store::RunStatus::kOk);
   EXPECT_EQ(run.tool_version, INFERBENCH_VERSION);
   EXPECT_NE(run.command_line.find("sweep"), std::string::npos);
   auto configs = db.server_configs(run.id);
   ASSERT_TRUE(configs.ok());
   ASSERT_EQ(configs->size(), 2u);
   for (const auto& c : *configs) {
-    EXPECT_EQ(c.status, "ok");
+    EXPECT_EQ(c.status, store::ConfigStatus::kOk);
     EXPECT_EQ(c.launcher, "local");
     EXPECT_EQ(c.effective_config.at("engine").as_string(), "serve-sim");
     EXPECT_TRUE(fs::exists(c.log_path));
@@ -284,7 +284,8 @@ TEST(Sweep, SecondSweepWithReuseRunsNothing) {
   EXPECT_EQ(newest.points.reused, 6);
   EXPECT_EQ(newest.points.ok, 0);
   auto configs = db.server_configs(newest.run.id);
-  for (const auto& c : *configs) EXPECT_EQ(c.status, "skipped");  // never launched
+  for (const auto& c : *configs)
+    EXPECT_EQ(c.status, store::ConfigStatus::kSkipped);  // never launched
   auto reused_points = db.points(newest.run.id);
   ASSERT_TRUE(reused_points.ok());
   for (const auto& p : *reused_points) {
@@ -317,7 +318,7 @@ TEST(Sweep, ServerKilledMidRunFailsItsPointsWithTheReasonAndOthersGoOn) {
 
   store::Store db = open_db(runs / "inferbench.db");
   auto run = db.list_runs()->front();
-  EXPECT_EQ(run.run.status, "failed");
+  EXPECT_EQ(run.run.status, store::RunStatus::kFailed);
   auto stored = db.points(run.run.id);
   ASSERT_TRUE(stored.ok());
   const auto& points = *stored;
@@ -382,7 +383,7 @@ TEST(Sweep, SigkilledSweepResumesWithEveryPointExactlyOnce) {
     store::Store db = open_db(runs / "inferbench.db");
     auto run = db.list_runs()->front();
     // Killed, so never finished: its dead owner makes it read as interrupted.
-    EXPECT_EQ(run.run.status, "interrupted");
+    EXPECT_EQ(run.run.status, store::RunStatus::kInterrupted);
     EXPECT_EQ(run.run.owner_state, "gone");
     name = run.run.name;
     before = run.points.ok;
@@ -418,7 +419,7 @@ TEST(Sweep, SigkilledSweepResumesWithEveryPointExactlyOnce) {
   store::Store db = open_db(runs / "inferbench.db");
   auto all = *db.list_runs();
   ASSERT_EQ(all.size(), 1u);
-  EXPECT_EQ(all[0].run.status, "ok");
+  EXPECT_EQ(all[0].run.status, store::RunStatus::kOk);
   std::map<std::pair<std::string, int64_t>, int> ok_points;
   auto stored = db.points(all[0].run.id);
   ASSERT_TRUE(stored.ok());
@@ -463,7 +464,7 @@ TEST_P(SweepSignal, StopsCleanlyMarksTheRunInterruptedAndExitsWith128PlusTheSign
   EXPECT_TRUE(pids_with(sweep_own_model()).empty());
   store::Store db = open_db(runs / "inferbench.db");
   auto run = db.list_runs()->front();
-  EXPECT_EQ(run.run.status, "interrupted");
+  EXPECT_EQ(run.run.status, store::RunStatus::kInterrupted);
   EXPECT_TRUE(run.run.owner_state.empty());  // stored so: the sweep itself finished the run
   EXPECT_GE(run.points.ok, 1);
   EXPECT_NE(read_file(sweep.log)->find("--resume"), std::string::npos);
@@ -502,7 +503,7 @@ TEST(Sweep, InterruptKeepsFinishedPointsAndMarksTheRunInterrupted) {
   EXPECT_TRUE(pids_with(sweep_own_model()).empty());
   store::Store db = open_db(runs / "inferbench.db");
   auto run = db.list_runs()->front();
-  EXPECT_EQ(run.run.status, "interrupted");
+  EXPECT_EQ(run.run.status, store::RunStatus::kInterrupted);
   EXPECT_GE(run.points.ok, 1);
   EXPECT_NE(read_file(sweep.log)->find("--resume"), std::string::npos);
 }
@@ -517,7 +518,7 @@ TEST(Sweep, ServerThatCannotStartIsReportedWithItsLogAndFailFastSkipsTheRest) {
   EXPECT_NE(r.output.find("skipped: fail-fast"), std::string::npos) << r.output;
   store::Store db = open_db(dir.path() / "runs" / "inferbench.db");
   auto run = db.list_runs()->front();
-  EXPECT_EQ(run.run.status, "failed");
+  EXPECT_EQ(run.run.status, store::RunStatus::kFailed);
   auto failures_or = db.failures(run.run.id);
   ASSERT_TRUE(failures_or.ok());
   const auto& failures = *failures_or;
@@ -701,7 +702,7 @@ TEST(Sweep, RowsTheSweepCannotRunYetFailBeforeAnyServerStarts) {
   auto configs = db.server_configs(run.run.id);
   ASSERT_TRUE(configs.ok());
   ASSERT_EQ(configs->size(), 1u);
-  EXPECT_EQ((*configs)[0].status, "failed");
+  EXPECT_EQ((*configs)[0].status, store::ConfigStatus::kFailed);
   EXPECT_TRUE((*configs)[0].log_path.empty());  // never launched
 }
 
