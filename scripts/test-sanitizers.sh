@@ -31,4 +31,7 @@ export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$PWD/scripts/lsan.supp:print_suppressions=0}"
 junit=()
 if [ -n "${IB_JUNIT_DIR:-}" ]; then junit=(--output-junit "$IB_JUNIT_DIR/sanitizers.xml"); fi
+# The slowest start first, by this pass's own timings (a sanitized test's cost is not its main-pass
+# cost: CliInput takes 7 s there and 160 s here).
+export IB_TEST_COSTS="${IB_TEST_COSTS:-$PWD/tests/ctest-costs-sanitizers.txt}"
 stage "tests (sanitizers)" ./scripts/ctest.sh build-asan -L sanitize --timeout 600 "${junit[@]}" "$@"

@@ -296,6 +296,10 @@ std::optional<std::string> same_output_files(
       const auto& [oa, pa] = option_and_path[i];
       const auto& [ob, pb] = option_and_path[j];
       if (pa.empty() || pb.empty() || !same(pa, pb)) continue;
+      // A device or a pipe is written through, not replaced: two outputs to /dev/null are fine.
+      std::error_code ec;
+      const auto kind = fs::status(pa, ec).type();
+      if (kind == fs::file_type::character || kind == fs::file_type::fifo) continue;
       return fmt::format("{} and {} name the same file ({}); the second would overwrite the "
                          "first: give each its own file",
                          oa, ob, shown_path(pa));

@@ -200,6 +200,12 @@ int run(ServeSimOptions& o) {
   if (!port) {
     return fail("serve-sim", port.error());
   }
+  // Removed at exit only when serve-sim created it: a file, link or device that was there
+  // before is the user's (written through or replaced, never deleted).
+  std::error_code exists_ec;
+  const bool remove_port_file =
+      !o.port_file.empty() &&
+      !std::filesystem::exists(std::filesystem::symlink_status(o.port_file, exists_ec));
   if (!o.port_file.empty()) {
     if (auto written = write_file_atomic(o.port_file, fmt::format("{}\n", *port)); !written) {
       return fail("serve-sim",
@@ -231,7 +237,7 @@ int run(ServeSimOptions& o) {
   // done; the server's destructor joins them.
   io.run();
 
-  if (!o.port_file.empty()) {
+  if (remove_port_file) {
     std::error_code ignored;
     std::filesystem::remove(o.port_file, ignored);  // a stale port file would mislead a parent
   }

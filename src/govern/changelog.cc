@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <regex>
 #include <string_view>
 
@@ -284,8 +285,22 @@ bool full_match(const std::string& pattern, const std::string& value) {
   // std::regex recurses per character: a long value could overflow the stack, and no link is
   // this long.
   if (value.size() > 2048) return false;
+  // Compiled once per pattern (a handful: the context's link patterns), not once per entry: a
+  // long changelog compiled the same two patterns for every entry.
+  thread_local std::map<std::string, std::optional<std::regex>> compiled;
+  auto it = compiled.find(pattern);
+  if (it == compiled.end()) {
+    std::optional<std::regex> re;
+    try {
+      re.emplace(pattern);
+    } catch (const std::regex_error&) {
+    }
+    if (compiled.size() > 64) compiled.clear();
+    it = compiled.emplace(pattern, std::move(re)).first;
+  }
+  if (!it->second) return false;
   try {
-    return std::regex_match(value, std::regex(pattern));
+    return std::regex_match(value, *it->second);
   } catch (const std::regex_error&) {
     return false;
   }

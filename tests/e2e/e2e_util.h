@@ -12,6 +12,7 @@
 #include <map>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -120,6 +121,18 @@ inline std::vector<CommandResult> run_inferbench_all(
 }
 
 /// A serve-sim child on a free loopback port, stopped at destruction.
+/// Polls `cond` every 20 ms until it holds (true) or `limit` passed (false): tests wait for
+/// events, never for a guessed time.
+inline bool wait_for(const std::function<bool()>& cond,
+                     std::chrono::seconds limit = std::chrono::seconds(60)) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (cond()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
 class SimServer {
  public:
   /// Starts serve-sim with `args` added; fails the current test if it is not healthy in time.

@@ -96,16 +96,6 @@ std::vector<pid_t> pids_with(const std::string& needle) {
   return out;
 }
 
-bool wait_for(const std::function<bool()>& cond,
-              std::chrono::seconds limit = std::chrono::seconds(60)) {
-  auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return false;
-}
-
 // A sweep running in the background, for tests that interrupt or kill it mid-way.
 struct BackgroundSweep {
   fs::path log;
