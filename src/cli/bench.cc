@@ -14,6 +14,8 @@
 #include "cli/tokenizer_options.h"
 #include "core/files.h"
 #include "core/interrupt.h"
+#include "core/json_text.h"
+#include "core/redact.h"
 #include "core/strings.h"
 #include "load/judge.h"
 #include "load/point_run.h"
@@ -118,7 +120,7 @@ int write_outputs(const BenchOptions& o, const load::BenchReport& report) {
     out["timeslices"] =
         boost::json::object{{"server", telemetry::slices_to_json(report.server_slices)},
                             {"client", telemetry::slices_to_json(report.client_slices)}};
-    if (auto s = write_file_atomic(o.output, boost::json::serialize(out) + "\n"); !s) {
+    if (auto s = write_file_atomic(o.output, json_text(out) + "\n"); !s) {
       return fail("bench", s.error());
     }
   }
@@ -130,7 +132,7 @@ int write_outputs(const BenchOptions& o, const load::BenchReport& report) {
       if (i < report.record_extras.size()) {
         for (const auto& kv : report.record_extras[i]) line[kv.key()] = kv.value();
       }
-      lines += boost::json::serialize(line);
+      lines += json_text(line);
       lines += '\n';
     }
     if (auto s = write_file_atomic(o.details, lines); !s) {
@@ -146,8 +148,7 @@ int power_failure(const load::BenchReport& report) {
   std::string why;
   if (const auto* note = e.if_contains("note")) why = std::string(note->as_string());
   if (const auto* reasons = e.if_contains("reasons"); reasons && reasons->is_array()) {
-    for (const auto& r : reasons->as_array())
-      why += (why.empty() ? "" : "; ") + boost::json::serialize(r);
+    for (const auto& r : reasons->as_array()) why += (why.empty() ? "" : "; ") + json_text(r);
   }
   return fail("bench", Error{fmt::format("--require-power: no valid GPU power measurement{}{}",
                                          why.empty() ? "" : ": ", why)});
@@ -160,7 +161,18 @@ std::string failed_text(const load::BenchReport& report, const load::PointVerdic
   if (report.aborted) return fmt::format("{}; nothing was measured", report.abort_reason);
   if (m.num_requests == 0) return "no request was measured";
   if (m.completed == 0) {
-    return fmt::format("nothing was measured: none of the {} requests succeeded", m.num_requests);
+    // What the server said, so that the cause is on the line that reports it: a 401 wants a key.
+    std::string why;
+    if (!m.error_samples.empty())
+      why = fmt::format(" (first error: {})", printable(m.error_samples[0], 200));
+    const bool unauthorized =
+        !m.error_samples.empty() && (m.error_samples[0].rfind("HTTP 401", 0) == 0 ||
+                                     m.error_samples[0].rfind("HTTP 403", 0) == 0);
+    return fmt::format("nothing was measured: none of the {} requests succeeded{}{}",
+                       m.num_requests, redact_text(why),
+                       unauthorized ? "; the server wants an API key: give it with --api-key or "
+                                      "OPENAI_API_KEY"
+                                    : "");
   }
   return "the point failed: " + v.error;
 }
@@ -285,6 +297,19 @@ std::optional<int> set_bench_load_shape(BenchOptions& o) {
                   usage_error(fmt::format("--arrival must be constant, poisson or gamma (got '{}')",
                                           o.arrival)));
     }
+    // A schedule that can be run: the mean gap and the whole span within kMaxSeconds (1e-10/s
+    // would put every arrival past what a time can hold, and they were all sent at once).
+    // (With --duration the run stops at the duration: only the mean gap must fit.)
+    const double span_s =
+        (o.spec.shape.duration_s > 0 ? 1.0 : static_cast<double>(o.spec.workload.num_prompts)) /
+        o.request_rate;
+    if (!std::isfinite(o.request_rate) || !(span_s <= kMaxSeconds)) {
+      return fail("bench", usage_error(fmt::format(
+                               "--request-rate {:g}: {} requests at that rate would take {:.3g} s; "
+                               "a schedule may span at most {:g} s (a rate of at least {:.3g}/s)",
+                               o.request_rate, o.spec.workload.num_prompts, span_s, kMaxSeconds,
+                               static_cast<double>(o.spec.workload.num_prompts) / kMaxSeconds)));
+    }
     o.spec.shape.mode = load::LoadMode::kOpenLoop;
     o.spec.shape.arrivals.rate = o.request_rate;
     o.spec.shape.arrivals.process = *arrival;
@@ -362,6 +387,7 @@ void add_bench_target_options(CLI::App* app, BenchOptions& o) {
       ->capture_default_str()
       ->transform(endpoint_url());
   app->add_option("--model", o.spec.model, "Model name (default: first from /v1/models)");
+  add_api_key_option(app, o.spec.api_key);
   app->add_option("--api", o.api, "completions | chat")->capture_default_str();
 }
 
@@ -545,7 +571,10 @@ RunFn register_bench(CLI::App& root) {
   add_bench_agentic_options(app, *o);
   add_bench_telemetry_options(app, *o);
   add_bench_output_options(app, *o);
-  return [o]() { return run(*o); };
+  return [o]() {
+    if (!o->spec.api_key.empty()) add_secret(o->spec.api_key);  // hidden wherever it turns up
+    return run(*o);
+  };
 }
 
 }  // namespace ib::cli

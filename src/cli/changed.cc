@@ -10,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "core/interrupt.h"
+#include "core/json_text.h"
 #include "core/strings.h"
 
 namespace ib::cli {
@@ -57,7 +58,7 @@ int run(const ChangedCliOptions& o) {
   }
   std::string text;
   if (o.json) {
-    text = boost::json::serialize(report->to_json()) + "\n";
+    text = json_text(report->to_json()) + "\n";
   } else {
     text = fmt::format("base {}, head {}: {} recipe file{} read\n", report->base, report->head,
                        report->files.size(), report->files.size() == 1 ? "" : "s");

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "core/json_text.h"
 #include "govern/changed.h"
 
 namespace ib::cli {
@@ -107,7 +108,7 @@ int run_check(const ChangelogCliOptions& o) {
       for (const auto& k : *ctx.affected_keys) keys.emplace_back(k);
       j["affected-keys"] = std::move(keys);
     }
-    text = boost::json::serialize(j) + "\n";
+    text = json_text(j) + "\n";
   } else {
     for (const auto& v : report.violations) text += v.str(*file) + "\n";
     if (report.ok()) {

@@ -1,6 +1,8 @@
 // `inferbench compare BASE HEAD`: is HEAD better than BASE, by how much, and is the comparison fair
 // (docs/compare.md). The statistics and rendering live in src/verdict/; this file resolves the
 // sides (stored runs, git revisions, folders of result files) and the options.
+#include "verdict/compare.h"
+
 #include <fmt/format.h>
 
 #include <boost/json.hpp>
@@ -12,10 +14,10 @@
 
 #include "cli/commands.h"
 #include "core/files.h"
+#include "core/json_text.h"
 #include "core/strings.h"
 #include "govern/git.h"
 #include "store/store.h"
-#include "verdict/compare.h"
 #include "verdict/sources.h"
 
 namespace ib::cli {
@@ -205,7 +207,7 @@ int run_compare(const CompareCliOptions& o) {
     }
   }
   if (o.json) {
-    write_out(boost::json::serialize(verdict::comparison_json(c)) + "\n");
+    write_out(json_text(verdict::comparison_json(c)) + "\n");
   } else {
     write_out(verdict::comparison_text(c));
   }

@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "core/files.h"
 #include "core/interrupt.h"
+#include "core/json_text.h"
 #include "core/redact.h"
 #include "core/strings.h"
 #include "load/eval_run.h"
@@ -188,7 +189,7 @@ std::optional<int> write_eval_files(const EvalOptions& o, const load::EvalReport
     for (const auto& r : report.records) {
       json::object rec = r.to_json();
       rec["target"] = gsm8k::reference_answer(dataset.test[r.index].answer);
-      lines += redact_text(json::serialize(rec));
+      lines += redact_text(json_text(rec));
       lines += '\n';
     }
     if (auto s = write_file_atomic(o.samples, lines); !s) {
@@ -223,7 +224,7 @@ int finish_eval(const EvalOptions& o, const load::EvalReport& report, const gsm8
   const load::EvalGate gate = gate_eval(report, threshold.value, threshold.source);
   // The one judge of a point (load/judge.h), as a sweep's eval point is judged.
   const load::PointVerdict verdict = load::judge(report, gate, {});
-  const std::string text = redact_text(json::serialize(eval_result_json(o, report, gate, verdict)));
+  const std::string text = redact_text(json_text(eval_result_json(o, report, gate, verdict)));
   if (auto rc = write_eval_files(o, report, dataset, text)) return *rc;
   if (o.json) {
     fmt::print("{}\n", text);
@@ -260,6 +261,7 @@ RunFn register_eval(CLI::App& root) {
       ->capture_default_str()
       ->transform(endpoint_url());
   app->add_option("--model", o->spec.model, "Model name (default: first from /v1/models)");
+  add_api_key_option(app, o->spec.api_key);
   add_integer(app, "--concurrency", o->spec.concurrency,
               "Requests in flight (InferenceX: EVAL_CONCURRENT_REQUESTS, else the row's conc, "
               "else 64)",
@@ -318,7 +320,10 @@ RunFn register_eval(CLI::App& root) {
   app->add_option("--samples", o->samples,
                   "Write one JSON line per problem (response, extracted answers, correct) here")
       ->check(output_file());
-  return [o]() { return run(*o); };
+  return [o]() {
+    if (!o->spec.api_key.empty()) add_secret(o->spec.api_key);  // hidden wherever it turns up
+    return run(*o);
+  };
 }
 
 }  // namespace ib::cli

@@ -338,4 +338,17 @@ std::vector<std::string> options_without_range(CLI::App& app) {
   return out;
 }
 
+CLI::Option* add_api_key_option(CLI::App* app, std::string& key) {
+  return app
+      ->add_option("--api-key", key,
+                   "The server's API key, sent as 'Authorization: Bearer KEY' (default: "
+                   "$OPENAI_API_KEY); never printed or stored")
+      ->envname("OPENAI_API_KEY")
+      ->check(CLI::Validator(
+          [](std::string& v) {
+            return v.empty() ? std::string("must not be empty") : std::string();
+          },
+          "KEY", "non-empty"));
+}
+
 }  // namespace ib::cli

@@ -117,4 +117,9 @@ std::filesystem::path in_repo(const std::string& repo, const std::string& path);
 /// every command checks every number (a unit test asserts that).
 std::vector<std::string> options_without_range(CLI::App& app);
 
+/// --api-key KEY (default: $OPENAI_API_KEY): the server's API key, sent as "Authorization:
+/// Bearer KEY" with every request, the models probe and the server's metrics scrapes; never
+/// printed or stored (the caller registers it with add_secret()). An empty value is refused.
+CLI::Option* add_api_key_option(CLI::App* app, std::string& key);
+
 }  // namespace ib::cli

@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "core/temp_dir.h"
+#include "http/client.h"
 
 namespace ib::cli {
 namespace {
@@ -163,6 +164,16 @@ TEST(EndpointUrl, NormalizesTheBaseUrlOnce) {
   EXPECT_EQ(*normalize_endpoint_url("http://h/proxy"), "http://h/proxy");
   EXPECT_EQ(*normalize_endpoint_url("http://[::1]:8000/v1"), "http://[::1]:8000");
   EXPECT_EQ(*normalize_endpoint_url("http://v1"), "http://v1");  // a host named v1 stays
+}
+
+// An IPv6 endpoint prints as its URL was written, brackets and all (issue 30).
+TEST(EndpointUrl, AnIpv6HostKeepsItsBrackets) {
+  auto e = http::parse_endpoint("http://[::1]:8000/v1");
+  ASSERT_TRUE(e.ok()) << e.error().message;
+  EXPECT_EQ(e->host, "::1");
+  EXPECT_EQ(e->authority(), "[::1]:8000");
+  EXPECT_EQ(e->url(), "http://[::1]:8000/v1");
+  EXPECT_EQ(http::parse_endpoint("http://h:80")->url(), "http://h:80");
 }
 
 TEST(EndpointUrl, RefusesWhatIsNotAnHttpBaseUrl) {

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "cli/commands.h"
+#include "core/json_text.h"
 #include "core/redact.h"
 #include "core/strings.h"
 #include "govern/labels.h"
@@ -62,7 +63,7 @@ std::string field_text(const boost::json::object& f, const char* name) {
   const auto& v = f.at(name);
   if (v.is_string()) return std::string(v.as_string());
   if (v.is_int64()) return std::to_string(v.as_int64());
-  return boost::json::serialize(v);
+  return json_text(v);
 }
 
 // "tp" for single-node rows, "P<nw>x<tp>/D<nw>x<tp>" for multi-node ones; "/ep" when ep > 1.
@@ -158,13 +159,13 @@ int run(PlanOptions o) {
                       printable(fmt::format("{}", fmt::join(o.labels, ","))),
                       o.labels.size() == 1 ? "s" : "")));
     }
-    text = o.json ? boost::json::serialize(redacted(plan.to_json())) + "\n" : plan_text(plan);
+    text = o.json ? json_text(redacted(plan.to_json())) + "\n" : plan_text(plan);
   } else if (o.json) {
     // Rows as they would be stored: credentials hidden (core/redact.h); the fingerprint is the
     // real values'.
     boost::json::array out;
     for (const auto& row : rows) out.push_back(redacted(row.to_json()));
-    text = boost::json::serialize(out) + "\n";
+    text = json_text(out) + "\n";
   } else {
     text = plan_table_text(rows);
   }

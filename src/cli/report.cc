@@ -87,6 +87,13 @@ int run_report(const ReportOptions& o) {
       e.message = "--baseline: " + e.message;
       return fail("report", e);
     }
+    // The same run under two names (an id and a name) is no comparison either.
+    for (const auto& r : in.runs) {
+      if (r.run.id == b->run.id) {
+        return usage(fmt::format("run '{}' is both reported and the --baseline (run {}, {})",
+                                 o.baseline, r.run.id, r.run.name));
+      }
+    }
     in.baseline = std::move(*b);
   }
   const std::string html = report::render_html(in);

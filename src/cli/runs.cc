@@ -15,6 +15,7 @@
 
 #include "cli/commands.h"
 #include "core/clock.h"
+#include "core/json_text.h"
 #include "metrics/eval_result.h"
 #include "metrics/keys.h"
 #include "report/table.h"
@@ -143,7 +144,7 @@ int run_runs(const RunsOptions& o) {
   if (o.json) {
     boost::json::array out;
     for (const auto& s : *runs) out.push_back(store::to_json(s));
-    print(boost::json::serialize(out) + "\n");
+    print(json_text(out) + "\n");
   } else {
     print(runs_table(*runs));
   }
@@ -471,11 +472,11 @@ std::string rows_csv(const std::vector<boost::json::object>& rows) {
       } else if (v->is_array()) {
         std::vector<std::string> parts;
         for (const auto& x : v->as_array()) {
-          parts.push_back(x.is_string() ? std::string(x.as_string()) : boost::json::serialize(x));
+          parts.push_back(x.is_string() ? std::string(x.as_string()) : json_text(x));
         }
         cell = fmt::format("{}", fmt::join(parts, ";"));
       } else {
-        cell = boost::json::serialize(*v);
+        cell = json_text(*v);
       }
       if (cell.find_first_of(",\"\n") != std::string::npos) {
         std::string q = "\"";
@@ -513,7 +514,7 @@ int run_timeslices(store::Store& st, const ShowOptions& o, const store::RunRecor
   if (o.format == "json") {
     boost::json::array sv(server.begin(), server.end()), cl(client.begin(), client.end());
     print(
-        boost::json::serialize(boost::json::object{
+        json_text(boost::json::object{
             {"point", o.timeslices_point}, {"server", std::move(sv)}, {"client", std::move(cl)}}) +
         "\n");
     return kExitOk;
@@ -580,7 +581,7 @@ int run_show(const ShowOptions& o) {
   }
   auto d = st->run_details(std::move(**found));
   if (!d) return fail("show", d.error());
-  print(o.json ? boost::json::serialize(show_json(*d)) + "\n" : show_text(*d));
+  print(o.json ? json_text(show_json(*d)) + "\n" : show_text(*d));
   return kExitOk;
 }
 

@@ -17,6 +17,7 @@
 #include "cli/tokenizer_options.h"
 #include "core/files.h"
 #include "core/process.h"
+#include "core/redact.h"
 #include "core/strings.h"
 #include "report/table.h"
 #include "sim/config.h"
@@ -267,6 +268,8 @@ void add_sim_server_options(CLI::App* app, ServeSimOptions& o) {
                   "Once listening, write the bound port and a newline here (atomically)")
       ->check(output_file());
   app->add_option("--model", a.model, "Served model name")->capture_default_str();
+  app->add_option("--api-key", a.api_key,
+                  "Answer the /v1 routes with 401 unless 'Authorization: Bearer KEY' (as vLLM)");
   o.max_model_len_opt =
       add_integer(app, "--max-model-len", a.max_model_len,
                   "Context length: prompt + output tokens beyond it get 400 (default: "
@@ -419,7 +422,10 @@ RunFn register_serve_sim(CLI::App& root) {
                         "(default: one token per word)");
   add_roofline_options(app, *o);
   add_simple_options(app, *o);
-  return [o]() { return run(*o); };
+  return [o]() {
+    if (!o->args.api_key.empty()) add_secret(o->args.api_key);
+    return run(*o);
+  };
 }
 
 }  // namespace ib::cli

@@ -14,6 +14,7 @@
 #include "core/clock.h"
 #include "core/files.h"
 #include "core/interrupt.h"
+#include "core/json_text.h"
 #include "core/redact.h"
 #include "core/strings.h"
 #include "recipe/recipe.h"
@@ -254,6 +255,14 @@ void set_sweep_process_options(SweepCliOptions& c) {
   // What --server-arg hands the server (--api-key X) is hidden in everything the run records.
   register_server_secrets(c.server);
   for (const auto& a : redact_argv(argv)) o.command_line += (o.command_line.empty() ? "" : " ") + a;
+  const std::vector<std::string> shown = redact_argv(argv);
+  for (size_t i = 0; i < shown.size(); ++i) {
+    if (shown[i] == "--resume") {
+      ++i;  // and its value
+    } else if (shown[i].rfind("--resume=", 0) != 0) {
+      o.argv.push_back(i == 0 ? std::string("inferbench") : shown[i]);
+    }
+  }
 }
 
 // --launcher checked; --endpoint alone means the endpoint launcher (nullopt: go on; else the
@@ -310,8 +319,7 @@ int run_sweep_repeats(SweepCliOptions& c) {
   }
   if (c.json) {
     std::string text =
-        boost::json::serialize(c.repeat > 1 ? boost::json::value(outcomes) : outcomes.front()) +
-        "\n";
+        json_text(c.repeat > 1 ? boost::json::value(outcomes) : outcomes.front()) + "\n";
     std::fwrite(text.data(), 1, text.size(), stdout);
   }
   return rc;

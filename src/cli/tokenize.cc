@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "cli/tokenizer_options.h"
 #include "core/files.h"
+#include "core/json_text.h"
 #include "tokenizer/serving.h"
 
 namespace ib::cli {
@@ -101,7 +102,7 @@ int run(const TokenizeOptions& o) {
     j["chat"] = std::move(c);
   }
   if (o.json) {
-    fmt::print("{}\n", boost::json::serialize(j));
+    fmt::print("{}\n", json_text(j));
     return kExitOk;
   }
   fmt::print("tokenizer  {}\n", t.path());

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "core/json_text.h"
 #include "report/table.h"
 #include "workload/agentic_dag.h"
 #include "workload/weka_trace.h"
@@ -111,7 +112,7 @@ int run_stats(const TraceStatsOptions& o) {
     boost::json::array a;
     for (const auto& s : rows) a.push_back(stats_json(s));
     boost::json::object out{{"traces", std::move(a)}, {"total", stats_json(total_row)}};
-    text = boost::json::serialize(out) + "\n";
+    text = json_text(out) + "\n";
   } else {
     using report::Align;
     report::Table t({{"trace", Align::kLeft},

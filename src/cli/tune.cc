@@ -14,6 +14,7 @@
 #include "cli/server_options.h"
 #include "core/files.h"
 #include "core/interrupt.h"
+#include "core/json_text.h"
 #include "core/redact.h"
 #include "tune/state.h"
 
@@ -146,7 +147,7 @@ int failed(tune::TuneState& state, bool created, const tune::TuneRun& result) {
 int write_and_print_report(const TuneCliOptions& o, const std::filesystem::path& dir,
                            const tune::TuneReport& report) {
   const std::string md = report.markdown();
-  const std::string js = json::serialize(report.to_json()) + "\n";
+  const std::string js = json_text(report.to_json()) + "\n";
   std::vector<std::pair<std::filesystem::path, std::string>> files = {{dir / "report.md", md},
                                                                       {dir / "report.json", js}};
   if (report.winner) {

@@ -15,6 +15,7 @@
 #include "core/clock.h"
 #include "core/files.h"
 #include "core/interrupt.h"
+#include "core/json_text.h"
 #include "core/strings.h"
 #include "govern/changed.h"
 #include "store/store.h"
@@ -60,7 +61,7 @@ int report_and_exit(const VerifyCliOptions& o, const sweep::VerifyReport& report
       return fail("verify", with_kind(s.error(), ErrorKind::kUsage));
     }
   }
-  std::string text = o.json ? boost::json::serialize(report.to_json()) + "\n" : md;
+  std::string text = o.json ? json_text(report.to_json()) + "\n" : md;
   std::fwrite(text.data(), 1, text.size(), stdout);
   if (interrupt_requested()) return interrupted_exit_code();
   if (o.exit_code) {

@@ -1,20 +1,21 @@
 #include "core/process.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <optional>
 #include <thread>
 #include <vector>
-
-#include <fmt/format.h>
 
 extern char** environ;
 
@@ -203,6 +204,7 @@ std::string proc_line(const char* path) {
 // its last ')'.
 struct StatFields {
   char state = 0;
+  int64_t ppid = 0, pgrp = 0;  // fields 4 and 5
   int64_t start_ticks = 0;
 };
 
@@ -226,6 +228,8 @@ std::optional<StatFields> read_stat(int64_t pid) {
   StatFields f;
   f.state = fields[0][0];
   try {
+    f.ppid = std::stoll(fields[1]);
+    f.pgrp = std::stoll(fields[2]);
     f.start_ticks = std::stoll(fields[19]);
   } catch (const std::exception&) {
     return std::nullopt;
@@ -283,6 +287,34 @@ ProcessState process_state(const ProcessIdentity& who) {
   if (!stat) return ProcessState::kGone;  // no such process
   if (stat->state == 'Z' || stat->state == 'X') return ProcessState::kGone;  // exited, unreaped
   return stat->start_ticks == who.start_ticks ? ProcessState::kAlive : ProcessState::kGone;
+}
+
+std::vector<RunningProcess> process_group_members(int64_t pgid) {
+  std::vector<RunningProcess> out;
+  if (pgid <= 0) return out;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it("/proc", ec), end; !ec && it != end;
+       it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const int64_t pid = std::stoll(name);
+    const auto stat = read_stat(pid);
+    if (!stat || stat->pgrp != pgid || stat->state == 'Z' || stat->state == 'X') continue;
+    RunningProcess p;
+    p.pid = pid;
+    p.ppid = stat->ppid;
+    std::error_code link_ec;
+    p.exe = std::filesystem::read_symlink(it->path() / "exe", link_ec).string();
+    std::ifstream in(it->path() / "cmdline", std::ios::binary);
+    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    while (!cmdline.empty() && cmdline.back() == '\0') cmdline.pop_back();
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    p.cmdline = std::move(cmdline);
+    out.push_back(std::move(p));
+  }
+  std::sort(out.begin(), out.end(),
+            [](const RunningProcess& a, const RunningProcess& b) { return a.pid < b.pid; });
+  return out;
 }
 
 int64_t raise_open_file_limit() {

@@ -86,6 +86,15 @@ enum class ProcessState {
 };
 ProcessState process_state(const ProcessIdentity& who);
 
+/// A live process as /proc shows it.
+struct RunningProcess {
+  int64_t pid = 0, ppid = 0;
+  std::string exe;      // /proc/PID/exe ("" when it cannot be read)
+  std::string cmdline;  // arguments joined by spaces
+};
+/// The live processes of process group `pgid` (zombies left out), by pid.
+std::vector<RunningProcess> process_group_members(int64_t pgid);
+
 /// Raises this process's soft open-file limit to the hard limit (a client or a server with 10k+
 /// connections needs more than the usual 1024); returns the new soft limit, 0 when unknown.
 int64_t raise_open_file_limit();

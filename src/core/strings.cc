@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
 #include <iterator>
 
 namespace ib {
@@ -120,6 +121,25 @@ std::string printable(std::string_view s, size_t cap) {
     }
   }
   if (end < s.size()) fmt::format_to(std::back_inserter(out), "... ({} bytes in all)", s.size());
+  return out;
+}
+
+std::string shell_quote(std::string_view s) {
+  bool safe = !s.empty();
+  for (char c : s) {
+    safe = safe && (std::isalnum(static_cast<unsigned char>(c)) != 0 ||
+                    std::string_view("_@%+=:,./-").find(c) != std::string_view::npos);
+  }
+  if (safe) return std::string(s);
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  out += '\'';
   return out;
 }
 

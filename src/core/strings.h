@@ -64,4 +64,8 @@ std::string printable(std::string_view s, size_t cap = 120);
 /// would end the cell or the row).
 std::string markdown_cell(std::string_view s);
 
+/// `s` as one /bin/sh word: unchanged when it only has characters that are never special
+/// ([A-Za-z0-9_@%+=:,./-], not empty), otherwise in single quotes with each ' written as '\''.
+std::string shell_quote(std::string_view s);
+
 }  // namespace ib

@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "core/json_text.h"
 #include "core/redact.h"
 #include "core/strings.h"
 #include "recipe/yaml_reader.h"
@@ -50,7 +51,7 @@ Expected<std::vector<std::string>> recipe_files(const TreeView& tree,
 // 50 MB string must not be repeated whole (the report's base/head fields keep it exact).
 std::string show(const json::value& v) {
   if (v.is_null()) return "(absent)";
-  return printable(json::serialize(v), 200);
+  return printable(json_text(v), 200);
 }
 
 std::string path_join(const std::string& base, const std::string& name) {

@@ -30,8 +30,14 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
+std::string Endpoint::authority() const {
+  // An IPv6 literal is bracketed, as in the URL it came from (http://[::1]:8000).
+  if (host.find(':') != std::string::npos) return fmt::format("[{}]:{}", host, port);
+  return fmt::format("{}:{}", host, port);
+}
+
 std::string Endpoint::url() const {
-  return fmt::format("http://{}:{}{}", host, port, base_path);
+  return "http://" + authority() + base_path;
 }
 
 Expected<Endpoint> parse_endpoint(std::string_view url) {
@@ -239,7 +245,7 @@ HttpConnection::HttpConnection(asio::any_io_executor executor, const Endpoint& e
       source_(std::move(source)),
       stream_(executor),
       poller_(&detail::StreamPoller::of(executor)),
-      host_header_(fmt::format("{}:{}", endpoint.host, endpoint.port)),
+      host_header_(endpoint.authority()),
       deadline_timer_(executor) {}
 
 HttpConnection::~HttpConnection() {
@@ -361,6 +367,41 @@ void HttpConnection::finish(boost::system::error_code ec, TimeoutKind timeout) {
   deadline_timer_.cancel();  // wakes request()
 }
 
+// The request head, written by hand into a reused buffer (Beast's serializer allocates).
+void HttpConnection::write_head(http::verb verb, std::string_view path, std::string_view body,
+                                std::string_view request_id, std::string_view correlation_id) {
+  head_.clear();
+  head_ += http::to_string(verb);
+  head_ += ' ';
+  head_ += endpoint_->base_path;
+  head_ += path;
+  head_ += " HTTP/1.1\r\nHost: ";
+  head_ += host_header_;
+  head_ += "\r\nUser-Agent: inferbench\r\n";
+  if (!endpoint_->bearer.empty()) {
+    head_ += "Authorization: Bearer ";
+    head_ += endpoint_->bearer;
+    head_ += "\r\n";
+  }
+  if (!request_id.empty()) {
+    head_ += "X-Request-Id: ";
+    head_ += request_id;
+    head_ += "\r\n";
+  }
+  if (!correlation_id.empty()) {
+    head_ += "X-Correlation-ID: ";
+    head_ += correlation_id;
+    head_ += "\r\n";
+  }
+  if (!body.empty() || verb == http::verb::post) {
+    head_ += "Content-Type: application/json\r\nAccept: text/event-stream, application/json\r\n";
+    head_ += "Content-Length: ";
+    head_ += std::to_string(body.size());
+    head_ += "\r\n";
+  }
+  head_ += "\r\n";
+}
+
 asio::awaitable<HttpOutcome> HttpConnection::request(http::verb verb, std::string_view path,
                                                      std::string_view body, ResponseSink& sink,
                                                      std::string_view request_id,
@@ -379,32 +420,7 @@ asio::awaitable<HttpOutcome> HttpConnection::request(http::verb verb, std::strin
       co_return early;
     }
   }
-  // The request head, written by hand into a reused buffer (Beast's serializer allocates).
-  head_.clear();
-  head_ += http::to_string(verb);
-  head_ += ' ';
-  head_ += endpoint_->base_path;
-  head_ += path;
-  head_ += " HTTP/1.1\r\nHost: ";
-  head_ += host_header_;
-  head_ += "\r\nUser-Agent: inferbench\r\n";
-  if (!request_id.empty()) {
-    head_ += "X-Request-Id: ";
-    head_ += request_id;
-    head_ += "\r\n";
-  }
-  if (!correlation_id.empty()) {
-    head_ += "X-Correlation-ID: ";
-    head_ += correlation_id;
-    head_ += "\r\n";
-  }
-  if (!body.empty() || verb == http::verb::post) {
-    head_ += "Content-Type: application/json\r\nAccept: text/event-stream, application/json\r\n";
-    head_ += "Content-Length: ";
-    head_ += std::to_string(body.size());
-    head_ += "\r\n";
-  }
-  head_ += "\r\n";
+  write_head(verb, path, body, request_id, correlation_id);
 
   exchange_ = std::make_unique<Exchange>();
   Exchange& x = *exchange_;

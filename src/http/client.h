@@ -26,7 +26,12 @@ struct Endpoint {
   std::string host;
   uint16_t port = 80;
   std::string base_path;  // without trailing slash; empty for the root
+  /// Sent as "Authorization: Bearer ..." with every request when set (a server started with
+  /// --api-key); never part of url() or of anything printed.
+  std::string bearer = {};
   std::string url() const;
+  /// "host:port", "[::1]:8000": the URL's authority and the Host header.
+  std::string authority() const;
 };
 
 /// Parses an http:// URL. Error names the URL and what is wrong (https is not supported yet).
@@ -128,6 +133,8 @@ class HttpConnection {
   void on_ready(uint32_t events);
 
  private:
+  void write_head(boost::beast::http::verb verb, std::string_view path, std::string_view body,
+                  std::string_view request_id, std::string_view correlation_id);
   enum class Phase { kIdle, kWriting, kReading, kDone };
   struct Exchange;
   boost::asio::awaitable<boost::system::error_code> connect();

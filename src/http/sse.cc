@@ -21,6 +21,10 @@ bool SseParser::process_line(std::string_view line) {
   }
   has_fields_ = true;
   if (field == "data") {
+    if (data_.size() + value.size() + 1 > max_event_bytes_) {
+      overflow();
+      return false;
+    }
     if (has_data_) data_.push_back('\n');
     data_.append(value);
     has_data_ = true;

@@ -23,11 +23,16 @@ struct SseEvent {
 
 class SseParser {
  public:
+  /// The most bytes one event (its unfinished line and its data) may buffer. A server that sends
+  /// more without ending the event (a 200 MB line without a newline) would grow the client
+  /// without bound: the parser stops there, frees what it held, and says overflowed().
+  static constexpr size_t kDefaultMaxEventBytes = size_t{8} << 20;
+
   /// Parses `bytes`, calling `on_event(const SseEvent&)` for every event completed by them.
   template <class OnEvent>
   void feed(std::string_view bytes, OnEvent&& on_event) {
     size_t i = 0;
-    while (i < bytes.size()) {
+    while (i < bytes.size() && !overflowed_) {
       if (skip_lf_) {
         skip_lf_ = false;
         if (bytes[i] == '\n') {
@@ -37,6 +42,10 @@ class SseParser {
       }
       // Find the end of the current line in this slice.
       const size_t j = line_end(bytes, i);
+      if (line_.size() + (j - i) + data_.size() > max_event_bytes_) {
+        overflow();
+        return;
+      }
       if (j == bytes.size()) {
         line_.append(bytes.substr(i));
         return;
@@ -50,7 +59,9 @@ class SseParser {
       }
       if (bytes[j] == '\r') skip_lf_ = true;
       i = j + 1;
-      if (process_line(line)) {
+      const bool dispatch = process_line(line);
+      if (overflowed_) return;
+      if (dispatch) {
         SseEvent ev{data_, type_, unknown_field_, unknown_value_};
         on_event(ev);
         reset_event();
@@ -78,10 +89,16 @@ class SseParser {
   /// True when bytes of an unfinished line or event are buffered: a stream that ends here was cut.
   bool has_partial() const { return !line_.empty() || has_fields_; }
 
+  /// An event grew past max_event_bytes(): nothing more is parsed until reset().
+  bool overflowed() const { return overflowed_; }
+  size_t max_event_bytes() const { return max_event_bytes_; }
+  void set_max_event_bytes(size_t n) { max_event_bytes_ = n; }
+
   /// Forgets all buffered state (for reusing the parser on a new response).
   void reset() {
     line_.clear();
     skip_lf_ = false;
+    overflowed_ = false;
     reset_event();
   }
 
@@ -103,7 +120,16 @@ class SseParser {
   // Returns true when the line is blank and an event should be dispatched.
   bool process_line(std::string_view line);
   void reset_event();
+  // Too big: drop (and free) everything buffered; feed() parses nothing more.
+  void overflow() {
+    overflowed_ = true;
+    std::string().swap(line_);
+    std::string().swap(data_);
+    reset_event();
+  }
 
+  size_t max_event_bytes_ = kDefaultMaxEventBytes;
+  bool overflowed_ = false;
   std::string line_;  // partial line carried across feeds
   std::string data_;
   std::string type_;

@@ -133,5 +133,31 @@ TEST(SseParser, ResetForgetsPartialInput) {
   EXPECT_EQ(got, (std::vector<std::string>{"b"}));
 }
 
+// A server that never ends its event (one huge line, or data lines with no blank line) cannot
+// grow the client without bound (issue 30): the parser stops at its limit and frees what it held.
+TEST(SseParser, AnEventPastTheLimitOverflowsInsteadOfGrowing) {
+  SseParser p;
+  p.set_max_event_bytes(1024);
+  int events = 0;
+  auto on = [&](const SseEvent&) { ++events; };
+  p.feed("data: ok\n\n", on);
+  EXPECT_EQ(events, 1);
+  const std::string chunk(100, 'x');
+  p.feed("data: ", on);
+  for (int i = 0; i < 20 && !p.overflowed(); ++i) p.feed(chunk, on);  // no newline ever
+  EXPECT_TRUE(p.overflowed());
+  p.feed("\n\ndata: later\n\n", on);  // nothing more is parsed
+  EXPECT_EQ(events, 1);
+  EXPECT_FALSE(p.has_partial());
+  p.reset();
+  p.feed("data: again\n\n", on);
+  EXPECT_EQ(events, 2);
+  // Many data lines of one event add up the same way.
+  for (int i = 0; i < 30 && !p.overflowed(); ++i) p.feed("data: " + chunk + "\n", on);
+  EXPECT_TRUE(p.overflowed());
+  EXPECT_EQ(events, 2);
+  EXPECT_EQ(SseParser().max_event_bytes(), SseParser::kDefaultMaxEventBytes);
+}
+
 }  // namespace
 }  // namespace ib::http

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include "core/files.h"
+#include "core/json_text.h"
+#include "core/process.h"
 #include "core/redact.h"
 
 namespace ib::launch {
@@ -100,8 +102,7 @@ void ServerSession::observe(const SessionOptions& o) {
     for (const auto& r : e.log_absent)
       expect_.unobservable.push_back("log-absent /" + r + "/: " + why);
     for (const auto& [k, v] : e.settings) {
-      expect_.unobservable.push_back(
-          fmt::format("settings.{} == {}: {}", k, boost::json::serialize(v), why));
+      expect_.unobservable.push_back(fmt::format("settings.{} == {}: {}", k, json_text(v), why));
     }
   }
   if (!e.env_read.empty() || !e.env_not_read.empty()) {
@@ -130,7 +131,7 @@ void ServerSession::observe(const SessionOptions& o) {
 }
 
 void ServerSession::write_json(const fs::path& file, const boost::json::value& v) {
-  if (auto s = write_file_atomic(file, boost::json::serialize(redacted(v)) + "\n"); !s) {
+  if (auto s = write_file_atomic(file, json_text(redacted(v)) + "\n"); !s) {
     write_errors_.push_back(s.error().message);
   }
 }
@@ -138,10 +139,25 @@ void ServerSession::write_json(const fs::path& file, const boost::json::value& v
 std::string ServerSession::stop(std::chrono::milliseconds grace) {
   if (stopped_) return ended_;
   stopped_ = true;
+  // The server's processes as they run, before they are stopped: one that left no trace record
+  // (a static or setuid binary, one that lost LD_PRELOAD) is a blind spot of the tracer.
+  std::vector<verify::TracedProcess> running;
+  if (tracing_) {
+    for (int pid : server_->pids()) {
+      for (const auto& p : process_group_members(pid)) {
+        verify::TracedProcess t;
+        t.pid = static_cast<int>(p.pid);
+        t.ppid = static_cast<int>(p.ppid);
+        t.exe = p.exe;
+        t.cmdline = p.cmdline;
+        running.push_back(std::move(t));
+      }
+    }
+  }
   ended_ = server_->stop(grace);
   if (auto st = scrub_log(server_->log_path()); !st) write_errors_.push_back(st.error().message);
   if (tracing_) {
-    env_reads_ = verify::collect_env_trace(trace_dir_, watch_);
+    env_reads_ = verify::collect_env_trace(trace_dir_, watch_, running);
     write_json(dir_ / "env_reads.json", env_reads_->to_json());
   }
   return ended_;

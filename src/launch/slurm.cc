@@ -34,11 +34,6 @@ constexpr milliseconds kAliveCheckInterval{1'000};  // scontrol while waiting fo
 constexpr milliseconds kStopPoll{200};
 constexpr milliseconds kScancelWait{30'000};  // after each escalation of stop()
 
-bool is_safe_shell_char(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) != 0 ||
-         std::string_view("_@%+=:,./-").find(c) != std::string_view::npos;
-}
-
 bool is_shell_identifier(std::string_view s) {
   if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0])) != 0) return false;
   for (char c : s) {
@@ -403,22 +398,6 @@ class SlurmLauncher final : public Launcher {
 };
 
 }  // namespace
-
-std::string shell_quote(std::string_view s) {
-  bool safe = !s.empty();
-  for (char c : s) safe = safe && is_safe_shell_char(c);
-  if (safe) return std::string(s);
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  out += '\'';
-  return out;
-}
 
 namespace {
 

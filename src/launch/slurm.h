@@ -5,13 +5,14 @@
 
 #include <chrono>
 #include <filesystem>
-#include <memory>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "core/expected.h"
+#include "core/strings.h"
 #include "launch/launcher.h"
 
 namespace ib::launch {
@@ -30,9 +31,8 @@ struct SlurmOptions {
   double power_interval_s = 0.5;
 };
 
-/// `s` as one /bin/sh word: unchanged when it only has characters that are never special
-/// ([A-Za-z0-9_@%+=:,./-], not empty), otherwise in single quotes with each ' written as '\''.
-std::string shell_quote(std::string_view s);
+/// One /bin/sh word (core/strings.h).
+using ::ib::shell_quote;
 
 /// The batch script for a server (pure): #SBATCH lines (job name, --output=spec.log_path,
 /// nodes=1, ntasks=1, --gpus when spec.gpus > 0, --time, partition, account, extra arguments),

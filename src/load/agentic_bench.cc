@@ -332,6 +332,7 @@ Expected<BenchReport> run_agentic_bench(const BenchSpec& spec, const workload::P
   const workload::AgenticPlan& ap = *replay_plan->agentic;
   auto endpoint = http::parse_endpoint(spec.endpoint_url);
   if (!endpoint) return endpoint.error();
+  endpoint->bearer = spec.api_key;
   auto model = served_model(spec, *endpoint);
   if (!model) return model.error();
   agentic::AgenticRunConfig rc = agentic_run_config(spec, plan, ap, *endpoint, *model);

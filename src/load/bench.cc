@@ -32,6 +32,7 @@ RunnerConfig runner_config(const BenchSpec& spec, const http::Endpoint& endpoint
 Status validate(const BenchSpec& spec) {
   auto endpoint = http::parse_endpoint(spec.endpoint_url);
   if (!endpoint) return endpoint.error();
+  endpoint->bearer = spec.api_key;
   workload::RandomWorkload w = spec.workload;
   w.as_text = spec.api == openai::Api::kChat;
   if (spec.shape.duration_s > 0 && w.num_prompts < 1) w.num_prompts = 1;
@@ -312,6 +313,7 @@ Expected<BenchReport> run_request_bench(const BenchSpec& spec, const workload::P
   if (requests == nullptr) return Error{"run_request_bench: the plan has no requests"};
   auto endpoint = http::parse_endpoint(spec.endpoint_url);
   if (!endpoint) return endpoint.error();
+  endpoint->bearer = spec.api_key;
   if (auto s = validate(runner_config(spec, *endpoint)); !s) return s.error();
   auto model = served_model(spec, *endpoint);
   if (!model) return model.error();

@@ -21,6 +21,9 @@ namespace ib::load {
 
 struct BenchSpec {
   std::string endpoint_url = "http://127.0.0.1:8000";
+  /// The server's API key (bench --api-key, OPENAI_API_KEY): every request, the models probe and
+  /// the metrics scrapes of that server carry it. Registered as a secret by whoever sets it.
+  std::string api_key;
   std::string model;  // empty: ask the server's /v1/models for the first model
   openai::Api api = openai::Api::kCompletions;
   workload::RandomWorkload workload;

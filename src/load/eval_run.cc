@@ -15,6 +15,7 @@
 
 #include "core/clock.h"
 #include "core/interrupt.h"
+#include "core/json_text.h"
 #include "core/strings.h"
 #include "http/client.h"
 #include "load/bench.h"
@@ -198,7 +199,7 @@ std::string eval_request_body(const EvalSpec& spec, const gsm8k::Prompt& prompt)
   for (size_t i = 0; i < prompt.stop.size() && i < 4; ++i) stop.emplace_back(prompt.stop[i]);
   o["stop"] = std::move(stop);
   o["stream"] = false;
-  return json::serialize(o);
+  return json_text(o);
 }
 
 Expected<ParsedAnswer> parse_answer(std::string_view body, bool chat) {
@@ -347,6 +348,7 @@ Expected<EvalReport> run_eval(const EvalSpec& spec, const gsm8k::Dataset& datase
   if (dataset.test.empty()) return Error{"the eval's dataset has no problems"};
   auto endpoint = http::parse_endpoint(spec.endpoint_url);
   if (!endpoint) return endpoint.error();
+  endpoint->bearer = spec.api_key;
   auto addresses = http::resolve(*endpoint);
   if (!addresses) return addresses.error();
   std::string model = spec.model;

@@ -19,6 +19,7 @@ namespace ib::load {
 
 struct EvalSpec {
   std::string endpoint_url = "http://127.0.0.1:8000";
+  std::string api_key;  // as BenchSpec::api_key
   std::string model;  // empty: the server's first model (/v1/models)
   workload::gsm8k::PromptOptions prompt;
   int concurrency = 64;

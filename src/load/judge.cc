@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "core/json_text.h"
 #include "metrics/result.h"
 #include "telemetry/timeslices.h"
 
@@ -59,7 +60,7 @@ void judge_power(const BenchReport& r, metrics::Validity& v) {
         note && note->is_string()
             ? fmt::format("no GPU power measurement: {}", std::string(note->as_string()))
             : fmt::format("GPU power not valid: {}",
-                          reasons ? json::serialize(*reasons) : std::string("no reason given")),
+                          reasons ? json_text(*reasons) : std::string("no reason given")),
         "--require-power needs nvidia-smi or amd-smi where the server runs");
 }
 

@@ -31,6 +31,10 @@ Expected<std::vector<ScrapeTarget>> scrape_targets(const std::vector<std::string
   for (const auto& u : urls) {
     auto t = parse_scrape_target(u);
     if (!t) return t.error();
+    // The server's own metrics (same host and port) need its key as its API does.
+    if (t->endpoint.host == endpoint.host && t->endpoint.port == endpoint.port) {
+      t->endpoint.bearer = endpoint.bearer;
+    }
     out.push_back(std::move(*t));
   }
   if (out.empty()) {

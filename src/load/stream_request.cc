@@ -33,7 +33,14 @@ void StreamingResponse::on_body(std::string_view bytes, int64_t t_ns) {
     if (error_body_.size() < 64 * 1024) error_body_.append(bytes);
     return;
   }
+  if (sse_.overflowed()) return;  // already failed; the rest of the body is not kept
   sse_.feed(bytes, [&](const http::SseEvent& ev) { on_event(ev, t_ns); });
+  if (sse_.overflowed()) {
+    fail(metrics::FailureCause::kMalformed,
+         fmt::format("the server sent an event of more than {} MiB without ending it (a line "
+                     "without a newline?); the rest of the response was not kept",
+                     sse_.max_event_bytes() >> 20));
+  }
 }
 
 void StreamingResponse::on_event(const http::SseEvent& event, int64_t t_ns) {
@@ -140,7 +147,7 @@ void StreamingResponse::finish(const http::HttpOutcome& outcome) {
          fmt::format("HTTP {}: {}", outcome.status, openai::error_message_from_body(error_body_)));
     return;
   }
-  if (outcome.complete && !done_) {
+  if (outcome.complete && !done_ && !sse_.overflowed()) {
     sse_.finish([&](const http::SseEvent& ev) { on_event(ev, record_->done_ns); });
   }
   if (failed_) return;

@@ -190,5 +190,21 @@ TEST(StreamingResponse, ProgressIsDataEventsNotComments) {
   EXPECT_FALSE(resp.progress_ns().has_value());
 }
 
+TEST(StreamingResponse, AnEventTooBigToKeepFailsTheRequest) {
+  metrics::RequestRecord rec;
+  StreamingResponse resp;
+  resp.reset(&rec);
+  resp.on_headers(200, 5);
+  const std::string chunk(1 << 20, 'x');
+  resp.on_body("data: ", 10);
+  for (size_t sent = 0; sent <= http::SseParser::kDefaultMaxEventBytes; sent += chunk.size()) {
+    resp.on_body(chunk, 20);
+  }
+  rec.done_ns = 30;
+  resp.finish(complete_200());
+  EXPECT_EQ(rec.failure, metrics::FailureCause::kMalformed);
+  EXPECT_NE(rec.error.find("more than 8 MiB"), std::string::npos) << rec.error;
+}
+
 }  // namespace
 }  // namespace ib::load

@@ -4,6 +4,8 @@
 
 #include <boost/json.hpp>
 
+#include "core/json_text.h"
+
 namespace ib::load {
 
 namespace json = boost::json;
@@ -55,7 +57,7 @@ Expected<TokenizeCheck> tokenize_check(const http::Endpoint& endpoint, const std
       body["prompt"] = p.text;
       body["add_special_tokens"] = true;
     }
-    auto resp = http::http_post(endpoint, "/tokenize", json::serialize(body), timeouts);
+    auto resp = http::http_post(endpoint, "/tokenize", json_text(body), timeouts);
     if (!resp) return Error{"--tokenize-check: " + resp.error().message};
     if (resp->status == 404) {
       return Error{fmt::format("--tokenize-check: {} has no /tokenize (vLLM and SGLang serve it)",

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "core/json_text.h"
+
 namespace ib::metrics {
 
 namespace json = boost::json;
@@ -54,7 +56,7 @@ std::string str_at(const json::object& o, std::string_view key) {
   if (v == nullptr || v->is_null()) return "";
   if (v->is_string()) return std::string(v->get_string());
   if (v->is_bool()) return v->get_bool() ? "true" : "false";
-  return json::serialize(*v);
+  return json_text(*v);
 }
 
 std::string worker_parallelism(const json::object& w) {

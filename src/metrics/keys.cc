@@ -16,6 +16,8 @@ double per_gpu(double v, const MetricsOptions& o) {
   return v / static_cast<double>(std::max(1, o.num_gpus));
 }
 
+constexpr double kUndefined = std::numeric_limits<double>::quiet_NaN();
+
 double p99(const Summary& s, const MetricsOptions& o) {
   for (size_t i = 0; i < o.percentiles.size() && i < s.percentiles.size(); ++i) {
     if (o.percentiles[i] == 99) return s.percentiles[i];
@@ -38,17 +40,23 @@ const std::array<MetricKey, kHeadlineCount> kHeadlineMetrics = {{
      [](const BenchMetrics& m, const MetricsOptions&) { return m.ttft_ms.median; }},
     {"p99_ttft_ms", "p99 TTFT ms", 2, false, false, false,
      [](const BenchMetrics& m, const MetricsOptions& o) { return p99(m.ttft_ms, o); }},
+    // TPOT needs a request with two output tokens: without one it is undefined (NaN, written
+    // null), never 0.
     {"median_tpot_ms", "p50 TPOT ms", 2, false, true, false,
-     [](const BenchMetrics& m, const MetricsOptions&) { return m.tpot_ms.median; }},
+     [](const BenchMetrics& m, const MetricsOptions&) {
+       return m.tpot_ms.count > 0 ? m.tpot_ms.median : kUndefined;
+     }},
     {"p99_tpot_ms", "p99 TPOT ms", 2, false, false, false,
-     [](const BenchMetrics& m, const MetricsOptions& o) { return p99(m.tpot_ms, o); }},
+     [](const BenchMetrics& m, const MetricsOptions& o) {
+       return m.tpot_ms.count > 0 ? p99(m.tpot_ms, o) : kUndefined;
+     }},
     {"median_itl_ms", "p50 ITL ms", 2, false, false, false,
      [](const BenchMetrics& m, const MetricsOptions&) { return m.itl_ms.median; }},
     {"median_e2el_ms", "p50 E2EL ms", 1, false, false, false,
      [](const BenchMetrics& m, const MetricsOptions&) { return m.e2el_ms.median; }},
     {"median_intvty", "tok/s/user", 1, false, true, true,
      [](const BenchMetrics& m, const MetricsOptions&) {
-       return m.tpot_ms.median > 0 ? 1000.0 / m.tpot_ms.median : 0.0;
+       return m.tpot_ms.count > 0 && m.tpot_ms.median > 0 ? 1000.0 / m.tpot_ms.median : kUndefined;
      }},
     {"tput_per_gpu", "tput/gpu", 1, false, true, true,
      [](const BenchMetrics& m, const MetricsOptions& o) {

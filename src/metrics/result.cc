@@ -189,6 +189,14 @@ namespace {
 
 void put_summary(boost::json::object& o, std::string_view name, const Summary& s,
                  const MetricsOptions& options) {
+  if (s.count == 0 && name == "tpot_ms") {
+    // Undefined without a request of two output tokens: null, never a 0 that was not measured.
+    o[fmt::format("mean_{}", name)] = nullptr;
+    o[fmt::format("median_{}", name)] = nullptr;
+    o[fmt::format("std_{}", name)] = nullptr;
+    for (double p : options.percentiles) o[fmt::format("{}_{}", percentile_key(p), name)] = nullptr;
+    return;
+  }
   o[fmt::format("mean_{}", name)] = s.mean;
   o[fmt::format("median_{}", name)] = s.median;
   o[fmt::format("std_{}", name)] = s.std;
@@ -197,8 +205,9 @@ void put_summary(boost::json::object& o, std::string_view name, const Summary& s
   }
 }
 
+// Interactivity from TPOT; null (NaN) where TPOT is undefined.
 double inverse(double v, double scale) {
-  return v > 0 ? scale / v : 0.0;
+  return v > 0 ? scale / v : std::numeric_limits<double>::quiet_NaN();
 }
 
 }  // namespace
@@ -239,6 +248,7 @@ boost::json::object metrics_to_json(const BenchMetrics& m, const MetricsOptions&
   // Interactivity (tok/s/user) = 1 / TPOT at each TPOT statistic (docs/architecture.md, "Metric
   // definitions").
   o["mean_intvty"] = inverse(m.tpot_ms.mean, 1000.0);
+  if (m.tpot_ms.count == 0) o["median_intvty"] = nullptr;  // not measured: null, as TPOT
   for (size_t i = 0; i < options.percentiles.size(); ++i) {
     o[fmt::format("{}_intvty", percentile_key(options.percentiles[i]))] =
         inverse(m.tpot_ms.percentiles[i], 1000.0);

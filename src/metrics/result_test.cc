@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <vector>
+
+#include "core/json_text.h"
 
 namespace ib::metrics {
 namespace {
@@ -66,7 +69,13 @@ TEST(ComputeMetrics, OnlyOneTokenOutputsWarnThatTpotIsUndefined) {
   EXPECT_EQ(m.tpot_ms.count, 0u);
   ASSERT_FALSE(m.warnings.empty());
   auto j = metrics_to_json(m, {});
-  EXPECT_EQ(j.at("median_intvty").as_double(), 0.0);
+  // Undefined is written as null, never as a 0 that was not measured (issue 30).
+  EXPECT_TRUE(j.at("median_intvty").is_null());
+  EXPECT_TRUE(std::isnan(j.at("mean_intvty").as_double()));
+  EXPECT_TRUE(j.at("median_tpot_ms").is_null());
+  EXPECT_TRUE(j.at("mean_tpot_ms").is_null());
+  EXPECT_NE(json_text(j).find("\"median_intvty\":null"), std::string::npos);
+  EXPECT_NE(json_text(j).find("\"median_tpot_ms\":null"), std::string::npos);
 }
 
 TEST(ComputeMetrics, FailuresAreCountedByCauseAndExcluded) {

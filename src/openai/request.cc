@@ -4,6 +4,8 @@
 
 #include <boost/json.hpp>
 
+#include "core/json_text.h"
+
 namespace ib::openai {
 
 std::string_view api_name(Api api) {
@@ -47,21 +49,21 @@ std::string completions_body(const RequestKnobs& knobs, std::span<const int32_t>
   for (int32_t id : token_ids) ids.emplace_back(id);
   o["prompt"] = std::move(ids);
   add_common(o, knobs, max_tokens, false);
-  return boost::json::serialize(o);
+  return json_text(o);
 }
 
 std::string completions_body(const RequestKnobs& knobs, std::string_view text, int max_tokens) {
   boost::json::object o;
   o["prompt"] = text;
   add_common(o, knobs, max_tokens, false);
-  return boost::json::serialize(o);
+  return json_text(o);
 }
 
 std::string chat_body(const RequestKnobs& knobs, std::string_view text, int max_tokens) {
   boost::json::object o;
   o["messages"] = boost::json::array{boost::json::object{{"role", "user"}, {"content", text}}};
   add_common(o, knobs, max_tokens, true);
-  return boost::json::serialize(o);
+  return json_text(o);
 }
 
 }  // namespace ib::openai

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/clock.h"
+#include "core/json_text.h"
 #include "metrics/eval_result.h"
 #include "report/report_assets.h"  // generated from src/report/assets/ (src/CMakeLists.txt)
 
@@ -22,7 +23,7 @@ std::string str_at(const json::object& o, std::string_view key) {
   if (v == nullptr || v->is_null()) return "";
   if (v->is_string()) return std::string(v->as_string());
   if (v->is_bool()) return v->as_bool() ? "true" : "false";
-  return json::serialize(*v);
+  return json_text(*v);
 }
 
 std::optional<double> num_at(const json::object& o, std::string_view key) {
@@ -392,7 +393,7 @@ boost::json::object report_data(const ReportInput& in) {
 }
 
 std::string script_safe_json(const boost::json::value& v) {
-  const std::string text = json::serialize(v);
+  const std::string text = json_text(v);
   std::string out;
   out.reserve(text.size() + text.size() / 16);
   for (size_t i = 0; i < text.size(); ++i) {

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <limits>
 
+#include "core/json_text.h"
 #include "sim/tokens.h"
 #include "tokenizer/serving.h"
 
@@ -28,7 +29,7 @@ std::string ApiError::to_json() const {
   error["code"] = status;
   json::object root;
   root["error"] = std::move(error);
-  return json::serialize(root);
+  return json_text(root);
 }
 
 namespace {
@@ -39,7 +40,7 @@ ApiError bad_request(std::optional<std::string> param, std::string message) {
 
 // A short rendering of a JSON value for error messages: its kind and, when small, its text.
 std::string describe(const json::value& v) {
-  std::string text = json::serialize(v);
+  std::string text = json_text(v);
   if (text.size() > 40) text = text.substr(0, 37) + "...";
   switch (v.kind()) {
     case json::kind::null:

@@ -5,6 +5,8 @@
 #include <boost/json/serialize.hpp>
 #include <iterator>
 
+#include "core/json_text.h"
+
 namespace ib::sim {
 
 std::string sse_event(std::string_view json) {
@@ -17,7 +19,7 @@ std::string sse_event(std::string_view json) {
 }
 
 std::string json_quote(std::string_view text) {
-  return boost::json::serialize(boost::json::string_view(text.data(), text.size()));
+  return json_text(boost::json::string_view(text.data(), text.size()));
 }
 
 void append_usage_json(std::string& out, const Usage& usage) {

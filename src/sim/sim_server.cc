@@ -1,12 +1,11 @@
 #include "sim/sim_server.h"
 
+#include <fmt/format.h>
 #include <pthread.h>
 #include <sched.h>
-#include <unistd.h>
-
-#include <fmt/format.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <boost/asio/as_tuple.hpp>
@@ -24,11 +23,12 @@
 #include <variant>
 
 #include "core/clock.h"
+#include "core/json_text.h"
+#include "http/awaitable.h"
 #include "sim/batch_engine.h"
 #include "sim/perf_model.h"
 #include "sim/responses.h"
 #include "sim/tokens.h"
-#include "http/awaitable.h"
 
 // GCC 12 false positive: after inlining Asio's recycling allocator for coroutine frames
 // (aligned_alloc, then its own operator delete) it reports mismatched new/delete.
@@ -564,7 +564,7 @@ SimServer::SimServer(asio::io_context& io, SimArgs args, std::unique_ptr<Engine>
     return handle_health(r, w);
   });
   router_.add("GET", "/v1/models", [this](const http::HttpRequest& r, http::ResponseWriter& w) {
-    return handle_models(r, w);
+    return authorized(r) ? handle_models(r, w) : unauthorized(w);
   });
   router_.add("GET", "/metrics", [this](const http::HttpRequest& r, http::ResponseWriter& w) {
     return handle_metrics(r, w);
@@ -574,11 +574,11 @@ SimServer::SimServer(asio::io_context& io, SimArgs args, std::unique_ptr<Engine>
   });
   router_.add("POST", "/v1/completions",
               [this](const http::HttpRequest& r, http::ResponseWriter& w) {
-                return handle_generate(Api::kCompletions, r, w);
+                return authorized(r) ? handle_generate(Api::kCompletions, r, w) : unauthorized(w);
               });
   router_.add("POST", "/v1/chat/completions",
               [this](const http::HttpRequest& r, http::ResponseWriter& w) {
-                return handle_generate(Api::kChat, r, w);
+                return authorized(r) ? handle_generate(Api::kChat, r, w) : unauthorized(w);
               });
 }
 
@@ -690,6 +690,16 @@ asio::awaitable<void> SimServer::handle_health(const http::HttpRequest&,
   co_await writer.send(200, "", "");
 }
 
+// vLLM's --api-key: the /v1 routes want "Authorization: Bearer KEY"; /health and /metrics stay
+// open (vllm/entrypoints/openai/api_server.py, AuthenticationMiddleware).
+bool SimServer::authorized(const http::HttpRequest& r) const {
+  return args_.api_key.empty() || r.header("Authorization") == "Bearer " + args_.api_key;
+}
+
+asio::awaitable<void> SimServer::unauthorized(http::ResponseWriter& writer) {
+  co_await writer.send(401, kJson, R"({"error":"Unauthorized"})");
+}
+
 asio::awaitable<void> SimServer::handle_models(const http::HttpRequest&,
                                                http::ResponseWriter& writer) {
   json::object card;
@@ -703,7 +713,7 @@ asio::awaitable<void> SimServer::handle_models(const http::HttpRequest&,
   json::object list;
   list["object"] = "list";
   list["data"] = json::array{std::move(card)};
-  co_await writer.send(200, kJson, json::serialize(list));
+  co_await writer.send(200, kJson, json_text(list));
 }
 
 asio::awaitable<void> SimServer::handle_tokenize(const http::HttpRequest& request,
@@ -722,7 +732,7 @@ asio::awaitable<void> SimServer::handle_tokenize(const http::HttpRequest& reques
   json::array ids;
   for (int32_t id : req.prompt_ids) ids.emplace_back(id);
   o["tokens"] = std::move(ids);
-  co_await writer.send(200, kJson, json::serialize(o));
+  co_await writer.send(200, kJson, json_text(o));
 }
 
 asio::awaitable<void> SimServer::handle_metrics(const http::HttpRequest&,

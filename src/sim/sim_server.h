@@ -47,6 +47,7 @@ std::string_view to_string(TimingModelKind kind);
 /// Every setting of the simulated server (the `serve-sim` options).
 struct SimArgs {
   std::string host = "127.0.0.1";
+  std::string api_key;  // --api-key: the /v1 routes answer 401 without "Bearer KEY" (as vLLM)
   uint16_t port = 8000;             // 0 picks a free port
   std::string model = "sim-model";  // served model name
   int max_model_len = 32768;
@@ -126,6 +127,8 @@ class SimServer {
  private:
   boost::asio::awaitable<void> handle_health(const http::HttpRequest& request,
                                              http::ResponseWriter& writer);
+  bool authorized(const http::HttpRequest& r) const;
+  boost::asio::awaitable<void> unauthorized(http::ResponseWriter& writer);
   boost::asio::awaitable<void> handle_models(const http::HttpRequest& request,
                                              http::ResponseWriter& writer);
   boost::asio::awaitable<void> handle_tokenize(const http::HttpRequest& request,

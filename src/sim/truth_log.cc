@@ -8,6 +8,8 @@
 #include <cstring>
 #include <iterator>
 
+#include "core/json_text.h"
+
 namespace ib::sim {
 
 namespace {
@@ -28,15 +30,15 @@ void append_truth(std::string& out, const TruthRecord& r) {
   if (r.request_id.empty()) {
     out += "null";
   } else {
-    out += boost::json::serialize(boost::json::string(r.request_id));
+    out += json_text(boost::json::string(r.request_id));
   }
   fmt::format_to(TruthOut(out),
                  R"(,"id":{},"api":"{}","stream":{},"arrival_ns":{},"prompt_tokens":{},)"
                  R"("completion_tokens":{},"cached_tokens":{},"preemptions":{},)"
                  R"("finish_reason":"{}","token_ns":)",
-                 boost::json::serialize(boost::json::string(r.id)), r.api,
-                 r.stream ? "true" : "false", r.arrival_ns, r.prompt_tokens, r.completion_tokens,
-                 r.cached_tokens, r.preemptions, r.finish_reason);
+                 json_text(boost::json::string(r.id)), r.api, r.stream ? "true" : "false",
+                 r.arrival_ns, r.prompt_tokens, r.completion_tokens, r.cached_tokens, r.preemptions,
+                 r.finish_reason);
   append_times(out, r.token_ns);
   out += R"(,"due_ns":)";
   append_times(out, r.due_ns);

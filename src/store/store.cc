@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "core/clock.h"
+#include "core/json_text.h"
 #include "core/strings.h"
 
 namespace ib::store {
@@ -202,13 +203,13 @@ bool storable(metrics::PointStatus s) {
 }
 
 std::string to_text(const boost::json::object& o) {
-  return boost::json::serialize(o);
+  return json_text(o);
 }
 
 std::string to_text(const std::vector<std::string>& labels) {
   boost::json::array a;
   for (const auto& l : labels) a.emplace_back(l);
-  return boost::json::serialize(a);
+  return json_text(a);
 }
 
 // Context for decoding errors: "<file>: <table> row <id> column <column>".
@@ -780,7 +781,7 @@ Expected<int64_t> Store::add_point(const PointRecord& p) {
     stmt->bind(kAfterHeadline, to_text(p.result))
         .bind(kAfterHeadline + 1, p.artifacts_dir)
         .bind(kAfterHeadline + 2, created_at)
-        .bind(kAfterHeadline + 3, boost::json::serialize(p.validity.to_json()));
+        .bind(kAfterHeadline + 3, json_text(p.validity.to_json()));
     if (auto st = stmt->run(); !st) return st.error();
     return d.last_insert_rowid();
   });
@@ -1084,6 +1085,15 @@ std::string resume_command(const RunRecord& r) {
     if (const auto* dir = t->as_object().if_contains("dir"); dir && dir->is_string()) {
       return fmt::format("inferbench tune --resume {}", printable(dir->as_string(), 200));
     }
+  }
+  // The run's own command (recorded since the plan digest was), so that resuming it measures
+  // what it measured: the same recipes, options and workload.
+  if (const auto* argv = r.options.if_contains("argv"); argv && argv->is_array()) {
+    std::string command;
+    for (const auto& a : argv->as_array()) {
+      if (a.is_string()) command += shell_quote(printable(a.as_string(), 400)) + " ";
+    }
+    if (!command.empty()) return command + "--resume " + shell_quote(printable(r.name));
   }
   std::string recipes;
   if (const auto* files = r.options.if_contains("recipes"); files && files->is_array()) {

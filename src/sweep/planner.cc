@@ -1,10 +1,12 @@
 #include "sweep/planner.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <map>
 
+#include "core/sha256.h"
 #include "sweep/server_spec.h"
 #include "workload/agentic_workload.h"
 #include "workload/fixed_seq_len.h"
@@ -13,6 +15,21 @@ namespace ib::sweep {
 
 namespace json = boost::json;
 using recipe::RecipeRow;
+
+std::string SweepPlanned::digest() const {
+  std::vector<std::string> lines;
+  for (const auto& g : groups) {
+    for (const auto& c : g.configs) {
+      for (const auto& p : c.points()) {
+        const auto& w = p.eval ? c.eval : c.workload;
+        lines.push_back(fmt::format("{} {} {}", c.fingerprint, p.eval ? "eval" : "throughput",
+                                    w ? w->key(p.conc) : std::to_string(p.conc)));
+      }
+    }
+  }
+  std::sort(lines.begin(), lines.end());
+  return sha256_hex(fmt::format("{}", fmt::join(lines, "\n")));
+}
 
 size_t SweepPlanned::points() const {
   size_t n = 0;

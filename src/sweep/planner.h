@@ -91,6 +91,10 @@ struct SweepPlanned {
   std::vector<GroupPlan> groups;   // the canary group (one point) first, when there is one
   std::vector<std::string> notes;  // what the labels did, eval rows not run, ...
   size_t points() const;
+  /// What the plan measures, as a digest: every configuration's fingerprint with its points and
+  /// their workloads, in a canonical order. Equal plans, equal digests: `--resume` refuses to
+  /// continue a run with another (docs/sweep.md).
+  std::string digest() const;
 };
 
 /// The workload of a fixed-seq-len row: the row's isl/osl, the entry's `workload:` block, the

@@ -1,12 +1,15 @@
 #include "sweep/recorder.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/clock.h"
 #include "core/files.h"
 #include "core/gzip.h"
+#include "core/json_text.h"
 #include "core/process.h"
 #include "core/redact.h"
+#include "core/strings.h"
 #include "metrics/result.h"
 
 namespace ib::sweep {
@@ -84,6 +87,40 @@ metrics::PointResult from_record(const store::PointRecord& r, const std::string&
   return p;
 }
 
+namespace {
+
+// A resumed run must go on measuring what it measured: the same plan (recipes, --keys, --labels,
+// --concurrency: the digest of its points) and the same options. Keys an older run did not record
+// are not compared; the recipe files' paths are not (the plan covers their content), nor what a
+// repeat or a tuning records about itself.
+Status same_measurement(const store::RunRecord& run, const json::object& now) {
+  std::vector<std::string> differ;
+  for (const auto& [key, was] : run.options) {
+    if (key == "argv" || key == "recipes" || key == "repeat" || key == "tune") continue;
+    const auto* is = now.if_contains(key);
+    if (key == "plan") {
+      if (is == nullptr || *is != was) {
+        differ.push_back(
+            "the points: the recipes, --keys, --labels or --concurrency select other "
+            "configurations or workloads than the run's");
+      }
+      continue;
+    }
+    if (is == nullptr || *is != was) {
+      differ.push_back(fmt::format("{}: {} (the run) vs {} (now)", std::string(key),
+                                   printable(json_text(was), 80),
+                                   is ? printable(json_text(*is), 80) : std::string("unset")));
+    }
+  }
+  if (differ.empty()) return Status::Ok();
+  return Error{fmt::format(
+      "run {} was measured otherwise: {}. Continue it with its own command: `{}`; or start a new "
+      "run without --resume",
+      run.name, fmt::join(differ, "; "), store::resume_command(run))};
+}
+
+}  // namespace
+
 Expected<RunRecorder> RunRecorder::open(const fs::path& db_path, const fs::path& runs_dir,
                                         const std::string& resume, store::RunRecord fresh) {
   auto db = store::Store::open(db_path);
@@ -95,6 +132,9 @@ Expected<RunRecorder> RunRecorder::open(const fs::path& db_path, const fs::path&
     if (!run) return run.error();
     if (!*run)
       return Error{fmt::format("--resume {}: no such run in {}", resume, db_path.string())};
+    if (auto same = same_measurement(**run, redacted(fresh.options)); !same) {
+      return usage_error(fmt::format("--resume {}: {}", resume, same.error().message));
+    }
     rec.run_id_ = (*run)->id;
     rec.run_name_ = (*run)->name;
     rec.run_dir_ = runs_dir / rec.run_name_;
@@ -201,11 +241,11 @@ void RunRecorder::write_point_files(const metrics::PointResult& p, const json::o
                                     int64_t origin_ns) {
   const fs::path dir = p.artifacts_dir;
   const std::string stem = fmt::format("conc_{}", p.id.concurrency);
-  write_file(dir / (stem + ".json"), json::serialize(redacted(p.result)) + "\n");
-  write_file(dir / ("agg_" + stem + ".json"), json::serialize(redacted(aggregate)) + "\n");
+  write_file(dir / (stem + ".json"), json_text(redacted(p.result)) + "\n");
+  write_file(dir / ("agg_" + stem + ".json"), json_text(redacted(aggregate)) + "\n");
   std::string lines;
   for (const auto& r : records) {
-    lines += json::serialize(metrics::record_to_json(r, origin_ns));
+    lines += json_text(metrics::record_to_json(r, origin_ns));
     lines += '\n';
   }
   write_file(dir / ("records_" + stem + ".jsonl"), lines);
@@ -215,10 +255,10 @@ void RunRecorder::write_eval_files(const metrics::PointResult& p,
                                    const std::vector<json::object>& samples) {
   const fs::path dir = p.artifacts_dir;
   const std::string stem = fmt::format("eval_gsm8k_conc_{}", p.id.concurrency);
-  write_file(dir / (stem + ".json"), json::serialize(redacted(p.result)) + "\n");
+  write_file(dir / (stem + ".json"), json_text(redacted(p.result)) + "\n");
   std::string lines;
   for (const auto& s : samples) {
-    lines += json::serialize(redacted(s));
+    lines += json_text(redacted(s));
     lines += '\n';
   }
   write_file(dir / (stem + "_samples.jsonl"), lines);
@@ -231,7 +271,7 @@ void RunRecorder::write_scrapes(const metrics::PointResult& p,
   for (const auto& s : scrapes) {
     json::object o{{"t_unix", s.t_unix},   {"url", s.url},     {"status", s.status},
                    {"took_ms", s.took_ms}, {"error", s.error}, {"text", s.body}};
-    lines += json::serialize(o);
+    lines += json_text(o);
     lines += '\n';
   }
   auto gz = gzip_compress(lines);
@@ -281,7 +321,7 @@ void RunRecorder::record_failure(int64_t config_id, const std::string& kind,
 }
 
 void RunRecorder::finish(const json::object& summary, store::RunStatus status) {
-  write_file(run_dir_ / "summary.json", json::serialize(redacted(summary)) + "\n");
+  write_file(run_dir_ / "summary.json", json_text(redacted(summary)) + "\n");
   if (auto s = store_.finish_run(run_id_, status); !s) db_error("finishing the run", s.error());
 }
 

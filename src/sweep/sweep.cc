@@ -297,6 +297,8 @@ Expected<SweepOutcome> run_planned(const SweepOptions& o, const SweepPlanned& pl
   if (o.workload.warmups_per_conc) fresh.options["warmups_per_conc"] = *o.workload.warmups_per_conc;
   fresh.options["api"] = api_name(o.api);
   fresh.options["check_expect"] = o.check_expect;
+  fresh.options["plan"] = planned.digest();
+  if (!o.argv.empty()) fresh.options["argv"] = json::array(o.argv.begin(), o.argv.end());
   for (const auto& kv : o.extra_run_options) fresh.options[kv.key()] = kv.value();
   if (o.repeat_count > 1) {
     fresh.options["repeat"] = json::object{

@@ -54,6 +54,9 @@ struct SweepOptions {
   std::vector<std::string> extra_server_args;
   std::filesystem::path inferbench_exe;  // what "inferbench" in a serve command means
   std::string command_line;
+  /// The command's arguments with the secrets hidden and without --resume: what `runs` prints
+  /// to continue the run.
+  std::vector<std::string> argv;
   bool show_progress = true;
   /// Eval gates (docs/evals.md): thresholds in InferenceX's shape (none: every task's threshold
   /// is `eval_min_score`), resolved by the row's model-prefix.

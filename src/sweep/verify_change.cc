@@ -6,6 +6,7 @@
 #include <map>
 
 #include "core/files.h"
+#include "core/json_text.h"
 #include "core/redact.h"
 #include "launch/local.h"
 #include "launch/session.h"
@@ -46,6 +47,19 @@ std::string VerifyReport::markdown() const {
 }
 
 namespace {
+
+// The environment the recipe row gives its server (serve.env), values as text.
+std::map<std::string, std::string> recipe_env(const json::object& row) {
+  std::map<std::string, std::string> out;
+  const auto* serve = row.if_contains("serve");
+  const auto* env = serve && serve->is_object() ? serve->get_object().if_contains("env") : nullptr;
+  if (env == nullptr || !env->is_object()) return out;
+  for (const auto& kv : env->get_object()) {
+    out[std::string(kv.key())] =
+        kv.value().is_string() ? std::string(kv.value().get_string()) : json_text(kv.value());
+  }
+  return out;
+}
 
 metrics::Identity identity_of(const json::object& row, const verify::EffectiveConfig& config) {
   metrics::Identity id = metrics::config_identity(row, config.settings);
@@ -117,6 +131,10 @@ verify::ServerObservation observe_server(const recipe::RecipeRow& row,
   }
   (*session)->stop(std::chrono::milliseconds(10000));
   obs.env_read = (*session)->env_read_flags();
+  if (const auto& trace = (*session)->env_reads()) {
+    verify::read_trace_processes(trace->to_json(), &obs);
+  }
+  obs.env = recipe_env(row.fields);
   obs.identity = identity_of(row.fields, obs.config);
   obs.observed = true;
   return obs;
@@ -192,6 +210,8 @@ verify::ServerObservation observation_from_store(const store::ServerConfigRecord
     }
     o.env_read = std::move(read);
   }
+  verify::read_trace_processes(c.env_reads, &o);
+  o.env = recipe_env(c.row);
   o.identity = c.identity();
   o.identity.set(metrics::IdentityField::kToolVersion, run.tool_version);
   o.identity.set(metrics::IdentityField::kHost, run.host);

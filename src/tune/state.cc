@@ -8,6 +8,7 @@
 
 #include "core/clock.h"
 #include "core/files.h"
+#include "core/json_text.h"
 #include "core/redact.h"
 #include "core/sha256.h"
 
@@ -253,7 +254,7 @@ Status write_state(const TuneState& state, std::string_view status) {
                  {"status", status},
                  {"updated", utc_time_text("%Y-%m-%dT%H:%M:%SZ")},
                  {"options", state.settings.to_json()}};
-  return write_file_atomic(state.dir / "tune.json", json::serialize(redacted(s)) + "\n");
+  return write_file_atomic(state.dir / "tune.json", json_text(redacted(s)) + "\n");
 }
 
 }  // namespace ib::tune

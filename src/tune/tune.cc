@@ -8,6 +8,7 @@
 
 #include "core/files.h"
 #include "core/interrupt.h"
+#include "core/json_text.h"
 #include "core/redact.h"
 #include "core/strings.h"
 #include "recipe/matrix.h"
@@ -228,8 +229,8 @@ Failed run_stage1(const TuneOptions& o, const recipe::ConfigEntry& base,
   if (!stage1) return cannot_run(stage1.error().message);
   report.verify = std::move(*stage1);
   if (!interrupt_requested()) {
-    if (auto w = write_file_atomic(
-            stage1_file, boost::json::serialize(redacted(stage_to_json(report.verify))) + "\n");
+    if (auto w = write_file_atomic(stage1_file,
+                                   json_text(redacted(stage_to_json(report.verify))) + "\n");
         !w.ok()) {
       return cannot_run(w.error().message);
     }

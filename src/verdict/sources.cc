@@ -7,6 +7,7 @@
 #include <map>
 
 #include "core/files.h"
+#include "core/json_text.h"
 
 namespace ib::verdict {
 
@@ -21,7 +22,7 @@ std::string str_of(const json::object& o, std::string_view key) {
   if (v->is_string()) return std::string(v->as_string());
   if (v->is_bool()) return v->as_bool() ? "true" : "false";
   if (v->is_number()) return fmt::format("{:g}", v->to_number<double>());
-  return json::serialize(*v);
+  return json_text(*v);
 }
 
 double num_of(const json::object& o, std::string_view key) {

@@ -12,6 +12,7 @@
 
 #include "core/files.h"
 #include "core/redact.h"
+#include "core/strings.h"
 
 namespace ib::verify {
 namespace fs = std::filesystem;
@@ -117,6 +118,39 @@ Expected<std::pair<std::string, EnvRead>> parse_record(std::string_view line) {
   return std::make_pair(std::move(variable), std::move(read));
 }
 
+// A process event line ({"event": "start" | "clearenv" | "enumerated", ...}) into `processes`.
+Status parse_event(const boost::json::object& o, std::map<int, TracedProcess>* processes) {
+  const auto* pid = field(o, "pid");
+  const auto* event = field(o, "event");
+  if (pid == nullptr || !pid->is_int64()) return Error{"field 'pid' is not an integer"};
+  if (!event->is_string()) return Error{"field 'event' is not a string"};
+  TracedProcess& p = (*processes)[static_cast<int>(pid->get_int64())];
+  p.pid = static_cast<int>(pid->get_int64());
+  p.traced = true;
+  if (const auto* v = field(o, "ppid"); v && v->is_int64())
+    p.ppid = static_cast<int>(v->get_int64());
+  // A process that exec'd another program reports each: the last one names it.
+  if (const auto* v = field(o, "exe"); v && v->is_string()) p.exe = std::string(v->get_string());
+  if (const auto* v = field(o, "cmdline"); v && v->is_string()) {
+    p.cmdline = std::string(v->get_string());
+  }
+  const std::string_view e = event->get_string();
+  if (e == "start") {
+    if (const auto* v = field(o, "shell"); v && v->is_bool() && v->get_bool()) {
+      p.shell = true;
+      p.shell_exe = p.exe;
+    }
+  } else if (e == "clearenv") {
+    p.cleared_env = true;
+  } else if (e == "enumerated") {
+    const auto* how = field(o, "how");
+    p.enumerated = how && how->is_string() ? std::string(how->get_string()) : "enumerated";
+  } else {
+    return Error{fmt::format("unknown event '{}'", printable(e, 40))};
+  }
+  return Status::Ok();
+}
+
 // The tracer runs inside the server and knows only its own list of credential names; the
 // command lines it records (--api-key X) and values a recipe marked secret are hidden here, in the
 // file too, so that no artifact of the run keeps them (core/redact.h).
@@ -144,6 +178,18 @@ void collect_file(const fs::path& path, const std::set<std::string>& watched,
     std::string_view line = rest.substr(0, complete ? nl : rest.size());
     rest.remove_prefix(complete ? nl + 1 : rest.size());
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+    if (line.find("\"event\"") != std::string_view::npos) {
+      // A process event (the key appears unescaped only as a key: a value's quotes are escaped).
+      boost::system::error_code ec;
+      const boost::json::value v = boost::json::parse(line, ec);
+      if (!ec && v.is_object() && v.get_object().contains("event")) {
+        if (Status s = parse_event(v.get_object(), &report->processes); !s.ok()) {
+          report->warnings.push_back(
+              fmt::format("{}:{}: {}", path.string(), line_no, s.error().message));
+        }
+        continue;
+      }
+    }
     auto record = parse_record(line);
     if (!record.ok()) {
       report->warnings.push_back(
@@ -211,7 +257,8 @@ void add_env_trace(const EnvTraceAssets& a, const fs::path& trace_dir,
   (*env)["IB_ENVTRACE_WATCH"] = fmt::format("{}", fmt::join(names, ","));
 }
 
-EnvTraceReport collect_env_trace(const fs::path& trace_dir, const std::vector<std::string>& watch) {
+EnvTraceReport collect_env_trace(const fs::path& trace_dir, const std::vector<std::string>& watch,
+                                 const std::vector<TracedProcess>& running) {
   EnvTraceReport report;
   std::set<std::string> watched(watch.begin(), watch.end());
   std::error_code ec;
@@ -242,6 +289,13 @@ EnvTraceReport collect_env_trace(const fs::path& trace_dir, const std::vector<st
       return std::tie(x.pid, x.function, x.exe) < std::tie(y.pid, y.function, y.exe);
     });
   }
+  // What the launcher saw running and the tracer never heard from.
+  for (const auto& p : running) {
+    if (report.processes.count(p.pid) != 0) continue;
+    TracedProcess untraced = p;
+    untraced.traced = false;
+    report.processes[p.pid] = std::move(untraced);
+  }
   std::set<std::string> listed;
   for (const auto& n : watch) {
     if (report.reads.count(n) == 0 && listed.insert(n).second) report.never_read.push_back(n);
@@ -256,6 +310,32 @@ EnvTraceReport collect_env_trace(const fs::path& trace_dir, const std::vector<st
 }
 
 bool looks_secret(std::string_view name) { return is_secret_name(name); }
+
+std::string BlindSpot::text() const {
+  return fmt::format("pid {} ({}): {}", pid, exe.empty() ? std::string("?") : exe, what);
+}
+
+std::vector<BlindSpot> EnvTraceReport::blind_spots() const {
+  std::vector<BlindSpot> out;
+  for (const auto& [pid, p] : processes) {
+    auto add = [&](std::string what) { out.push_back({pid, p.exe, std::move(what)}); };
+    if (!p.traced) {
+      add("not traced (a static or setuid binary, or started without the tracer's LD_PRELOAD)");
+      continue;
+    }
+    if (p.shell) {
+      out.push_back({pid, p.shell_exe, "a shell, which expands $VARIABLES without asking getenv"});
+    }
+    if (p.cleared_env) add("cleared its environment, so its children ran untraced");
+    if (!p.enumerated.empty()) {
+      add(
+          fmt::format("copied or enumerated its environment ({}): a variable read from the copy, "
+                      "or matched by prefix, is not seen",
+                      p.enumerated));
+    }
+  }
+  return out;
+}
 
 boost::json::object EnvTraceReport::to_json() const {
   boost::json::object variables;
@@ -278,11 +358,27 @@ boost::json::object EnvTraceReport::to_json() const {
   }
   boost::json::array warn;
   for (const auto& w : warnings) warn.push_back(boost::json::string(w));
+  boost::json::array procs, blind;
+  for (const auto& [pid, p] : processes) {
+    procs.push_back(boost::json::object{{"pid", p.pid},
+                                        {"ppid", p.ppid},
+                                        {"exe", p.exe},
+                                        {"cmdline", redact_text(p.cmdline)},
+                                        {"traced", p.traced},
+                                        {"shell", p.shell},
+                                        {"cleared_env", p.cleared_env},
+                                        {"enumerated", p.enumerated}});
+  }
+  for (const auto& b : blind_spots()) {
+    blind.push_back(boost::json::object{{"pid", b.pid}, {"exe", b.exe}, {"what", b.what}});
+  }
   return boost::json::object{
       {"variables", std::move(variables)},
       {"never_read", std::move(never)},
       {"tracer_loaded",
        boost::json::object{{"c", c_tracer_loaded}, {"python", python_tracer_loaded}}},
+      {"processes", std::move(procs)},
+      {"blind_spots", std::move(blind)},
       {"warnings", std::move(warn)}};
 }
 

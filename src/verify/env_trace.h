@@ -52,23 +52,52 @@ struct EnvRead {
 /// policy; its value is never written to a report or the database.
 bool looks_secret(std::string_view name);
 
+/// One process of the server: as the tracer saw it start (traced), or as the launcher saw it
+/// running without a trace of its own (a static or setuid binary, a process that lost
+/// LD_PRELOAD).
+struct TracedProcess {
+  int pid = 0, ppid = 0;
+  std::string exe, cmdline;
+  bool traced = false;       // the C library or the Python hook ran in it
+  bool shell = false;        // sh, bash, ...: expands $VARIABLES without getenv
+  std::string shell_exe;     // the shell's program (the process may have exec'd another since)
+  bool cleared_env = false;  // called clearenv(): its children ran without the tracer
+  std::string enumerated;    // how it copied or iterated os.environ ("" when it did not)
+};
+
+/// Why "no process read it" cannot be claimed while this process ran (docs/env-trace.md,
+/// "What it cannot see").
+struct BlindSpot {
+  int pid = 0;
+  std::string exe;
+  std::string what;
+  std::string text() const;  // "pid 12 (/bin/bash): a shell, which expands ..."
+};
+
 struct EnvTraceReport {
   std::map<std::string, std::vector<EnvRead>> reads;  // variable -> reads (only watched vars)
+  std::map<int, TracedProcess> processes;             // by pid
+  /// The processes whose reads the tracer could not see in full, in pid order.
+  std::vector<BlindSpot> blind_spots() const;
   std::vector<std::string> never_read;                // watched vars no process read
   std::vector<std::string> warnings;                  // malformed lines, unreadable files
   bool c_tracer_loaded = false;                       // some process loaded the LD_PRELOAD library
   bool python_tracer_loaded = false;                  // some Python process ran the startup hook
   /// {"variables": {"X": {"read": true, "readers": [{pid, ppid, exe, cmdline, function,
   ///  was_set, value?}]}}, "never_read": [...], "tracer_loaded": {"c": b, "python": b},
-  ///  "warnings": [...]}
+  ///  "processes": [{pid, ppid, exe, cmdline, traced, shell, cleared_env, enumerated}],
+  ///  "blind_spots": [{pid, exe, what}], "warnings": [...]}
   boost::json::object to_json() const;
 };
 
 /// Reads every *.jsonl trace file in trace_dir, and rewrites a file that holds a secret (a command
-/// line's --api-key X, a value a recipe marked secret) with it hidden (core/redact.h). Never fails: a missing folder, an unreadable
-/// file or a malformed line becomes a warning naming the file and line; a partial last line
-/// (a process killed mid-write) is skipped with a warning. Readers are sorted by pid, function.
+/// line's --api-key X, a value a recipe marked secret) with it hidden (core/redact.h). Never fails:
+/// a missing folder, an unreadable file or a malformed line becomes a warning naming the file and
+/// line; a partial last line (a process killed mid-write) is skipped with a warning. Readers are
+/// sorted by pid, function. `running`: the server's processes the launcher saw (a snapshot of its
+/// process group); one that left no trace record of its own is a blind spot.
 EnvTraceReport collect_env_trace(const std::filesystem::path& trace_dir,
-                                 const std::vector<std::string>& watch);
+                                 const std::vector<std::string>& watch,
+                                 const std::vector<TracedProcess>& running = {});
 
 }  // namespace ib::verify

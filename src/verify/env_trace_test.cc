@@ -108,6 +108,44 @@ TEST(EnvTraceC, GetenvReadsRecordedAndUnreadVariableIsNeverRead) {
   EXPECT_EQ(json.at("variables").at("IBT_NEVER").at("read"), false);
   EXPECT_EQ(json.at("never_read"), (boost::json::array{"IBT_NEVER"}));
   EXPECT_EQ(json.at("tracer_loaded").at("c"), true);
+  // The process said it ran; nothing it did hides a read.
+  ASSERT_EQ(r.processes.size(), 1u);
+  const TracedProcess& p = r.processes.begin()->second;
+  EXPECT_TRUE(p.traced);
+  EXPECT_FALSE(p.shell);
+  EXPECT_EQ(p.exe, fs::canonical(probe_path()).string());
+  EXPECT_TRUE(r.blind_spots().empty());
+  EXPECT_TRUE(json.at("blind_spots").as_array().empty());
+  EXPECT_EQ(json.at("processes").as_array().size(), 1u);
+}
+
+// The blind spots of docs/env-trace.md, each seen as such (issue 30): a shell, a process that
+// cleared or copied its environment, a process of the server that the tracer never heard from.
+TEST(EnvTraceC, AShellIsABlindSpot) {
+  TempDir tmp;
+  auto t = run_traced({"/bin/sh", "-c", "exec \"$0\" get:IBT_A", probe_path()}, {{"IBT_A", "1"}},
+                      {"IBT_A", "IBT_B"}, tmp);
+  ASSERT_EQ(t.exit.code, 0) << t.exit.describe() << t.log;
+  const auto blind = t.report.blind_spots();
+  ASSERT_EQ(blind.size(), 1u);
+  EXPECT_NE(blind[0].what.find("a shell"), std::string::npos);
+  EXPECT_NE(blind[0].exe.find("sh"), std::string::npos) << blind[0].exe;
+  EXPECT_EQ(t.report.reads.at("IBT_A").size(), 1u);  // the program it became is traced as ever
+}
+
+TEST(EnvTraceCollect, AProcessTheTracerNeverHeardFromIsABlindSpot) {
+  TempDir tmp;
+  fs::create_directories(tmp.path() / "t");
+  TracedProcess unseen;
+  unseen.pid = 4242;
+  unseen.exe = "/usr/local/bin/static-engine";
+  unseen.cmdline = "static-engine --port 8000";
+  auto r = collect_env_trace(tmp.path() / "t", {"X"}, {unseen});
+  const auto blind = r.blind_spots();
+  ASSERT_EQ(blind.size(), 1u);
+  EXPECT_EQ(blind[0].pid, 4242);
+  EXPECT_NE(blind[0].text().find("not traced"), std::string::npos) << blind[0].text();
+  EXPECT_FALSE(r.processes.at(4242).traced);
 }
 
 TEST(EnvTraceSecrets, CredentialValuesNeverReachTheTraceOrTheReport) {
@@ -177,6 +215,10 @@ TEST(EnvTraceC, ClearedEnvironmentIsStillTracedButItsChildrenAreNot) {
   ASSERT_EQ(t.report.reads.at("IBT_A").size(), 1u);
   EXPECT_FALSE(t.report.reads.at("IBT_A")[0].was_set);
   EXPECT_EQ(t.report.never_read, std::vector<std::string>{"IBT_B"});
+  // ... and says so: "never read" cannot be claimed for what its children did.
+  const auto blind = t.report.blind_spots();
+  ASSERT_FALSE(blind.empty());
+  EXPECT_NE(blind[0].what.find("cleared its environment"), std::string::npos);
 }
 
 TEST(EnvTraceC, RecipePreloadIsCombinedAndBothLibrariesLoad) {
@@ -278,6 +320,12 @@ TEST(EnvTracePython, EnvironReadsRecordedPerProcessAndCopiesAreNotReads) {
   EXPECT_NE(r.reads.at("IBT_G")[0].pid, parent) << "read in the multiprocessing child";
   // IBT_E was set and copied with the whole environment, but never read by name.
   EXPECT_EQ(r.never_read, std::vector<std::string>{"IBT_E"});
+  // The copies make the parent a blind spot: it could have read IBT_E from one.
+  ASSERT_EQ(r.processes.count(parent), 1u);
+  EXPECT_FALSE(r.processes.at(parent).enumerated.empty());
+  bool parent_blind = false;
+  for (const auto& b : r.blind_spots()) parent_blind |= b.pid == parent;
+  EXPECT_TRUE(parent_blind);
 }
 
 TEST(EnvTracePython, ShadowedSitecustomizeStillRuns) {

@@ -5,6 +5,7 @@
 #include <boost/regex.hpp>
 #include <set>
 
+#include "core/json_text.h"
 #include "verify/env_trace.h"
 
 namespace ib::verify {
@@ -24,7 +25,7 @@ std::string describe(const json::value& v) {
     case json::kind::null:
       return "null";
     case json::kind::string:
-      return json::serialize(v);
+      return json_text(v);
     default:
       return setting_text(v);
   }

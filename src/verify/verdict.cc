@@ -1,6 +1,10 @@
 #include "verify/verdict.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <optional>
 
 #include "core/redact.h"
 #include "core/strings.h"
@@ -65,6 +69,114 @@ std::vector<metrics::Confounder> server_confounders(const ServerObservation& bas
   return metrics::confounders({base.identity}, {head.identity});
 }
 
+namespace {
+
+// Variables the dynamic loader and the C library consume themselves, never through the exported
+// getenv the tracer interposes (docs/env-trace.md, "What it cannot see").
+bool consumed_by_loader_or_libc(const std::string& var) {
+  for (std::string_view prefix : {"LD_", "MALLOC_", "LC_", "GCONV_", "NLS", "GLIBC_TUNABLES"}) {
+    if (var.rfind(prefix, 0) == 0) return true;
+  }
+  for (std::string_view name : {"TZ", "TZDIR", "LANG", "LANGUAGE", "LOCPATH", "HOSTALIASES",
+                                "RES_OPTIONS", "LOCALDOMAIN", "TMPDIR"}) {
+    if (var == name) return true;
+  }
+  return false;
+}
+
+// Whether `value` is one of the arguments of `command` (alone, or after "=" in --opt=value).
+bool has_argument(const std::string& command, const std::string& value) {
+  size_t pos = 0;
+  while (pos <= command.size()) {
+    size_t end = command.find(' ', pos);
+    if (end == std::string::npos) end = command.size();
+    const std::string_view arg(command.data() + pos, end - pos);
+    const size_t eq = arg.find('=');
+    if (arg == value || (eq != std::string_view::npos && arg.substr(eq + 1) == value)) return true;
+    pos = end + 1;
+  }
+  return false;
+}
+
+// Positive evidence that a variable took effect although nobody was seen reading it: its head
+// value is an argument of a head process and of no base process (a shell or a launch script
+// turned it into one).
+std::optional<std::string> argument_evidence(const std::string& var, const ServerObservation& base,
+                                             const ServerObservation& head) {
+  const auto h = head.env.find(var);
+  if (h == head.env.end() || h->second.empty()) return std::nullopt;
+  const auto b = base.env.find(var);
+  if (b != base.env.end() && b->second == h->second) return std::nullopt;
+  for (const auto& c : base.commands) {
+    if (has_argument(c, h->second)) return std::nullopt;
+  }
+  for (const auto& c : head.commands) {
+    if (has_argument(c, h->second)) {
+      return fmt::format(
+          "no traced process read it, but its head value '{}' is an argument of "
+          "the head server's process `{}`, and of no base process",
+          redact_value(var, h->second), redact_text(printable(c, 200)));
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+void judge_unread(const std::string& var, const ServerObservation& base,
+                  const ServerObservation& head, FieldVerdict& v) {
+  if (consumed_by_loader_or_libc(var)) {
+    v.verdict = "unverified";
+    v.evidence = fmt::format(
+        "no traced process read it, but the dynamic loader and the C library read {} themselves, "
+        "where the tracer cannot see",
+        var);
+    return;
+  }
+  std::vector<std::string> blind = base.blind_spots;
+  for (const auto& b : head.blind_spots) blind.push_back("head " + b);
+  for (size_t i = 0; i < base.blind_spots.size(); ++i) blind[i] = "base " + blind[i];
+  if (blind.empty()) {
+    // Whatever else differs, this variable cannot be the cause.
+    v.verdict = "never read";
+    v.evidence = "no process of the base or head server read it";
+    return;
+  }
+  if (auto shown = argument_evidence(var, base, head)) {
+    v.verdict = "effective";
+    v.evidence = *shown;
+    return;
+  }
+  const size_t shown = std::min<size_t>(blind.size(), 3);
+  v.verdict = "unverified";
+  v.evidence = fmt::format(
+      "no traced process read it, but the tracer cannot see everything these servers did: {}{}",
+      fmt::join(blind.begin(), blind.begin() + static_cast<std::ptrdiff_t>(shown), "; "),
+      blind.size() > shown ? fmt::format("; and {} more", blind.size() - shown) : "");
+}
+
+void read_trace_processes(const json::object& env_reads, ServerObservation* obs) {
+  if (const auto* b = env_reads.if_contains("blind_spots"); b && b->is_array()) {
+    for (const auto& e : b->get_array()) {
+      if (!e.is_object()) continue;
+      const auto& o = e.get_object();
+      const auto* pid = o.if_contains("pid");
+      const auto* exe = o.if_contains("exe");
+      const auto* what = o.if_contains("what");
+      obs->blind_spots.push_back(fmt::format(
+          "pid {} ({}): {}", pid && pid->is_int64() ? pid->get_int64() : 0,
+          exe && exe->is_string() ? std::string(exe->get_string()) : std::string("?"),
+          what && what->is_string() ? std::string(what->get_string()) : std::string("?")));
+    }
+  }
+  if (const auto* p = env_reads.if_contains("processes"); p && p->is_array()) {
+    for (const auto& e : p->get_array()) {
+      const auto* c = e.is_object() ? e.get_object().if_contains("cmdline") : nullptr;
+      if (c && c->is_string()) obs->commands.emplace_back(c->get_string());
+    }
+  }
+}
+
 KeyVerdict judge_key(const std::string& key, const std::string& status,
                      const std::vector<ChangedField>& fields, const ServerObservation* base,
                      const ServerObservation* head, const std::set<std::string>& ignore) {
@@ -113,9 +225,12 @@ KeyVerdict judge_key(const std::string& key, const std::string& status,
       const bool traced = rb.has_value() || rh.has_value();
       const bool read = rb.value_or(false) || rh.value_or(false);
       if (traced && !read) {
-        // Whatever else differs, this variable cannot be the cause.
-        v.verdict = "never read";
-        v.evidence = "no process of the base or head server read it";
+        judge_unread(var, *base, *head, v);
+        if (v.verdict == "unverified" && !kv.effective_diff.empty()) {
+          // Not seen read, but not ruled out either: the configuration did move.
+          v.verdict = "effective";
+          v.evidence = "effective configuration differs: " + diff_text + "; " + v.evidence;
+        }
       } else if (!kv.effective_diff.empty()) {
         v.verdict = "effective";
         v.evidence = "effective configuration differs: " + diff_text;

@@ -28,15 +28,25 @@ struct ServerObservation {
   EffectiveConfig config;
   /// Watched variable -> read by some process; nullopt when reads were not traced.
   std::optional<std::map<std::string, bool>> env_read;
+  /// Where the tracer could not see (EnvTraceReport::blind_spots, as text): while any is there,
+  /// "no process read it" is not claimed.
+  std::vector<std::string> blind_spots;
+  /// The command lines of the server's processes (the tracer's and the launcher's view).
+  std::vector<std::string> commands;
+  /// The environment the recipe gave the server (serve.env).
+  std::map<std::string, std::string> env;
   /// What the server was: model, image, engine, engine version, precision, runner, ...
   metrics::Identity identity;
   std::string log_path;
 };
 
 /// Field verdicts:
-///   effective   the effective configuration differs between base and head
+///   effective   the effective configuration differs between base and head, or (a variable)
+///               its head value shows up as an argument of a head process and of no base one
 ///   no effect   it is identical (and, for a variable, the variable was not read either)
-///   never read  an environment variable no process read, on either side
+///   never read  an environment variable no process read, on either side, and every process was
+///               traced without a blind spot (a shell, a copied environment, an untraced
+///               binary; a variable the loader or libc consumes): else it is "unverified"
 ///   read        a variable was read, but the printed configuration shows no difference: its
 ///               effect cannot be ruled out, so it counts as effective
 ///   workload    the matrix or workload changed (concurrency, sequence lengths): new points
@@ -69,10 +79,20 @@ const std::set<std::string>& volatile_settings();
 boost::json::object stable_diff(const EffectiveConfig& a, const EffectiveConfig& b,
                                 const std::set<std::string>& ignore = {});
 
+/// The verdict on a watched variable that no traced process read: "never read" only when every
+/// process was traced without a blind spot; else "effective" on positive evidence (its head
+/// value became a head process's argument), else "unverified" naming the blind spots.
+void judge_unread(const std::string& var, const ServerObservation& base,
+                  const ServerObservation& head, FieldVerdict& v);
+
 /// Judges one key. `base`/`head` may be null when no server was needed or possible.
 KeyVerdict judge_key(const std::string& key, const std::string& status,
                      const std::vector<ChangedField>& fields, const ServerObservation* base,
                      const ServerObservation* head, const std::set<std::string>& ignore = {});
+
+/// EnvTraceReport::to_json's "processes" and "blind_spots" into `obs` (stored runs and live ones
+/// alike).
+void read_trace_processes(const boost::json::object& env_reads, ServerObservation* obs);
 
 /// The identity fields that differ between two servers (metrics::confounders).
 std::vector<metrics::Confounder> server_confounders(const ServerObservation& base,

@@ -182,6 +182,60 @@ TEST(Confounders, IdentityFieldsThatDifferBesidesTheChange) {
   EXPECT_EQ(texts[2], "hardware: unknown vs H100");
 }
 
+// A variable nobody was seen reading is "never read" only where the tracer saw everything
+// (issue 30: a false no-op is the worst defect).
+TEST(JudgeKey, NeverReadOnlyWithoutBlindSpots) {
+  const json::object cfg{{"delay_ms", 5}};
+  auto base = observed(cfg, {{"X", false}, {"LD_PRELOAD", false}});
+  auto head = observed(cfg, {{"X", false}, {"LD_PRELOAD", false}});
+  auto verdict_of = [&](const std::string& var) {
+    return judge_key("k", "modified", {{"serve.env." + var, "added", ""}}, &base, &head);
+  };
+  auto v = verdict_of("X");
+  EXPECT_EQ(v.fields[0].verdict, "never read");
+  EXPECT_TRUE(v.no_op());
+
+  // Variables the loader and libc consume are never claimed unread.
+  v = verdict_of("LD_PRELOAD");
+  EXPECT_EQ(v.fields[0].verdict, "unverified");
+  EXPECT_NE(v.fields[0].evidence.find("dynamic loader"), std::string::npos);
+  EXPECT_FALSE(v.no_op());
+
+  // A shell in the head server: it may have expanded $X into an argument.
+  head.blind_spots = {
+      "pid 7 (/usr/bin/bash): a shell, which expands $VARIABLES without asking "
+      "getenv"};
+  v = verdict_of("X");
+  EXPECT_EQ(v.fields[0].verdict, "unverified");
+  EXPECT_NE(v.fields[0].evidence.find("head pid 7 (/usr/bin/bash): a shell"), std::string::npos)
+      << v.fields[0].evidence;
+  EXPECT_FALSE(v.no_op());
+  EXPECT_EQ(v.verdict, "effective: sweep (not every change could be verified)");
+
+  // ... and it did: the head value is an argument of a head process, of no base one.
+  head.env = {{"X", "250"}};
+  base.commands = {"serve-sim --port 8001 --delay 5"};
+  head.commands = {"bash -c exec serve-sim --port 8002 --delay \"$X\"",
+                   "serve-sim --port 8002 --delay 250"};
+  v = verdict_of("X");
+  EXPECT_EQ(v.fields[0].verdict, "effective");
+  EXPECT_NE(v.fields[0].evidence.find("'250' is an argument"), std::string::npos)
+      << v.fields[0].evidence;
+  // A value the base servers had as an argument too proves nothing.
+  base.commands.push_back("other --x=250");
+  EXPECT_EQ(verdict_of("X").fields[0].verdict, "unverified");
+}
+
+TEST(JudgeKey, TraceProcessesAndBlindSpotsAreReadFromTheStoredReport) {
+  ServerObservation o;
+  read_trace_processes(json::parse(R"({"processes": [{"pid": 3, "cmdline": "engine --a 1"}],
+                      "blind_spots": [{"pid": 3, "exe": "/bin/engine", "what": "not traced"}]})")
+                           .as_object(),
+                       &o);
+  EXPECT_EQ(o.commands, std::vector<std::string>{"engine --a 1"});
+  EXPECT_EQ(o.blind_spots, std::vector<std::string>{"pid 3 (/bin/engine): not traced"});
+}
+
 TEST(VerdictsMarkdown, SummaryTableAndEscaping) {
   KeyVerdict v;
   v.key = "k";

@@ -12,6 +12,7 @@
 #include <unordered_set>
 
 #include "core/files.h"
+#include "core/json_text.h"
 
 namespace ib::workload {
 
@@ -99,12 +100,12 @@ class Parser {
     if (!v) return std::nullopt;
     const std::string p = fmt::format("{}.{}", path, key);
     if (!v->is_number()) {
-      fail(p, fmt::format("expected a number, got {}", json::serialize(*v)));
+      fail(p, fmt::format("expected a number, got {}", json_text(*v)));
       return std::nullopt;
     }
     const double d = v->to_number<double>();
     if (!std::isfinite(d) || d < min) {
-      fail(p, fmt::format("expected a finite number >= {}, got {}", min, json::serialize(*v)));
+      fail(p, fmt::format("expected a finite number >= {}, got {}", min, json_text(*v)));
       return std::nullopt;
     }
     return d;
@@ -116,7 +117,7 @@ class Parser {
     if (!v) return std::nullopt;
     const std::string p = fmt::format("{}.{}", path, key);
     if (!v->is_int64() && !v->is_uint64()) {
-      fail(p, fmt::format("expected an integer, got {}", json::serialize(*v)));
+      fail(p, fmt::format("expected an integer, got {}", json_text(*v)));
       return std::nullopt;
     }
     const int64_t i = v->is_int64() ? v->as_int64() : static_cast<int64_t>(v->as_uint64());
@@ -133,7 +134,7 @@ class Parser {
     if (!v) return std::nullopt;
     if (!v->is_string()) {
       fail(fmt::format("{}.{}", path, key),
-           fmt::format("expected a string, got {}", json::serialize(*v)));
+           fmt::format("expected a string, got {}", json_text(*v)));
       return std::nullopt;
     }
     return std::string(v->as_string());
@@ -190,7 +191,7 @@ class Parser {
             r.hash_ids.push_back(static_cast<int64_t>(id.as_uint64()));
           } else {
             fail(fmt::format("{}.hash_ids[{}]", path, i),
-                 fmt::format("expected an integer >= 0, got {}", json::serialize(id)));
+                 fmt::format("expected an integer >= 0, got {}", json_text(id)));
           }
         }
       }

@@ -168,6 +168,20 @@ TEST(CliInput, EveryBadNumberOrUrlIsAUsageErrorNamingTheOption) {
   EXPECT_EQ(i, results.size());
 }
 
+// A rate whose schedule cannot be run is refused, not run as "everything at once" under the
+// rate's name (issue 30).
+TEST(CliInput, ARequestRateWhoseScheduleCannotBeRunIsRefused) {
+  TempDir dir;
+  auto r = run_inferbench({"bench", "--endpoint", "http://127.0.0.1:9", "--request-rate", "1e-10",
+                           "--output", (dir.path() / "r.json").string()},
+                          dir.path() / "bench.log", std::chrono::seconds(30));
+  EXPECT_EQ(r.exit.code, 2) << r.output;
+  EXPECT_NE(r.output.find("--request-rate 1e-10: 100 requests at that rate would take 1e+12 s"),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(dir.path() / "r.json"));
+}
+
 TEST(CliInput, SweepConcurrencyBeyondIntIsNotWrapped) {
   TempDir dir;
   auto r = run_inferbench({"sweep", "--runs-dir", (dir.path() / "runs").string(), "--concurrency",

@@ -371,6 +371,19 @@ TEST(Report, SweepReportAndChromium) {
   r = run_inferbench({"report", head, "--baseline", base, "--db", db.string(), "-o", cmp.string()},
                      dir.path() / "report-cmp.log");
   ASSERT_EQ(r.exit.code, 0) << r.output;
+  {
+    // The head run as its own baseline, named by its id: no comparison (issue 30).
+    auto reader = store::Store::open_read_only(db);
+    ASSERT_TRUE(reader.ok());
+    auto found = reader->find_run(head);
+    ASSERT_TRUE(found.ok() && found->has_value());
+    auto self = run_inferbench({"report", head, "--baseline", std::to_string((*found)->id), "--db",
+                                db.string(), "-o", (dir.path() / "self.html").string()},
+                               dir.path() / "report-self.log");
+    EXPECT_EQ(self.exit.code, 2) << self.output;
+    EXPECT_NE(self.output.find("both reported and the --baseline"), std::string::npos)
+        << self.output;
+  }
 
   auto html = read_file(single);
   ASSERT_TRUE(html.ok());

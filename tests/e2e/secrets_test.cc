@@ -208,5 +208,30 @@ TEST(Secrets, VerifyNamesAChangedSecretWithoutPrintingEither) {
   expect_server_got_them(dir, kHeadKey);
 }
 
+// A server started with --api-key can be benchmarked (issue 30): bench sends the key as a bearer
+// token (given with --api-key or OPENAI_API_KEY), and never prints or stores it.
+TEST(Secrets, BenchSendsTheServersApiKeyAndNeverShowsIt) {
+  TempDir dir;
+  const std::string key = "sk-test-0123456789abcdefXYZ";
+  SimServer sim(dir.path(), {"--api-key", key, "--decode-base-ms", "1"});
+  ASSERT_TRUE(sim.running());
+  const fs::path out = dir.path() / "r.json";
+  const fs::path details = dir.path() / "d.jsonl";
+  auto without = run_inferbench({"bench", "--endpoint", sim.url(), "--model", "sim-model",
+                                 "--num-prompts", "2", "--isl", "8", "--osl", "2"},
+                                dir.path() / "without.log");
+  EXPECT_NE(without.exit.code, 0) << without.output;
+  EXPECT_NE(without.output.find("401"), std::string::npos) << without.output;
+  auto with = run_inferbench(
+      {"bench", "--endpoint", sim.url(), "--api-key", key, "--num-prompts", "2", "--isl", "8",
+       "--osl", "2", "--output", out.string(), "--details", details.string()},
+      dir.path() / "with.log");
+  ASSERT_EQ(with.exit.code, 0) << with.output;
+  EXPECT_EQ(num(read_json(out), "completed"), 2);
+  EXPECT_EQ(with.output.find(key), std::string::npos);
+  EXPECT_EQ(read_file(out)->find(key), std::string::npos);
+  EXPECT_EQ(read_file(details)->find(key), std::string::npos);
+}
+
 }  // namespace
 }  // namespace ib::e2e

@@ -386,6 +386,16 @@ TEST(Sweep, SigkilledSweepResumesWithEveryPointExactlyOnce) {
       << table.output;
   EXPECT_NE(table.output.find(fmt::format("--resume {}`", name)), std::string::npos)
       << table.output;
+  // The hint is the run's own command: following it measures what the run measured (issue 30).
+  EXPECT_NE(table.output.find("--min-prompts 24 --resume"), std::string::npos) << table.output;
+  // Other options are refused, naming the difference and the command that would continue it.
+  auto other = run_inferbench(sweep_args(dir, recipe, {"--min-prompts", "12", "--resume", name}),
+                              dir.path() / "other.log");
+  EXPECT_EQ(other.exit.code, 2) << other.output;
+  EXPECT_NE(other.output.find("min_prompts: 24 (the run) vs 12 (now)"), std::string::npos)
+      << other.output;
+  EXPECT_NE(other.output.find("Continue it with its own command"), std::string::npos)
+      << other.output;
   auto json = run_inferbench({"runs", "--db", db_file, "--json"}, dir.path() / "runs.json");
   ASSERT_EQ(json.exit.code, 0) << json.output;
   {

@@ -2,6 +2,7 @@
 // environment reads captured, and a verdict per changed field and key.
 #include <fmt/format.h>
 
+#include <cstdio>
 #include <fstream>
 #include <map>
 
@@ -80,6 +81,22 @@ TEST(Verify, TheSameVariableOnAnotherPathIsReadAndEffective) {
   EXPECT_EQ(diff.at("disable_custom_all_reduce").at("head"), false);
 }
 
+// The Python interpreter itself, not a launcher script in front of it (pyenv's shims are bash
+// scripts: shells in the server's process tree, where "never read" cannot be claimed).
+std::string python_interpreter() {
+  static const std::string path = [] {
+    std::string out;
+    if (std::FILE* f = ::popen("python3 -c 'import sys; print(sys.executable)' 2>/dev/null", "r")) {
+      char buf[4096];
+      while (std::fgets(buf, sizeof buf, f) != nullptr) out += buf;
+      ::pclose(f);
+    }
+    while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+    return out.empty() ? std::string("python3") : out;
+  }();
+  return path;
+}
+
 std::string python_recipe(const std::string& env, const std::string& expect = "") {
   return "py-env-server:\n"
          "  image: python:3\n"
@@ -90,8 +107,8 @@ std::string python_recipe(const std::string& env, const std::string& expect = ""
          "  runner: local\n"
          "  multinode: false\n"
          "  serve:\n"
-         "    command: [python3, " +
-         kSource +
+         "    command: [" +
+         python_interpreter() + ", " + kSource +
          "/tests/support/env_server.py, --host, \"{host}\", --port, \"{port}\"]\n"
          "    health-path: /health\n" +
          (env.empty() ? "" : "    env: { " + env + " }\n") + expect +
@@ -212,6 +229,43 @@ std::string sim_recipe(const std::string& image, const std::string& env) {
          "  scenarios:\n"
          "    fixed-seq-len:\n"
          "    - { isl: 32, osl: 8, search-space: [{ tp: 1, conc-list: [1] }] }\n";
+}
+
+// A shell in the server's command: it expands $VARIABLES where the tracer cannot see (issue 30).
+// A variable the engine never reads is then "unverified", never a no-op; one the shell turned
+// into the engine's argument is effective.
+std::string shell_recipe(const std::string& env) {
+  std::string text = sim_recipe("inferbench/serve-sim", env);
+  const std::string command =
+      "    command: [inferbench, serve-sim, --model, \"{served-model}\", --host, \"{host}\",\n"
+      "              --port, \"{port}\"]\n";
+  const size_t at = text.find(command);
+  if (at == std::string::npos) return "sim_recipe changed: update shell_recipe";
+  return text.replace(
+      at, command.size(),
+      "    command: [/bin/sh, -c, 'exec \"$0\" serve-sim --model \"$1\" --host \"$2\" "
+      "--port \"$3\" --timing-model simple --decode-base-ms \"$SIM_DELAY\"', " INFERBENCH_BIN
+      ", \"{served-model}\", \"{host}\", \"{port}\"]\n");
+}
+
+TEST(Verify, AShellInTheServerCommandIsNeverANoOp) {
+  TempDir dir;
+  const fs::path base = dir.path() / "base.yaml";
+  std::ofstream(base) << shell_recipe("SIM_DELAY: \"5\"");
+  const fs::path unused = dir.path() / "unused.yaml";
+  std::ofstream(unused) << shell_recipe("SIM_DELAY: \"5\", SIM_NOT_A_KNOB: \"1\"");
+  auto report = verify_json({base.string(), unused.string(), "--exit-code"}, dir, 0);
+  const auto& key = only_key(report);
+  EXPECT_EQ(field_verdicts(key).at("serve.env.SIM_NOT_A_KNOB"), "unverified");
+  EXPECT_EQ(key.at("verdict").as_string(), "effective: sweep (not every change could be verified)");
+  EXPECT_NE(boost::json::serialize(key).find("a shell"), std::string::npos)
+      << boost::json::serialize(key);
+
+  const fs::path delay = dir.path() / "delay.yaml";
+  std::ofstream(delay) << shell_recipe("SIM_DELAY: \"9\"");
+  TempDir work;
+  report = verify_json({base.string(), delay.string()}, work, 0);
+  EXPECT_EQ(field_verdicts(only_key(report)).at("serve.env.SIM_DELAY"), "effective");
 }
 
 TEST(Verify, StoredRunsAreComparedAndConfoundersListed) {

@@ -18,6 +18,12 @@
  *    (a thread-local guard serves nested calls untraced);
  *  - errno is preserved; the library never prints and never fails the host process.
  * LD_PRELOAD and IB_ENVTRACE_* are left in the environment, so children inherit the tracer.
+ *
+ * Each traced process also says that it ran, once at start (its constructor), and what it did
+ * that the tracer cannot see through (the collector's blind spots):
+ *
+ *   {"pid":12,"ppid":1,"exe":"/bin/bash","cmdline":"bash -c ...","event":"start","shell":true}
+ *   {"pid":12,"ppid":1,"exe":"...","cmdline":"...","event":"clearenv"}
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -310,6 +316,55 @@ static int looks_secret(const char* name) {
   return 0;
 }
 
+/* Appends one line to <dir>/c-<pid>.jsonl. */
+static void append_line(const char* line, size_t n) {
+  char path[kDirBytes + 32];
+  Out po = {path, path + sizeof path - 1};
+  put_bytes(&po, g_dir, g_dir_len);
+  put_str(&po, "/c-");
+  put_long(&po, (long)getpid());
+  put_str(&po, ".jsonl");
+  *po.p = '\0';
+  int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  write_all(fd, line, n); /* one write: O_APPEND keeps the line whole */
+  close(fd);
+}
+
+/* Whether this process is a shell: it expands $VARIABLES from its own copy of the environment,
+ * never through getenv, so its reads are invisible. */
+static int is_shell(void) {
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) return 0;
+  exe[n] = '\0';
+  const char* base = strrchr(exe, '/');
+  base = base != NULL ? base + 1 : exe;
+  static const char* const kShells[] = {"sh",  "bash",    "dash", "zsh",  "ksh", "mksh",
+                                        "ash", "busybox", "fish", "tcsh", "csh"};
+  for (size_t i = 0; i < sizeof kShells / sizeof kShells[0]; ++i) {
+    if (strcmp(base, kShells[i]) == 0) return 1;
+  }
+  return 0;
+}
+
+/* A process event: "start" (with whether it is a shell) or "clearenv". */
+static void record_event(const char* event) {
+  if (g_dir_len == 0 || g_watch_count == 0) return;
+  char line[kRecordBytes];
+  Out o = {line, line + sizeof line - 2};
+  put_str(&o, "{");
+  put_process(&o);
+  put_str(&o, ",\"event\":\"");
+  put_str(&o, event);
+  put_str(&o, "\"");
+  if (strcmp(event, "start") == 0) put_str(&o, is_shell() ? ",\"shell\":true" : ",\"shell\":false");
+  put_str(&o, "}");
+  o.end += 2;
+  put_str(&o, "\n");
+  append_line(line, (size_t)(o.p - line));
+}
+
 /* Appends a record to <dir>/c-<pid>.jsonl. */
 static void record(const char* name, const char* value, const char* function) {
   char line[kRecordBytes];
@@ -333,18 +388,7 @@ static void record(const char* name, const char* value, const char* function) {
   put_str(&o, "\"}");
   o.end += 2; /* the reserve keeps room for the terminator even when a field was cut */
   put_str(&o, "\n");
-
-  char path[kDirBytes + 32];
-  Out po = {path, path + sizeof path - 1};
-  put_bytes(&po, g_dir, g_dir_len);
-  put_str(&po, "/c-");
-  put_long(&po, (long)getpid());
-  put_str(&po, ".jsonl");
-  *po.p = '\0';
-  int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) return;
-  write_all(fd, line, (size_t)(o.p - line)); /* one write: O_APPEND keeps the line whole */
-  close(fd);
+  append_line(line, (size_t)(o.p - line));
 }
 
 /* Marks that the tracer was loaded in at least one process: <dir>/loaded-c.json, created once
@@ -416,10 +460,34 @@ IB_EXPORT char* secure_getenv(const char* name) {
   return traced(name, 1);
 }
 
+/* A process that clears its environment takes the tracer from its children: said, then done. */
+typedef int (*clearenv_fn)(void);
+IB_EXPORT int clearenv(void) {
+  int saved_errno = errno;
+  if (atomic_load(&g_state) != 2) capture_config();
+  if (!t_busy) {
+    t_busy = 1;
+    record_event("clearenv");
+    t_busy = 0;
+  }
+  void* f = dlsym(RTLD_NEXT, "clearenv");
+  clearenv_fn real = NULL;
+  memcpy(&real, &f, sizeof real);
+  errno = saved_errno;
+  if (real != NULL) return real();
+  if (environ != NULL) environ = NULL; /* glibc's own effect, should dlsym find nothing */
+  return 0;
+}
+
 __attribute__((constructor)) static void ib_envtrace_init(void) {
   int saved_errno = errno;
   if (atomic_load(&g_state) != 2) capture_config();
   resolve_real();
-  if (g_watch_count > 0) mark_loaded();
+  if (g_watch_count > 0) {
+    mark_loaded();
+    t_busy = 1;
+    record_event("start");
+    t_busy = 0;
+  }
   errno = saved_errno;
 }

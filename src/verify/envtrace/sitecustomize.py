@@ -105,6 +105,27 @@ def _ib_envtrace_install():
         finally:
             local.busy = False
 
+    def enumerated(how):
+        """Says once per process that it copied or enumerated the environment: a variable it
+        then reads from the copy, or matches by prefix, is not seen (a blind spot)."""
+        if getattr(local, "busy", False):
+            return
+        local.busy = True
+        try:
+            pid = os.getpid()
+            with state["lock"]:
+                if state.get("enumerated_pid") == pid:
+                    return
+                state["enumerated_pid"] = pid
+            record = dict(identity())
+            record["event"] = "enumerated"
+            record["how"] = how
+            append(os.path.join(directory, "py-%d.jsonl" % pid), record)
+        except Exception:
+            pass
+        finally:
+            local.busy = False
+
     def after_fork_in_child():
         state["lock"] = _thread.allocate_lock()  # another thread may have held it at fork
 
@@ -117,6 +138,7 @@ def _ib_envtrace_install():
         __slots__ = ()
 
         def __iter__(self):
+            enumerated("os.environ iterated")
             keys = [self.decodekey(k) for k in list(self._data)]
             enumeration = {"keys": keys, "next": 0}
             local.enumeration = enumeration
@@ -147,6 +169,7 @@ def _ib_envtrace_install():
             return value
 
         def copy(self):
+            enumerated("os.environ.copy()")
             return {self.decodekey(k): self.decodevalue(v) for k, v in self._data.items()}
 
     # Look like the class it replaces in reprs and messages (isinstance holds: it is a subclass).
