@@ -424,9 +424,9 @@ void add_bench_load_options(CLI::App* app, BenchOptions& o) {
       ->transform(positive_real(kMaxSeconds));
   add_integer(app, "--warmups", o.spec.warmups, "Warmup requests (not measured)", 0, kMaxRequests)
       ->capture_default_str();
-  o.seed_option = app->add_option("--seed", o.spec.workload.seed,
-                                  "Random seed (default 0; --workload agentic: 42, as InferenceX)")
-                      ->transform(unsigned_integer());
+  o.seed_option =
+      add_integer(app, "--seed", o.spec.workload.seed,
+                  "Random seed (default 0; --workload agentic: 42, as InferenceX)", 0, kMaxSeed);
   add_integer(app, "--vocab-size", o.spec.workload.vocab_size, "Token ids are drawn below this",
               101, std::numeric_limits<int32_t>::max())
       ->capture_default_str();

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -200,6 +201,23 @@ int run_compare(const CompareCliOptions& o) {
                              "revisions or folders",
                              base->label));
   }
+  // A --pair that names a key neither side has pairs nothing: said, not ignored (issue 30).
+  auto keys_of = [](const verdict::Side& side) {
+    std::set<std::string> keys;
+    for (const auto& p : side.points) keys.insert(p.config_key);
+    return keys;
+  };
+  const auto base_keys = keys_of(*base), head_keys = keys_of(*head);
+  for (const auto& [b, h] : co.pairs) {
+    if (!base_keys.count(b)) {
+      return usage(
+          fmt::format("--pair {}={}: the base ({}) has no config key '{}'", b, h, base->label, b));
+    }
+    if (!head_keys.count(h)) {
+      return usage(
+          fmt::format("--pair {}={}: the head ({}) has no config key '{}'", b, h, head->label, h));
+    }
+  }
   const verdict::Comparison c = verdict::compare(*base, *head, co);
   if (!o.markdown.empty()) {
     if (auto st = write_file_atomic(o.markdown, verdict::comparison_markdown(c)); !st) {
@@ -229,7 +247,9 @@ RunFn register_compare(CLI::App& root) {
                   "Base side: the stored runs whose recorded git revision is REV");
   app->add_option("--head-rev", o->head_rev,
                   "Head side: the stored runs whose recorded git revision is REV");
-  app->add_option("--db", o->db, "Results database file")->capture_default_str();
+  app->add_option("--db", o->db, "Results database file")
+      ->check(database_file())
+      ->capture_default_str();
   app->add_option("--pair", o->pairs,
                   "Pair base config key A with head config key B (A=B; repeatable; default: "
                   "equal keys)")
@@ -247,9 +267,7 @@ RunFn register_compare(CLI::App& root) {
   // hours without a word.
   add_integer(app, "--resamples", o->resamples, "Bootstrap resamples (100 to 100000)", 100, 100000)
       ->capture_default_str();
-  app->add_option("--seed", o->seed, "Bootstrap seed")
-      ->capture_default_str()
-      ->transform(unsigned_integer());
+  add_integer(app, "--seed", o->seed, "Bootstrap seed", 0, kMaxSeed)->capture_default_str();
   app->add_flag("--json", o->json, "Print the comparison as JSON");
   app->add_option("--markdown", o->markdown,
                   "Also write the comparison as markdown (a PR comment) to FILE")

@@ -289,9 +289,9 @@ RunFn register_eval(CLI::App& root) {
   add_integer(app, "--num-fewshot", o->spec.prompt.num_fewshot, "Few-shot examples per problem", 0,
               1000)
       ->capture_default_str();
-  app->add_option("--fewshot-seed", o->spec.prompt.fewshot_seed, "Seed of the few-shot draw")
-      ->capture_default_str()
-      ->transform(unsigned_integer());
+  add_integer(app, "--fewshot-seed", o->spec.prompt.fewshot_seed, "Seed of the few-shot draw", 0,
+              kMaxSeed)
+      ->capture_default_str();
   app->add_option("--dataset", o->dataset,
                   "Problems to score, JSON Lines of {question, answer} (default: the built-in "
                   "test split)")

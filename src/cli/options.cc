@@ -232,6 +232,24 @@ CLI::Validator output_file(bool parent_must_exist) {
   return v;
 }
 
+CLI::Validator database_file() {
+  CLI::Validator v(
+      [](std::string& text) -> std::string {
+        if (text.empty()) return "an empty file name; name the results database";
+        const size_t scheme = text.find("://");
+        if (scheme != std::string::npos) {
+          return fmt::format(
+              "'{}' is a URL; this build keeps results in an SQLite file (give its path), and "
+              "has no {}:// store",
+              printable(text, 80), printable(text.substr(0, scheme), 20));
+        }
+        return "";
+      },
+      "FILE");
+  v.name("ib-database");
+  return v;
+}
+
 CLI::Validator folder_to_write() {
   CLI::Validator v(
       [](std::string& text) -> std::string {

@@ -61,7 +61,9 @@ std::string bound_text(double v);
 /// rewritten in canonical decimal; `min`/`max` must fit the option's variable type (see
 /// add_integer, which checks that at compile time).
 CLI::Validator integer_in(int64_t min, int64_t max);
-CLI::Validator unsigned_integer();  // any uint64 (seeds): 0 to 18446744073709551615
+CLI::Validator unsigned_integer();  // any uint64: 0 to 18446744073709551615
+/// Every command's seeds take one range: 0 to 2^63 - 1 (what every JSON reader keeps exactly).
+inline constexpr int64_t kMaxSeed = std::numeric_limits<int64_t>::max();
 /// A comma-separated list of integers in [min, max] ("1,4,16"), checked whole: an empty item
 /// ("1,,4", "4,") is an error. Rewritten as canonical decimals joined by commas.
 CLI::Validator integer_list(int64_t min, int64_t max);
@@ -101,6 +103,10 @@ CLI::Validator folder_to_write();
 CLI::Validator input_file();
 /// An existing file or folder to read (recipes, traces).
 CLI::Validator existing_path();
+
+/// --db: an SQLite file path. A URL (postgresql://...) is refused with what this build stores,
+/// instead of becoming a file under a folder named "postgresql:".
+CLI::Validator database_file();
 
 /// Output paths of one command, each with the option it came from. Two that name the same file
 /// (compared after resolving ".", "..", symlinks and hard links) are a usage error: the second

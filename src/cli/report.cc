@@ -122,7 +122,9 @@ RunFn register_report(CLI::App& root) {
       ->check(output_file());
   app->add_option("--baseline", o->baseline,
                   "Compare against this run: overlaid frontiers, deltas, confounders");
-  app->add_option("--db", o->db, "Results database file")->capture_default_str();
+  app->add_option("--db", o->db, "Results database file")
+      ->check(database_file())
+      ->capture_default_str();
   app->final_callback([o, app]() {
     // The report records how it was made; rebuilt from what was parsed (argv is not kept).
     std::string cl = "inferbench report";

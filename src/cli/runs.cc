@@ -590,7 +590,9 @@ int run_show(const ShowOptions& o) {
 RunFn register_runs(CLI::App& root) {
   auto o = std::make_shared<RunsOptions>();
   CLI::App* app = root.add_subcommand("runs", "List the runs in the results database");
-  app->add_option("--db", o->db, "Results database file")->capture_default_str();
+  app->add_option("--db", o->db, "Results database file")
+      ->check(database_file())
+      ->capture_default_str();
   app->add_flag("--json", o->json, "Print the runs as a JSON array");
   add_integer(app, "--limit", o->limit, "Newest N runs (0: all)", 0,
               std::numeric_limits<int>::max())
@@ -603,7 +605,9 @@ RunFn register_show(CLI::App& root) {
   CLI::App* app =
       root.add_subcommand("show", "Print one run: its server configurations, points and failures");
   app->add_option("run", o->run, "Run id or name")->required();
-  app->add_option("--db", o->db, "Results database file")->capture_default_str();
+  app->add_option("--db", o->db, "Results database file")
+      ->check(database_file())
+      ->capture_default_str();
   app->add_flag("--json", o->json,
                 "Print everything (full result JSON of each point included) as one JSON object");
   add_integer(app, "--timeslices", o->timeslices_point,

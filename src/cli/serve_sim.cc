@@ -288,9 +288,8 @@ void add_sim_server_options(CLI::App* app, ServeSimOptions& o) {
   app->add_option("--truth-log", a.truth_log,
                   "Write one JSON line per request with each token's send time (steady-clock ns)")
       ->check(output_file());
-  app->add_option("--seed", a.seed, "Seed of output lengths and texts")
-      ->capture_default_str()
-      ->transform(unsigned_integer());
+  add_integer(app, "--seed", a.seed, "Seed of output lengths and texts", 0, kMaxSeed)
+      ->capture_default_str();
   app->add_flag("--power-model", a.power_model,
                 "Export a modelled GPU power trace per tensor-parallel rank on /metrics, in "
                 "dcgm-exporter's names (DCGM_FI_DEV_POWER_USAGE, ..._TOTAL_ENERGY_CONSUMPTION), "

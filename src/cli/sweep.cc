@@ -357,6 +357,7 @@ void add_sweep_result_options(CLI::App* app, SweepCliOptions& c) {
       ->capture_default_str()
       ->check(folder_to_write());
   app->add_option("--db", c.db, "Results database (default: <runs-dir>/inferbench.db)")
+      ->check(database_file())
       ->check(output_file(false));
   app->add_option("--resume", o.resume,
                   "Continue run RUN (id or name): completed points are skipped");
@@ -396,8 +397,7 @@ void add_sweep_workload_options(CLI::App* app, SweepCliOptions& c) {
                   "Prompt and output lengths uniform in [ratio x L, L] (default: the recipe's, "
                   "else 0.8)")
       ->transform(positive_real(1));
-  add_integer(app, "--seed", c.seed, "Prompt seed (default: the recipe's, else 0)", 0,
-              std::numeric_limits<int64_t>::max());
+  add_integer(app, "--seed", c.seed, "Prompt seed (default: the recipe's, else 0)", 0, kMaxSeed);
   app->add_option("--api", c.api, "completions | chat")->capture_default_str();
 }
 

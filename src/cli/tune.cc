@@ -289,7 +289,7 @@ void add_decision_options(CLI::App* app, tune::TuneSettings& s) {
                   "Confidence level in percent (stage 3 splits it over the finalists)")
       ->capture_default_str()
       ->transform(real_in(50, 99.9));
-  add_integer(app, "--seed", s.seed, "Seed of the pass order", 0, INT64_MAX);
+  add_integer(app, "--seed", s.seed, "Seed of the pass order", 0, kMaxSeed);
   add_integer(app, "--resamples", s.resamples, "Bootstrap resamples (stage 3's compare)", 100,
               1000000)
       ->capture_default_str();
@@ -331,7 +331,8 @@ void add_candidate_options(CLI::App* app, tune::TuneSettings& s) {
 void add_run_options(CLI::App* app, TuneCliOptions& o) {
   app->add_option("--runs-dir", o.tuning.runs_dir, "Where the runs (and the tuning's folder) go")
       ->capture_default_str();
-  app->add_option("--db", o.tuning.db, "Results database (default RUNS_DIR/inferbench.db)");
+  app->add_option("--db", o.tuning.db, "Results database (default RUNS_DIR/inferbench.db)")
+      ->check(database_file());
   app->add_option("--work-dir", o.work_dir,
                   "The tuning's folder: state, servers' evidence, reports (default "
                   "RUNS_DIR/tune-<time>)")

@@ -54,7 +54,14 @@ std::string default_work_dir() {
   return utc_time_text("runs/verify-%Y%m%d-%H%M%S");
 }
 
-int report_and_exit(const VerifyCliOptions& o, const sweep::VerifyReport& report) {
+int report_and_exit(const VerifyCliOptions& o, const sweep::VerifyReport& report,
+                    const std::filesystem::path& work_dir = {}) {
+  // Where the started servers' logs and traces went (the folder is made only when one started).
+  std::error_code ec;
+  if (!work_dir.empty() && std::filesystem::exists(work_dir, ec)) {
+    fmt::print(stderr, "inferbench verify: server logs and environment traces are in {}{}\n",
+               work_dir.string(), o.work_dir.empty() ? " (choose with --work-dir)" : "");
+  }
   const std::string md = report.markdown();
   if (!o.markdown.empty()) {
     if (auto s = write_file_atomic(o.markdown, md); !s) {
@@ -116,7 +123,7 @@ int verify_git_revisions(const VerifyCliOptions& o, const sweep::VerifyOptions& 
   auto report = sweep::verify_changes(*be, *he, *changed, vo);
   if (!report)
     return fmt::print(stderr, "inferbench verify: {}\n", report.error().message), kExitFailure;
-  return report_and_exit(o, *report);
+  return report_and_exit(o, *report, vo.work_dir);
 }
 
 // The two arguments are two recipe files or two runs, not one of each (nullopt: go on; else the
@@ -161,7 +168,7 @@ int verify_recipe_files(const VerifyCliOptions& o, const sweep::VerifyOptions& v
   auto report = sweep::verify_changes(*be, *he, changed, vo);
   if (!report)
     return fmt::print(stderr, "inferbench verify: {}\n", report.error().message), kExitFailure;
-  return report_and_exit(o, *report);
+  return report_and_exit(o, *report, vo.work_dir);
 }
 
 // RUN_A RUN_B: two runs stored in --db.
@@ -209,7 +216,9 @@ RunFn register_verify(CLI::App& root) {
   app->add_option("args", o->args, "PATHS with --base; or BASE.yaml HEAD.yaml; or RUN_A RUN_B");
   app->add_option("--runners", o->runners, "Runners file");
   app->add_option("-C,--repo", o->repo, "Repository directory")->capture_default_str();
-  app->add_option("--db", o->db, "Results database (RUN_A RUN_B)")->capture_default_str();
+  app->add_option("--db", o->db, "Results database (RUN_A RUN_B)")
+      ->check(database_file())
+      ->capture_default_str();
   app->add_option("--work-dir", o->work_dir,
                   "Where server logs and traces go (default runs/verify-<time>)")
       ->check(folder_to_write());

@@ -92,7 +92,26 @@ std::string markdown_cell(std::string_view s) {
   out.reserve(s.size());
   for (char ch : s) {
     if (ch == '|') out.push_back('\\');
-    out.push_back(ch == '\n' || ch == '\r' ? ' ' : ch);
+    // Raw HTML from a config key or a value is shown, never rendered (a PR comment renders it).
+    if (ch == '<') {
+      out += "&lt;";
+    } else if (ch == '>') {
+      out += "&gt;";
+    } else if (ch == '&') {
+      out += "&amp;";
+    } else {
+      out.push_back(ch == '\n' || ch == '\r' ? ' ' : ch);
+    }
+  }
+  return out;
+}
+
+std::string markdown_code(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char ch : s) {
+    if (ch == '|') out.push_back('\\');
+    out.push_back(ch == '\n' || ch == '\r' ? ' ' : ch == '`' ? '\'' : ch);
   }
   return out;
 }

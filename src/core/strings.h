@@ -61,8 +61,12 @@ void append_json_escaped(std::string& out, std::string_view s);
 std::string printable(std::string_view s, size_t cap = 120);
 
 /// Text for one cell of a markdown table: '|' escaped as "\|", line breaks as spaces (either
-/// would end the cell or the row).
+/// would end the cell or the row), and '<', '>', '&' as entities (raw HTML in a key or a value
+/// is shown, not rendered).
 std::string markdown_cell(std::string_view s);
+/// The same inside a code span (`...`), where entities would show as typed: '|' and line breaks
+/// as above, '`' as '.
+std::string markdown_code(std::string_view s);
 
 /// `s` as one /bin/sh word: unchanged when it only has characters that are never special
 /// ([A-Za-z0-9_@%+=:,./-], not empty), otherwise in single quotes with each ' written as '\''.

@@ -38,6 +38,10 @@ TEST(Strings, RtrimKeepsLeadingWhitespace) {
 TEST(Strings, MarkdownCellEscapesPipesAndJoinsLines) {
   EXPECT_EQ(markdown_cell("a|b\nc\r\nd"), "a\\|b c  d");
   EXPECT_EQ(markdown_cell(""), "");
+  // Raw HTML from a key is shown, not rendered by the PR comment (issue 30).
+  EXPECT_EQ(markdown_cell("<img src=x onerror=alert(1)>&"),
+            "&lt;img src=x onerror=alert(1)&gt;&amp;");
+  EXPECT_EQ(markdown_code("a|b`<c>"), "a\\|b'<c>");
 }
 
 TEST(Strings, LowerIsAsciiOnly) {

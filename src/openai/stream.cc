@@ -73,17 +73,17 @@ void read_choice(od::value choice, StreamChunk& out) {
   }
 }
 
-Usage read_usage(od::value v) {
+// A count below zero is a broken server, said (`bad`), never taken as "not given".
+Usage read_usage(od::value v, std::string& bad) {
   Usage u;
   for (auto field : v.get_object()) {
     std::string_view key = field.unescaped_key();
     od::value fv = field.value();
     if (fv.type() != od::json_type::number) continue;
-    if (key == "prompt_tokens") {
-      u.prompt_tokens = fv.get_int64();
-    } else if (key == "completion_tokens") {
-      u.completion_tokens = fv.get_int64();
-    }
+    if (key != "prompt_tokens" && key != "completion_tokens") continue;
+    const int64_t n = fv.get_int64();
+    if (n < 0 && bad.empty()) bad = fmt::format("usage.{} is negative ({})", key, n);
+    (key == "prompt_tokens" ? u.prompt_tokens : u.completion_tokens) = n < 0 ? -1 : n;
   }
   return u;
 }
@@ -131,6 +131,7 @@ StreamChunk StreamDecoder::decode(std::string_view data) {
     od::object obj = doc.get_object();
     bool is_error_object = false;
     std::string flat_error_message;
+    std::string bad_usage;
     for (auto field : obj) {
       std::string_view key = field.unescaped_key();
       od::value v = field.value();
@@ -143,7 +144,7 @@ StreamChunk StreamDecoder::decode(std::string_view data) {
           first = false;
         }
       } else if (key == "usage") {
-        if (v.type() == od::json_type::object) out.usage = read_usage(v);
+        if (v.type() == od::json_type::object) out.usage = read_usage(v, bad_usage);
       } else if (key == "error") {
         if (v.type() != od::json_type::null) {
           out.kind = StreamChunk::Kind::kError;
@@ -160,6 +161,12 @@ StreamChunk StreamDecoder::decode(std::string_view data) {
       }
     }
     if (out.kind == StreamChunk::Kind::kError) return out;
+    if (!bad_usage.empty()) {
+      out = StreamChunk{};
+      out.kind = StreamChunk::Kind::kMalformed;
+      out.error_message = bad_usage;
+      return out;
+    }
     if (is_error_object) {
       out.kind = StreamChunk::Kind::kError;
       out.error_message = flat_error_message.empty() ? "error" : flat_error_message;

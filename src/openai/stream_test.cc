@@ -43,6 +43,16 @@ TEST(StreamDecoder, UsageChunkWithEmptyChoices) {
   EXPECT_EQ(c.usage->completion_tokens, 3);
 }
 
+// A negative count is a broken server: the event is malformed (the request fails with it),
+// never read as "no count given" (issue 30).
+TEST(StreamDecoder, NegativeUsageIsMalformed) {
+  StreamDecoder d;
+  auto c = d.decode(R"({"choices":[],"usage":{"prompt_tokens":-5,"completion_tokens":3}})");
+  EXPECT_EQ(c.kind, StreamChunk::Kind::kMalformed);
+  EXPECT_NE(c.error_message.find("usage.prompt_tokens is negative (-5)"), std::string::npos)
+      << c.error_message;
+}
+
 TEST(StreamDecoder, NullUsageAndNullContent) {
   StreamDecoder d;
   auto c = d.decode(

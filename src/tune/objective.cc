@@ -104,6 +104,40 @@ std::vector<std::string> Objective::metrics() const {
   return {metric};
 }
 
+namespace {
+
+// SLOs that no point can meet: a metric that is never negative held below zero, or bounds on one
+// metric that exclude each other (<= 10 and >= 20). Given twice, the same SLO is said too.
+Status check_slos(const std::vector<Slo>& slos) {
+  for (size_t i = 0; i < slos.size(); ++i) {
+    const Slo& a = slos[i];
+    if (a.upper && a.bound < 0) {
+      return Error{fmt::format("--slo {}: no point can meet it ({} is never negative)",
+                               a.describe(), a.metric)};
+    }
+    for (size_t j = 0; j < i; ++j) {
+      const Slo& b = slos[j];
+      if (a.metric != b.metric) continue;
+      if (a.upper == b.upper) {
+        return Error{fmt::format("--slo {} and --slo {}: two {} bounds on {}; give one",
+                                 b.describe(), a.describe(), a.upper ? "upper" : "lower",
+                                 a.metric)};
+      }
+      const Slo& upper = a.upper ? a : b;
+      const Slo& lower = a.upper ? b : a;
+      if (lower.bound > upper.bound) {
+        return Error{
+            fmt::format("--slo {} and --slo {} contradict each other: no value of {} "
+                        "meets both",
+                        b.describe(), a.describe(), a.metric)};
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Expected<Objective> make_objective(const std::string& text, const std::vector<std::string>& slos,
                                    int64_t conc, bool minimize) {
   Objective o;
@@ -113,6 +147,7 @@ Expected<Objective> make_objective(const std::string& text, const std::vector<st
     if (!slo) return slo.error();
     o.slos.push_back(std::move(*slo));
   }
+  if (auto s = check_slos(o.slos); !s.ok()) return s.error();
   const bool slo_objective = text == "tput-at-slo" || (text.empty() && !o.slos.empty());
   if (!o.slos.empty() && !slo_objective) {
     return Error{
@@ -154,6 +189,13 @@ Expected<Objective> make_objective(const std::string& text, const std::vector<st
         fmt::format("{} (an objective is a headline metric, e2e-intvty[:pXX], "
                     "tput-at-slo, or a formula over the headline metrics: {})",
                     f.error().message, metrics::headline_keys_text())};
+  }
+  if (f->metrics().empty()) {
+    // '1/0' or '42': the same for every candidate (or never a number).
+    return Error{
+        fmt::format("--objective '{}': the formula reads no metric, so it cannot tell "
+                    "candidates apart; name a headline metric in it ({})",
+                    printable(t, 80), metrics::headline_keys_text())};
   }
   o.kind = Objective::Kind::kFormula;
   o.formula = std::make_shared<const Formula>(std::move(*f));

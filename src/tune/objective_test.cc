@@ -77,6 +77,19 @@ TEST(Objective, Errors) {
   EXPECT_NE(objective_error("", {"tpot<=1"}).find("'tpot' is not a headline metric"), std::string::npos);
   EXPECT_NE(objective_error("", {"median_tpot_ms<=fast"}).find("'fast' is not a number"),
             std::string::npos);
+  // Accepted but meaningless before (issue 30): a formula of no metric, SLOs nothing can meet.
+  EXPECT_NE(objective_error("1/0").find("reads no metric"), std::string::npos)
+      << objective_error("1/0");
+  EXPECT_NE(objective_error("42").find("reads no metric"), std::string::npos);
+  EXPECT_NE(objective_error("", {"median_tpot_ms<=-1"}).find("no point can meet it"),
+            std::string::npos);
+  EXPECT_NE(objective_error("", {"median_tpot_ms<=10", "median_tpot_ms>=20"})
+                .find("contradict each other"),
+            std::string::npos);
+  EXPECT_NE(
+      objective_error("", {"median_tpot_ms<=10", "median_tpot_ms<=20"}).find("two upper bounds"),
+      std::string::npos);
+  EXPECT_TRUE(make_objective("", {"median_tpot_ms<=20", "median_tpot_ms>=10"}, 8, false).ok());
 }
 
 }  // namespace

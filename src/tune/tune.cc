@@ -172,6 +172,12 @@ Failed choose_guards(const TuneOptions& o, const Objective& objective, TuneRepor
   for (const auto& g : o.guards) {
     auto parsed = parse_guard(g, o.guard_tolerance);
     if (!parsed) return bad_input(parsed.error().message);
+    for (const auto& earlier : report.guards) {
+      if (earlier.metric == parsed->metric) {
+        return bad_input(fmt::format("--guard {}: {} is guarded twice; give one --guard per metric",
+                                     printable(g, 80), parsed->metric));
+      }
+    }
     report.guards.push_back(*parsed);
   }
   return std::nullopt;

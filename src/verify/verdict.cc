@@ -307,9 +307,9 @@ std::string verdicts_markdown(const std::string& title, const std::vector<KeyVer
     if (!v.fields.empty()) {
       md += "| field | change | verdict | evidence |\n|---|---|---|---|\n";
       for (const auto& f : v.fields) {
-        md += fmt::format("| `{}` | {} | {} | {} |\n", markdown_cell(f.field.empty() ? "(key)" : f.field),
-                          markdown_cell(f.change), markdown_cell(f.verdict),
-                          markdown_cell(f.evidence));
+        md += fmt::format(
+            "| `{}` | {} | {} | {} |\n", markdown_code(f.field.empty() ? "(key)" : f.field),
+            markdown_cell(f.change), markdown_cell(f.verdict), markdown_cell(f.evidence));
       }
       md += "\n";
     }

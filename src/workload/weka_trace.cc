@@ -196,6 +196,15 @@ class Parser {
         }
       }
     }
+    // Each hash id is one block of block_size prompt tokens: more blocks than the prompt has
+    // tokens for is a trace that contradicts itself (issue 30).
+    const int64_t blocks = block_size_ > 0 ? (r.in + block_size_ - 1) / block_size_ : 0;
+    if (!error && static_cast<int64_t>(r.hash_ids.size()) > blocks) {
+      fail(path + ".hash_ids",
+           fmt::format("{} hash blocks for a prompt of {} tokens (\"in\"): at most {} blocks of "
+                       "{} tokens",
+                       r.hash_ids.size(), r.in, blocks, block_size_));
+    }
     r.input_types = strings(o, path, "input_types");
     r.output_types = strings(o, path, "output_types");
     r.stop = string(o, path, "stop", false).value_or("");
@@ -285,6 +294,7 @@ class Parser {
     t.source = source_;
     t.id = string(o, "trace", "id", true).value_or("");
     t.block_size = integer(o, "trace", "block_size", false, 1).value_or(64);
+    block_size_ = t.block_size;
     t.hash_id_scope = string(o, "trace", "hash_id_scope", false).value_or("local");
     if (!error && t.hash_id_scope != "local" && t.hash_id_scope != "global") {
       fail("trace.hash_id_scope",
@@ -301,6 +311,7 @@ class Parser {
 
  private:
   std::string source_;
+  int64_t block_size_ = 64;
   std::set<std::string> agent_ids_;
   bool relative_ = false;
 };

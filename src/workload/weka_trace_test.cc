@@ -63,6 +63,9 @@ TEST(WekaTrace, BadTracesNameTheFileTheRequestAndTheField) {
        "f.json: requests[1].in: expected an integer >= 0, got -3"},
       {trace_text(R"({"type":"n","t":0,"in":1,"out":1,"hash_ids":[1,"a"]})"),
        "f.json: requests[0].hash_ids[1]: expected an integer >= 0, got \"a\""},
+      {trace_text(R"({"type":"n","t":0,"in":64,"out":1,"hash_ids":[1,2]})"),
+       "f.json: requests[0].hash_ids: 2 hash blocks for a prompt of 64 tokens (\"in\"): at most 1 "
+       "blocks of 64 tokens"},
       {trace_text(R"({"type":"n","t":0,"in":1,"out":1,"hash_ids":[],"extra":1})"),
        "f.json: requests[0].extra: unknown field"},
       {trace_text(R"({"type":"n","t":0,"in":1,"out":1,"hash_ids":[],"ttft":0.2})"),

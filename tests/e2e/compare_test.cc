@@ -316,6 +316,10 @@ TEST(CompareCli, BadInputIsAUsageErrorNamingIt) {
   r = f.compare({good.string(), good.string(), "--accept-confounder", "colour"});
   EXPECT_EQ(r.exit.code, 2);
   EXPECT_NE(r.output.find("--accept-confounder: unknown field 'colour'"), std::string::npos);
+  // A --pair naming a key that is not there pairs nothing: a usage error, not silence.
+  r = f.compare({good.string(), good2.string(), "--pair", "no-such-key=other"});
+  EXPECT_EQ(r.exit.code, 2) << r.output;
+  EXPECT_NE(r.output.find("--pair no-such-key=other: the base"), std::string::npos) << r.output;
 }
 
 }  // namespace
