@@ -198,7 +198,9 @@ class Parser {
     }
     // Each hash id is one block of block_size prompt tokens: more blocks than the prompt has
     // tokens for is a trace that contradicts itself (issue 30).
-    const int64_t blocks = block_size_ > 0 ? (r.in + block_size_ - 1) / block_size_ : 0;
+    // (Without r.in + block_size - 1, which overflows for a huge `in`.)
+    const int64_t blocks =
+        block_size_ > 0 ? r.in / block_size_ + (r.in % block_size_ != 0 ? 1 : 0) : 0;
     if (!error && static_cast<int64_t>(r.hash_ids.size()) > blocks) {
       fail(path + ".hash_ids",
            fmt::format("{} hash blocks for a prompt of {} tokens (\"in\"): at most {} blocks of "
