@@ -161,15 +161,10 @@ void scrub(const fs::path& path, std::string* content, EnvTraceReport* report) {
   *content = std::move(clean);
 }
 
-void collect_file(const fs::path& path, const std::set<std::string>& watched,
-                  EnvTraceReport* report) {
-  auto content = read_file(path);
-  if (!content.ok()) {
-    report->warnings.push_back(content.error().message);
-    return;
-  }
-  scrub(path, &*content, report);
-  std::string_view rest(*content);
+// The lines of one trace file (`path` names it in warnings).
+void collect_text(std::string_view content, const fs::path& path,
+                  const std::set<std::string>& watched, EnvTraceReport* report) {
+  std::string_view rest(content);
   int line_no = 0;
   while (!rest.empty()) {
     ++line_no;
@@ -255,6 +250,28 @@ void add_env_trace(const EnvTraceAssets& a, const fs::path& trace_dir,
     }
   }
   (*env)["IB_ENVTRACE_WATCH"] = fmt::format("{}", fmt::join(names, ","));
+}
+
+namespace {
+
+void collect_file(const fs::path& path, const std::set<std::string>& watched,
+                  EnvTraceReport* report) {
+  auto content = read_file(path);
+  if (!content.ok()) {
+    report->warnings.push_back(content.error().message);
+    return;
+  }
+  scrub(path, &*content, report);
+  collect_text(*content, path, watched, report);
+}
+
+}  // namespace
+
+EnvTraceReport parse_env_trace_text(std::string_view text, const std::string& name,
+                                    const std::vector<std::string>& watch) {
+  EnvTraceReport report;
+  collect_text(text, name, std::set<std::string>(watch.begin(), watch.end()), &report);
+  return report;
 }
 
 EnvTraceReport collect_env_trace(const fs::path& trace_dir, const std::vector<std::string>& watch,

@@ -100,4 +100,10 @@ EnvTraceReport collect_env_trace(const std::filesystem::path& trace_dir,
                                  const std::vector<std::string>& watch,
                                  const std::vector<TracedProcess>& running = {});
 
+/// One trace file's text (`name` for warnings), parsed as collect_env_trace() parses each file:
+/// the reads and process events it holds, and a warning per malformed line. The files are written
+/// by the server's processes, so this is a parser of outside input (fuzz/env_trace_fuzz.cc).
+EnvTraceReport parse_env_trace_text(std::string_view text, const std::string& name,
+                                    const std::vector<std::string>& watch);
+
 }  // namespace ib::verify

@@ -8,6 +8,7 @@
 
 #include "core/redact.h"
 #include "core/strings.h"
+#include "verify/env_trace.h"
 
 namespace ib::verify {
 
@@ -133,9 +134,9 @@ void judge_unread(const std::string& var, const ServerObservation& base,
         var);
     return;
   }
-  std::vector<std::string> blind = base.blind_spots;
+  std::vector<std::string> blind;
+  for (const auto& b : base.blind_spots) blind.push_back("base " + b);
   for (const auto& b : head.blind_spots) blind.push_back("head " + b);
-  for (size_t i = 0; i < base.blind_spots.size(); ++i) blind[i] = "base " + blind[i];
   if (blind.empty()) {
     // Whatever else differs, this variable cannot be the cause.
     v.verdict = "never read";
@@ -163,10 +164,12 @@ void read_trace_processes(const json::object& env_reads, ServerObservation* obs)
       const auto* pid = o.if_contains("pid");
       const auto* exe = o.if_contains("exe");
       const auto* what = o.if_contains("what");
-      obs->blind_spots.push_back(fmt::format(
-          "pid {} ({}): {}", pid && pid->is_int64() ? pid->get_int64() : 0,
-          exe && exe->is_string() ? std::string(exe->get_string()) : std::string("?"),
-          what && what->is_string() ? std::string(what->get_string()) : std::string("?")));
+      // The collector's own wording (BlindSpot::text), whatever the stored report holds.
+      obs->blind_spots.push_back(
+          BlindSpot{pid && pid->is_int64() ? static_cast<int>(pid->get_int64()) : 0,
+                    exe && exe->is_string() ? std::string(exe->get_string()) : std::string(),
+                    what && what->is_string() ? std::string(what->get_string()) : "?"}
+              .text());
     }
   }
   if (const auto* p = env_reads.if_contains("processes"); p && p->is_array()) {
