@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cmath>
 #include <mutex>
 #include <optional>
@@ -389,14 +390,21 @@ bool is_whole_line_header(std::string_view name) {
 // Where the value of the secret name `name` (ending at `p`) starts: NAME=v, NAME: v,
 // 'name': 'v', "name"="v", --flag=v, --flag v. nullopt when nothing is assigned, or the value is
 // hidden already.
-std::optional<size_t> assigned_value_at(std::string_view t, std::string_view name, size_t p) {
+struct Assigned {
+  size_t at = 0;
+  char separator = ' ';  // '=', ':' or ' ' (a flag's next word)
+};
+
+std::optional<Assigned> assigned_value_at(std::string_view t, std::string_view name, size_t p) {
   size_t q = p;
   if (q < t.size() && (t[q] == '"' || t[q] == '\'')) ++q;
   q += count_while(t, q, is_blank);
   const bool is_flag = name.front() == '-';
   bool assigned = q < t.size() && (t[q] == '=' || t[q] == ':');
   if (assigned && t[q] == ':' && q + 1 < t.size() && t[q + 1] == ':') assigned = false;  // a::b
+  char separator = ' ';
   if (assigned) {
+    separator = t[q];
     ++q;
     q += count_while(t, q, is_blank);
   } else if (!(is_flag && q > p && q < t.size() && t[q] != '-' && t[q] != '\n')) {
@@ -406,7 +414,21 @@ std::optional<size_t> assigned_value_at(std::string_view t, std::string_view nam
   // 'api_key': ['sk-...'] (a list, as vLLM prints it): the first element.
   while (q < t.size() && (t[q] == '[' || t[q] == '(')) ++q;
   if (q >= t.size()) return std::nullopt;
-  return q;
+  return Assigned{q, separator};
+}
+
+// The end of a bare value after "NAME: " that goes on in words ("HF_TOKEN: never read (...)",
+// "token: my pass phrase"): the whole phrase is the value, up to punctuation, the end of the line
+// or the next "name:"/"name=", so that no word of it is left to read as something else.
+size_t phrase_end(std::string_view t, size_t e) {
+  for (;;) {
+    const size_t w = e + count_while(t, e, is_blank);
+    if (w == e || w >= t.size()) return e;
+    const size_t n = count_while(t, w, is_name_char);
+    if (n == 0) return e;
+    if (w + n < t.size() && (t[w + n] == ':' || t[w + n] == '=')) return e;
+    e = w + n;
+  }
 }
 
 // One pass of redact_text() over `t` (registered values already masked): `out_` is the text
@@ -420,6 +442,7 @@ class TextRedactor {
  private:
   void hide(size_t b, size_t e);
   void url_password();
+  void webhook_path(size_t host_end);
   bool token_word();
   void name_word();
   void scheme_credential(size_t p);
@@ -460,7 +483,7 @@ void TextRedactor::hide(size_t b, size_t e) {
   }
 }
 
-// At "://": scheme://user:password@host hides the password.
+// At "://": scheme://user:password@host hides the password; a webhook URL hides its path.
 void TextRedactor::url_password() {
   out_.append("://");
   i_ += 3;
@@ -476,7 +499,48 @@ void TextRedactor::url_password() {
       hide(i_ + colon + 1, j);
       i_ = j;
     }
+    return;
   }
+  webhook_path(j);
+}
+
+// A webhook URL's path is its credential (whoever has it can post): Slack, Discord, Microsoft
+// Teams, Zapier, IFTTT, Google Chat (key= and token= in its query are secret names already).
+// `host_end` ends the host that starts at i_; the host and the fixed part of the path stay.
+void TextRedactor::webhook_path(size_t host_end) {
+  std::string host;
+  for (char c : t_.substr(i_, host_end - i_)) host += static_cast<char>(std::tolower(c));
+  const size_t colon = host.find(':');
+  if (colon != std::string::npos) host.resize(colon);
+  auto host_is = [&](std::string_view h) {
+    return host == h ||
+           (host.size() > h.size() && host.ends_with(h) && host[host.size() - h.size() - 1] == '.');
+  };
+  std::string_view fixed;  // the path prefix that names the kind of hook, not the hook
+  if (host_is("hooks.slack.com")) {
+    fixed = "/";
+  } else if ((host_is("discord.com") || host_is("discordapp.com")) &&
+             t_.compare(host_end, 14, "/api/webhooks/") == 0) {
+    fixed = "/api/webhooks/";
+  } else if (host_is("webhook.office.com") || host_is("hooks.zapier.com") ||
+             host_is("maker.ifttt.com") || host_is("chat.googleapis.com")) {
+    fixed = "/";
+  } else {
+    return;
+  }
+  if (t_.compare(host_end, fixed.size(), fixed) != 0) return;
+  // The path up to white space, a quote or the end of a field: one secret.
+  size_t b = host_end + fixed.size();
+  if (t_.compare(b, kRedacted.size(), kRedacted) == 0) return;  // hidden already
+  size_t e = b;
+  while (e < t_.size() &&
+         std::string_view(" \t\r\n\"'<>,;)]}`").find(t_[e]) == std::string_view::npos) {
+    ++e;
+  }
+  if (e - b < 8) return;
+  out_.append(t_.substr(i_, b - i_));
+  hide(b, e);
+  i_ = e;
 }
 
 // At the start of a token-like word: hides it when it looks like a token; whether it did.
@@ -521,9 +585,9 @@ void TextRedactor::scheme_credential(size_t p) {
 
 // The value assigned to the secret name `name` (ending at `p`), hidden.
 void TextRedactor::secret_value(std::string_view name, size_t p) {
-  const std::optional<size_t> at = assigned_value_at(t_, name, p);
+  const std::optional<Assigned> at = assigned_value_at(t_, name, p);
   if (!at) return;
-  size_t q = *at;
+  size_t q = at->at;
   const bool whole_line = is_whole_line_header(name);
   // Authorization: Bearer X keeps its scheme (emitted with the text before the value).
   if (whole_line) {
@@ -534,8 +598,9 @@ void TextRedactor::secret_value(std::string_view name, size_t p) {
   }
   // No value (a scheme at the end of the text): nothing to hide, and nothing emitted twice.
   if (q >= t_.size()) return;
-  const Extent e = value_extent(t_, q, whole_line && t_[q] != '"' && t_[q] != '\'');
+  Extent e = value_extent(t_, q, whole_line && t_[q] != '"' && t_[q] != '\'');
   if (e.end <= e.begin) return;
+  if (!e.quoted && !whole_line && at->separator == ':') e.end = phrase_end(t_, e.end);
   out_.append(t_.substr(p, e.begin - p));
   hide(e.begin, e.end);
   i_ = e.end;

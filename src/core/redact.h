@@ -8,7 +8,8 @@
 //     credential: is_secret_name();
 //   - it follows a flag that takes one (--api-key X, --api-key=X, --hf-token X): is_secret_flag();
 //   - it looks like a token whatever its name (sk-..., hf_..., ghp_..., AKIA..., xoxb-..., JWTs,
-//     "Bearer X", the password of a URL's user:password@): looks_like_token();
+//     "Bearer X", the password of a URL's user:password@, the path of a webhook URL (Slack,
+//     Discord, Teams, Zapier, IFTTT, Google Chat)): looks_like_token() and redact_text();
 //   - it was registered with add_secret(): a recipe value marked `secret: true`, the client's own
 //     --api-key. Registered values are hidden wherever they occur, inside any text.
 // What is hidden is replaced by kRedacted, so a reader sees that something was there.
@@ -70,7 +71,8 @@ bool is_secret_value(std::string_view value);
 /// assignment to a secret name (NAME=v, NAME: v, 'name': 'v', "name": "v", --flag=v; empty, None
 /// and null values are left as they are); the word after a secret flag (--api-key v); the
 /// credential after "Bearer"/"Basic"/"Token" (Authorization headers); the password of
-/// scheme://user:password@host. Idempotent.
+/// scheme://user:password@host; the path of a webhook URL (https://hooks.slack.com/(redacted)).
+/// Idempotent.
 std::string redact_text(std::string_view text);
 
 /// The value of `name` as it may be shown: kRedacted when the name is a secret name or the value

@@ -107,6 +107,38 @@ TEST(Redact, TextHidesAssignmentsFlagsHeadersUrlsAndTokens) {
   EXPECT_EQ(redact_text(plain), plain);
 }
 
+// Issue 30: a value is hidden whole. After "NAME: " a value that goes on in words is one phrase
+// (no word of it is left to read as something else: "HF_TOKEN: (redacted) read" said the opposite
+// of "never read"); a webhook URL's path is its credential.
+TEST(Redact, WholeValuesAndWebhookUrls) {
+  EXPECT_EQ(redact_text("serve.env.HF_TOKEN: never read (no process read it); x: y"),
+            "serve.env.HF_TOKEN: (redacted) (no process read it); x: y");
+  EXPECT_EQ(redact_text("token: my pass phrase\nnext line"), "token: (redacted)\nnext line");
+  EXPECT_EQ(redact_text("api_key: abc123xyz model: llama"), "api_key: (redacted) model: llama");
+  // '=' and flags keep to one word: an env dump's next variable stays.
+  EXPECT_EQ(redact_text("OPENAI_API_KEY=hunter2hunter2 NCCL_DEBUG=INFO"),
+            "OPENAI_API_KEY=(redacted) NCCL_DEBUG=INFO");
+  EXPECT_EQ(redact_text("NOTIFY=https://hooks.slack.com/services/T0123ABCD/B0456EFGH/aBcDeFgHiJkL"),
+            "NOTIFY=https://hooks.slack.com/(redacted)");
+  EXPECT_EQ(redact_text("post to https://discord.com/api/webhooks/1234567/AbCdEf-gh now"),
+            "post to https://discord.com/api/webhooks/(redacted) now");
+  EXPECT_EQ(
+      redact_text("\"https://acme.webhook.office.com/webhookb2/abc-def@x/IncomingWebhook/1\""),
+      "\"https://acme.webhook.office.com/(redacted)\"");
+  EXPECT_EQ(redact_value("NOTIFY_URL", "https://hooks.zapier.com/hooks/catch/123/abcdef/"),
+            "https://hooks.zapier.com/(redacted)");
+  // Other URLs, and a webhook host with no path to speak of, stay.
+  for (const char* plain : {"https://huggingface.co/meta-llama/Llama-3.1-8B-Instruct",
+                            "https://discord.com/channels/123", "http://hooks.slack.com/",
+                            "https://notslack.com/services/T0123ABCD/B0456EFGH"}) {
+    EXPECT_EQ(redact_text(plain), plain);
+  }
+  for (const char* t :
+       {"HF_TOKEN: never read", "https://hooks.slack.com/services/T0/B0/abcdefgh"}) {
+    EXPECT_EQ(redact_text(redact_text(t)), redact_text(t)) << t;
+  }
+}
+
 TEST(Redact, TextIsIdempotent) {
   for (const char* t : {"OPENAI_API_KEY=sk-test-0123456789abcdef", "--api-key x1234567",
                         "Authorization: Bearer abcdefgh1234", "'api_key': ['hunter2x']",

@@ -70,6 +70,8 @@ Expected<std::unique_ptr<ServerSession>> ServerSession::start(Launcher& launcher
   auto server = launcher.start(spec);
   if (!server) {
     (void)scrub_log(spec.log_path);
+    // The processes that did start wrote trace records with their command lines.
+    if (s->tracing_) (void)verify::scrub_env_trace(s->trace_dir_);
     return Error{redact_text(server.error().message)};
   }
   s->server_ = std::move(*server);

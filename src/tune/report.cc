@@ -183,7 +183,7 @@ std::string verify_evidence(const VerifyItem& item) {
   } else {
     for (const auto& f : item.verdict.fields) {
       if (!evidence.empty()) evidence += "; ";
-      evidence += fmt::format("{}: {} ({})", f.field, f.verdict, f.evidence);
+      evidence += fmt::format("{} → {} ({})", f.field, f.verdict, f.evidence);
     }
     for (const auto& cf : item.verdict.confounders) evidence += "; confounder: " + cf.text();
   }

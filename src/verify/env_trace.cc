@@ -267,6 +267,16 @@ void collect_file(const fs::path& path, const std::set<std::string>& watched,
 
 }  // namespace
 
+std::vector<std::string> scrub_env_trace(const fs::path& trace_dir) {
+  EnvTraceReport report;
+  std::error_code ec;
+  for (fs::directory_iterator it(trace_dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (!it->is_regular_file(ec)) continue;
+    if (auto text = read_file(it->path()); text) scrub(it->path(), &*text, &report);
+  }
+  return report.warnings;
+}
+
 EnvTraceReport parse_env_trace_text(std::string_view text, const std::string& name,
                                     const std::vector<std::string>& watch) {
   EnvTraceReport report;

@@ -100,6 +100,12 @@ EnvTraceReport collect_env_trace(const std::filesystem::path& trace_dir,
                                  const std::vector<std::string>& watch,
                                  const std::vector<TracedProcess>& running = {});
 
+/// Hides the secrets (core/redact.h) in every file of a trace folder, in place, without reading
+/// the records: for a server that never got far enough to be collected (it failed to start), so
+/// that no artifact keeps a command line's --api-key. Returns warnings (a file it could not
+/// rewrite). collect_env_trace() scrubs what it reads as well.
+std::vector<std::string> scrub_env_trace(const std::filesystem::path& trace_dir);
+
 /// One trace file's text (`name` for warnings), parsed as collect_env_trace() parses each file:
 /// the reads and process events it holds, and a warning per malformed line. The files are written
 /// by the server's processes, so this is a parser of outside input (fuzz/env_trace_fuzz.cc).

@@ -18,6 +18,11 @@ const std::string kPlainArg = "plainpw-after-flag-31337";           // --hf-toke
 const std::string kMarkedEnv = "marked-env-value-4242";             // secret: true
 const std::string kMarkedArg = "marked-arg-value-7777";             // secret: true
 const std::string kHeadKey = "sk-test-headkey-9876543210fedcba";    // verify's head side
+// Credential-shaped values under plain names (issue 30): hidden by their shape.
+const std::string kShapedHf = "hf_AbCdEfGhIjKlMnOpQrStUvWx0123";       // CACHE_MIRROR
+const std::string kHookPath = "T0123ABCD/B0456EFGH/aBcDeFgHiJkLmNoP";  // NOTIFY_URL's path
+const std::vector<std::string> kAll = {kEnvKey,    kArgKey,  kPlainArg, kMarkedEnv,
+                                       kMarkedArg, kHeadKey, kShapedHf, kHookPath};
 
 // A server that records what it was given (argv, environment) outside the run folder, prints its
 // arguments as vLLM does, then becomes serve-sim.
@@ -60,6 +65,8 @@ std::string secrets_recipe(const fs::path& server, const std::string& env_key, b
       "      OPENAI_API_KEY: \"{}\"\n"
       "      MY_ENGINE_LICENSE: {}\n"
       "      TOKENIZERS_PARALLELISM: \"false\"\n"
+      "      CACHE_MIRROR: \"{}\"\n"
+      "      NOTIFY_URL: \"https://hooks.slack.com/services/{}\"\n"
       "  workload: {{ prompts-per-conc: 2, min-prompts: 2, warmups-per-conc: 0 }}\n"
       "  scenarios:\n"
       "    fixed-seq-len:\n"
@@ -67,7 +74,7 @@ std::string secrets_recipe(const fs::path& server, const std::string& env_key, b
       "      osl: 4\n"
       "      search-space:\n"
       "      - {{ tp: 1, conc-list: [1] }}\n",
-      server.string(), kArgKey, kPlainArg, marked_arg, env_key, marked_env);
+      server.string(), kArgKey, kPlainArg, marked_arg, env_key, marked_env, kShapedHf, kHookPath);
 }
 
 fs::path write(const TempDir& dir, const std::string& name, const std::string& text) {
@@ -78,7 +85,7 @@ fs::path write(const TempDir& dir, const std::string& name, const std::string& t
 
 // Every secret is absent from `text`; `what` names where it was looked for.
 void expect_hidden(const std::string& text, const std::string& what) {
-  for (const std::string& s : {kEnvKey, kArgKey, kPlainArg, kMarkedEnv, kMarkedArg, kHeadKey}) {
+  for (const std::string& s : kAll) {
     EXPECT_EQ(text.find(s), std::string::npos) << s << " in " << what << ":\n" << text;
   }
 }
@@ -91,8 +98,7 @@ void expect_hidden_in_files(const fs::path& root) {
     auto bytes = read_file(e.path());
     ASSERT_TRUE(bytes) << e.path();
     ++files;
-    for (const std::string& s :
-         {kEnvKey, kArgKey, kPlainArg, kMarkedEnv, kMarkedArg, kHeadKey}) {
+    for (const std::string& s : kAll) {
       EXPECT_EQ(bytes->find(s), std::string::npos) << s << " in " << e.path();
     }
   }
@@ -126,13 +132,14 @@ TEST(Secrets, SweepGivesTheServerItsSecretsAndStoresAndPrintsNone) {
   expect_hidden(sweep.output, "sweep's output");
   expect_server_got_them(dir, kEnvKey);
 
-  for (const std::vector<std::string>& args :
-       std::vector<std::vector<std::string>>{{"runs", "--db", db, "--json"},
-                                             {"runs", "--db", db},
-                                             {"show", "1", "--db", db, "--json"},
-                                             {"show", "1", "--db", db},
-                                             {"plan", r.string(), "--json"},
-                                             {"plan", r.string()}}) {
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"runs", "--db", db, "--json"},
+           {"runs", "--db", db},
+           {"show", "1", "--db", db, "--json"},
+           {"show", "1", "--db", db},
+           {"plan", r.string(), "--json"},
+           {"plan", r.string()},
+           {"report", "1", "--db", db, "-o", (dir.path() / "runs" / "report.html").string()}}) {
     static int n = 0;
     auto out = run_inferbench(args, dir.path() / fmt::format("read-{}.log", ++n));
     EXPECT_EQ(out.exit.code, 0) << args[0] << ": " << out.output;
@@ -148,6 +155,31 @@ TEST(Secrets, SweepGivesTheServerItsSecretsAndStoresAndPrintsNone) {
   // The stored row says something was there.
   auto show = run_inferbench({"show", "1", "--db", db, "--json"}, dir.path() / "show.log");
   EXPECT_NE(show.output.find("(redacted)"), std::string::npos) << show.output;
+}
+
+// A server that fails to start leaves what its processes wrote (the environment tracer's
+// records, with their command lines) scrubbed like a collected one: the same secrets, none kept.
+TEST(Secrets, AServerThatFailsToStartLeavesNoSecretBehind) {
+  TempDir dir;
+  const fs::path server = dir.path() / "server.sh";
+  std::ofstream(server) << "#!/bin/sh\necho \"starting with $*\"\nexit 3\n";
+  fs::permissions(server, fs::perms::owner_all);
+  const fs::path r = write(dir, "recipe.yaml", secrets_recipe(server, kEnvKey));
+  const std::string runs = (dir.path() / "runs").string();
+  auto sweep = run_inferbench({"sweep", r.string(), "--runs-dir", runs, "--startup-timeout", "30",
+                               "--server-arg", "--api-key=" + kArgKey},
+                              dir.path() / "sweep.log");
+  ASSERT_FALSE(sweep.timed_out) << sweep.output;
+  EXPECT_NE(sweep.exit.code, 0) << sweep.output;
+  EXPECT_NE(sweep.output.find("exit code 3"), std::string::npos) << sweep.output;
+  expect_hidden(sweep.output, "sweep's output");
+  // The tracer did run in the server's shell, so there is something to scrub.
+  bool traced = false;
+  for (const auto& e : fs::recursive_directory_iterator(runs)) {
+    if (e.path().filename() == "loaded-c.json") traced = true;
+  }
+  EXPECT_TRUE(traced) << "no trace record: the test proves nothing";
+  expect_hidden_in_files(runs);
 }
 
 TEST(Secrets, TheMarkerDoesNotChangeTheFingerprint) {

@@ -325,7 +325,9 @@ static void append_line(const char* line, size_t n) {
   put_long(&po, (long)getpid());
   put_str(&po, ".jsonl");
   *po.p = '\0';
-  int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  /* Owner-only: a record holds a command line (an --api-key in it) until the collector scrubs it.
+   */
+  int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (fd < 0) return;
   write_all(fd, line, n); /* one write: O_APPEND keeps the line whole */
   close(fd);
@@ -401,7 +403,7 @@ static void mark_loaded(void) {
   put_bytes(&po, g_dir, g_dir_len);
   put_str(&po, "/loaded-c.json");
   *po.p = '\0';
-  int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) return;
   char line[kRecordBytes];
   Out o = {line, line + sizeof line - 2};

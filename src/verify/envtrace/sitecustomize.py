@@ -61,7 +61,7 @@ def _ib_envtrace_install():
 
         line = (json.dumps(record, separators=(",", ":")) + "\n").encode("ascii")
         flags = os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC | (os.O_EXCL if exclusive else os.O_APPEND)
-        fd = os.open(path, flags, 0o644)
+        fd = os.open(path, flags, 0o600)
         try:
             os.write(fd, line)  # one write: O_APPEND keeps the line whole
         finally:
