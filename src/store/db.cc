@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <optional>
 #include <system_error>
 #include <thread>
 #include <utility>
@@ -72,25 +73,83 @@ Status check_readable(const fs::path& file) {
   return {};
 }
 
+// `file` as an SQLite URI that opens it immutable (no locks, no -shm, no -wal): for a WAL database
+// in a folder this process cannot write, where SQLite cannot create the shared-memory file that
+// even a reader of a WAL database needs.
+std::string immutable_uri(const fs::path& file) {
+  std::string uri = "file:";
+  for (const unsigned char c : fs::absolute(file).string()) {
+    if (c == '%' || c == '?' || c == '#' || c < 0x20 || c >= 0x7f) {
+      uri += fmt::format("%{:02X}", c);
+    } else {
+      uri += static_cast<char>(c);
+    }
+  }
+  return uri + "?immutable=1";
+}
+
+// Whether SQLite refused a read because it could not write beside the file (the -shm of a WAL
+// database in a read-only folder).
+bool refused_for_writing(sqlite3* raw) {
+  const int rc = sqlite3_errcode(raw) & 0xff;
+  return rc == SQLITE_READONLY || rc == SQLITE_CANTOPEN;
+}
+
+// A read-only connection's set-up and first read; nullopt when it worked, else the error and
+// whether SQLite refused for want of writing beside the file.
+std::optional<std::pair<Error, bool>> probe_read_only(Database& db, sqlite3* raw) {
+  // query_only: even a statement that would write is refused by this connection. The schema
+  // query is where a file that is not a database shows.
+  if (auto st = db.exec("PRAGMA query_only = 1; PRAGMA foreign_keys = ON"); !st) {
+    return std::make_pair(st.error(), refused_for_writing(raw));
+  }
+  auto probe = db.prepare("SELECT count(*) FROM sqlite_schema");
+  if (!probe || !probe->step()) {
+    return std::make_pair(Error{fmt::format("{}: not an SQLite database ({})", db.file().string(),
+                                            sqlite3_errmsg(raw))},
+                          refused_for_writing(raw));
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
-Expected<Database> Database::open(const fs::path& file, const DatabaseOptions& options) {
-  if (options.read_only) {
-    if (auto st = check_readable(file); !st) return st.error();
-    auto handle = open_handle(file, SQLITE_OPEN_READONLY, options);
-    if (!handle) return handle.error();
-    sqlite3* raw = *handle;
-    Database db(raw, file);
-    // query_only: even a statement that would write is refused by this connection. The schema
-    // query is where a file that is not a database shows.
-    if (auto st = db.exec("PRAGMA query_only = 1; PRAGMA foreign_keys = ON"); !st) return st.error();
-    auto probe = db.prepare("SELECT count(*) FROM sqlite_schema");
-    if (!probe || !probe->step()) {
-      return Error{fmt::format("{}: not an SQLite database ({})", file.string(),
-                               sqlite3_errmsg(raw))};
-    }
-    return db;
+Expected<Database> Database::open_read_only(const fs::path& file, const DatabaseOptions& options) {
+  if (auto st = check_readable(file); !st) return st.error();
+  auto handle = open_handle(file, SQLITE_OPEN_READONLY, options);
+  if (!handle) return handle.error();
+  Database db(*handle, file);
+  auto failed = probe_read_only(db, *handle);
+  if (!failed) return db;
+  if (!failed->second) return failed->first;
+  // A WAL database whose folder this process cannot write (docs/sweep.md, the results database).
+  // With no -wal file beside it every committed row is in the file itself, and reading it
+  // immutable is exact; a -wal file holds rows that only a writer can fold in.
+  std::error_code ec;
+  if (fs::exists(fs::path(file.string() + "-wal"), ec)) {
+    return Error{fmt::format(
+        "{}: cannot read it without writing beside it: {}-wal holds rows not yet in the database "
+        "file, and reading them needs {}-shm, which this user cannot create in {} (open it once "
+        "as a user who can write there, or copy the file and its -wal to a folder you can write)",
+        file.string(), file.string(), file.string(), file.parent_path().string())};
   }
+  sqlite3* raw = nullptr;
+  const std::string uri = immutable_uri(file);
+  if (sqlite3_open_v2(uri.c_str(), &raw,
+                      SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX,
+                      nullptr) != SQLITE_OK) {
+    std::string msg = raw ? sqlite3_errmsg(raw) : "out of memory";
+    sqlite3_close(raw);
+    return Error{fmt::format("{}: cannot open database: {}", file.string(), msg)};
+  }
+  sqlite3_extended_result_codes(raw, 1);
+  Database immutable(raw, file);
+  if (auto again = probe_read_only(immutable, raw)) return again->first;
+  return immutable;
+}
+
+Expected<Database> Database::open(const fs::path& file, const DatabaseOptions& options) {
+  if (options.read_only) return open_read_only(file, options);
   int flags = SQLITE_OPEN_READWRITE;
   if (options.create) {
     flags |= SQLITE_OPEN_CREATE;

@@ -75,6 +75,8 @@ class Database {
 
  private:
   Database(sqlite3* db, std::filesystem::path file) : db_(db), file_(std::move(file)) {}
+  static Expected<Database> open_read_only(const std::filesystem::path& file,
+                                           const DatabaseOptions& options);
   sqlite3* db_ = nullptr;
   std::filesystem::path file_;
 };

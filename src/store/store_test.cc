@@ -1150,6 +1150,28 @@ TEST_F(StoreTest, ReadOnlyOpenReadsWithoutChangingTheFile) {
   EXPECT_EQ(fs::last_write_time(file_), mtime);
 }
 
+// A results database in a folder its reader cannot write (issue 30): a WAL database's reader needs
+// the -shm file beside it, which SQLite cannot create there. A folder where the -shm name is taken
+// by a folder stands in for the read-only folder here (root is not refused by permissions;
+// tests/e2e/runs_cli_test.cc runs the commands as another user). With no -wal file the database
+// file holds every row, and is read as it is.
+TEST_F(StoreTest, ReadOnlyOpenReadsADatabaseItCannotWriteBeside) {
+  {
+    auto store = open();
+    must(store.add_point(make_point(must(store.begin_run(make_run("r"))), "fp", 1)));
+  }
+  ASSERT_FALSE(fs::exists(file_.string() + "-wal"));  // the last writer folded it in
+  fs::create_directories(file_.string() + "-shm");
+  const std::string before = bytes_of(file_);
+  auto ro = Store::open_read_only(file_);
+  ASSERT_TRUE(ro.ok()) << ro.error().message;
+  auto runs = must(ro->list_runs());
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(must(ro->points(runs[0].run.id)).size(), 1u);
+  EXPECT_FALSE(ro->begin_run(make_run("w")).ok());
+  EXPECT_EQ(bytes_of(file_), before);
+}
+
 TEST_F(StoreTest, ReadOnlyOpenOfAnOlderSchemaReadsAMigratedCopyAndLeavesTheFile) {
   {
     auto db = Database::open(file_);

@@ -308,6 +308,73 @@ TEST(RunsCli, ReadingCommandsNeverWriteTheDatabase) {
   EXPECT_EQ(bytes_of(text), std::string(2048, 'x'));
 }
 
+// The reading commands work on a database in a folder their user cannot write (issue 30): SQLite's
+// reader of a WAL database wants to create the -shm file beside it. They run as a user the folder
+// refuses: as root (whom permissions do not stop) through setpriv without the capabilities that
+// override them, else as ourselves.
+// With a -wal file left by a writer that never finished, the rows in it cannot be read there: an
+// error names the file and what to do, never a short answer.
+TEST(RunsCli, ReadingCommandsWorkInAFolderTheirUserCannotWrite) {
+  TempDir dir;
+  const fs::path ro = dir.path() / "ro";
+  const fs::path out = dir.path() / "out";
+  fs::create_directories(ro);
+  fs::create_directories(out);
+  const fs::path db = ro / "inferbench.db";
+  auto f = fill(db);
+  ASSERT_FALSE(fs::exists(db.string() + "-wal"));
+  const auto read_x = fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read |
+                      fs::perms::group_exec | fs::perms::others_read | fs::perms::others_exec;
+  fs::permissions(dir.path(), read_x);
+  fs::permissions(ro, read_x);
+  fs::permissions(db, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+  fs::permissions(out, fs::perms::all);
+  // Root loses the capabilities that let it write where permissions say no (setpriv drops them
+  // from the bounding set, so the exec'd inferbench never has them).
+  std::vector<std::string> as_other;
+  if (::geteuid() == 0) {
+    as_other = {"setpriv", "--bounding-set=-dac_override,-dac_read_search", "--"};
+  }
+  const std::string run = std::to_string(f.run), old = std::to_string(f.old_run);
+  const std::vector<std::vector<std::string>> reads = {
+      {"runs", "--db", db.string()},
+      {"show", run, "--db", db.string(), "--json"},
+      {"compare", old, run, "--db", db.string()},
+      {"report", run, "--db", db.string(), "-o", (out / "r.html").string()}};
+  for (const auto& args : reads) {
+    SCOPED_TRACE(args.front());
+    auto r =
+        run_inferbench(args, out / (args.front() + ".log"), std::chrono::seconds(60), {}, as_other);
+    EXPECT_NE(r.exit.code, 2) << r.output;  // compare may say "no change" with its own code
+    EXPECT_EQ(r.output.find("readonly"), std::string::npos) << r.output;
+    EXPECT_EQ(r.output.find("cannot"), std::string::npos) << r.output;
+  }
+  EXPECT_TRUE(fs::exists(out / "r.html"));
+  EXPECT_FALSE(fs::exists(db.string() + "-shm"));
+
+  // A writer's -wal file beside it: refused, naming the -wal file.
+  fs::permissions(ro, fs::perms::owner_all, std::filesystem::perm_options::add);
+  fs::permissions(db, fs::perms::owner_write, std::filesystem::perm_options::add);
+  auto writer = store::Store::open(db);
+  ASSERT_TRUE(writer.ok()) << writer.error().message;
+  store::RunRecord pending;
+  pending.name = "in-the-wal";
+  pending.tool_version = "0.1.0";
+  ASSERT_TRUE(writer->begin_run(pending).ok());
+  const fs::path ro2 = dir.path() / "ro2";
+  fs::create_directories(ro2);
+  fs::copy_file(db, ro2 / "inferbench.db");
+  fs::copy_file(db.string() + "-wal", ro2 / "inferbench.db-wal");
+  fs::permissions(ro2, read_x);
+  auto r = run_inferbench({"runs", "--db", (ro2 / "inferbench.db").string()}, out / "wal.log",
+                          std::chrono::seconds(60), {}, as_other);
+  EXPECT_EQ(r.exit.code, 2) << r.output;
+  EXPECT_NE(r.output.find("inferbench.db-wal holds rows not yet in the database file"),
+            std::string::npos)
+      << r.output;
+  for (const fs::path& p : {dir.path(), ro, ro2}) fs::permissions(p, fs::perms::owner_all);
+}
+
 // A database of an older schema is read as it is (through a migrated copy), not upgraded.
 TEST(RunsCli, OlderSchemaIsReadWithoutUpgradingIt) {
   TempDir dir;
