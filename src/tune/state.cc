@@ -8,6 +8,7 @@
 
 #include "core/clock.h"
 #include "core/files.h"
+#include "core/json_strict.h"
 #include "core/json_text.h"
 #include "core/redact.h"
 #include "core/sha256.h"
@@ -204,13 +205,26 @@ Expected<TuneState> read_state(const std::filesystem::path& dir) {
         fmt::format("--resume {}: no tuning there ({})", dir.string(), text.error().message));
   }
   json::error_code ec;
-  auto v = json::parse(*text, ec);
+  const json::value v = json::parse(*text, ec);
+  if (!ec && find_duplicate_key(*text)) {
+    return usage_error(parse_json_strict(*text, (dir / "tune.json").string()).error().message);
+  }
   std::optional<TuneSettings> settings;
   if (!ec && v.is_object() && v.as_object().contains("options") && v.at("options").is_object()) {
     settings = TuneSettings::from_json(v.at("options").as_object());
   }
   if (!settings) {
     return usage_error(fmt::format("{}/tune.json: not a tuning's state file", dir.string()));
+  }
+  // The options define what was measured: a file edited since (another concurrency, another
+  // knob) would resume into results of the old options reported as the new ones.
+  const std::string stored = state_text(v.as_object(), "options_sha256");
+  if (!stored.empty() && stored != options_digest(*settings)) {
+    return usage_error(fmt::format(
+        "{}/tune.json: its options were edited since the tuning started (their sha256 is no "
+        "longer the one recorded in options_sha256); what was measured is of the old options: "
+        "put them back, or start a new tune with the new ones",
+        dir.string()));
   }
   TuneState state;
   state.dir = dir;
@@ -245,6 +259,10 @@ Status hash_recipe(TuneState& state) {
   return Status::Ok();
 }
 
+std::string options_digest(const TuneSettings& settings) {
+  return sha256_hex(json_text(redacted(settings.to_json())));
+}
+
 Status write_state(const TuneState& state, std::string_view status) {
   json::object s{{"version", 1},
                  {"id", state.id},
@@ -253,7 +271,8 @@ Status write_state(const TuneState& state, std::string_view status) {
                  {"server_build_sha256", state.server_build_sha256},
                  {"status", status},
                  {"updated", utc_time_text("%Y-%m-%dT%H:%M:%SZ")},
-                 {"options", state.settings.to_json()}};
+                 {"options", state.settings.to_json()},
+                 {"options_sha256", options_digest(state.settings)}};
   return write_file_atomic(state.dir / "tune.json", json_text(redacted(s)) + "\n");
 }
 

@@ -64,13 +64,17 @@ struct TuneState {
 TuneState new_tuning(TuneSettings settings, const std::string& work_dir);
 
 /// --resume DIR: the tuning tune.json holds. Errors name DIR: no tuning there (tune.json cannot
-/// be read), not a tuning's state file (not JSON, options missing or of another type, no id or
-/// recipe_sha256).
+/// be read), not a tuning's state file (not JSON, a key twice in one object, options missing or
+/// of another type, no id or recipe_sha256), options edited since the tuning started.
 Expected<TuneState> read_state(const std::filesystem::path& dir);
 
 /// Hashes the recipe into state.recipe_sha256. Errors: the recipe cannot be read; a resumed
 /// tuning's recipe changed since it started (its measurements are of the old recipe).
 Status hash_recipe(TuneState& state);
+
+/// The sha256 of `settings` as tune.json records them (redacted): tune.json's "options_sha256",
+/// which --resume checks, so that a state file edited by hand is refused.
+std::string options_digest(const TuneSettings& settings);
 
 /// Writes DIR/tune.json with `status` (running | done | interrupted | failed), secrets redacted;
 /// the error names the file.

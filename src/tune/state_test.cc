@@ -183,6 +183,36 @@ TEST_F(TuneStateTest, ResumeRefusesAnEditedStateFile) {
   r = read_state(dir_);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().message, not_state + " (no id or recipe_sha256)");
+
+  // Issue 30: options edited by hand (the tuning measured conc 8; the file now says 64), and a key
+  // twice in one object, are refused; the file as written is read back.
+  TuneState s;
+  s.dir = dir_;
+  s.id = "t";
+  s.recipe_sha256 = std::string(64, 'a');
+  s.settings = unusual_settings();
+  s.settings.conc = 8;
+  ASSERT_TRUE(write_state(s, "interrupted").ok());
+  ASSERT_TRUE(read_state(dir_).ok());
+  std::string text = *read_file(dir_ / "tune.json");
+  const size_t at = text.find("\"conc\":8");
+  ASSERT_NE(at, std::string::npos) << text;
+  std::string edited = text;
+  edited.replace(at, 8, "\"conc\":64");
+  write("tune.json", edited);
+  r = read_state(dir_);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().kind, ErrorKind::kUsage);
+  EXPECT_NE(r.error().message.find("tune.json: its options were edited since the tuning started"),
+            std::string::npos)
+      << r.error().message;
+  std::string twice = text;
+  twice.replace(at, 8, "\"conc\":8,\"conc\":64");
+  write("tune.json", twice);
+  r = read_state(dir_);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("options: key \"conc\" appears twice"), std::string::npos)
+      << r.error().message;
 }
 
 TEST_F(TuneStateTest, ResumeRefusesAChangedRecipe) {

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "core/files.h"
+#include "core/json_strict.h"
 #include "core/json_text.h"
 
 namespace ib::verdict {
@@ -131,11 +132,12 @@ Expected<std::vector<metrics::RequestRecord>> read_records(const fs::path& file)
     start = end + 1;
     ++line_no;
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
-    boost::system::error_code ec;
-    json::value v = json::parse(line, ec);
-    if (ec || !v.is_object()) {
-      return Error{fmt::format("{}:{}: not a JSON object ({})", file.string(), line_no,
-                               ec ? ec.message() : "another JSON value")};
+    auto parsed = parse_json_strict(line, file.string(), static_cast<int>(line_no));
+    if (!parsed) return parsed.error();
+    json::value v = std::move(*parsed);
+    if (!v.is_object()) {
+      return Error{
+          fmt::format("{}:{}: not a JSON object (another JSON value)", file.string(), line_no)};
     }
     const auto& o = v.as_object();
     metrics::RequestRecord r;
@@ -290,9 +292,9 @@ Expected<Side> side_from_folder(const fs::path& folder) {
     if (name.starts_with("agg_") && fs::exists(f.parent_path() / name.substr(4), ec)) continue;
     auto text = read_file(f);
     if (!text) return text.error();
-    boost::system::error_code jec;
-    json::value v = json::parse(*text, jec);
-    if (jec) return Error{fmt::format("{}: not valid JSON ({})", f.string(), jec.message())};
+    auto parsed = parse_json_strict(*text, f.string());
+    if (!parsed) return parsed.error();
+    json::value v = std::move(*parsed);
     if (!v.is_object()) continue;  // e.g. a list of something else
     const auto& o = v.as_object();
     if (metrics::Headline::from_json(o).empty()) continue;  // not a result (summary.json, ...)

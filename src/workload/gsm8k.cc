@@ -9,6 +9,7 @@
 #include <numeric>
 
 #include "core/files.h"
+#include "core/json_strict.h"
 #include "core/strings.h"
 
 // data/gsm8k, embedded by the assembler (gsm8k_data.S): NUL-terminated.
@@ -56,10 +57,10 @@ Expected<std::vector<Problem>> parse_jsonl(std::string_view text, const std::str
   std::string_view line;
   while (lines.next(line)) {
     if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
-    boost::system::error_code ec;
-    json::value v = json::parse(line, ec);
     const std::string where = fmt::format("{}:{}", name, lines.number());
-    if (ec) return Error{fmt::format("{}: not a JSON object: {}", where, ec.message())};
+    auto parsed = parse_json_strict(line, name, static_cast<int>(lines.number()));
+    if (!parsed) return parsed.error();
+    const json::value v = std::move(*parsed);
     if (!v.is_object()) return Error{fmt::format("{}: not a JSON object", where)};
     const json::object& o = v.get_object();
     Problem p;

@@ -122,8 +122,14 @@ TEST(Gsm8kData, EmbeddedSplitsParseAndEveryReferenceIsANumber) {
 TEST(Gsm8kData, ParseErrorsNameTheFileLineAndField) {
   auto bad = parse_jsonl("{\"question\":\"q\",\"answer\":\"#### 1\"}\n\n{oops\n", "x.jsonl");
   ASSERT_FALSE(bad);
-  EXPECT_NE(bad.error().message.find("x.jsonl:3: not a JSON object"), std::string::npos)
+  EXPECT_NE(bad.error().message.find("x.jsonl:3: not valid JSON"), std::string::npos)
       << bad.error().message;
+  auto twice =
+      parse_jsonl("{\"question\":\"q\",\"answer\":\"#### 1\",\"answer\":\"#### 2\"}\n", "t.jsonl");
+  ASSERT_FALSE(twice);
+  EXPECT_NE(twice.error().message.find("t.jsonl:1: key \"answer\" appears twice"),
+            std::string::npos)
+      << twice.error().message;
   auto missing = parse_jsonl("{\"question\":\"q\"}\n", "y.jsonl");
   ASSERT_FALSE(missing);
   EXPECT_EQ(missing.error().message, "y.jsonl:1: field \"answer\" is missing");

@@ -12,6 +12,7 @@
 #include <unordered_set>
 
 #include "core/files.h"
+#include "core/json_strict.h"
 #include "core/json_text.h"
 
 namespace ib::workload {
@@ -321,11 +322,10 @@ class Parser {
 }  // namespace
 
 Expected<WekaTrace> parse_weka_trace(std::string_view text, const std::string& source) {
-  boost::system::error_code ec;
-  json::value v = json::parse(text, ec);
-  if (ec) return Error{fmt::format("{}: not valid JSON: {}", source, ec.message())};
+  auto v = parse_json_strict(text, source);
+  if (!v) return v.error();
   Parser p(source);
-  auto t = p.trace(v);
+  auto t = p.trace(*v);
   if (!t) return *p.error;
   return std::move(*t);
 }

@@ -84,6 +84,9 @@ TEST(WekaTrace, BadTracesNameTheFileTheRequestAndTheField) {
        "f.json: trace.hash_id_scope: expected \"local\" or \"global\", got \"corpus\""},
       {R"({"requests":[]})", "f.json: trace.id: required field is missing"},
       {"{", "f.json: not valid JSON"},
+      // A key twice in one object: JSON readers keep one of them, silently (issue 30).
+      {trace_text(R"({"type":"n","t":0,"in":64,"out":1,"hash_ids":[1],"in":5000})"),
+       "f.json:1: requests[0]: key \"in\" appears twice in one object"},
   };
   for (const auto& c : cases) {
     auto t = parse_weka_trace(c.text, "f.json");

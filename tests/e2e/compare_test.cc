@@ -293,6 +293,16 @@ TEST(CompareCli, BadInputIsAUsageErrorNamingIt) {
   EXPECT_EQ(r.exit.code, 2);
   EXPECT_NE(r.output.find((bad / "conc_1.json").string() + ": not valid JSON"), std::string::npos)
       << r.output;
+  // A metric twice in one result: which one would be read is up to the JSON library (issue 30).
+  const fs::path twice = f.dir.path() / "twice";
+  fs::create_directories(twice);
+  std::ofstream(twice / "r.json") << "{\"request_throughput\": 1.5,\n \"request_throughput\": 3}";
+  r = f.compare({good.string(), twice.string()});
+  EXPECT_EQ(r.exit.code, 2);
+  EXPECT_NE(r.output.find((twice / "r.json").string() +
+                          ":2: key \"request_throughput\" appears twice in one object"),
+            std::string::npos)
+      << r.output;
   // The same side twice is a usage error, not a comparison.
   r = f.compare({good.string(), good.string()});
   EXPECT_EQ(r.exit.code, 2);
