@@ -98,7 +98,10 @@ int run_once(const SweepCliOptions& c, const sweep::SweepOptions& o, std::FILE* 
   if (!outcome) {
     return fail("sweep", usage_error(redact_text(outcome.error().message)));
   }
-  for (const auto& n : outcome->notes) fmt::print(table, "note: {}\n", redact_text(n));
+  // Notes were said as they arose (with progress on); said once, not again here.
+  if (!o.show_progress) {
+    for (const auto& n : outcome->notes) fmt::print(table, "note: {}\n", redact_text(n));
+  }
   // The final summary: every point that did not succeed, with its reason.
   const std::string failures = sweep::not_measured_text(outcome->points);
   if (!failures.empty()) fmt::print(table, "not measured:\n{}", redact_text(failures));
@@ -251,7 +254,8 @@ void set_sweep_process_options(SweepCliOptions& c) {
   sweep::SweepOptions& o = c.sweep;
   const std::vector<std::string> argv = own_argv();
   o.inferbench_exe = self_executable();
-  o.show_progress = isatty(STDERR_FILENO);
+  // A live line on a terminal, a plain line every few seconds in a log (core/progress.h).
+  o.show_progress = true;
   // What --server-arg hands the server (--api-key X) is hidden in everything the run records.
   register_server_secrets(c.server);
   for (const auto& a : redact_argv(argv)) o.command_line += (o.command_line.empty() ? "" : " ") + a;

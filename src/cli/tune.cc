@@ -113,15 +113,17 @@ Expected<tune::TuneState> tuning_to_run(const TuneCliOptions& o,
 }
 
 // What the tuning runs with: its settings, folder, id and build, and where progress goes.
-tune::TuneOptions run_options(const tune::TuneState& state, bool tty) {
+tune::TuneOptions run_options(const tune::TuneState& state) {
   tune::TuneOptions t = tune::tune_options(state.settings);
   t.dir = state.dir;
   t.id = state.id;
   t.resume = state.resumed;
   t.expected_build_sha256 = state.server_build_sha256;
-  t.show_progress = tty;
+  // Stage lines on stderr, terminal or log; a point's live line on a terminal, plain lines every
+  // few seconds in a log (core/progress.h).
+  t.show_progress = true;
   t.sweep.inferbench_exe = self_executable();
-  t.sweep.show_progress = tty;
+  t.sweep.show_progress = true;
   return t;
 }
 
@@ -199,8 +201,7 @@ int run(const TuneCliOptions& o, const std::vector<std::string>& given) {
   if (auto s = tune::hash_recipe(*state); !s.ok()) {
     return fail("tune", with_kind(s.error(), ErrorKind::kUsage));
   }
-  const bool tty = isatty(STDERR_FILENO);
-  const tune::TuneOptions t = run_options(*state, tty);
+  const tune::TuneOptions t = run_options(*state);
   std::error_code ec;
   const bool created = !std::filesystem::exists(state->dir, ec);
   std::filesystem::create_directories(state->dir, ec);
@@ -209,9 +210,8 @@ int run(const TuneCliOptions& o, const std::vector<std::string>& given) {
   }
   if (auto s = tune::write_state(*state, "running"); !s.ok()) return fail("tune", s.error());
   install_interrupt_handlers();
-  auto result = tune::run_tune(t, [&](const std::string& line) {
-    if (tty) fmt::print(stderr, "tune: {}\n", redact_text(line));
-  });
+  auto result = tune::run_tune(
+      t, [&](const std::string& line) { fmt::print(stderr, "tune: {}\n", redact_text(line)); });
   if (result.failure) return failed(*state, created, result);
   return finished(o, *state, result.report);
 }

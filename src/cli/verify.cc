@@ -90,7 +90,7 @@ sweep::VerifyOptions verify_options(const VerifyCliOptions& o) {
   vo.startup_timeout = std::chrono::seconds(static_cast<int64_t>(o.server.startup_timeout_s));
   vo.env_trace = !o.server.no_env_trace;
   vo.ignore_settings.insert(o.ignore.begin(), o.ignore.end());
-  vo.show_progress = isatty(STDERR_FILENO);
+  vo.show_progress = true;  // plain lines, terminal or log
   return vo;
 }
 

@@ -19,6 +19,7 @@
 
 #include "core/clock.h"
 #include "core/interrupt.h"
+#include "core/progress.h"
 #include "core/strings.h"
 #include "load/retry.h"
 #include "load/stream_request.h"
@@ -100,7 +101,7 @@ class Driver {
         std::isfinite(sched_.profiling_start()) ? sched_.profiling_start() : 0;
     result_.profiling_end_s = seconds_now();
     result_.connections_opened = static_cast<int64_t>(conns_.size());
-    if (show_progress_) std::fputc('\n', stderr);
+    progress_.done();
     result_.records.assign(std::make_move_iterator(records_.begin()),
                            std::make_move_iterator(records_.end()));
     result_.requests.assign(std::make_move_iterator(requests_.begin()),
@@ -277,20 +278,17 @@ class Driver {
   }
 
   void show_progress(double now) {
-    if (!show_progress_ || now < next_progress_) return;
+    if (progress_.mode() == ProgressMode::kOff || now < next_progress_) return;
     next_progress_ = now + 1.0;
     const auto p = sched_.progress(now);
     if (p.warmup) {
-      std::fprintf(stderr, "\ragentic: warmup %lld requests sent, %lld in flight        ",
-                   static_cast<long long>(p.warmup_dispatched),
-                   static_cast<long long>(p.in_flight));
+      progress_.show(fmt::format("agentic: warmup {} requests sent, {} in flight",
+                                 p.warmup_dispatched, p.in_flight));
     } else {
-      std::fprintf(stderr,
-                   "\ragentic: lanes busy %d/%d | sessions done %lld | requests %lld/%lld | "
-                   "%.0f/%.0f s   ",
-                   p.lanes_busy, config_.replay.concurrency,
-                   static_cast<long long>(p.sessions_done), static_cast<long long>(p.completed),
-                   static_cast<long long>(p.dispatched), p.elapsed_s, p.duration_s);
+      progress_.show(fmt::format(
+          "agentic: lanes busy {}/{} | sessions done {} | requests {}/{} | {:.0f}/{:.0f} s",
+          p.lanes_busy, config_.replay.concurrency, p.sessions_done, p.completed, p.dispatched,
+          p.elapsed_s, p.duration_s));
     }
   }
 
@@ -349,11 +347,11 @@ class Driver {
   bool cutting_ = false, interrupted_ = false;
   bool profiling_seen_ = false;
   std::string first_root_primer_error_;
-  bool show_progress_ = false;
+  ProgressLine progress_{ProgressMode::kOff};
   double next_progress_ = 0;
 
  public:
-  void set_show_progress(bool v) { show_progress_ = v; }
+  void set_progress(ProgressMode mode) { progress_.reset(mode); }
 };
 
 }  // namespace
@@ -374,7 +372,7 @@ Expected<AgenticRunResult> run_agentic(const AgenticRunConfig& config,
   auto addresses = http::resolve(config.endpoint);
   if (!addresses) return addresses.error();
   Driver driver(config, pool, *addresses);
-  driver.set_show_progress(config.show_progress && isatty(STDERR_FILENO) != 0);
+  driver.set_progress(progress_mode(config.show_progress));
   return driver.run();
 }
 

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "core/clock.h"
+#include "core/progress.h"
 #include "load/tokenize_check.h"
 #include "telemetry/dcgm.h"
 
@@ -152,21 +153,21 @@ Expected<PreparedPoint> prepare_point(const BenchSpec& spec, const http::Endpoin
   return point;
 }
 
-// The run loop's configuration for a point: X-Request-Id prefix, the progress line (`tty`) and
-// the point's deadline, counted from now.
-RunnerConfig point_runner_config(const BenchSpec& spec, const http::Endpoint& endpoint, bool tty) {
+// The run loop's configuration for a point: X-Request-Id prefix, the progress line (`progress`,
+// which must outlive the run; may be null) and the point's deadline, counted from now.
+RunnerConfig point_runner_config(const BenchSpec& spec, const http::Endpoint& endpoint,
+                                 ProgressLine* progress) {
   RunnerConfig rc = runner_config(spec, endpoint);
   if (spec.send_request_ids) {
     rc.request_id_prefix = fmt::format("ib-{:x}-", static_cast<uint64_t>(mono_ns()) & 0xffffffffu);
   }
-  if (tty) {
-    rc.on_progress = [](size_t done, size_t total, double elapsed) {
+  if (progress != nullptr && progress->mode() != ProgressMode::kOff) {
+    rc.on_progress = [progress](size_t done, size_t total, double elapsed) {
       if (total > 0) {
-        fmt::print(stderr, "\r\033[K  {} / {} requests, {:.1f} s", done, total, elapsed);
+        progress->show(fmt::format("  {} / {} requests, {:.1f} s", done, total, elapsed));
       } else {
-        fmt::print(stderr, "\r\033[K  {} requests, {:.1f} s", done, elapsed);
+        progress->show(fmt::format("  {} requests, {:.1f} s", done, elapsed));
       }
-      std::fflush(stderr);
     };
   }
   if (spec.timeout_s > 0) {
@@ -320,12 +321,12 @@ Expected<BenchReport> run_request_bench(const BenchSpec& spec, const workload::P
   auto prepared = prepare_point(spec, *endpoint, *model, *requests);
   if (!prepared) return prepared.error();
 
-  const bool tty = spec.show_progress && isatty(STDERR_FILENO);
-  const RunnerConfig rc = point_runner_config(spec, *endpoint, tty);
+  ProgressLine progress(progress_mode(spec.show_progress));
+  const RunnerConfig rc = point_runner_config(spec, *endpoint, &progress);
   auto samplers = PointSamplers::start(spec, *endpoint);
   if (!samplers) return samplers.error();
   auto run = run_load(rc, prepared->warmup, prepared->measured);
-  if (tty) fmt::print(stderr, "\r\033[K");
+  progress.done();
   if (!run) return run.error();
 
   BenchReport report = request_report(spec, std::move(*run));

@@ -16,6 +16,7 @@
 #include "core/clock.h"
 #include "core/interrupt.h"
 #include "core/json_text.h"
+#include "core/progress.h"
 #include "core/strings.h"
 #include "http/client.h"
 #include "load/bench.h"
@@ -150,7 +151,8 @@ asio::awaitable<void> worker(EvalShared& s) {
   --s.running;
 }
 
-asio::awaitable<void> watcher(EvalShared& s, bool tty, int64_t start_ns) {
+asio::awaitable<void> watcher(EvalShared& s, ProgressMode mode, int64_t start_ns) {
+  ProgressLine progress(mode);
   asio::steady_timer t(co_await asio::this_coro::executor);
   while (s.running > 0) {
     t.expires_after(std::chrono::milliseconds(100));
@@ -160,13 +162,10 @@ asio::awaitable<void> watcher(EvalShared& s, bool tty, int64_t start_ns) {
       // In-flight requests end now (as errors); their problems stay unanswered.
       for (auto* c : s.connections) c->close();
     }
-    if (tty) {
-      fmt::print(stderr, "\r\033[K  gsm8k: {} / {} problems, {:.1f} s", s.done, s.records.size(),
-                 static_cast<double>(mono_ns() - start_ns) / 1e9);
-      std::fflush(stderr);
-    }
+    progress.show(fmt::format("  gsm8k: {} / {} problems, {:.1f} s", s.done, s.records.size(),
+                              static_cast<double>(mono_ns() - start_ns) / 1e9));
   }
-  if (tty) fmt::print(stderr, "\r\033[K");
+  progress.done();
 }
 
 json::value stderr_json(const gsm8k::Accuracy& a) {
@@ -378,8 +377,7 @@ Expected<EvalReport> run_eval(const EvalSpec& spec, const gsm8k::Dataset& datase
   shared.running = workers;
   const int64_t start_ns = mono_ns();
   for (int i = 0; i < workers; ++i) asio::co_spawn(io, worker(shared), asio::detached);
-  asio::co_spawn(io, watcher(shared, spec.show_progress && isatty(STDERR_FILENO), start_ns),
-                 asio::detached);
+  asio::co_spawn(io, watcher(shared, progress_mode(spec.show_progress), start_ns), asio::detached);
   io.run();
   report.duration_s = static_cast<double>(mono_ns() - start_ns) / 1e9;
   report.interrupted = shared.stop;

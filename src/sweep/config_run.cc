@@ -152,7 +152,7 @@ std::unique_ptr<launch::ServerSession> ConfigRunner::start_session(
     for (const auto& [k, v] : spec->env) so.watch.push_back(k);
   }
   if (o_.check_expect && cfg.expect) so.expect = *cfg.expect;
-  if (o_.show_progress && isatty(STDERR_FILENO)) {
+  if (o_.show_progress) {
     fmt::print(stderr, "starting {} ({}, {} point{})...\n", row.config_key, cfg.launcher,
                pending.size(), pending.size() == 1 ? "" : "s");
   }

@@ -130,9 +130,15 @@ struct BackgroundSweep {
 TEST(Sweep, TwoConfigurationsTimesThreeConcurrenciesAreStored) {
   TempDir dir;
   fs::path recipe = write_sweep_recipe(dir, two_config_recipe());
-  auto r = run_inferbench(sweep_args(dir, recipe, {"--json"}), dir.path() / "sweep.log");
+  auto r = run_inferbench(sweep_args(dir, recipe, {"--json"}), dir.path() / "sweep.log",
+                          std::chrono::seconds(120), {{"INFERBENCH_PROGRESS_INTERVAL", "0.1"}});
   ASSERT_FALSE(r.timed_out) << r.output;
   ASSERT_EQ(r.exit.code, 0) << r.output;
+  // Its stderr is a file, not a terminal: progress comes as plain lines (issue 30), never as a
+  // live line's escape codes.
+  EXPECT_NE(r.output.find("starting "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(" requests, "), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("\033[K"), std::string::npos) << r.output;
 
   store::Store db = open_db(dir.path() / "runs" / "inferbench.db");
   auto runs = db.list_runs();
