@@ -194,6 +194,7 @@ struct RequestPointFacts {
   std::string endpoint_url;
   std::string model;
   int64_t num_prompts = 0;
+  int64_t distinct_prompts = 0;  // a duration-bounded run's prompt list (cycled); 0: not one
   int64_t num_warmups = 0;
   const TokenizeCheck* token_check = nullptr;  // null: no --tokenize-check
   std::string request_id_prefix;
@@ -253,10 +254,12 @@ boost::json::object request_point_json(const BenchSpec& spec, const boost::json:
   j["api"] = openai::api_name(spec.api);
   j["endpoint"] = facts.endpoint_url;
   j["model_id"] = facts.model;
-  j["num_prompts"] = facts.num_prompts;
   add_load_shape_json(j, spec.shape);
   j["num_warmups"] = facts.num_warmups;
   for (const auto& kv : describe) j[kv.key()] = kv.value();
+  // After the plan's description, whose num_prompts is its list's length.
+  j["num_prompts"] = facts.num_prompts;
+  if (facts.distinct_prompts > 0) j["distinct_prompts"] = facts.distinct_prompts;
   add_input_length_json(j, spec.api, describe);
   if (facts.token_check != nullptr) j["tokenize_check"] = facts.token_check->to_json();
   j["benchmark_start_time_unix"] = report.run.start_unix;
@@ -334,7 +337,13 @@ Expected<BenchReport> run_request_bench(const BenchSpec& spec, const workload::P
   RequestPointFacts facts;
   facts.endpoint_url = endpoint->url();
   facts.model = *model;
+  // A duration-bounded run cycles its prompt list for as long as it lasts: num_prompts is the
+  // requests it sent (as vLLM's), the list's length is distinct_prompts.
   facts.num_prompts = static_cast<int64_t>(requests->measured.size());
+  if (spec.shape.duration_s > 0) {
+    facts.distinct_prompts = facts.num_prompts;
+    facts.num_prompts = static_cast<int64_t>(report.run.measured.size());
+  }
   facts.num_warmups = static_cast<int64_t>(requests->warmup.size());
   facts.token_check = prepared->token_check ? &*prepared->token_check : nullptr;
   facts.request_id_prefix = rc.request_id_prefix;

@@ -7,6 +7,7 @@
 #include <system_error>
 
 #include "core/sha256.h"
+#include "tokenizer/cache.h"
 
 namespace ib::tokenizer {
 
@@ -32,9 +33,14 @@ Expected<std::shared_ptr<const ServingTokenizer>> ServingTokenizer::load(
     const fs::path& path, const fs::path& chat_template) {
   std::error_code ec;
   if (!fs::exists(path, ec)) {
-    return Error{fmt::format("{}: no such file or folder (--tokenizer takes a tokenizer.json, a "
-                             "folder holding one, or a .tiktoken file)",
-                             path.string())};
+    const fs::path cache = tokenizer_cache_dir();
+    return Error{fmt::format(
+        "{}: no such file or folder (--tokenizer takes a tokenizer.json, a folder holding one, or "
+        "a .tiktoken file, never a model name: nothing is downloaded at run time). "
+        "scripts/fetch-tokenizers.sh in the inferbench repository fetches Llama-3, Qwen3, "
+        "DeepSeek-V3 and gpt-oss into {} (docs/tokenizer.md)",
+        path.string(),
+        cache.empty() ? std::string("~/.cache/inferbench/tokenizers") : cache.string())};
   }
   fs::path json_file;
   fs::path config_file;

@@ -95,6 +95,9 @@ TEST(LoadShapes, DurationBoundStopsSendingAtTheLimit) {
   // More requests than prompts: the prompt list is reused.
   ASSERT_GT(recs.size(), 3u);
   EXPECT_EQ(num(j, "completed"), static_cast<double>(recs.size()));
+  // num_prompts counts the requests sent, as vLLM's does; the list they cycled is distinct_prompts.
+  EXPECT_EQ(num(j, "num_prompts"), static_cast<double>(recs.size()));
+  EXPECT_EQ(num(j, "distinct_prompts"), 3);
   for (const auto& rec : recs) EXPECT_LT(ms(rec, "sched_ms"), 600.0);
   // Indexes are unique and dense.
   for (size_t i = 0; i < recs.size(); ++i) EXPECT_EQ(num(recs[i], "index"), static_cast<double>(i));

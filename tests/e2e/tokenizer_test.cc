@@ -168,6 +168,9 @@ TEST_F(Tokenizer, TokenizeCommandPrintsIdsAndTheChatCount) {
                                 dir.path() / "t3.log");
   EXPECT_EQ(bad_tok.exit.code, 2);
   EXPECT_NE(bad_tok.output.find("no such file or folder"), std::string::npos) << bad_tok.output;
+  // A new user's first miss: where vocabularies come from (issue 30).
+  EXPECT_NE(bad_tok.output.find("scripts/fetch-tokenizers.sh"), std::string::npos)
+      << bad_tok.output;
   {
     std::ofstream f(dir.path() / "bad.json");
     f << "{\"model\": {\"type\": \"WordPiece\"}}";
