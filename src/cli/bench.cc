@@ -398,7 +398,10 @@ void add_bench_load_options(CLI::App* app, BenchOptions& o) {
       ->capture_default_str();
   add_integer(app, "--osl", o.spec.workload.osl, "Output length in tokens", 1, kMaxTokens)
       ->capture_default_str();
-  app->add_option("--range-ratio", o.spec.workload.range_ratio, "Lengths uniform in [ratio*L, L]")
+  app->add_option("--range-ratio", o.spec.workload.range_ratio,
+                  "Lengths uniform in [ratio*L, L]; 1 (the default): every request exactly "
+                  "--isl/--osl, as one point against a server is usually asked; sweep follows "
+                  "InferenceX's recipes with 0.8")
       ->capture_default_str()
       ->transform(positive_real(1));
   add_integer(app, "--num-prompts", o.spec.workload.num_prompts, "Measured requests", 1,

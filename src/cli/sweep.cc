@@ -399,7 +399,7 @@ void add_sweep_workload_options(CLI::App* app, SweepCliOptions& c) {
               "Warmup requests = this x conc (default: the recipe's, else 2)", 0, kMaxRequests);
   app->add_option("--range-ratio", c.range_ratio,
                   "Prompt and output lengths uniform in [ratio x L, L] (default: the recipe's, "
-                  "else 0.8)")
+                  "else 0.8, as InferenceX runs its rows; bench's default is 1, exact lengths)")
       ->transform(positive_real(1));
   add_integer(app, "--seed", c.seed, "Prompt seed (default: the recipe's, else 0)", 0, kMaxSeed);
   app->add_option("--api", c.api, "completions | chat")->capture_default_str();
