@@ -345,7 +345,7 @@ std::string valid_power_text(const boost::json::object& ev) {
   const auto* err = a.if_contains("relative_error");
   if (a.contains("available") && a.at("available") == true && within && *within == false && err &&
       err->is_number()) {
-    return fmt::format("valid; counter differs {:.0f}%", err->to_number<double>() * 100);
+    return fmt::format("valid; energy counter differs {:.0f}%*", err->to_number<double>() * 100);
   }
   return "valid";
 }
@@ -403,9 +403,23 @@ std::string telemetry_section(const store::RunDetails& d, const ConfigKeys& key_
     if (auto row = telemetry_row(p, key_of)) rows.push_back(std::move(*row));
   }
   if (rows.size() <= 1) return "";
-  return "\nTELEMETRY (server metrics and GPU energy during each point; `show RUN --timeslices "
-         "POINT`)\n" +
-         table_text(rows);
+  std::string text =
+      "\nTELEMETRY (server metrics and GPU energy during each point; `show RUN --timeslices "
+      "POINT`)\n" +
+      table_text(rows);
+  const bool counter_note = std::any_of(rows.begin(), rows.end(), [](const Row& r) {
+    return r.back().find("energy counter differs") != std::string::npos;
+  });
+  if (counter_note) {
+    text +=
+        "* the GPUs' own energy counters (the driver's accumulator, counting continuously) and "
+        "the integral of the once-a-second power samples disagree by that much over the point, "
+        "beyond the check's 5% tolerance: the samples missed what happened between them (on A100 "
+        "and H100 a power reading covers only part of its second). W/GPU and J/OUT TOK use the "
+        "samples; the check is advisory, as in InferenceX (docs/telemetry.md, \"Accumulator "
+        "cross-check\")\n";
+  }
+  return text;
 }
 
 std::string failures_section(const store::RunDetails& d, const ConfigKeys& key_of) {

@@ -375,6 +375,38 @@ TEST(RunsCli, ReadingCommandsWorkInAFolderTheirUserCannotWrite) {
   for (const fs::path& p : {dir.path(), ro, ro2}) fs::permissions(p, fs::perms::owner_all);
 }
 
+// A point whose energy counters and sampled power disagree says what that means (issue 30: "counter
+// differs 14%" was unexplained).
+TEST(RunsCli, AnEnergyCounterMismatchIsExplained) {
+  TempDir dir;
+  const fs::path db = dir.path() / "inferbench.db";
+  auto f = fill(db);
+  {
+    auto s = store::Store::open(db);
+    ASSERT_TRUE(s.ok()) << s.error().message;
+    store::PointRecord p;
+    p.run_id = f.run;
+    p.server_config_id = f.config;
+    p.fingerprint = std::string(64, 'e');
+    p.workload_key = "1024/1024";
+    p.concurrency = 32;
+    p.result = {{"request_throughput", 1.0},
+                {"completed", 8},
+                {"energy",
+                 {{"power_valid", true},
+                  {"avg_power_w", 650.0},
+                  {"accumulator_check",
+                   {{"available", true}, {"within_tolerance", false}, {"relative_error", 0.14}}}}}};
+    store::set_headline_from_result(p);
+    ASSERT_TRUE(s->add_point(p).ok());
+  }
+  auto r = run_inferbench({"show", std::to_string(f.run), "--db", db.string()},
+                          dir.path() / "show.log");
+  ASSERT_EQ(r.exit.code, 0) << r.output;
+  EXPECT_NE(r.output.find("valid; energy counter differs 14%*"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("* the GPUs' own energy counters"), std::string::npos) << r.output;
+}
+
 // A database of an older schema is read as it is (through a migrated copy), not upgraded.
 TEST(RunsCli, OlderSchemaIsReadWithoutUpgradingIt) {
   TempDir dir;
