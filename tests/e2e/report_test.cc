@@ -199,7 +199,7 @@ struct Browser {
   // (--dump-dom), or takes a screenshot when `screenshot` is set. `requests` gets the lines the
   // trap saw that were not the browser's own.
   std::string load(const std::string& url, std::vector<std::string>& requests,
-                   const fs::path& screenshot = {}) {
+                   const fs::path& screenshot = {}, int width = 1400) {
     ProxyTrap trap;
     const fs::path out = dir / fmt::format("chromium-{}.out", runs);
     const fs::path err = dir / fmt::format("chromium-{}.err", runs);
@@ -217,8 +217,8 @@ struct Browser {
       args.push_back("--dump-dom");
     } else {
       args.push_back("--screenshot=" + screenshot.string());
-      args.push_back("--window-size=1400,2400");
     }
+    args.push_back(fmt::format("--window-size={},2400", width));
     args.push_back(url);
     ++runs;
     std::string cmd = "exec";
@@ -468,6 +468,13 @@ TEST(Report, SweepReportAndChromium) {
 
   // A point's detail from the hash: its telemetry charts and effective configuration.
   const std::string first = "hp" + std::to_string(stored->front().id);
+  // At 1,400 px the points tables fit the page, the invalid point's reasons and the comparison's
+  // Run column included (issue 30: the last column was cut); narrower, the frame says it scrolls.
+  const std::string kPointsOverflow = "data-overflow=\"yes\"><table class=\"points\"";
+  EXPECT_EQ(dom.find(kPointsOverflow), std::string::npos);
+  EXPECT_EQ(dcmp.find(kPointsOverflow), std::string::npos);
+  EXPECT_NE(browser.load("file://" + cmp.string(), leaks, {}, 700).find(kPointsOverflow),
+            std::string::npos);
   const std::string ddet = browser.load("file://" + cmp.string() + "#point=" + first, leaks);
   EXPECT_NE(ddet.find("data-point-detail=\"" + first + "\""), std::string::npos);
   EXPECT_GE(count(ddet, "class=\"timeseries\""), 4u);

@@ -1010,8 +1010,18 @@
     if (evals.length) main.append(accuracyBox());
     main.append(costBox(), method(), provenance());
     app.replaceChildren(main, tip);
+    markOverflow();
+  }
+  // A table wider than the page scrolls sideways inside its frame; say so on the frame, so that a
+  // reader knows columns are out of view (and a test can see it: data-overflow).
+  function markOverflow() {
+    for (const w of document.querySelectorAll('.table-wrap')) {
+      if (w.scrollWidth > w.clientWidth + 1) w.setAttribute('data-overflow', 'yes');
+      else w.removeAttribute('data-overflow');
+    }
   }
   readHash();
   render();
   window.addEventListener('hashchange', () => { readHash(); render(); });
+  window.addEventListener('resize', markOverflow);
 })();
