@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <memory>
 #include <string>
@@ -100,15 +101,41 @@ Expected<tune::TuneState> tuning_to_run(const TuneCliOptions& o,
     }
     return tune::new_tuning(o.tuning, o.work_dir);
   }
-  if (!given.empty()) {
+  // --server-arg may come again, to give back the secrets tune.json hides (below).
+  std::vector<std::string> others;
+  for (const auto& g : given) {
+    if (g != "--server-arg") others.push_back(g);
+  }
+  if (!others.empty()) {
     return usage_error(
         fmt::format("--resume continues a tuning with its own options (from {}/tune.json); {} "
                     "cannot be given with it",
-                    o.resume, fmt::join(given, ", ")));
+                    o.resume, fmt::join(others, ", ")));
   }
   auto state = tune::read_state(o.resume);
+  if (!state) return state;
   // A tuning stopped after a stage goes on to the end.
-  if (state) state->settings.stop_after = o.tuning.stop_after;
+  state->settings.stop_after = o.tuning.stop_after;
+  // tune.json never holds a secret: a server argument it shows as (redacted) must be given back,
+  // the same arguments as the tuning's own, or the resumed servers would get "(redacted)".
+  const std::vector<std::string>& stored = state->settings.server_args;
+  const bool hidden = std::any_of(stored.begin(), stored.end(), [](const std::string& a) {
+    return a.find(kRedacted) != std::string::npos;
+  });
+  if (std::find(given.begin(), given.end(), "--server-arg") != given.end()) {
+    if (redact_argv(o.tuning.server_args) != stored) {
+      return usage_error(fmt::format(
+          "--resume {}: --server-arg must give the tuning's own server arguments again ({}), "
+          "with the values tune.json hides; these are others",
+          o.resume, fmt::join(stored, " ")));
+    }
+    state->settings.server_args = o.tuning.server_args;
+  } else if (hidden) {
+    return usage_error(fmt::format(
+        "--resume {}: tune.json hides a secret among the server's arguments ({}); give them "
+        "again, each as --server-arg, so that the resumed servers get its value",
+        o.resume, fmt::join(stored, " ")));
+  }
   return state;
 }
 

@@ -345,6 +345,41 @@ TEST(Tune, EvalsGateTheConfirmationOnAccuracy) {
 }
 
 // --stop-after screen, then --resume: stage 3 runs, nothing screened is measured again.
+// tune.json never holds a secret, so a tuning whose servers were given one (--server-arg
+// --api-key=X) is resumed only when the arguments are given again (issue 30: the resumed servers
+// got "(redacted)"); other arguments are refused.
+TEST(Tune, ResumeAsksBackTheSecretsTuneJsonHides) {
+  TempDir dir;
+  const fs::path recipe = write_simple_recipe(dir, "r.yaml", "");
+  const std::string key = "--api-key=sk-tune-0123456789abcdef";
+  const std::string work = (dir.path() / "tune").string();
+  const std::vector<std::string> common = {
+      "--work-dir", work, "--runs-dir", (dir.path() / "runs").string(), "--stop-after", "verify"};
+  std::vector<std::string> args = {"tune", recipe.string(), "--knob", "env:X=1",
+                                   "--server-arg=" + key};
+  args.insert(args.end(), common.begin(), common.end());
+  auto first = run_inferbench(args, dir.path() / "first.log");
+  ASSERT_EQ(first.exit.code, 0) << first.output;
+  EXPECT_EQ(read_file(dir.path() / "tune" / "tune.json")->find("sk-tune"), std::string::npos);
+  auto bare = run_inferbench({"tune", "--resume", work}, dir.path() / "bare.log");
+  EXPECT_EQ(bare.exit.code, 2) << bare.output;
+  EXPECT_NE(bare.output.find("tune.json hides a secret among the server's arguments "
+                             "(--api-key=(redacted)); give them again"),
+            std::string::npos)
+      << bare.output;
+  auto other =
+      run_inferbench({"tune", "--resume", work, "--server-arg=--other"}, dir.path() / "other.log");
+  EXPECT_EQ(other.exit.code, 2) << other.output;
+  EXPECT_NE(other.output.find("must give the tuning's own server arguments again"),
+            std::string::npos)
+      << other.output;
+  auto again =
+      run_inferbench({"tune", "--resume", work, "--server-arg=" + key, "--stop-after", "verify"},
+                     dir.path() / "again.log");
+  EXPECT_EQ(again.exit.code, 0) << again.output;
+  EXPECT_EQ(again.output.find("sk-tune"), std::string::npos) << again.output;
+}
+
 TEST(Tune, ResumeAfterAStageMeasuresNothingTwice) {
   TempDir dir;
   const fs::path recipe = write_simple_recipe(dir, "r.yaml", "");
