@@ -25,7 +25,7 @@ Expected<ChatTemplate> ChatTemplate::parse(std::string_view text, std::string_vi
 Expected<std::string> ChatTemplate::render(const json::object& context,
                                            const RenderOptions& options) const {
   const std::time_t now = options.now ? *options.now : std::time(nullptr);
-  return jinja::render(*impl_->program, context, now);
+  return jinja::render(*impl_->program, context, now, options.max_iterations);
 }
 
 const std::string& ChatTemplate::source() const {

@@ -27,6 +27,9 @@ struct ChatMessage {
 struct RenderOptions {
   /// The time `strftime_now(fmt)` formats (UTC). Unset: the current time.
   std::optional<std::time_t> now;
+  /// Loop iterations one render may take before it stops with an error (jinja::kMaxIterations,
+  /// 10^7, by default; a test of the limit sets a smaller one, the same code path).
+  int64_t max_iterations = 10'000'000;
 };
 
 /// A parsed template. Immutable; copies share the parsed tree; render() is safe from several

@@ -260,9 +260,10 @@ inline constexpr int64_t kMaxMaterialized = 1'000'000;  // items made by range()
 /// Parses template text. Errors read "SOURCE:LINE: message".
 Expected<std::shared_ptr<const Program>> parse(std::string_view text, std::string_view source);
 
-/// Renders with `context` as the variables. `now` is what strftime_now formats (UTC).
+/// Renders with `context` as the variables. `now` is what strftime_now formats (UTC);
+/// `max_iterations` bounds the loop iterations (kMaxIterations unless a test asks for fewer).
 Expected<std::string> render(const Program& program, const boost::json::object& context,
-                             std::time_t now);
+                             std::time_t now, int64_t max_iterations = kMaxIterations);
 
 /// Whether `name` is a filter / test the interpreter implements (the parser refuses others).
 bool known_filter(std::string_view name);

@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <map>
 
+#include "tokenizer/chat_template.h"
 #include "tokenizer/jinja.h"
 #include "tokenizer/unicode.h"
 
@@ -1631,8 +1632,13 @@ namespace {
 
 class Renderer {
  public:
-  Renderer(const Program& program, const boost::json::object& context, std::time_t now)
-      : program_(program), context_(nullptr), root_(&context_), now_(now) {
+  Renderer(const Program& program, const boost::json::object& context, std::time_t now,
+           int64_t max_iterations)
+      : program_(program),
+        context_(nullptr),
+        root_(&context_),
+        now_(now),
+        max_iterations_(max_iterations) {
     for (const auto& kv : context) context_.set(std::string(kv.key()), from_json(kv.value()));
   }
 
@@ -1793,7 +1799,11 @@ class Renderer {
   }
 
   void tick() {
-    if (++iterations_ > kMaxIterations) throw RenderError("more than 10^7 loop iterations");
+    if (++iterations_ > max_iterations_) {
+      throw RenderError(max_iterations_ == kMaxIterations
+                            ? std::string("more than 10^7 loop iterations")
+                            : "more than " + std::to_string(max_iterations_) + " loop iterations");
+    }
   }
 
   // Items that range() creates count against a budget of their own: memory, not time, is what
@@ -2088,6 +2098,7 @@ class Renderer {
   Scope context_;  // the caller's variables
   Scope root_;     // the template's top level (its sets and macros)
   std::time_t now_;
+  int64_t max_iterations_;
   int64_t iterations_ = 0;
   int64_t materialized_ = 0;
   size_t total_ = 0;
@@ -2098,8 +2109,9 @@ class Renderer {
 }  // namespace
 
 Expected<std::string> render(const Program& program, const boost::json::object& context,
-                             std::time_t now) {
-  Renderer r(program, context, now);
+                             std::time_t now, int64_t max_iterations) {
+  static_assert(RenderOptions().max_iterations == kMaxIterations);
+  Renderer r(program, context, now, max_iterations);
   try {
     return r.run();
   } catch (const RenderError& e) {
