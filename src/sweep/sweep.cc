@@ -10,6 +10,7 @@
 #include "core/command.h"
 #include "core/interrupt.h"
 #include "core/process.h"
+#include "core/redact.h"
 #include "core/strings.h"
 #include "govern/labels.h"
 #include "metrics/eval_result.h"
@@ -320,6 +321,11 @@ Expected<SweepOutcome> run_planned(const SweepOptions& o, const SweepPlanned& pl
   // 3. Execute: canary first (a failure stops everything), then the groups; a failure in a
   // fail-fast group stops the rest of that group only.
   ConfigRunner runner(o, table_out, &*recorder, &outcome, std::move(by_key));
+  // The plan's notes are said before anything runs (with progress on; the others as they arise),
+  // each once: the command prints no summary of them at the end then.
+  if (o.show_progress) {
+    for (const auto& n : outcome.notes) fmt::print(stderr, "note: {}\n", redact_text(n));
+  }
   std::fputs(sweep_table_header().c_str(), table_out);
   std::fflush(table_out);
   size_t index = 0;
