@@ -285,6 +285,11 @@ void add_sim_server_options(CLI::App* app, ServeSimOptions& o) {
                   "Run the same schedule this many times faster (durations divided by it)")
       ->capture_default_str()
       ->transform(positive_real(kMaxTimeScale));
+  add_integer(app, "--stream-interval", a.stream_interval,
+              "Tokens per SSE event, as vLLM's and SGLang's --stream-interval: the first token "
+              "goes out at once, then one event every N tokens, the rest with the last",
+              1, 1'000'000)
+      ->capture_default_str();
   app->add_option("--truth-log", a.truth_log,
                   "Write one JSON line per request with each token's send time (steady-clock ns)")
       ->check(output_file());

@@ -112,6 +112,9 @@ Status validate(const SimArgs& args) {
     return s;
   }
   if (auto s = check_number("time_scale", args.time_scale, 0, false); !s) return s;
+  if (args.stream_interval < 1) {
+    return Error{fmt::format("stream_interval must be at least 1, got {}", args.stream_interval)};
+  }
   if (args.threads < 1 || args.threads > kMaxIoThreads) {
     return Error{fmt::format("threads must be between 1 and {}, got {}", kMaxIoThreads,
                              args.threads)};
@@ -185,10 +188,12 @@ std::string format_sim_args(const SimArgs& args) {
   } else {
     out += "gsm8k_correct=None, ";
   }
-  out += fmt::format("time_scale={}, truth_log={}, seed={}, keep_alive_timeout_s={}, threads={})",
-                     py_float(args.time_scale),
-                     args.truth_log.empty() ? "None" : py_str(args.truth_log), args.seed,
-                     py_float(args.keep_alive_timeout_s), args.threads);
+  out += fmt::format(
+      "stream_interval={}, time_scale={}, truth_log={}, seed={}, keep_alive_timeout_s={}, "
+      "threads={})",
+      args.stream_interval, py_float(args.time_scale),
+      args.truth_log.empty() ? "None" : py_str(args.truth_log), args.seed,
+      py_float(args.keep_alive_timeout_s), args.threads);
   return out;
 }
 
@@ -332,6 +337,7 @@ struct RequestPlan {
   bool stream;
   bool include_usage;
   bool continuous_usage;
+  int stream_interval = 1;  // tokens per SSE event (the first event has one)
   OutputPlan output;
   uint64_t stream_seed;
   std::vector<std::string> answer;  // --gsm8k-correct: the answer's tokens (words), else empty
@@ -375,15 +381,20 @@ class RequestReceiver final : public NewsReceiver {
     if (admission && plan_.api == Api::kChat) format_.append_role_event(sink(), running_usage());
     // Tokens that exist together go out in one write (one HTTP chunk holding their events); the
     // final events and the end of the body go with the last token.
+    // With --stream-interval N a token waits for N-1 others (the first goes at once, the last
+    // takes what is left): one event carries their text, and continuous usage counts them all.
     for (int i = 0; i < news.tokens; ++i) {
       const int index = usage_.completion_tokens++;
-      std::optional<FinishReason> finish;
-      if (usage_.completion_tokens == plan_.output.tokens) finish = plan_.output.finish;
-      format_.append_token_event(sink(), plan_.token_text(index), finish, running_usage());
+      held_text_ += plan_.token_text(index);
+      ++held_tokens_;
+      const bool last = usage_.completion_tokens == plan_.output.tokens;
+      if (index == 0 || last || held_tokens_ >= plan_.stream_interval) {
+        flush_held(last ? std::optional<FinishReason>(plan_.output.finish) : std::nullopt);
+      }
     }
-    unsent_tokens_ += news.tokens;
     if ((news.finished || usage_.completion_tokens >= plan_.output.tokens) && !finished_) {
       finished_ = true;
+      if (held_tokens_ > 0) flush_held(std::nullopt);  // the engine ended the request early
       std::string& out = sink();
       if (plan_.include_usage) format_.append_usage_event(out, usage_);
       out += kSseDone;
@@ -426,6 +437,14 @@ class RequestReceiver final : public NewsReceiver {
 
  private:
   const Usage* running_usage() const { return plan_.continuous_usage ? &usage_ : nullptr; }
+
+  // One event for the tokens held back so far.
+  void flush_held(std::optional<FinishReason> finish) {
+    format_.append_token_event(sink(), held_text_, finish, running_usage());
+    unsent_tokens_ += held_tokens_;
+    held_tokens_ = 0;
+    held_text_.clear();
+  }
 
   bool handler_has_work() const {
     return failed_ || writer_.write_pending() || end_written_ || (!plan_.stream && finished_);
@@ -484,7 +503,9 @@ class RequestReceiver final : public NewsReceiver {
   asio::steady_timer timer_;
   std::string out_;  // events waiting for the socket (the header, a pending write)
   std::string* building_ = nullptr;  // the writer's chunk buffer holding this delivery's events
-  int unsent_tokens_ = 0;
+  int unsent_tokens_ = 0;            // in events formatted, not yet handed to the socket
+  int held_tokens_ = 0;              // --stream-interval: tokens waiting for their event
+  std::string held_text_;            // their text
   bool admitted_ = false;
   bool finished_ = false;     // every token arrived
   bool end_queued_ = false;   // the final events were formatted
@@ -772,6 +793,7 @@ asio::awaitable<void> SimServer::handle_generate(Api api, const http::HttpReques
   plan.stream = req.stream;
   plan.include_usage = req.include_usage;
   plan.continuous_usage = req.continuous_usage;
+  plan.stream_interval = args_.stream_interval;
   plan.output =
       plan_output(req.prompt_hash, args_.seed, req.max_tokens, req.min_tokens, req.ignore_eos);
   plan.stream_seed = mix64(req.prompt_hash ^ mix64(args_.seed + 1));

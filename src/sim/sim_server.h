@@ -58,6 +58,9 @@ struct SimArgs {
   int max_running = 256;      // simple model: running slots; later requests wait in FIFO order
   std::optional<EngineConfig> engine;  // roofline model: the resolved configuration (required)
   double time_scale = 1.0;             // every duration divided by this
+  /// --stream-interval N: a stream's tokens go out N to an SSE event (vLLM's and SGLang's
+  /// --stream-interval): the first at once, then every N-th, the rest with the last token.
+  int stream_interval = 1;
   std::string truth_log;               // --truth-log path; empty: none
   uint64_t seed = 0;                   // output lengths and texts depend on it
   double keep_alive_timeout_s = 5.0;   // idle keep-alive connections close after this; 0 = never

@@ -230,6 +230,42 @@ TEST_P(SimServerTest, StreamingCompletionWithContinuousUsage) {
   EXPECT_EQ(events[4], "[DONE]");
 }
 
+// --stream-interval 4 (issue 31): the first token alone, then four to an event, the rest with the
+// last; the text is the same as one token an event, and continuous usage counts every token.
+TEST(SimServerStreamInterval, TokensGoOutNToAnEvent) {
+  SimArgs args = fast_args();
+  args.stream_interval = 4;
+  SimServerThread batched(args);
+  SimServerThread single(fast_args());
+  const std::string body =
+      R"({"prompt":[1,2,3],"max_tokens":10,"min_tokens":10,"stream":true,)"
+      R"("stream_options":{"include_usage":true,"continuous_usage_stats":true}})";
+  Response r = TestClient(batched.port()).post("/v1/completions", body);
+  Response one = TestClient(single.port()).post("/v1/completions", body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  ASSERT_EQ(one.status, 200) << one.body;
+  const std::vector<std::string> events = sse_data(r.body), ones = sse_data(one.body);
+  ASSERT_EQ(events.size(), 4u + 1u + 1u);  // 1, 4, 4, 1 tokens; usage; [DONE]
+  ASSERT_EQ(ones.size(), 10u + 1u + 1u);
+  std::string text, text_one;
+  const int64_t counts[] = {1, 5, 9, 10};
+  for (size_t i = 0; i < 4; ++i) {
+    const json::value chunk = json::parse(events[i]);
+    text += chunk.at("choices").at(0).at("text").as_string();
+    EXPECT_EQ(chunk.at("usage").at("completion_tokens").as_int64(), counts[i]);
+  }
+  for (size_t i = 0; i < 10; ++i) {
+    text_one += json::parse(ones[i]).at("choices").at(0).at("text").as_string();
+  }
+  EXPECT_EQ(text, text_one);
+  EXPECT_EQ(json::parse(events[3]).at("choices").at(0).at("finish_reason").as_string(), "length");
+  EXPECT_EQ(events[5], "[DONE]");
+  SimArgs bad = fast_args();
+  bad.stream_interval = 0;
+  ASSERT_FALSE(validate(bad).ok());
+  EXPECT_NE(validate(bad).error().message.find("stream_interval"), std::string::npos);
+}
+
 TEST_P(SimServerTest, StreamingWithoutUsageEndsWithDone) {
   TestClient client(port());
   Response r = client.post("/v1/completions",
@@ -376,7 +412,7 @@ TEST(SimArgsTest, FormatListsEverySettingPythonStyle) {
        {"host='127.0.0.1'", "port=8000", "model='sim-model'", "max_model_len=32768",
         "prefill_tok_s=20000.0", "prefill_overhead_ms=2.0", "decode_base_ms=5.0",
         "decode_per_running_ms=0.1", "max_running=256", "seed=0", "keep_alive_timeout_s=5.0",
-        "threads=1", "gsm8k_correct=None"}) {
+        "threads=1", "gsm8k_correct=None", "stream_interval=1"}) {
     EXPECT_NE(s.find(part), std::string::npos) << part << " missing in " << s;
   }
   args.gsm8k = Gsm8kAnswerOptions{0.5, 0.25};
