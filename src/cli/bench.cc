@@ -445,7 +445,9 @@ void add_bench_metrics_options(CLI::App* app, BenchOptions& o) {
   app->add_option("--goodput", o.goodput, "SLOs for goodput, e.g. ttft:500 tpot:50 e2el:10000")
       ->expected(1, 3);
   app->add_flag("--continuous-usage", o.spec.continuous_usage,
-                "Also request stream_options.continuous_usage_stats");
+                "Also request stream_options.continuous_usage_stats: a token count on every "
+                "event, so that per-token ITL is known where a server sends several tokens an "
+                "event (speculative decoding, --stream-interval)");
 }
 
 // The client: timeouts, retries, event-loop threads, source addresses, request ids.

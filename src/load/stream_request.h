@@ -50,6 +50,7 @@ class StreamingResponse : public http::ResponseSink {
   bool done_ = false;       // saw [DONE]
   bool failed_ = false;
   int64_t progress_ns_ = 0;  // the headers' or the last data event's arrival
+  int64_t usage_completion_ = 0;  // the last continuous usage's completion_tokens
 };
 
 }  // namespace ib::load

@@ -51,7 +51,10 @@ const std::array<MetricKey, kHeadlineCount> kHeadlineMetrics = {{
        return m.tpot_ms.count > 0 ? p99(m.tpot_ms, o) : kUndefined;
      }},
     {"median_itl_ms", "p50 ITL ms", 2, false, false, false,
-     [](const BenchMetrics& m, const MetricsOptions&) { return m.itl_ms.median; }},
+     [](const BenchMetrics& m, const MetricsOptions&) {
+       // Per token; not measured (NaN) where no request's tokens per event are known.
+       return m.itl_ms.count > 0 ? m.itl_ms.median : std::numeric_limits<double>::quiet_NaN();
+     }},
     {"median_e2el_ms", "p50 E2EL ms", 1, false, false, false,
      [](const BenchMetrics& m, const MetricsOptions&) { return m.e2el_ms.median; }},
     {"median_intvty", "tok/s/user", 1, false, true, true,

@@ -42,6 +42,10 @@ struct RequestRecord {
   int64_t first_byte_ns = 0;        // first response byte (0: none)
   int64_t done_ns = 0;              // response complete or failed
   std::vector<int64_t> content_ns;  // arrival time of every content event, in order
+  /// Tokens each content event carried, from the server's continuous usage (completion_tokens
+  /// growth since the previous count): aligned with content_ns where known, 0 for an event that
+  /// came without a count; empty when the server counted none. event_token_counts() judges it.
+  std::vector<int32_t> content_tokens;
   int64_t prompt_tokens = -1;       // server-reported usage, -1 when absent
   int64_t completion_tokens = -1;   // server-reported usage, -1 when absent
   int http_status = 0;
@@ -58,5 +62,23 @@ struct RequestRecord {
   /// Input tokens: the server's count, else the requested length.
   int64_t input_tokens() const { return prompt_tokens >= 0 ? prompt_tokens : input_len; }
 };
+
+/// How the tokens of each content event of a request are known (docs/metrics.md, "Tokens per
+/// event"): the server's continuous usage counted every event; or its final usage equals the
+/// number of content events (one token each; a natural stop may add one more, the EOS token that
+/// never arrives as text); or not at all (several tokens an event, uncounted).
+enum class EventTokens { kUsageDeltas, kOnePerEvent, kUnknown };
+std::string_view event_tokens_name(EventTokens t);  // "usage_deltas", "one_per_event", "unknown"
+
+/// The tokens of each content event of a successful request into `counts` (aligned with
+/// content_ns; cleared when unknown), and how they are known.
+EventTokens event_token_counts(const RequestRecord& r, std::vector<int32_t>* counts);
+
+/// Appends a request's per-token inter-token latencies (ms) to `out`: for every content event
+/// after the first, its gap from the previous event shared by the `counts[i]` tokens it carried
+/// (counts[i] samples of gap / counts[i]). Tokens that came with the first event came with the
+/// first token (TTFT) and have none.
+void append_per_token_itl(const RequestRecord& r, const std::vector<int32_t>& counts,
+                          std::vector<double>* out);
 
 }  // namespace ib::metrics

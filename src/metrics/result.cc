@@ -21,6 +21,8 @@ namespace {
 // The per-request samples of a run's latency statistics (successful requests only).
 struct LatencySamples {
   std::vector<double> ttft, tpot, itl, e2el, sched_ttft, sched_e2el, queue, norm;
+  std::vector<double> icl, tokens_per_event, stall;
+  std::vector<int32_t> counts;  // scratch: one request's tokens per event
 };
 
 // A failed request: counted by cause, with the cause's first message and up to 5 distinct
@@ -58,6 +60,31 @@ void count_tokens(const RequestRecord& r, BenchMetrics& m) {
   }
 }
 
+// A successful request's gaps between content events (inter-chunk latency, its longest one) and,
+// where its tokens per event are known, its per-token ITL and tokens per event.
+void add_event_gaps(const RequestRecord& r, LatencySamples& s, BenchMetrics& m) {
+  int64_t longest = 0;
+  for (size_t i = 1; i < r.content_ns.size(); ++i) {
+    const int64_t gap = r.content_ns[i] - r.content_ns[i - 1];
+    longest = std::max(longest, gap);
+    s.icl.push_back(ns_to_ms(gap));
+  }
+  if (r.content_ns.size() > 1) s.stall.push_back(ns_to_ms(longest));
+  switch (event_token_counts(r, &s.counts)) {
+    case EventTokens::kUsageDeltas:
+      ++m.requests_counted_by_usage;
+      break;
+    case EventTokens::kOnePerEvent:
+      ++m.requests_one_per_event;
+      break;
+    case EventTokens::kUnknown:
+      ++m.requests_uncounted;
+      return;
+  }
+  append_per_token_itl(r, s.counts, &s.itl);
+  for (int32_t n : s.counts) s.tokens_per_event.push_back(n);
+}
+
 // A successful request's latencies into `s`, and whether it meets every goodput objective.
 void add_latencies(const RequestRecord& r, const GoodputSlo& slo, LatencySamples& s,
                    BenchMetrics& m) {
@@ -79,9 +106,7 @@ void add_latencies(const RequestRecord& r, const GoodputSlo& slo, LatencySamples
     ++m.good_requests;
   }
   if (out > 0) s.norm.push_back(e2el_ms / 1000.0 / static_cast<double>(out));
-  for (size_t i = 1; i < r.content_ns.size(); ++i) {
-    s.itl.push_back(ns_to_ms(r.content_ns[i] - r.content_ns[i - 1]));
-  }
+  add_event_gaps(r, s, m);
 }
 
 // The run's duration (first send to last completion) and the rates over it.
@@ -113,6 +138,9 @@ void summarize_latencies(LatencySamples& s, const std::vector<double>& q, BenchM
   m.sched_e2el_ms = summarize(s.sched_e2el, q);
   m.queue_ms = summarize(s.queue, q);
   m.e2e_norm_s_per_tok = summarize(s.norm, q);
+  m.icl_ms = summarize(s.icl, q);
+  m.tokens_per_event = summarize(s.tokens_per_event, q);
+  m.stall_ms = summarize(s.stall, q);
 }
 
 // What a reader of the numbers must know: estimated output tokens, usage that disagrees with the
@@ -140,6 +168,9 @@ void add_warnings(BenchMetrics& m) {
   }
   if (m.completed > 0 && m.tpot_ms.count == 0) {
     m.warnings.push_back("no request produced more than one output token: TPOT is undefined");
+  }
+  if (m.requests_uncounted > 0) {
+    m.warnings.push_back(itl_note(m));
   }
 }
 
@@ -185,11 +216,24 @@ std::string failure_summary(const BenchMetrics& m) {
   return out;
 }
 
+std::string itl_note(const BenchMetrics& m) {
+  if (m.requests_uncounted == 0) return "";
+  const int64_t known = m.requests_counted_by_usage + m.requests_one_per_event;
+  return fmt::format(
+      "{} of {} successful requests did not say how many tokens each content event carried "
+      "(no count on every event, and no final usage equal to their events: several tokens an "
+      "event, or no usage at all): per-token ITL is {}; the gaps between events are "
+      "inter-chunk latency (icl), not ITL. Ask for a count on every event (bench "
+      "--continuous-usage: stream_options.continuous_usage_stats, as vLLM gives it)",
+      m.requests_uncounted, m.completed,
+      known == 0 ? std::string("not computed") : fmt::format("over the other {} only", known));
+}
+
 namespace {
 
 void put_summary(boost::json::object& o, std::string_view name, const Summary& s,
                  const MetricsOptions& options) {
-  if (s.count == 0 && name == "tpot_ms") {
+  if (s.count == 0 && (name == "tpot_ms" || name == "itl_ms" || name == "tokens_per_event")) {
     // Undefined without a request of two output tokens: null, never a 0 that was not measured.
     o[fmt::format("mean_{}", name)] = nullptr;
     o[fmt::format("median_{}", name)] = nullptr;
@@ -201,7 +245,12 @@ void put_summary(boost::json::object& o, std::string_view name, const Summary& s
   o[fmt::format("median_{}", name)] = s.median;
   o[fmt::format("std_{}", name)] = s.std;
   for (size_t i = 0; i < options.percentiles.size(); ++i) {
-    o[fmt::format("{}_{}", percentile_key(options.percentiles[i]), name)] = s.percentiles[i];
+    const std::string key = fmt::format("{}_{}", percentile_key(options.percentiles[i]), name);
+    if (i < s.percentiles.size()) {
+      o[key] = s.percentiles[i];
+    } else {
+      o[key] = nullptr;  // a summary made without this percentile
+    }
   }
 }
 
@@ -244,6 +293,18 @@ boost::json::object metrics_to_json(const BenchMetrics& m, const MetricsOptions&
   put_summary(o, "tpot_ms", m.tpot_ms, options);
   put_summary(o, "itl_ms", m.itl_ms, options);
   put_summary(o, "e2el_ms", m.e2el_ms, options);
+  put_summary(o, "icl_ms", m.icl_ms, options);
+  put_summary(o, "tokens_per_event", m.tokens_per_event, options);
+  put_summary(o, "stall_ms", m.stall_ms, options);  // each request's longest gap
+  if (m.stall_ms.count > 0) {
+    o["max_stall_ms"] = m.stall_ms.max;  // the run's longest
+  } else {
+    o["max_stall_ms"] = nullptr;
+  }
+  o["event_tokens"] = boost::json::object{{"usage_deltas", m.requests_counted_by_usage},
+                                          {"one_per_event", m.requests_one_per_event},
+                                          {"unknown", m.requests_uncounted}};
+  if (m.requests_uncounted > 0) o["itl_note"] = itl_note(m);
 
   // Interactivity (tok/s/user) = 1 / TPOT at each TPOT statistic (docs/architecture.md, "Metric
   // definitions").

@@ -53,6 +53,15 @@ struct BenchMetrics {
   Summary sched_ttft_ms, sched_e2el_ms;  // from the scheduled time
   Summary queue_ms;                      // send − sched
   Summary e2e_norm_s_per_tok;            // rᵢ = E2ELᵢ / outᵢ, for E2E-normalized intvty
+  // Tokens, not events (docs/metrics.md, "Tokens per event"): itl_ms is per token (a gap shared
+  // by the tokens of its event), over the requests whose tokens per event are known; icl_ms is
+  // the gap between content events (what clients have called ITL), over every request.
+  Summary icl_ms;
+  Summary tokens_per_event;  // per content event, over the requests whose counts are known
+  Summary stall_ms;          // per request: its longest gap between content events
+  int64_t requests_counted_by_usage = 0;  // continuous usage counted every event
+  int64_t requests_one_per_event = 0;     // final usage = events: one token each
+  int64_t requests_uncounted = 0;         // several tokens an event, uncounted: no per-token ITL
 
   int64_t requests_without_usage = 0;   // output tokens estimated from content events
   int64_t usage_length_mismatches = 0;  // |completion_tokens − requested| > 5% of requested
@@ -69,6 +78,9 @@ struct BenchMetrics {
     return num_requests == 0 ? 0.0 : static_cast<double>(failed) / num_requests;
   }
 };
+
+/// Why per-token ITL covers fewer requests than completed (or none): "" when it covers all.
+std::string itl_note(const BenchMetrics& m);
 
 /// Why requests failed, one cause a part, most frequent first: "4 × http_status: HTTP 404: The
 /// model 'sim' does not exist; 1 × idle_timeout: ...". Empty when none failed.

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/json_text.h"
+#include "metrics/keys.h"
 
 namespace ib::metrics {
 namespace {
@@ -51,6 +52,66 @@ TEST(ComputeMetrics, SingleRequestByHand) {
   EXPECT_TRUE(j.contains("p99.9_tpot_ms"));
   EXPECT_TRUE(j.contains("p90_ttft_ms"));
   EXPECT_TRUE(j.contains("std_itl_ms"));
+}
+
+// Tokens, not events (issue 31): an event's gap is shared by the tokens it carried.
+TEST(ComputeMetrics, PerTokenItlFromContinuousUsageCounts) {
+  // 10 tokens in events of 1, 4, 4, 1 tokens, 10 ms apart (a server streaming 4 tokens an event).
+  RequestRecord r = ok_request(0, {100, 110, 120, 130}, 10);
+  r.content_tokens = {1, 4, 4, 1};
+  const BenchMetrics m = compute_metrics(std::vector<RequestRecord>{r}, {});
+  EXPECT_EQ(m.requests_counted_by_usage, 1);
+  EXPECT_EQ(m.itl_ms.count, 9u);  // every token after the first
+  EXPECT_DOUBLE_EQ(m.itl_ms.median, 2.5);
+  EXPECT_DOUBLE_EQ(m.itl_ms.max, 10);
+  EXPECT_DOUBLE_EQ(m.itl_ms.mean, 30.0 / 9);  // the 30 ms of gaps over the 9 tokens they brought
+  EXPECT_EQ(m.icl_ms.count, 3u);              // the old figure: gaps between events
+  EXPECT_DOUBLE_EQ(m.icl_ms.median, 10);
+  EXPECT_DOUBLE_EQ(m.tokens_per_event.mean, 2.5);
+  EXPECT_DOUBLE_EQ(m.stall_ms.max, 10);
+  EXPECT_DOUBLE_EQ(m.tpot_ms.mean, 30.0 / 9);  // TPOT as defined: (E2EL - TTFT) / (out - 1)
+  const auto j = metrics_to_json(m, {});
+  EXPECT_DOUBLE_EQ(j.at("median_itl_ms").as_double(), 2.5);
+  EXPECT_DOUBLE_EQ(j.at("median_icl_ms").as_double(), 10);
+  EXPECT_DOUBLE_EQ(j.at("mean_tokens_per_event").as_double(), 2.5);
+  EXPECT_EQ(j.at("event_tokens").at("usage_deltas").as_int64(), 1);
+  EXPECT_FALSE(j.contains("itl_note"));
+}
+
+TEST(ComputeMetrics, OneTokenAnEventWhenTheFinalCountSaysSo) {
+  RequestRecord a = ok_request(0, {100, 110, 130}, 3);
+  RequestRecord b = ok_request(0, {100, 110, 130}, 4);  // + the EOS token of a natural stop
+  b.finish_reason = "stop";
+  const BenchMetrics m = compute_metrics(std::vector<RequestRecord>{a, b}, {});
+  EXPECT_EQ(m.requests_one_per_event, 2);
+  EXPECT_EQ(m.itl_ms.count, 4u);
+  EXPECT_DOUBLE_EQ(m.itl_ms.max, 20);
+  EXPECT_DOUBLE_EQ(m.tokens_per_event.mean, 1);
+}
+
+// Several tokens an event and nothing that counts them: no per-token ITL, said so; the gaps are
+// reported as what they are (inter-chunk latency), never under the ITL name.
+TEST(ComputeMetrics, UncountedEventsGiveNoItlAndSayWhy) {
+  RequestRecord r = ok_request(0, {100, 110, 120, 130}, 10);
+  r.finish_reason = "length";
+  const BenchMetrics m = compute_metrics(std::vector<RequestRecord>{r}, {});
+  EXPECT_EQ(m.requests_uncounted, 1);
+  EXPECT_EQ(m.itl_ms.count, 0u);
+  EXPECT_EQ(m.icl_ms.count, 3u);
+  const auto j = metrics_to_json(m, {});
+  EXPECT_TRUE(j.at("median_itl_ms").is_null());
+  EXPECT_TRUE(j.at("mean_tokens_per_event").is_null());
+  EXPECT_DOUBLE_EQ(j.at("median_icl_ms").as_double(), 10);
+  ASSERT_TRUE(j.contains("itl_note"));
+  EXPECT_NE(std::string(j.at("itl_note").as_string()).find("per-token ITL is not computed"),
+            std::string::npos);
+  EXPECT_NE(std::string(j.at("itl_note").as_string()).find("--continuous-usage"),
+            std::string::npos);
+  EXPECT_TRUE(std::isnan(Headline::from_metrics(m, {}).get("median_itl_ms")));
+  // An event without its count among counted ones makes the counts unusable, not a guess.
+  RequestRecord partial = ok_request(0, {100, 110, 120}, 6);
+  partial.content_tokens = {1, 0, 5};
+  EXPECT_EQ(compute_metrics(std::vector<RequestRecord>{partial}, {}).requests_uncounted, 1);
 }
 
 TEST(ComputeMetrics, OneTokenOutputsAreExcludedFromTpot) {

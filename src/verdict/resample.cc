@@ -10,6 +10,7 @@ namespace ib::verdict {
 
 PointResampler::PointResampler(std::span<const metrics::RequestRecord> records, int gpus)
     : gpus_(gpus) {
+  std::vector<int32_t> counts;  // one request's tokens per event
   for (size_t i = 0; i < records.size(); ++i) {
     const auto& r = records[i];
     const auto req = static_cast<uint32_t>(i);
@@ -31,9 +32,12 @@ PointResampler::PointResampler(std::span<const metrics::RequestRecord> records, 
       tpot_.value.push_back((e2el - ttft) / static_cast<double>(out - 1));
       tpot_.request.push_back(req);
     }
-    for (size_t k = 1; k < r.content_ns.size(); ++k) {
-      itl_.value.push_back(ns_to_ms(r.content_ns[k] - r.content_ns[k - 1]));
-      itl_.request.push_back(req);
+    // Per-token ITL, as the point's own metrics compute it: only where the request's tokens per
+    // event are known (metrics::event_token_counts).
+    if (metrics::event_token_counts(r, &counts) != metrics::EventTokens::kUnknown) {
+      const size_t before = itl_.value.size();
+      metrics::append_per_token_itl(r, counts, &itl_.value);
+      itl_.request.insert(itl_.request.end(), itl_.value.size() - before, req);
     }
   }
   for (Samples* s : {&ttft_, &tpot_, &itl_, &e2el_}) s->sort(records.size());
@@ -119,7 +123,8 @@ metrics::Headline PointResampler::headline(std::span<const uint32_t> counts) con
   h.set("p99_ttft_ms", ttft_.percentile(counts, 99));
   h.set("median_tpot_ms", median_tpot);
   h.set("p99_tpot_ms", tpot_.percentile(counts, 99));
-  h.set("median_itl_ms", itl_.percentile(counts, 50));
+  h.set("median_itl_ms", itl_.value.empty() ? std::numeric_limits<double>::quiet_NaN()
+                                            : itl_.percentile(counts, 50));
   h.set("median_e2el_ms", e2el_.percentile(counts, 50));
   h.set("median_intvty", median_tpot > 0 ? 1000.0 / median_tpot : 0.0);
   h.set("tput_per_gpu", total_tput / per_gpu);

@@ -1,0 +1,59 @@
+// Several tokens an SSE event (issue 31): serve-sim --stream-interval sends them as vLLM and SGLang
+// do, and bench measures tokens, not events: per-token ITL shares each gap between the tokens of
+// its event, the gaps themselves are inter-chunk latency (icl), and where nothing counts the
+// tokens of an event the result says so instead of printing chunk gaps as ITL.
+#include "e2e_util.h"
+
+namespace ib::e2e {
+namespace {
+
+// 33 output tokens at 4 an event: 1, then 8 events of 4.
+constexpr int kOsl = 33;
+
+boost::json::object bench_multi_token(const SimServer& sim, const TempDir& dir, const std::string& name,
+                          std::vector<std::string> extra) {
+  const fs::path out = dir.path() / (name + ".json");
+  std::vector<std::string> args = {"bench", "--endpoint", sim.url(), "--isl", "16", "--osl",
+                                   std::to_string(kOsl), "--num-prompts", "4", "--concurrency",
+                                   "2", "--warmups", "0", "--output", out.string()};
+  args.insert(args.end(), extra.begin(), extra.end());
+  auto r = run_inferbench(args, dir.path() / (name + ".log"));
+  EXPECT_EQ(r.exit.code, 0) << r.output;
+  if (r.exit.code != 0) return {};
+  return read_json(out);
+}
+
+TEST(MultiToken, PerTokenItlFromContinuousUsageAndNoItlWithoutCounts) {
+  TempDir dir;
+  SimServer sim(dir.path(), {"--timing-model", "simple", "--decode-base-ms", "2",
+                             "--decode-per-running-ms", "0", "--stream-interval", "4"});
+  ASSERT_TRUE(sim.running());
+
+  const auto counted = bench_multi_token(sim, dir, "counted", {"--continuous-usage"});
+  ASSERT_FALSE(counted.empty());
+  EXPECT_EQ(counted.at("event_tokens").at("usage_deltas").as_int64(), 4);
+  EXPECT_DOUBLE_EQ(num(counted, "mean_tokens_per_event"), static_cast<double>(kOsl) / 9);
+  EXPECT_EQ(num(counted, "median_tokens_per_event"), 4);
+  // Every event after the first carries 4 tokens: each gap is 4 per-token latencies.
+  EXPECT_NEAR(num(counted, "median_itl_ms") * 4, num(counted, "median_icl_ms"),
+              1e-9 * num(counted, "median_icl_ms"));
+  EXPECT_GT(num(counted, "max_stall_ms"), 0);
+  EXPECT_FALSE(counted.contains("itl_note"));
+
+  // The same server without a count on every event: the final usage (33) is not the events (9).
+  const auto uncounted = bench_multi_token(sim, dir, "uncounted", {});
+  ASSERT_FALSE(uncounted.empty());
+  EXPECT_EQ(uncounted.at("event_tokens").at("unknown").as_int64(), 4);
+  EXPECT_TRUE(uncounted.at("median_itl_ms").is_null());
+  EXPECT_TRUE(uncounted.at("mean_itl_ms").is_null());
+  EXPECT_GT(num(uncounted, "median_icl_ms"), 0);
+  ASSERT_TRUE(uncounted.contains("itl_note"));
+  EXPECT_NE(std::string(uncounted.at("itl_note").as_string()).find("per-token ITL is not computed"),
+            std::string::npos);
+  // TPOT and interactivity stay as defined (tokens from the final usage).
+  EXPECT_GT(num(uncounted, "median_tpot_ms"), 0);
+  EXPECT_EQ(num(uncounted, "total_output_tokens"), 4 * kOsl);
+}
+
+}  // namespace
+}  // namespace ib::e2e
