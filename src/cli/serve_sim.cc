@@ -39,6 +39,11 @@ struct ServeSimOptions {
   double gsm8k_correct = 1.0, gsm8k_flexible_only = 0.0;
   TokenizerOptions tokenizer;
   CLI::Option *gsm8k_correct_opt = nullptr, *gsm8k_flexible_opt = nullptr;
+  // Speculative decoding (simple model).
+  int spec_k = 0;
+  double spec_acceptance = 0, spec_length = 0, spec_draft_ms = 0;
+  CLI::Option *spec_k_opt = nullptr, *spec_p_opt = nullptr, *spec_al_opt = nullptr,
+              *spec_draft_opt = nullptr;
   // Roofline settings.
   std::string hardware, model_preset, quantization, kv_cache_dtype;
   int tp = 1, max_num_seqs = 0, max_num_batched_tokens = 0, block_size = 0, num_gpu_blocks = 0;
@@ -168,6 +173,8 @@ int resolve(ServeSimOptions& o) {
   return kExitOk;
 }
 
+int resolve_spec(ServeSimOptions& o);
+
 int run(ServeSimOptions& o) {
   if (o.list_presets) {
     print_presets();
@@ -178,6 +185,7 @@ int run(ServeSimOptions& o) {
     return fail("serve-sim", usage_error(*same));
   }
   if (int rc = resolve(o); rc != kExitOk) return rc;
+  if (int rc = resolve_spec(o); rc != kExitOk) return rc;
   if (o.gsm8k_flexible_opt->count() > 0 && o.gsm8k_correct_opt->count() == 0) {
     return fail("serve-sim", usage_error("--gsm8k-flexible-only applies with --gsm8k-correct"));
   }
@@ -411,6 +419,58 @@ void add_simple_options(CLI::App* app, ServeSimOptions& o) {
                          "Added to each decode step per running request")
              ->capture_default_str()
              ->transform(real_in(0, kMaxSeconds * 1000)));
+  o.spec_k_opt = simple(add_integer(app, "--spec-decode", o.spec_k,
+                                    "Speculative decoding: K draft tokens a decode step (vLLM's "
+                                    "num_speculative_tokens); a step yields 1 + the accepted ones",
+                                    1, sim::kMaxSpeculativeTokens));
+  o.spec_p_opt = simple(app->add_option("--spec-acceptance", o.spec_acceptance,
+                                        "With --spec-decode: each draft token's acceptance, given "
+                                        "the previous one's (0 to 1)")
+                            ->transform(real_in(0, 1)));
+  o.spec_al_opt = simple(app->add_option("--spec-acceptance-length", o.spec_length,
+                                         "With --spec-decode: the mean tokens a step yields (1 to "
+                                         "K+1), realised through the acceptance that gives it")
+                             ->transform(real_in(1, sim::kMaxSpeculativeTokens + 1)));
+  o.spec_draft_opt = simple(app->add_option("--spec-draft-ms", o.spec_draft_ms,
+                                            "With --spec-decode: the draft's cost per draft token, "
+                                            "added to every decode step (default 0)")
+                                ->transform(real_in(0, kMaxSeconds * 1000)));
+}
+
+// --spec-decode K with --spec-acceptance P or --spec-acceptance-length AL into o.args.spec.
+int resolve_spec(ServeSimOptions& o) {
+  const bool k = o.spec_k_opt->count() > 0, p = o.spec_p_opt->count() > 0,
+             al = o.spec_al_opt->count() > 0, draft = o.spec_draft_opt->count() > 0;
+  if (!k) {
+    if (p || al || draft) {
+      return fail("serve-sim", usage_error(fmt::format("{} applies with --spec-decode K",
+                                                       p    ? "--spec-acceptance"
+                                                       : al ? "--spec-acceptance-length"
+                                                            : "--spec-draft-ms")));
+    }
+    return kExitOk;
+  }
+  if (p == al) {
+    return fail("serve-sim",
+                usage_error("--spec-decode needs one of --spec-acceptance P (each draft token's "
+                            "acceptance) or --spec-acceptance-length AL (the mean tokens a step "
+                            "yields)"));
+  }
+  sim::SpecDecodeConfig& spec = o.args.spec;
+  spec.num_speculative_tokens = o.spec_k;
+  spec.draft_ms = o.spec_draft_ms;
+  if (p) {
+    spec.acceptance = o.spec_acceptance;
+  } else {
+    if (o.spec_length > o.spec_k + 1) {
+      return fail("serve-sim", usage_error(fmt::format(
+                                   "--spec-acceptance-length {} is more than a step of {} draft "
+                                   "tokens can yield ({}: every draft accepted, plus one)",
+                                   o.spec_length, o.spec_k, o.spec_k + 1)));
+    }
+    spec.acceptance = sim::acceptance_for_length(o.spec_length, o.spec_k);
+  }
+  return kExitOk;
 }
 
 }  // namespace

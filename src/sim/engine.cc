@@ -1,11 +1,13 @@
 #include "sim/engine.h"
-#include "http/awaitable.h"
 
+#include <algorithm>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/system/system_error.hpp>
 #include <cassert>
+
+#include "http/awaitable.h"
 
 namespace ib::sim {
 
@@ -52,6 +54,7 @@ class SimpleEngine::Request final : public Generation {
         prompt_tokens_(request.prompt_tokens),
         output_tokens_(request.output_tokens),
         record_due_times_(request.record_due_times),
+        rng_(request.output_seed ^ 0x5eedc0dedeadbeefULL),
         timer_(engine.executor_) {}
 
   ~Request() override {
@@ -87,13 +90,14 @@ class SimpleEngine::Request final : public Generation {
     timer_.expires_at(next_at_);
     auto [ec] = co_await timer_.async_wait(use_tuple);
     if (ec) throw boost::system::system_error(ec);
-    ++produced_;
-    if (record_due_times_) due_ns_.push_back(to_ns(next_at_));
+    const int n = step_tokens();
+    produced_ += n;
+    if (record_due_times_) due_ns_.insert(due_ns_.end(), static_cast<size_t>(n), to_ns(next_at_));
     if (produced_ == output_tokens_ && holds_slot_) {
       holds_slot_ = false;  // done generating: the slot goes to the next request right away
       engine_.release_slot();
     }
-    co_return 1;
+    co_return n;
   }
 
  private:
@@ -108,8 +112,21 @@ class SimpleEngine::Request final : public Generation {
       next_at_ = admitted_at_ +
                  to_duration(model.prefill_seconds(prompt_tokens_, engine_.running_) / scale);
     } else {
-      next_at_ += to_duration(model.decode_step_seconds(engine_.running_) / scale);
+      const SpecDecodeConfig& spec = engine_.spec_;
+      const double draft_s = spec.num_speculative_tokens * spec.draft_ms / 1000.0;
+      next_at_ += to_duration((model.decode_step_seconds(engine_.running_) + draft_s) / scale);
     }
+  }
+
+  // The tokens the step now ending yields: the prefill's one; a decode step's one, or with
+  // speculative decoding one plus the drafts it accepted (at most what is left), counted.
+  int step_tokens() {
+    const SpecDecodeConfig& spec = engine_.spec_;
+    if (produced_ == 0 || !spec.enabled()) return 1;
+    const int left = output_tokens_ - produced_;
+    const int n = std::min(1 + draw_accepted(rng_, spec), left);
+    engine_.spec_counters_.count(n - 1, spec.num_speculative_tokens);
+    return n;
   }
 
  public:
@@ -139,13 +156,14 @@ class SimpleEngine::Request final : public Generation {
     // A completion already queued when the request is destroyed still runs: `alive` tells.
     timer_.async_wait([this, alive = std::weak_ptr<int>(alive_)](const boost::system::error_code& ec) {
       if (ec || alive.expired()) return;
-      ++produced_;
+      const int n = step_tokens();
+      produced_ += n;
       const bool last = produced_ == output_tokens_;
       if (last && holds_slot_) {
         holds_slot_ = false;  // done generating: the slot goes to the next request right away
         engine_.release_slot();
       }
-      listener_->on_tokens(1, to_ns(next_at_), last);
+      listener_->on_tokens(n, to_ns(next_at_), last);
       if (!last) schedule_next();
     });
   }
@@ -154,6 +172,7 @@ class SimpleEngine::Request final : public Generation {
   const int prompt_tokens_;
   const int output_tokens_;
   const bool record_due_times_;
+  std::mt19937_64 rng_;  // speculative decoding's acceptances, from the request's output seed
   asio::steady_timer timer_;
   std::list<Request*>::iterator queue_pos_;
   bool queued_ = false;
@@ -167,12 +186,20 @@ class SimpleEngine::Request final : public Generation {
 };
 
 SimpleEngine::SimpleEngine(asio::any_io_executor executor, std::shared_ptr<const TimingModel> model,
-                           int max_running, double time_scale)
+                           int max_running, double time_scale, SpecDecodeConfig spec)
     : executor_(std::move(executor)),
       model_(std::move(model)),
       max_running_(max_running),
-      time_scale_(time_scale) {
-  assert(max_running_ >= 1 && time_scale_ > 0);
+      time_scale_(time_scale),
+      spec_(spec) {
+  assert(max_running_ >= 1 && time_scale_ > 0 && validate(spec_).ok());
+}
+
+EngineStats SimpleEngine::stats() const {
+  EngineStats s = Engine::stats();
+  s.num_speculative_tokens = spec_.num_speculative_tokens;
+  s.spec = spec_counters_;
+  return s;
 }
 
 SimpleEngine::~SimpleEngine() {

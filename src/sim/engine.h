@@ -17,6 +17,7 @@
 #include <span>
 #include <vector>
 
+#include "sim/spec_decode.h"
 #include "sim/timing_model.h"
 
 namespace ib::sim {
@@ -51,6 +52,8 @@ struct EngineStats {
   int64_t steps = 0;              // engine iterations run
   int num_gpu_blocks = 0;
   int block_size = 0;
+  int num_speculative_tokens = 0;  // > 0: speculative decoding, counted in `spec`
+  SpecDecodeCounters spec;
 };
 
 /// Push mode (Generation::listen): the engine tells a generation's news as it happens, on the
@@ -135,15 +138,18 @@ class Engine {
 /// ended, not when the caller asked), so slow callers do not make the schedule drift.
 class SimpleEngine final : public Engine {
  public:
-  /// REQUIRES: max_running >= 1, time_scale > 0.
+  /// REQUIRES: max_running >= 1, time_scale > 0, validate(spec).ok(). With `spec` enabled every
+  /// decode step yields 1 + the accepted drafts (sim/spec_decode.h) and costs spec.draft_ms per
+  /// draft token more.
   SimpleEngine(boost::asio::any_io_executor executor, std::shared_ptr<const TimingModel> model,
-               int max_running, double time_scale = 1.0);
+               int max_running, double time_scale = 1.0, SpecDecodeConfig spec = {});
   ~SimpleEngine() override;
 
   using Engine::submit;
   std::unique_ptr<Generation> submit(GenerationRequest request) override;
   int running() const override { return running_; }
   int waiting() const override { return static_cast<int>(queue_.size()); }
+  EngineStats stats() const override;
 
  private:
   class Request;
@@ -157,6 +163,8 @@ class SimpleEngine final : public Engine {
   std::shared_ptr<const TimingModel> model_;
   int max_running_;
   double time_scale_;
+  SpecDecodeConfig spec_;
+  SpecDecodeCounters spec_counters_;
   int running_ = 0;
   std::list<Request*> queue_;
 };

@@ -122,6 +122,48 @@ TEST(SimpleEngine, TokensFollowTheAbsoluteSchedule) {
   }
 }
 
+// Speculative decoding (issue 31): after the prefill's token every step yields 1 to K+1 tokens,
+// they add up to the request's output, and the engine counts the drafts as vLLM does.
+TEST(SimpleEngine, SpeculativeStepsYieldSeveralTokensAndAreCounted) {
+  asio::io_context io;
+  SpecDecodeConfig spec;
+  spec.num_speculative_tokens = 3;
+  spec.acceptance = 0.7;
+  SimpleEngine engine(io.get_executor(), std::make_shared<RecordingModel>(0.001, 0.0005), 4, 1.0,
+                      spec);
+  std::vector<int> steps;
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        GenerationRequest r;
+        r.prompt_tokens = 10;
+        r.output_tokens = 40;
+        r.output_seed = 7;
+        auto generation = engine.submit(std::move(r));
+        for (int n = co_await generation->next_tokens(); n > 0;
+             n = co_await generation->next_tokens()) {
+          steps.push_back(n);
+        }
+      },
+      rethrow);
+  io.run();
+  ASSERT_FALSE(steps.empty());
+  EXPECT_EQ(steps.front(), 1);  // the prefill's token
+  int total = 0;
+  for (int n : steps) {
+    EXPECT_GE(n, 1);
+    EXPECT_LE(n, 4);
+    total += n;
+  }
+  EXPECT_EQ(total, 40);
+  EXPECT_LT(steps.size(), 40u);  // some steps accepted drafts
+  const EngineStats s = engine.stats();
+  EXPECT_EQ(s.num_speculative_tokens, 3);
+  EXPECT_EQ(s.spec.drafts, static_cast<int64_t>(steps.size()) - 1);
+  EXPECT_EQ(s.spec.draft_tokens, 3 * s.spec.drafts);
+  EXPECT_EQ(s.spec.accepted, 40 - 1 - s.spec.drafts);  // every decode step's extra tokens
+}
+
 TEST(SimpleEngine, CancellingAQueuedRequestLeavesTheQueue) {
   // A's prefill (0.5 s) outlasts the two polls below by far, even on a loaded machine under a
   // sanitizer: with 5 ms it could finish in between, and C would already run.

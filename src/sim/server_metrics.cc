@@ -135,6 +135,29 @@ std::string render_metrics(std::string_view model, const EngineStats& engine,
   header(out, "vllm:prefix_cache_hits_total", "counter",
          "Prefix cache hits, in terms of number of cached tokens.");
   sample(out, "vllm:prefix_cache_hits_total", labels, static_cast<double>(engine.prefix_hits));
+  if (engine.num_speculative_tokens > 0) {
+    // vLLM v1's spec-decode counters (vllm/v1/spec_decode/metrics.py): AL = 1 + accepted / drafts.
+    header(out, "vllm:spec_decode_num_drafts_total", "counter", "Number of spec decoding drafts.");
+    sample(out, "vllm:spec_decode_num_drafts_total", labels,
+           static_cast<double>(engine.spec.drafts));
+    header(out, "vllm:spec_decode_num_draft_tokens_total", "counter", "Number of draft tokens.");
+    sample(out, "vllm:spec_decode_num_draft_tokens_total", labels,
+           static_cast<double>(engine.spec.draft_tokens));
+    header(out, "vllm:spec_decode_num_accepted_tokens_total", "counter",
+           "Number of accepted tokens.");
+    sample(out, "vllm:spec_decode_num_accepted_tokens_total", labels,
+           static_cast<double>(engine.spec.accepted));
+    header(out, "vllm:spec_decode_num_accepted_tokens_per_pos_total", "counter",
+           "Accepted tokens per draft position.");
+    for (int j = 0; j < engine.num_speculative_tokens; ++j) {
+      const size_t pos = static_cast<size_t>(j);
+      sample(out, "vllm:spec_decode_num_accepted_tokens_per_pos_total",
+             fmt::format(R"({},position="{}")", labels, j),
+             static_cast<double>(pos < engine.spec.accepted_per_pos.size()
+                                     ? engine.spec.accepted_per_pos[pos]
+                                     : 0));
+    }
+  }
   header(out, "vllm:prompt_tokens_total", "counter", "Number of prefill tokens processed.");
   sample(out, "vllm:prompt_tokens_total", labels, static_cast<double>(server.prompt_tokens));
   header(out, "vllm:generation_tokens_total", "counter", "Number of generation tokens processed.");

@@ -112,6 +112,12 @@ Status validate(const SimArgs& args) {
     return s;
   }
   if (auto s = check_number("time_scale", args.time_scale, 0, false); !s) return s;
+  if (auto s = validate(args.spec); !s) return s;
+  if (args.spec.enabled() && args.timing_model != TimingModelKind::kSimple) {
+    return Error{
+        "speculative decoding is modelled by the simple timing model only (--timing-model "
+        "simple); the roofline model does not draft yet"};
+  }
   if (args.stream_interval < 1) {
     return Error{fmt::format("stream_interval must be at least 1, got {}", args.stream_interval)};
   }
@@ -188,6 +194,18 @@ std::string format_sim_args(const SimArgs& args) {
   } else {
     out += "gsm8k_correct=None, ";
   }
+  // The speculative config is part of the effective configuration (as vLLM prints its
+  // speculative_config): verify and tune see a change of K or acceptance.
+  if (args.spec.enabled()) {
+    out += fmt::format(
+        "speculative_config={{'num_speculative_tokens': {}, 'acceptance': {}, "
+        "'acceptance_length': {}, 'draft_ms': {}}}, ",
+        args.spec.num_speculative_tokens, py_float(args.spec.acceptance),
+        py_float(acceptance_length(args.spec.acceptance, args.spec.num_speculative_tokens)),
+        py_float(args.spec.draft_ms));
+  } else {
+    out += "speculative_config=None, ";
+  }
   out += fmt::format(
       "stream_interval={}, time_scale={}, truth_log={}, seed={}, keep_alive_timeout_s={}, "
       "threads={})",
@@ -216,7 +234,7 @@ std::unique_ptr<Engine> default_engine(asio::io_context& io, const SimArgs& args
   }
   return std::make_unique<SimpleEngine>(io.get_executor(),
                                         std::make_shared<SimpleTimingModel>(args.timing),
-                                        args.max_running, args.time_scale);
+                                        args.max_running, args.time_scale, args.spec);
 }
 
 
@@ -381,14 +399,17 @@ class RequestReceiver final : public NewsReceiver {
     if (admission && plan_.api == Api::kChat) format_.append_role_event(sink(), running_usage());
     // Tokens that exist together go out in one write (one HTTP chunk holding their events); the
     // final events and the end of the body go with the last token.
-    // With --stream-interval N a token waits for N-1 others (the first goes at once, the last
-    // takes what is left): one event carries their text, and continuous usage counts them all.
-    for (int i = 0; i < news.tokens; ++i) {
-      const int index = usage_.completion_tokens++;
-      held_text_ += plan_.token_text(index);
-      ++held_tokens_;
-      const bool last = usage_.completion_tokens == plan_.output.tokens;
-      if (index == 0 || last || held_tokens_ >= plan_.stream_interval) {
+    // One news is one engine step: its tokens (several with speculative decoding) go out in one
+    // event, as vLLM sends a step's output. With --stream-interval N tokens wait until N are
+    // held (the first goes at once, the last takes what is left); continuous usage counts them.
+    if (news.tokens > 0) {
+      const bool first = usage_.completion_tokens == 0;
+      for (int i = 0; i < news.tokens; ++i) {
+        held_text_ += plan_.token_text(usage_.completion_tokens++);
+        ++held_tokens_;
+      }
+      const bool last = usage_.completion_tokens >= plan_.output.tokens;
+      if (first || last || held_tokens_ >= plan_.stream_interval) {
         flush_held(last ? std::optional<FinishReason>(plan_.output.finish) : std::nullopt);
       }
     }
@@ -764,11 +785,15 @@ asio::awaitable<void> SimServer::handle_metrics(const http::HttpRequest&,
     cache = CacheConfigInfo{e.scheduler.block_size, e.scheduler.num_blocks, e.kv_cache_dtype,
                             e.scheduler.prefix_caching, e.gpu_memory_utilization};
   }
-  // The engine's state is read on its own thread.
-  const EngineSnapshot snap =
-      io_threads_.empty()
-          ? engine_snapshot_now()
-          : co_await asio::co_spawn(io_, engine_snapshot_coro(), asio::use_awaitable);
+  // The engine's state is read on its own thread. Not `c ? x : co_await y`: g++ 12 destroys the
+  // result of a co_await in a conditional expression twice (a double free once the snapshot
+  // holds a vector).
+  EngineSnapshot snap;
+  if (io_threads_.empty()) {
+    snap = engine_snapshot_now();
+  } else {
+    snap = co_await asio::co_spawn(io_, engine_snapshot_coro(), asio::use_awaitable);
+  }
   std::string body = render_metrics(args_.model, snap.stats, metrics(), cache ? &*cache : nullptr);
   if (snap.power) {
     const EngineConfig& e = *args_.engine;

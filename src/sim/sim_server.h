@@ -61,6 +61,9 @@ struct SimArgs {
   /// --stream-interval N: a stream's tokens go out N to an SSE event (vLLM's and SGLang's
   /// --stream-interval): the first at once, then every N-th, the rest with the last token.
   int stream_interval = 1;
+  /// --spec-decode K and its acceptance (sim/spec_decode.h): speculative decoding, simple timing
+  /// model only.
+  SpecDecodeConfig spec;
   std::string truth_log;               // --truth-log path; empty: none
   uint64_t seed = 0;                   // output lengths and texts depend on it
   double keep_alive_timeout_s = 5.0;   // idle keep-alive connections close after this; 0 = never

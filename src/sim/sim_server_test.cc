@@ -2,6 +2,7 @@
 // own thread, and a small blocking Beast client.
 #include "sim/sim_server.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -444,6 +445,60 @@ SimArgs roofline_args() {
   if (!config) throw std::runtime_error(config.error().message);
   args.engine = std::move(*config);
   return args;
+}
+
+// Speculative decoding (issue 31): a stream's events carry 1..K+1 tokens, and /metrics counts
+// drafts in vLLM's names so that AL = 1 + accepted / drafts.
+TEST(SimServerSpecDecode, EventsCarrySeveralTokensAndMetricsCountTheDrafts) {
+  SimArgs args = fast_args();
+  args.spec.num_speculative_tokens = 3;
+  args.spec.acceptance = acceptance_for_length(2.5, 3);
+  SimServerThread sim(args);
+  TestClient client(sim.port());
+  Response r =
+      client.post("/v1/completions",
+                  R"({"prompt":[1,2,3],"max_tokens":60,"min_tokens":60,"stream":true,)"
+                  R"("stream_options":{"include_usage":true,"continuous_usage_stats":true}})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  const std::vector<std::string> events = sse_data(r.body);
+  ASSERT_GE(events.size(), 3u);
+  int64_t before = 0;
+  size_t content = 0;
+  for (const auto& e : events) {
+    if (e == "[DONE]") break;
+    const json::value chunk = json::parse(e);
+    if (chunk.at("choices").as_array().empty()) continue;  // the final usage event
+    const int64_t now = chunk.at("usage").at("completion_tokens").as_int64();
+    EXPECT_GE(now - before, 1);
+    EXPECT_LE(now - before, content == 0 ? 1 : 4);  // the prefill's token comes alone
+    before = now;
+    ++content;
+  }
+  EXPECT_EQ(before, 60);
+  EXPECT_LT(content, 40u);
+  Response m = client.request(http::verb::get, "/metrics");
+  ASSERT_EQ(m.status, 200);
+  const double drafts = metric(m.body, "vllm:spec_decode_num_drafts_total");
+  const double accepted = metric(m.body, "vllm:spec_decode_num_accepted_tokens_total");
+  EXPECT_EQ(drafts, static_cast<double>(content - 1));
+  EXPECT_EQ(metric(m.body, "vllm:spec_decode_num_draft_tokens_total"), 3 * drafts);
+  EXPECT_EQ(accepted, 60 - 1 - drafts);
+  // Position j is accepted only after j-1: the per-position counts fall and add up.
+  double per_pos[3];
+  for (int j = 0; j < 3; ++j) {
+    per_pos[j] = metric(m.body, "vllm:spec_decode_num_accepted_tokens_per_pos_total",
+                        fmt::format(",position=\"{}\"", j));
+  }
+  EXPECT_GE(per_pos[0], per_pos[1]);
+  EXPECT_GE(per_pos[1], per_pos[2]);
+  EXPECT_EQ(per_pos[0] + per_pos[1] + per_pos[2], accepted);
+  // The roofline model does not draft (yet): refused, not ignored.
+  SimArgs roof = args;
+  roof.timing_model = TimingModelKind::kRoofline;
+  ASSERT_FALSE(validate(roof).ok());
+  EXPECT_NE(validate(roof).error().message.find("simple timing model only"), std::string::npos);
+  EXPECT_NE(format_sim_args(args).find("speculative_config={'num_speculative_tokens': 3"),
+            std::string::npos);
 }
 
 TEST(SimServerRoofline, StreamsEveryTokenAndMetricsCountThem) {

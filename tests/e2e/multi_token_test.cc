@@ -10,12 +10,25 @@ namespace {
 // 33 output tokens at 4 an event: 1, then 8 events of 4.
 constexpr int kOsl = 33;
 
-boost::json::object bench_multi_token(const SimServer& sim, const TempDir& dir, const std::string& name,
-                          std::vector<std::string> extra) {
+boost::json::object bench_multi_token(const SimServer& sim, const TempDir& dir,
+                                      const std::string& name, std::vector<std::string> extra,
+                                      int osl = kOsl, int prompts = 4) {
   const fs::path out = dir.path() / (name + ".json");
-  std::vector<std::string> args = {"bench", "--endpoint", sim.url(), "--isl", "16", "--osl",
-                                   std::to_string(kOsl), "--num-prompts", "4", "--concurrency",
-                                   "2", "--warmups", "0", "--output", out.string()};
+  std::vector<std::string> args = {"bench",
+                                   "--endpoint",
+                                   sim.url(),
+                                   "--isl",
+                                   "16",
+                                   "--osl",
+                                   std::to_string(osl),
+                                   "--num-prompts",
+                                   std::to_string(prompts),
+                                   "--concurrency",
+                                   "2",
+                                   "--warmups",
+                                   "0",
+                                   "--output",
+                                   out.string()};
   args.insert(args.end(), extra.begin(), extra.end());
   auto r = run_inferbench(args, dir.path() / (name + ".log"));
   EXPECT_EQ(r.exit.code, 0) << r.output;
@@ -53,6 +66,29 @@ TEST(MultiToken, PerTokenItlFromContinuousUsageAndNoItlWithoutCounts) {
   // TPOT and interactivity stay as defined (tokens from the final usage).
   EXPECT_GT(num(uncounted, "median_tpot_ms"), 0);
   EXPECT_EQ(num(uncounted, "total_output_tokens"), 4 * kOsl);
+}
+
+// serve-sim speculating with K = 3 at a golden acceptance length of 2.5: the client's tokens
+// per event (continuous usage, stream interval 1) and the server's /metrics (AL = 1 + accepted /
+// drafts, over the point) give the same acceptance length, and it is the one asked for.
+TEST(MultiToken, SpeculativeDecodingRealisesItsAcceptanceLength) {
+  TempDir dir;
+  SimServer sim(dir.path(),
+                {"--timing-model", "simple", "--decode-base-ms", "1", "--decode-per-running-ms",
+                 "0", "--spec-decode", "3", "--spec-acceptance-length", "2.5"});
+  ASSERT_TRUE(sim.running());
+  const auto j = bench_multi_token(sim, dir, "spec", {"--continuous-usage"}, 200, 16);
+  ASSERT_FALSE(j.empty());
+  EXPECT_EQ(j.at("event_tokens").at("usage_deltas").as_int64(), 16);
+  // Every event but the first (the prefill's one token) is one decode step.
+  const double events_per_request = 200.0 / num(j, "mean_tokens_per_event");
+  const double client_al = 199.0 / (events_per_request - 1);
+  EXPECT_NEAR(client_al, 2.5, 0.25);
+  const auto& server = j.at("telemetry").at("server").as_object();
+  ASSERT_TRUE(server.contains("spec_acceptance_length")) << boost::json::serialize(server);
+  EXPECT_NEAR(server.at("spec_acceptance_length").to_number<double>(), client_al, 0.05);
+  // Per-token ITL is the step shared by its tokens: below the gap between events.
+  EXPECT_LT(num(j, "median_itl_ms"), num(j, "median_icl_ms"));
 }
 
 }  // namespace

@@ -1,0 +1,61 @@
+#include "sim/spec_decode.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+namespace ib::sim {
+
+Status validate(const SpecDecodeConfig& c) {
+  if (c.num_speculative_tokens < 0 || c.num_speculative_tokens > kMaxSpeculativeTokens) {
+    return Error{fmt::format("num_speculative_tokens must be 0 to {}, got {}",
+                             kMaxSpeculativeTokens, c.num_speculative_tokens)};
+  }
+  if (!(c.acceptance >= 0 && c.acceptance <= 1)) {
+    return Error{fmt::format("spec acceptance must be from 0 to 1, got {}", c.acceptance)};
+  }
+  if (!(c.draft_ms >= 0) || !std::isfinite(c.draft_ms)) {
+    return Error{fmt::format("spec draft_ms must be a finite number >= 0, got {}", c.draft_ms)};
+  }
+  return Status::Ok();
+}
+
+double acceptance_length(double p, int k) {
+  double al = 1, term = 1;
+  for (int j = 1; j <= k; ++j) {
+    term *= p;
+    al += term;
+  }
+  return al;
+}
+
+double acceptance_for_length(double al, int k) {
+  // acceptance_length is increasing in p on [0, 1]: bisection to well below any tolerance.
+  double lo = 0, hi = 1;
+  for (int i = 0; i < 100; ++i) {
+    const double mid = (lo + hi) / 2;
+    if (acceptance_length(mid, k) < al) {
+      lo = mid;
+    } else {
+      hi = mid;
+    }
+  }
+  return (lo + hi) / 2;
+}
+
+int draw_accepted(std::mt19937_64& rng, const SpecDecodeConfig& c) {
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  int accepted = 0;
+  while (accepted < c.num_speculative_tokens && u(rng) < c.acceptance) ++accepted;
+  return accepted;
+}
+
+void SpecDecodeCounters::count(int accepted_tokens, int k) {
+  ++drafts;
+  draft_tokens += k;
+  accepted += accepted_tokens;
+  if (accepted_per_pos.size() < static_cast<size_t>(k)) accepted_per_pos.resize(k, 0);
+  for (int j = 0; j < accepted_tokens; ++j) ++accepted_per_pos[static_cast<size_t>(j)];
+}
+
+}  // namespace ib::sim

@@ -1,0 +1,52 @@
+// Speculative decoding in the simulated engine (issue 31; docs/serve-sim.md, "Speculative
+// decoding"): every decode step after the first token drafts K tokens, the target model accepts
+// a prefix of them (each position given the previous with probability p) and adds one token of
+// its own, so a step yields 1..K+1 tokens. The mean tokens a step yields is the acceptance length
+// AL = 1 + p + p^2 + ... + p^K, the figure InferenceX pins per model (golden_al_distribution);
+// a server given AL realises it through p. Counted as vLLM counts it (num_drafts,
+// num_draft_tokens, num_accepted_tokens, per position), so that /metrics says AL = 1 +
+// accepted / drafts.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "core/expected.h"
+
+namespace ib::sim {
+
+/// The most draft tokens a step may have.
+inline constexpr int kMaxSpeculativeTokens = 16;
+
+struct SpecDecodeConfig {
+  int num_speculative_tokens = 0;  // K; 0: no speculation
+  double acceptance = 0;           // p: a draft token's acceptance, given the previous one's
+  double draft_ms = 0;             // the draft's cost per draft token, added to every step
+  bool enabled() const { return num_speculative_tokens > 0; }
+};
+
+/// K out of [1, kMaxSpeculativeTokens], p in [0, 1], draft_ms >= 0 and finite; the error names
+/// the setting.
+Status validate(const SpecDecodeConfig& c);
+
+/// 1 + p + ... + p^k: the mean tokens a step yields.
+double acceptance_length(double p, int k);
+
+/// The p whose acceptance_length is `al`. REQUIRES: 1 <= al <= k + 1.
+double acceptance_for_length(double al, int k);
+
+/// Draft tokens accepted in one step: 0..K, consecutive from the first.
+int draw_accepted(std::mt19937_64& rng, const SpecDecodeConfig& c);
+
+/// vLLM's spec-decode counters (vllm/v1/spec_decode/metrics.py).
+struct SpecDecodeCounters {
+  int64_t drafts = 0;        // steps that drafted
+  int64_t draft_tokens = 0;  // K per draft
+  int64_t accepted = 0;      // draft tokens accepted
+  std::vector<int64_t> accepted_per_pos;  // [j]: drafts whose position j was accepted
+  /// Counts one step that accepted `accepted` of `k` drafts.
+  void count(int accepted_tokens, int k);
+};
+
+}  // namespace ib::sim
