@@ -447,6 +447,10 @@ void add_sweep_telemetry_options(CLI::App* app, SweepCliOptions& c) {
       ->capture_default_str();
   app->add_flag("--require-power", o.require_power,
                 "Fail points whose GPU power is missing or not valid");
+  app->add_flag("--continuous-usage", o.continuous_usage,
+                "Ask for a token count on every streamed event "
+                "(stream_options.continuous_usage_stats): per-token ITL where a server sends "
+                "several tokens an event (speculative decoding, --stream-interval)");
 }
 
 // The eval rows' options (docs/evals.md): problems, prompt style, gate thresholds.

@@ -52,6 +52,7 @@ load::BenchSpec ConfigRunner::point_spec(const ConfigPlan& cfg, const workload::
   bs.endpoint_url = url;
   bs.model = std::string(cfg.row.fields.at("model").as_string());
   bs.api = o_.api;
+  bs.continuous_usage = o_.continuous_usage;
   bs.shape.concurrency = plan.shape.concurrency;
   bs.metrics.num_gpus = cfg.gpus;
   bs.timeout_s = o_.point_timeout_s;

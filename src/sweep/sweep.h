@@ -41,6 +41,10 @@ struct SweepOptions {
   WorkloadOverrides workload;
   openai::Api api = openai::Api::kCompletions;
   double point_timeout_s = 1800;
+  /// --continuous-usage: ask for a token count on every event (stream_options.
+  /// continuous_usage_stats), so that per-token ITL is known where a server sends several tokens
+  /// an event (docs/metrics.md, "Tokens per event").
+  bool continuous_usage = false;
   // Server metrics during each point (docs/telemetry.md).
   bool scrape_server_metrics = true;
   std::vector<std::string> server_metrics_urls;  // empty: the server's /metrics

@@ -2,6 +2,8 @@
 // do, and bench measures tokens, not events: per-token ITL shares each gap between the tokens of
 // its event, the gaps themselves are inter-chunk latency (icl), and where nothing counts the
 // tokens of an event the result says so instead of printing chunk gaps as ITL.
+#include <fstream>
+
 #include "e2e_util.h"
 
 namespace ib::e2e {
@@ -89,6 +91,40 @@ TEST(MultiToken, SpeculativeDecodingRealisesItsAcceptanceLength) {
   EXPECT_NEAR(server.at("spec_acceptance_length").to_number<double>(), client_al, 0.05);
   // Per-token ITL is the step shared by its tokens: below the gap between events.
   EXPECT_LT(num(j, "median_itl_ms"), num(j, "median_icl_ms"));
+}
+
+// The bundled spec-decoding example (an InferenceX-shaped `mtp` row on serve-sim), swept with
+// per-event counts: every point stored with per-token ITL, its tokens per event, and the server's
+// acceptance length from /metrics. The recipe's serve command gets --time-scale 20 (a copy of
+// the example), so the two points take a second.
+TEST(MultiToken, TheBundledMtpRecipeSweepsWithPerTokenItl) {
+  TempDir dir;
+  auto text = read_file(fs::path(INFERBENCH_SOURCE_DIR) / "examples/recipes/serve-sim-mtp.yaml");
+  ASSERT_TRUE(text) << text.error().message;
+  const std::string from = "--spec-draft-ms, \"0.3\",";
+  const size_t at = text->find(from);
+  ASSERT_NE(at, std::string::npos);
+  text->insert(at + from.size(), " --time-scale, \"20\",");
+  const fs::path recipe = dir.path() / "mtp.yaml";
+  std::ofstream(recipe) << *text;
+  auto r = run_inferbench({"sweep", recipe.string(), "--runs-dir", (dir.path() / "runs").string(),
+                           "--continuous-usage", "--json"},
+                          dir.path() / "sweep.log");
+  ASSERT_EQ(r.exit.code, 0) << r.output;
+  int points = 0;
+  for (const auto& f : fs::recursive_directory_iterator(dir.path() / "runs")) {
+    const std::string name = f.path().filename().string();
+    if (!name.starts_with("conc_") || f.path().extension() != ".json") continue;
+    ++points;
+    const auto j = read_json(f.path());
+    EXPECT_EQ(j.at("event_tokens").at("unknown").as_int64(), 0) << name;
+    EXPECT_GT(num(j, "mean_tokens_per_event"), 1.5) << name;
+    EXPECT_LT(num(j, "median_itl_ms"), num(j, "median_icl_ms")) << name;
+    EXPECT_NEAR(j.at("telemetry").at("server").at("spec_acceptance_length").to_number<double>(),
+                2.5, 0.25)
+        << name;
+  }
+  EXPECT_EQ(points, 2);
 }
 
 }  // namespace

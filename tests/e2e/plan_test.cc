@@ -51,7 +51,7 @@ TEST(Plan, BundledExampleRecipesAreValidAndExpandAsDocumented) {
   const std::string ex = std::string(INFERBENCH_SOURCE_DIR) + "/examples/recipes/";
   auto r = run_inferbench(
       {"plan", ex + "serve-sim.yaml", ex + "vllm-h200-llama70b.yaml", ex + "sglang-h200-dsr1.yaml",
-       ex + "sglang-mi355x-minimax-tp4.yaml", "--json"},
+       ex + "sglang-mi355x-minimax-tp4.yaml", ex + "serve-sim-mtp.yaml", "--json"},
       dir.path() / "plan.log");
   ASSERT_EQ(r.exit.code, 0) << r.output.substr(0, 2000);
   auto v = boost::json::parse(r.output);
@@ -61,6 +61,7 @@ TEST(Plan, BundledExampleRecipesAreValidAndExpandAsDocumented) {
   for (const auto& row : rows) ++per_key[std::string(row.as_object().at("config-key").as_string())];
   // Concurrency doubling with the end clamped and included (4..64 → 5 points, 64..512 → 4, ...).
   EXPECT_EQ(per_key["llama8b-bf16-h200-servesim"], 4);
+  EXPECT_EQ(per_key["llama8b-bf16-servesim-mtp"], 2);
   EXPECT_EQ(per_key["llama70b-fp8-h200-vllm"], 6 + 7 + 5);
   EXPECT_EQ(per_key["dsr1-fp8-h200-sglang"], 5 + 4 + 4);
   EXPECT_EQ(per_key["minimaxm3-fp4-mi355x-sglang"], 5 + 5);
