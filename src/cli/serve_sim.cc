@@ -451,10 +451,11 @@ int resolve_spec(ServeSimOptions& o) {
     return kExitOk;
   }
   if (p == al) {
-    return fail("serve-sim",
-                usage_error("--spec-decode needs one of --spec-acceptance P (each draft token's "
-                            "acceptance) or --spec-acceptance-length AL (the mean tokens a step "
-                            "yields)"));
+    return fail(
+        "serve-sim",
+        usage_error("--spec-decode needs exactly one of --spec-acceptance P (each draft token's "
+                    "acceptance) or --spec-acceptance-length AL (the mean tokens a step "
+                    "yields)"));
   }
   sim::SpecDecodeConfig& spec = o.args.spec;
   spec.num_speculative_tokens = o.spec_k;
