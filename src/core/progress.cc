@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -17,10 +18,18 @@ ProgressMode progress_mode(bool wanted) {
 }
 
 double plain_progress_interval_s() {
-  if (const char* v = std::getenv("INFERBENCH_PROGRESS_INTERVAL")) {
-    char* end = nullptr;
-    const double s = std::strtod(v, &end);
-    if (end != v && *end == '\0' && s >= 0.1 && s <= 86400) return s;
+  const char* v = std::getenv("INFERBENCH_PROGRESS_INTERVAL");
+  if (v == nullptr) return 5.0;
+  char* end = nullptr;
+  const double s = std::strtod(v, &end);
+  if (end != v && *end == '\0' && s >= 0.1 && s <= 86400) return s;
+  // Not a reason to stop a benchmark, but never silently: said once per process.
+  static std::atomic<bool> said{false};
+  if (!said.exchange(true)) {
+    fmt::print(stderr,
+               "inferbench: INFERBENCH_PROGRESS_INTERVAL='{}' is not a number of seconds from 0.1 "
+               "to 86400; progress lines come every 5 s\n",
+               v);
   }
   return 5.0;
 }

@@ -24,10 +24,15 @@ TEST(Progress, PlainLinesComeOncePerInterval) {
     p.show("d");
   }
   EXPECT_EQ(testing::internal::GetCapturedStderr(), "c\n");
+  // A bad value is said (once), not silently taken for the default.
+  testing::internal::CaptureStderr();
   for (const char* bad : {"0", "-1", "x", "5s", ""}) {
     ::setenv("INFERBENCH_PROGRESS_INTERVAL", bad, 1);
     EXPECT_DOUBLE_EQ(plain_progress_interval_s(), 5.0) << bad;
   }
+  EXPECT_EQ(testing::internal::GetCapturedStderr(),
+            "inferbench: INFERBENCH_PROGRESS_INTERVAL='0' is not a number of seconds from 0.1 to "
+            "86400; progress lines come every 5 s\n");
   ::unsetenv("INFERBENCH_PROGRESS_INTERVAL");
 }
 

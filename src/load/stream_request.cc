@@ -70,21 +70,21 @@ void StreamingResponse::on_event(const http::SseEvent& event, int64_t t_ns) {
       return;
     case openai::StreamChunk::Kind::kContent:
       record_->content_ns.push_back(t_ns);
-      // The tokens this event carried, where the server counts them on every event (continuous
-      // usage): the growth of completion_tokens since the last count; 0 when unknown
-      // (metrics::event_token_counts decides what a request's counts are worth).
-      if (chunk.usage && chunk.usage->completion_tokens >= 0) {
-        const int64_t delta = chunk.usage->completion_tokens - usage_completion_;
-        record_->content_tokens.resize(record_->content_ns.size() - 1, 0);
-        record_->content_tokens.push_back(
-            static_cast<int32_t>(std::clamp<int64_t>(delta, 0, 1 << 30)));
-      }
       break;
     case openai::StreamChunk::Kind::kNoContent:
       break;
   }
   if (chunk.usage && chunk.usage->completion_tokens >= 0) {
-    usage_completion_ = std::max(usage_completion_, chunk.usage->completion_tokens);
+    // The tokens a content event carried, where the server counts them on every event
+    // (continuous usage): the growth of completion_tokens since the last count; 0 for an event
+    // without one (metrics::event_token_counts decides what a request's counts are worth).
+    const int64_t count = chunk.usage->completion_tokens;
+    if (chunk.kind == openai::StreamChunk::Kind::kContent) {
+      record_->content_tokens.resize(record_->content_ns.size() - 1, 0);
+      record_->content_tokens.push_back(
+          static_cast<int32_t>(std::clamp<int64_t>(count - usage_completion_, 0, 1 << 30)));
+    }
+    usage_completion_ = std::max(usage_completion_, count);
   }
   if (chunk.usage) {
     // With continuous usage stats every chunk carries usage; the last one is the total.

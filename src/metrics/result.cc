@@ -301,9 +301,10 @@ boost::json::object metrics_to_json(const BenchMetrics& m, const MetricsOptions&
   } else {
     o["max_stall_ms"] = nullptr;
   }
-  o["event_tokens"] = boost::json::object{{"usage_deltas", m.requests_counted_by_usage},
-                                          {"one_per_event", m.requests_one_per_event},
-                                          {"unknown", m.requests_uncounted}};
+  o["event_tokens"] = boost::json::object{
+      {event_tokens_name(EventTokens::kUsageDeltas), m.requests_counted_by_usage},
+      {event_tokens_name(EventTokens::kOnePerEvent), m.requests_one_per_event},
+      {event_tokens_name(EventTokens::kUnknown), m.requests_uncounted}};
   if (m.requests_uncounted > 0) o["itl_note"] = itl_note(m);
 
   // Interactivity (tok/s/user) = 1 / TPOT at each TPOT statistic (docs/architecture.md, "Metric

@@ -403,14 +403,21 @@ class RequestReceiver final : public NewsReceiver {
     // event, as vLLM sends a step's output. With --stream-interval N tokens wait until N are
     // held (the first goes at once, the last takes what is left); continuous usage counts them.
     if (news.tokens > 0) {
-      const bool first = usage_.completion_tokens == 0;
-      for (int i = 0; i < news.tokens; ++i) {
-        held_text_ += plan_.token_text(usage_.completion_tokens++);
-        ++held_tokens_;
-      }
+      const int begin = usage_.completion_tokens;
+      usage_.completion_tokens += news.tokens;
+      held_tokens_ += news.tokens;
       const bool last = usage_.completion_tokens >= plan_.output.tokens;
-      if (first || last || held_tokens_ >= plan_.stream_interval) {
-        flush_held(last ? std::optional<FinishReason>(plan_.output.finish) : std::nullopt);
+      const bool flush = begin == 0 || last || held_tokens_ >= plan_.stream_interval;
+      const std::optional<FinishReason> finish =
+          last ? std::optional<FinishReason>(plan_.output.finish) : std::nullopt;
+      if (flush && held_tokens_ == 1) {
+        // One token and none held (every step without speculation): its text as it is, no copy.
+        format_.append_token_event(sink(), plan_.token_text(begin), finish, running_usage());
+        unsent_tokens_ += 1;
+        held_tokens_ = 0;
+      } else {
+        for (int i = begin; i < usage_.completion_tokens; ++i) held_text_ += plan_.token_text(i);
+        if (flush) flush_held(finish);
       }
     }
     if ((news.finished || usage_.completion_tokens >= plan_.output.tokens) && !finished_) {
