@@ -89,8 +89,9 @@ TEST(MultiToken, SpeculativeDecodingRealisesItsAcceptanceLength) {
   const auto& server = j.at("telemetry").at("server").as_object();
   ASSERT_TRUE(server.contains("spec_acceptance_length")) << boost::json::serialize(server);
   EXPECT_NEAR(server.at("spec_acceptance_length").to_number<double>(), client_al, 0.05);
-  // Per-token ITL is the step shared by its tokens: below the gap between events.
-  EXPECT_LT(num(j, "median_itl_ms"), num(j, "median_icl_ms"));
+  // Per-token ITL is the step shared by its tokens: below the gap between events. Means, not
+  // medians: a slow client (ASan) reads several events at once, and most gaps are then 0.
+  EXPECT_LT(num(j, "mean_itl_ms"), num(j, "mean_icl_ms"));
 }
 
 // The bundled spec-decoding example (an InferenceX-shaped `mtp` row on serve-sim), swept with
@@ -119,7 +120,8 @@ TEST(MultiToken, TheBundledMtpRecipeSweepsWithPerTokenItl) {
     const auto j = read_json(f.path());
     EXPECT_EQ(j.at("event_tokens").at("unknown").as_int64(), 0) << name;
     EXPECT_GT(num(j, "mean_tokens_per_event"), 1.5) << name;
-    EXPECT_LT(num(j, "median_itl_ms"), num(j, "median_icl_ms")) << name;
+    // Means: under ASan the client reads events in bursts, and the median gap can be 0.
+    EXPECT_LT(num(j, "mean_itl_ms"), num(j, "mean_icl_ms")) << name;
     EXPECT_NEAR(j.at("telemetry").at("server").at("spec_acceptance_length").to_number<double>(),
                 2.5, 0.25)
         << name;
