@@ -48,6 +48,9 @@ struct BenchOptions {
   std::string gpu_power = "auto";
   CLI::Option* warmup_per_lane_option = nullptr;
   TokenizerOptions tokenizer;
+  // --expect-spec-acceptance: the golden acceptance length the server must realise.
+  double expect_al = 0;
+  double al_tolerance = 0.1;
 };
 
 // --tokenizer / --chat-template: the served model's tokenizer, for exact prompt lengths.
@@ -203,7 +206,13 @@ int point_exit(const load::BenchReport& report, const load::PointVerdict& v) {
 // What every point does after it ran: the judge's verdict goes into the result, the summary is
 // printed and the files written; the exit code follows from the verdict.
 int finish_point(const BenchOptions& o, load::BenchReport& report) {
-  const load::PointVerdict v = load::judge(report, {});
+  load::JudgeRules rules;
+  if (o.expect_al > 0) {
+    rules.spec_acceptance =
+        load::SpecAcceptanceTarget{o.expect_al, o.al_tolerance, "--expect-spec-acceptance"};
+    report.json["spec_acceptance"] = load::spec_acceptance_json(report, *rules.spec_acceptance);
+  }
+  const load::PointVerdict v = load::judge(report, rules);
   report.json["status"] = metrics::status_name(v.status);
   report.json["validity"] = v.validity.to_json();
   fmt::print("{}", load::format_summary(report, o.spec));
@@ -536,6 +545,14 @@ void add_bench_telemetry_options(CLI::App* app, BenchOptions& o) {
   app->add_option("--server-metrics-url", o.spec.server_metrics_urls,
                   "Prometheus endpoints to scrape during the point (repeatable, one per worker; "
                   "default: the endpoint's /metrics)");
+  app->add_option("--expect-spec-acceptance", o.expect_al,
+                  "The golden acceptance length a speculating server must realise over the point "
+                  "(1 + accepted / drafts from its /metrics); a miss makes the point invalid")
+      ->transform(real_in(1, 65));
+  app->add_option("--spec-acceptance-tolerance", o.al_tolerance,
+                  "How far the realised acceptance length may be from --expect-spec-acceptance")
+      ->capture_default_str()
+      ->transform(real_in(0, 64));
   app->add_option("--slice-duration", o.spec.slice_s,
                   "Seconds between server-metrics scrapes (the timeslice width)")
       ->capture_default_str()

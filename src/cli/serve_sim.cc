@@ -44,6 +44,7 @@ struct ServeSimOptions {
   double spec_acceptance = 0, spec_length = 0, spec_draft_ms = 0;
   CLI::Option *spec_k_opt = nullptr, *spec_p_opt = nullptr, *spec_al_opt = nullptr,
               *spec_draft_opt = nullptr;
+  std::string spec_decoding;  // --spec-decoding: InferenceX's field (none | mtp | draft_model)
   // Roofline settings.
   std::string hardware, model_preset, quantization, kv_cache_dtype;
   int tp = 1, max_num_seqs = 0, max_num_batched_tokens = 0, block_size = 0, num_gpu_blocks = 0;
@@ -429,8 +430,15 @@ void add_simple_options(CLI::App* app, ServeSimOptions& o) {
                             ->transform(real_in(0, 1)));
   o.spec_al_opt = simple(app->add_option("--spec-acceptance-length", o.spec_length,
                                          "With --spec-decode: the mean tokens a step yields (1 to "
-                                         "K+1), realised through the acceptance that gives it")
+                                         "K+1), pinned as vLLM's synthetic_acceptance_length: "
+                                         "floor(AL-1) drafts accepted each step, one more with "
+                                         "probability frac(AL-1)")
                              ->transform(real_in(1, sim::kMaxSpeculativeTokens + 1)));
+  app->add_option("--spec-decoding", o.spec_decoding,
+                  "InferenceX's spec-decoding field, as a recipe's {spec-decoding} gives it: none "
+                  "turns speculation off (whatever --spec-decode says), mtp or draft_model turn it "
+                  "on (default --spec-decode 3 --spec-acceptance 0.7)")
+      ->check(CLI::IsMember({"none", "mtp", "draft_model"}));
   o.spec_draft_opt = simple(app->add_option("--spec-draft-ms", o.spec_draft_ms,
                                             "With --spec-decode: the draft's cost per draft token, "
                                             "added to every decode step (default 0)")
@@ -439,8 +447,18 @@ void add_simple_options(CLI::App* app, ServeSimOptions& o) {
 
 // --spec-decode K with --spec-acceptance P or --spec-acceptance-length AL into o.args.spec.
 int resolve_spec(ServeSimOptions& o) {
-  const bool k = o.spec_k_opt->count() > 0, p = o.spec_p_opt->count() > 0,
-             al = o.spec_al_opt->count() > 0, draft = o.spec_draft_opt->count() > 0;
+  bool k = o.spec_k_opt->count() > 0, p = o.spec_p_opt->count() > 0;
+  const bool al = o.spec_al_opt->count() > 0, draft = o.spec_draft_opt->count() > 0;
+  // A recipe row's spec-decoding: none runs the same command without speculation.
+  if (o.spec_decoding == "none") return kExitOk;
+  if (!o.spec_decoding.empty() && !k) {
+    o.spec_k = 3;
+    k = true;
+    if (!al && !p) {
+      o.spec_acceptance = 0.7;
+      p = true;
+    }
+  }
   if (!k) {
     if (p || al || draft) {
       return fail("serve-sim", usage_error(fmt::format("{} applies with --spec-decode K",
@@ -470,6 +488,7 @@ int resolve_spec(ServeSimOptions& o) {
                                    o.spec_length, o.spec_k, o.spec_k + 1)));
     }
     spec.acceptance = sim::acceptance_for_length(o.spec_length, o.spec_k);
+    spec.pinned_length = o.spec_length;
   }
   return kExitOk;
 }

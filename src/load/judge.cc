@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/json_text.h"
 #include "metrics/result.h"
@@ -79,6 +80,35 @@ void judge_server_metrics(const BenchReport& r, const JudgeRules& rules, metrics
   }
 }
 
+bool spec_acceptance_passed(const BenchReport& r, const SpecAcceptanceTarget& t) {
+  const auto& al = r.server_summary.spec_acceptance_length;
+  // A hair over the tolerance for the rounding of golden values to two decimals.
+  return al && std::abs(*al - t.golden) <= t.tolerance + 1e-9;
+}
+
+void judge_spec_acceptance(const BenchReport& r, const JudgeRules& rules, metrics::Validity& v) {
+  if (!rules.spec_acceptance) return;
+  const SpecAcceptanceTarget& t = *rules.spec_acceptance;
+  if (spec_acceptance_passed(r, t)) return;
+  const auto& al = r.server_summary.spec_acceptance_length;
+  if (!al) {
+    v.add(InvalidKind::kExpectFailed,
+          fmt::format("expect spec-acceptance: the server's metrics gave no acceptance length "
+                      "during the point (golden {:.2f}, {}){}",
+                      t.golden, t.source, r.scrapes.empty() ? "; no /metrics scrape" : ""),
+          "vLLM needs its spec-decode counters (vllm:spec_decode_num_drafts_total), SGLang "
+          "sglang:spec_accept_length (--enable-metrics); is the server speculating?");
+    return;
+  }
+  v.add(InvalidKind::kExpectFailed,
+        fmt::format("expect spec-acceptance: realised acceptance length {:.3f} over the point "
+                    "({}), golden {:.2f} ± {} ({})",
+                    *al, r.server_summary.spec_acceptance_from, t.golden, t.tolerance, t.source),
+        "the server does not realise the golden AL: check its synthetic-acceptance knob "
+        "(vLLM synthetic_acceptance_length, SGLANG_SIMULATE_ACC_LEN, "
+        "TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS = AL - 1)");
+}
+
 // AgentX's submission rules (metrics/agentic.h), each as the kind of reason it is: too many
 // errors fail the point like any failure rate; a time-scaled or shortened replay is the user's
 // choice; a cancelled replay is already judged as interrupted or aborted.
@@ -119,6 +149,17 @@ std::vector<std::string> client_health_problems(const ClientHealth& h, int64_t c
   return out;
 }
 
+json::object spec_acceptance_json(const BenchReport& report, const SpecAcceptanceTarget& target) {
+  const auto& al = report.server_summary.spec_acceptance_length;
+  json::object o{{"golden", target.golden},
+                 {"tolerance", target.tolerance},
+                 {"source", target.source},
+                 {"realised", al ? json::value(*al) : json::value(nullptr)},
+                 {"passed", spec_acceptance_passed(report, target)}};
+  if (al) o["realised_from"] = report.server_summary.spec_acceptance_from;
+  return o;
+}
+
 metrics::PointStatus status_of(const metrics::Validity& v, std::string* error) {
   if (v.valid()) return metrics::PointStatus::kOk;
   bool failed = false;
@@ -141,6 +182,7 @@ PointVerdict judge(const BenchReport& report, const JudgeRules& rules) {
   }
   judge_power(report, v);
   judge_server_metrics(report, rules, v);
+  judge_spec_acceptance(report, rules, v);
   judge_agentx(report, v);
   return verdict_of(std::move(v));
 }

@@ -5,7 +5,9 @@
 // `bench`, `eval`, `sweep` and `tune` all call it, so they cannot disagree about a point.
 #pragma once
 
+#include <boost/json.hpp>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +17,14 @@
 
 namespace ib::load {
 
+/// `expect: spec-acceptance`, resolved for one server: the acceptance length it must realise over
+/// each point, from its /metrics (docs/metrics.md, "Acceptance length").
+struct SpecAcceptanceTarget {
+  double golden = 0;
+  double tolerance = 0.1;
+  std::string source;  // "al in the recipe", or the golden file, model, mode and draft length
+};
+
 /// What the judge is told beside the run's own report.
 struct JudgeRules {
   /// Reasons found before the point ran (the server observation: `expect` failed or could not be
@@ -22,6 +32,9 @@ struct JudgeRules {
   metrics::Validity before;
   /// `expect: server-metrics`: name prefixes the server's metrics must show during the point.
   std::vector<std::string> server_metrics;
+  /// `expect: spec-acceptance`: a realised AL further than the tolerance from the golden one, or
+  /// none in the server's metrics, makes the point invalid with both numbers.
+  std::optional<SpecAcceptanceTarget> spec_acceptance;
   /// The point timeout the run was given (for the message; 0: none).
   double point_timeout_s = 0;
 };
@@ -39,6 +52,11 @@ struct PointVerdict {
 PointVerdict judge(const BenchReport& report, const JudgeRules& rules);
 /// An accuracy eval point, gated by `gate` (load/eval_run.h).
 PointVerdict judge(const EvalReport& report, const EvalGate& gate, const JudgeRules& rules);
+
+/// The spec-acceptance check of a point, for its result ("spec_acceptance"): golden, tolerance,
+/// source, realised (null when the metrics gave none), realised_from, passed.
+boost::json::object spec_acceptance_json(const BenchReport& report,
+                                         const SpecAcceptanceTarget& target);
 
 /// The status a validity yields: failed when the numbers are missing or cut short (timeout,
 /// interrupt, failure rate, power, server exit), invalid when they were measured but may not be

@@ -125,6 +125,41 @@ TEST(Judge, ExpectedServerMetricsMissingFromTheScrapesInvalidate) {
   EXPECT_NE(v.validity.text().find("\"sglang:\""), std::string::npos) << v.validity.text();
 }
 
+// The golden acceptance length against the realised one: 1.8 against 2.5 is invalid naming both,
+// 2.45 is within the default tolerance, and no figure at all is invalid too.
+TEST(Judge, ARealisedAcceptanceLengthFarFromTheGoldenOneInvalidates) {
+  BenchReport r = clean_report();
+  JudgeRules rules;
+  rules.spec_acceptance = SpecAcceptanceTarget{2.5, 0.1, "g.yaml: m thinking_off, 3 draft tokens"};
+  PointVerdict none = judge(r, rules);
+  EXPECT_EQ(none.status, PointStatus::kInvalid);
+  EXPECT_NE(none.validity.text().find("gave no acceptance length"), std::string::npos);
+  EXPECT_TRUE(spec_acceptance_json(r, *rules.spec_acceptance).at("realised").is_null());
+
+  r.server_summary.spec_acceptance_from = "1 + accepted / drafts";
+  r.server_summary.spec_acceptance_length = 1.8;
+  PointVerdict low = judge(r, rules);
+  EXPECT_EQ(low.status, PointStatus::kInvalid);
+  ASSERT_TRUE(low.validity.has(InvalidKind::kExpectFailed));
+  const std::string why = low.validity.text();
+  EXPECT_NE(why.find("realised acceptance length 1.800"), std::string::npos) << why;
+  EXPECT_NE(why.find("golden 2.50 ± 0.1 (g.yaml: m thinking_off, 3 draft tokens)"),
+            std::string::npos)
+      << why;
+  EXPECT_FALSE(spec_acceptance_json(r, *rules.spec_acceptance).at("passed").as_bool());
+
+  r.server_summary.spec_acceptance_length = 2.45;
+  EXPECT_EQ(judge(r, rules).status, PointStatus::kOk);
+  const auto j = spec_acceptance_json(r, *rules.spec_acceptance);
+  EXPECT_TRUE(j.at("passed").as_bool());
+  EXPECT_DOUBLE_EQ(j.at("realised").as_double(), 2.45);
+  // The boundary: a golden value of two decimals and a tolerance of 0.1 take 2.4 and 2.6.
+  r.server_summary.spec_acceptance_length = 2.4;
+  EXPECT_EQ(judge(r, rules).status, PointStatus::kOk);
+  r.server_summary.spec_acceptance_length = 2.6000001;
+  EXPECT_EQ(judge(r, rules).status, PointStatus::kInvalid);
+}
+
 TEST(Judge, AgentxRulesKeepTheirKinds) {
   BenchReport r = clean_report();
   r.agentic = true;

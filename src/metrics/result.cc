@@ -73,6 +73,10 @@ void add_event_gaps(const RequestRecord& r, LatencySamples& s, BenchMetrics& m) 
   switch (event_token_counts(r, &s.counts)) {
     case EventTokens::kUsageDeltas:
       ++m.requests_counted_by_usage;
+      for (size_t i = 1; i + 1 < s.counts.size(); ++i) {
+        m.decode_event_tokens += s.counts[i];
+        ++m.decode_events;
+      }
       break;
     case EventTokens::kOnePerEvent:
       ++m.requests_one_per_event;
@@ -306,6 +310,13 @@ boost::json::object metrics_to_json(const BenchMetrics& m, const MetricsOptions&
       {event_tokens_name(EventTokens::kOnePerEvent), m.requests_one_per_event},
       {event_tokens_name(EventTokens::kUnknown), m.requests_uncounted}};
   if (m.requests_uncounted > 0) o["itl_note"] = itl_note(m);
+  // Only from usage deltas: an event counted as one token by the final usage says nothing.
+  if (m.decode_events > 0) {
+    o["client_acceptance_length"] =
+        static_cast<double>(m.decode_event_tokens) / static_cast<double>(m.decode_events);
+  } else {
+    o["client_acceptance_length"] = nullptr;
+  }
 
   // Interactivity (tok/s/user) = 1 / TPOT at each TPOT statistic (docs/architecture.md, "Metric
   // definitions").

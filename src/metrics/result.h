@@ -62,6 +62,10 @@ struct BenchMetrics {
   int64_t requests_counted_by_usage = 0;  // continuous usage counted every event
   int64_t requests_one_per_event = 0;     // final usage = events: one token each
   int64_t requests_uncounted = 0;         // several tokens an event, uncounted: no per-token ITL
+  // Client-inferred acceptance length: the tokens of the events counted by usage deltas, each
+  // request's first (prefill) and last (possibly cut by max_tokens) events left out, over those
+  // events. The server's AL when it sends one event per decode step (stream interval 1).
+  int64_t decode_event_tokens = 0, decode_events = 0;
 
   int64_t requests_without_usage = 0;   // output tokens estimated from content events
   int64_t usage_length_mismatches = 0;  // |completion_tokens − requested| > 5% of requested

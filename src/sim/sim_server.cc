@@ -197,12 +197,14 @@ std::string format_sim_args(const SimArgs& args) {
   // The speculative config is part of the effective configuration (as vLLM prints its
   // speculative_config): verify and tune see a change of K or acceptance.
   if (args.spec.enabled()) {
+    const bool pinned = args.spec.pinned_length > 0;
     out += fmt::format(
         "speculative_config={{'num_speculative_tokens': {}, 'acceptance': {}, "
-        "'acceptance_length': {}, 'draft_ms': {}}}, ",
+        "'acceptance_length': {}, 'rejection_sample_method': '{}', 'draft_ms': {}}}, ",
         args.spec.num_speculative_tokens, py_float(args.spec.acceptance),
-        py_float(acceptance_length(args.spec.acceptance, args.spec.num_speculative_tokens)),
-        py_float(args.spec.draft_ms));
+        py_float(pinned ? args.spec.pinned_length
+                        : acceptance_length(args.spec.acceptance, args.spec.num_speculative_tokens)),
+        pinned ? "synthetic" : "per-position", py_float(args.spec.draft_ms));
   } else {
     out += "speculative_config=None, ";
   }

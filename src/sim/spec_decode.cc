@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace ib::sim {
@@ -13,6 +14,11 @@ Status validate(const SpecDecodeConfig& c) {
   }
   if (!(c.acceptance >= 0 && c.acceptance <= 1)) {
     return Error{fmt::format("spec acceptance must be from 0 to 1, got {}", c.acceptance)};
+  }
+  if (c.pinned_length != 0 &&
+      !(c.pinned_length >= 1 && c.pinned_length <= c.num_speculative_tokens + 1)) {
+    return Error{fmt::format("spec acceptance length must be from 1 to {} (K + 1), got {}",
+                             c.num_speculative_tokens + 1, c.pinned_length)};
   }
   if (!(c.draft_ms >= 0) || !std::isfinite(c.draft_ms)) {
     return Error{fmt::format("spec draft_ms must be a finite number >= 0, got {}", c.draft_ms)};
@@ -45,6 +51,12 @@ double acceptance_for_length(double al, int k) {
 
 int draw_accepted(std::mt19937_64& rng, const SpecDecodeConfig& c) {
   std::uniform_real_distribution<double> u(0.0, 1.0);
+  if (c.pinned_length > 0) {
+    const double extra = c.pinned_length - 1;
+    const int whole = static_cast<int>(std::floor(extra));
+    const int n = whole + (u(rng) < extra - whole ? 1 : 0);
+    return std::min(n, c.num_speculative_tokens);
+  }
   int accepted = 0;
   while (accepted < c.num_speculative_tokens && u(rng) < c.acceptance) ++accepted;
   return accepted;

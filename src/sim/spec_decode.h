@@ -1,9 +1,12 @@
 // Speculative decoding in the simulated engine (issue 31; docs/serve-sim.md, "Speculative
 // decoding"): every decode step after the first token drafts K tokens, the target model accepts
-// a prefix of them (each position given the previous with probability p) and adds one token of
-// its own, so a step yields 1..K+1 tokens. The mean tokens a step yields is the acceptance length
-// AL = 1 + p + p^2 + ... + p^K, the figure InferenceX pins per model (golden_al_distribution);
-// a server given AL realises it through p. Counted as vLLM counts it (num_drafts,
+// a prefix of them and adds one token of its own, so a step yields 1..K+1 tokens. The mean tokens
+// a step yields is the acceptance length AL, the figure InferenceX pins per model
+// (golden_al_distribution). Two acceptance models: per position (each draft token accepted,
+// given the previous one, with probability p: AL = 1 + p + p^2 + ... + p^K), or a pinned AL
+// realised as the engines' synthetic acceptance does (vLLM's synthetic_acceptance_length,
+// TensorRT-LLM's forced count: floor(AL - 1) drafts accepted every step, one more with
+// probability frac(AL - 1), the least variance any AL can have). Counted as vLLM counts it (num_drafts,
 // num_draft_tokens, num_accepted_tokens, per position), so that /metrics says AL = 1 +
 // accepted / drafts.
 #pragma once
@@ -22,11 +25,15 @@ inline constexpr int kMaxSpeculativeTokens = 16;
 struct SpecDecodeConfig {
   int num_speculative_tokens = 0;  // K; 0: no speculation
   double acceptance = 0;           // p: a draft token's acceptance, given the previous one's
+  /// > 0: the pinned acceptance length, realised with the least variance (then `acceptance` is
+  /// the per-position p with the same AL, for what is shown).
+  double pinned_length = 0;
   double draft_ms = 0;             // the draft's cost per draft token, added to every step
   bool enabled() const { return num_speculative_tokens > 0; }
 };
 
-/// K out of [1, kMaxSpeculativeTokens], p in [0, 1], draft_ms >= 0 and finite; the error names
+/// K out of [1, kMaxSpeculativeTokens], p in [0, 1], a pinned length 0 or in [1, K + 1],
+/// draft_ms >= 0 and finite; the error names
 /// the setting.
 Status validate(const SpecDecodeConfig& c);
 

@@ -56,3 +56,32 @@ TEST(SpecDecode, ValidateNamesTheSetting) {
 
 }  // namespace
 }  // namespace ib::sim
+
+namespace ib::sim {
+namespace {
+
+// A pinned AL is realised as the engines' synthetic acceptance: floor(AL - 1) drafts every step
+// and one more with probability frac(AL - 1), so a step yields 2 or 3 tokens at AL 2.45 and the
+// mean converges with the least variance (per position, the same AL spreads over 1..4).
+TEST(SpecDecode, APinnedLengthAcceptsItsWholePartEveryStep) {
+  SpecDecodeConfig c{.num_speculative_tokens = 3, .acceptance = acceptance_for_length(2.45, 3),
+                     .pinned_length = 2.45, .draft_ms = 0};
+  ASSERT_TRUE(validate(c).ok());
+  std::mt19937_64 rng(7);
+  SpecDecodeCounters n;
+  for (int i = 0; i < 100000; ++i) {
+    const int a = draw_accepted(rng, c);
+    ASSERT_TRUE(a == 1 || a == 2) << a;
+    n.count(a, 3);
+  }
+  EXPECT_NEAR(1.0 + static_cast<double>(n.accepted) / static_cast<double>(n.drafts), 2.45, 0.01);
+  EXPECT_EQ(n.accepted_per_pos[0], n.drafts);
+  EXPECT_EQ(n.accepted_per_pos[2], 0);
+  c.pinned_length = 4;  // every draft accepted
+  EXPECT_EQ(draw_accepted(rng, c), 3);
+  c.pinned_length = 4.5;
+  EXPECT_FALSE(validate(c).ok());
+}
+
+}  // namespace
+}  // namespace ib::sim

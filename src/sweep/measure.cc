@@ -96,6 +96,7 @@ metrics::PointResult ConfigRunner::measure(const ConfigPlan& cfg, const Point& p
   rules.before = before;
   rules.point_timeout_s = o_.point_timeout_s;
   if (cfg.expect) rules.server_metrics = cfg.expect->server_metrics;
+  rules.spec_acceptance = cfg.spec_acceptance;
   if (auto* eval = std::get_if<load::EvalReport>(&*report)) {
     record_eval(cfg, p, *eval, rules);
   } else {
@@ -128,6 +129,9 @@ void ConfigRunner::record_bench(const ConfigPlan& cfg, metrics::PointResult& p,
                "the client {} (another tokenizer, chat template or BOS rule on the server)\n",
                cfg.row.config_key, p.id.concurrency, m.prompt_token_mismatches,
                m.prompt_tokens_checked, m.prompt_tokens_server, m.prompt_tokens_client);
+  }
+  if (rules.spec_acceptance) {
+    result["spec_acceptance"] = load::spec_acceptance_json(report, *rules.spec_acceptance);
   }
   apply_verdict(p, load::judge(report, rules), result);
   p.result = result;

@@ -4,9 +4,12 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
+#include "core/files.h"
 #include "core/sha256.h"
+#include "recipe/golden_al.h"
 #include "sweep/server_spec.h"
 #include "workload/agentic_workload.h"
 #include "workload/fixed_seq_len.h"
@@ -14,6 +17,7 @@
 namespace ib::sweep {
 
 namespace json = boost::json;
+namespace fs = std::filesystem;
 using recipe::RecipeRow;
 
 std::string SweepPlanned::digest() const {
@@ -227,6 +231,89 @@ Expected<std::shared_ptr<const verify::ExpectSpec>> expect_of(const recipe::Conf
   return std::make_shared<const verify::ExpectSpec>(std::move(*parsed));
 }
 
+namespace {
+
+// `expect: spec-acceptance` for one server: the golden value at its draft length, and the
+// synthetic-acceptance knobs its command line or environment pins, which must say the same.
+Expected<std::optional<load::SpecAcceptanceTarget>> spec_acceptance_target(
+    const ConfigPlan& c, const recipe::ConfigEntry& entry,
+    const std::vector<std::string>& extra_args) {
+  const verify::SpecAcceptanceExpect& x = *c.expect->spec_acceptance;
+  const std::string where =
+      fmt::format("{}:{}: {}.expect.spec-acceptance", entry.file, entry.line, entry.key);
+  std::vector<std::string> argv;
+  std::vector<std::pair<std::string, std::string>> env;
+  if (auto server = server_spec_for_row(c.row, extra_args, "inferbench")) {
+    argv = server->argv;
+    env.assign(server->env.begin(), server->env.end());
+  }
+  const recipe::SpecKnobs knobs = recipe::find_spec_knobs(argv, env);
+  const auto* sd = c.row.fields.if_contains("spec-decoding");
+  const bool none_row = sd && sd->is_string() && sd->as_string() == "none";
+  if (knobs.off || (none_row && !knobs.draft_tokens)) {
+    return std::optional<load::SpecAcceptanceTarget>();  // not speculating
+  }
+  if (x.draft_tokens && knobs.draft_tokens && *x.draft_tokens != *knobs.draft_tokens) {
+    return input_error(fmt::format("{}.draft-tokens: {}, but the serve command drafts {} ({})",
+                                   where, *x.draft_tokens, *knobs.draft_tokens,
+                                   knobs.draft_tokens_from));
+  }
+  load::SpecAcceptanceTarget t;
+  t.tolerance = x.tolerance;
+  if (x.al) {
+    t.golden = *x.al;
+    t.source = "al in the recipe";
+  } else {
+    const std::optional<int> k = x.draft_tokens ? x.draft_tokens : knobs.draft_tokens;
+    if (!k) {
+      return input_error(fmt::format(
+          "{}.draft-tokens: not given, and the serve command names no draft length "
+          "(--speculative-config num_speculative_tokens, --speculative-num-steps, "
+          "--num-speculative-tokens, --spec-decode)",
+          where));
+    }
+    fs::path file = x.golden;
+    if (file.is_relative()) file = (fs::path(entry.file).parent_path() / file).lexically_normal();
+    auto text = read_file(file);
+    if (!text) return input_error(fmt::format("{}.golden: {}", where, text.error().message));
+    auto golden = recipe::parse_golden_al(*text, file.string());
+    if (!golden) return golden.error();
+    auto pick = recipe::pick_golden(*golden, x.model, x.thinking, *k);
+    if (!pick) return input_error(fmt::format("{}: {}", where, pick.error().message));
+    t.golden = pick->al;
+    t.source = pick->where;
+  }
+  // InferenceX's rule: the pinned synthetic acceptance is the golden value (to its two decimals).
+  for (const auto& pin : knobs.pins) {
+    if (std::abs(pin.al - t.golden) > 0.005) {
+      return input_error(fmt::format(
+          "{}: the serve command pins acceptance length {} ({}), not the golden {} ({})", where,
+          pin.al, pin.knob, t.golden, t.source));
+    }
+  }
+  return std::optional<load::SpecAcceptanceTarget>(std::move(t));
+}
+
+// An environment variable that pins acceptance must be read by the server (env-read), like any
+// other knob the recipe relies on: a server that ignores it realises something else.
+std::shared_ptr<const verify::ExpectSpec> with_pinned_reads(
+    std::shared_ptr<const verify::ExpectSpec> expect, const ConfigPlan& c,
+    const std::vector<std::string>& extra_args) {
+  auto server = server_spec_for_row(c.row, extra_args, "inferbench");
+  if (!server) return expect;
+  std::vector<std::pair<std::string, std::string>> env(server->env.begin(), server->env.end());
+  auto copy = std::make_shared<verify::ExpectSpec>(*expect);
+  for (const auto& pin : recipe::find_spec_knobs(server->argv, env).pins) {
+    if (pin.environment && std::find(copy->env_read.begin(), copy->env_read.end(),
+                                     pin.variable) == copy->env_read.end()) {
+      copy->env_read.push_back(pin.variable);
+    }
+  }
+  return copy;
+}
+
+}  // namespace
+
 Expected<std::vector<ConfigPlan>> group_configs(
     const std::vector<RecipeRow>& rows,
     const std::map<std::string, const recipe::ConfigEntry*>& entries, const PlanOptions& o) {
@@ -273,6 +360,12 @@ Expected<std::vector<ConfigPlan>> group_configs(
         auto parsed = expect_of(*e->second);
         if (!parsed) return parsed.error();
         c.expect = std::move(*parsed);
+        if (c.expect && c.expect->spec_acceptance) {
+          auto target = spec_acceptance_target(c, *e->second, o.extra_server_args);
+          if (!target) return target.error();
+          c.spec_acceptance = std::move(*target);
+          if (c.spec_acceptance) c.expect = with_pinned_reads(c.expect, c, o.extra_server_args);
+        }
       }
       index[key] = out.size();
       out.push_back(std::move(c));

@@ -14,6 +14,7 @@
 #include "govern/labels.h"
 #include "recipe/matrix.h"
 #include "recipe/recipe.h"
+#include "load/judge.h"
 #include "verify/expect.h"
 #include "workload/gsm8k.h"
 #include "workload/workload.h"
@@ -71,6 +72,9 @@ struct ConfigPlan {
   /// server's log and environment reads (launch::ServerSession) and, for `server-metrics`, on
   /// every point's scrapes (load::judge).
   std::shared_ptr<const verify::ExpectSpec> expect;
+  /// `expect: spec-acceptance`, resolved for this server (the golden value at its draft length);
+  /// none when the block has none or the row does not speculate (spec-decoding none).
+  std::optional<load::SpecAcceptanceTarget> spec_acceptance;
 
   /// One point of the configuration: a throughput concurrency or an eval.
   struct Point {

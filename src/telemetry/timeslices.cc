@@ -567,9 +567,13 @@ TelemetrySummary summarize(const std::vector<ServerSlice>& slices) {
     t.prefix_hit_rate = *t.prefix_hits / *t.prefix_queries;
   }
   if (drafts) {
-    if (*drafts > 0) t.spec_acceptance_length = 1.0 + *accepted / *drafts;
+    if (*drafts > 0) {
+      t.spec_acceptance_length = 1.0 + *accepted / *drafts;
+      t.spec_acceptance_from = "1 + accepted / drafts, the spec-decode counters' increase";
+    }
   } else if (accept_n > 0) {
     t.spec_acceptance_length = accept / accept_n;
+    t.spec_acceptance_from = "the mean of the engine's acceptance-length gauge";
   }
   return t;
 }

@@ -145,8 +145,10 @@ struct TelemetrySummary {
   std::optional<double> preemptions;                 // total
   std::optional<double> prefix_hits, prefix_queries, prefix_hit_rate;  // over the whole point
   std::optional<double> prompt_tokens, generation_tokens;              // totals
-  // 1 + Σaccepted/Σdrafts when drafts are counted, else the mean of the slices' gauge values.
+  // 1 + Σaccepted/Σdrafts when drafts are counted, else the mean of the slices' gauge values;
+  // `spec_acceptance_from` says which ("" when neither).
   std::optional<double> spec_acceptance_length;
+  std::string spec_acceptance_from;
   std::optional<double> kv_offload_gpu_to_cpu_bytes, kv_offload_cpu_to_gpu_bytes;  // totals
   std::optional<double> kv_evicted_blocks;                                         // total
   std::vector<std::string> metric_names;  // union over slices, sorted

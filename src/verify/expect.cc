@@ -60,10 +60,12 @@ class ExpectParser {
           spec.env_not_read = name_list(value, p);
         } else if (name == "server-metrics") {
           spec.server_metrics = prefix_list(value, p);
+        } else if (name == "spec-acceptance") {
+          spec.spec_acceptance = spec_acceptance(value, p);
         } else {
           error(p,
                 "unknown field (expected log-contains, log-absent, settings, probes, env-read, "
-                "env-not-read or server-metrics)");
+                "env-not-read, server-metrics or spec-acceptance)");
         }
       }
     }
@@ -132,6 +134,73 @@ class ExpectParser {
     } else {
       one(v, p);
     }
+    return out;
+  }
+
+  // A number in [lo, hi]; reports at `p` otherwise.
+  std::optional<double> number_in(const json::value& v, const std::string& p, double lo,
+                                  double hi) {
+    if (!v.is_number()) {
+      error(p, "expected a number, got " + describe(v));
+      return std::nullopt;
+    }
+    const double x = v.to_number<double>();
+    if (!(x >= lo && x <= hi)) {
+      error(p, fmt::format("expected a number in [{}, {}], got {}", lo, hi, setting_text(v)));
+      return std::nullopt;
+    }
+    return x;
+  }
+
+  // {al: 2.5} or {golden: FILE, model, thinking, draft-tokens}, with an optional tolerance.
+  std::optional<SpecAcceptanceExpect> spec_acceptance(const json::value& v, const std::string& p) {
+    if (!v.is_object()) {
+      error(p, "expected a mapping {al or golden, model, thinking, draft-tokens, tolerance}, got " +
+                   describe(v));
+      return std::nullopt;
+    }
+    SpecAcceptanceExpect out;
+    const size_t errors = errors_.size();
+    for (const auto& [name, value] : v.get_object()) {
+      const std::string fp = expect_field(p, name);
+      if (name == "al") {
+        out.al = number_in(value, fp, 1, 65);
+      } else if (name == "tolerance") {
+        out.tolerance = number_in(value, fp, 0, 64).value_or(out.tolerance);
+      } else if (name == "draft-tokens") {
+        if (!value.is_int64() || value.get_int64() < 1 || value.get_int64() > 64) {
+          error(fp, "expected a draft length from 1 to 64, got " + describe(value));
+        } else {
+          out.draft_tokens = static_cast<int>(value.get_int64());
+        }
+      } else if (name == "golden" || name == "model") {
+        if (!value.is_string() || value.get_string().empty()) {
+          error(fp, "expected a non-empty string, got " + describe(value));
+        } else {
+          (name == "golden" ? out.golden : out.model) = value.get_string();
+        }
+      } else if (name == "thinking") {
+        // YAML 1.1 reads a bare on/off as a boolean.
+        const std::string t = value.is_bool()     ? (value.get_bool() ? "on" : "off")
+                              : value.is_string() ? std::string(value.get_string())
+                                                  : "";
+        if (t == "on" || t == "off" || t == "thinking_on" || t == "thinking_off") {
+          out.thinking = t.ends_with("on") ? "on" : "off";
+        } else {
+          error(fp, "expected on or off, got " + describe(value));
+        }
+      } else {
+        error(fp, "unknown field (expected al, golden, model, thinking, draft-tokens or "
+                  "tolerance)");
+      }
+    }
+    if (out.al.has_value() == !out.golden.empty()) {
+      error(p, out.al ? "give al or golden, not both"
+                      : "missing: al (the golden acceptance length) or golden (a file)");
+    } else if (out.al && (!out.model.empty() || !out.thinking.empty())) {
+      error(p, "model and thinking select a value in a golden file; with al they mean nothing");
+    }
+    if (errors_.size() != errors) return std::nullopt;
     return out;
   }
 

@@ -7,9 +7,11 @@
 //     settings: {tp_size: 8, disable_custom_all_reduce: false}  # effective values must equal
 //     probes: [{key: ar_impl, regex: "Using (\\w+Allreduce)"}]  # extra values for `settings`
 //     server-metrics: ["vllm:"]  # during each point, the server's /metrics has such series
+//     spec-acceptance: {golden: golden/dsv4_mtp.yaml, tolerance: 0.1}  # realised AL per point
 #pragma once
 
 #include <boost/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -21,6 +23,20 @@
 namespace ib::verify {
 
 struct EnvTraceReport;  // env_trace.h
+
+/// `expect: spec-acceptance`: the acceptance length a speculating server must realise over each
+/// point (docs/metrics.md, "Acceptance length"). The golden value is `al`, or read from `golden`,
+/// a file in InferenceX's golden_al_distribution shape (model -> thinking_on|thinking_off ->
+/// num_speculative_tokens -> AL), at `model`, `thinking` and `draft_tokens` (each may be left
+/// out when the file, or the serve command, has only one).
+struct SpecAcceptanceExpect {
+  std::optional<double> al;
+  std::string golden;              // the path as written (relative to the recipe's folder)
+  std::string model;               // "": the file's only model
+  std::string thinking;            // "on" | "off" | "": the model's only mode
+  std::optional<int> draft_tokens;  // none: from the serve command
+  double tolerance = 0.1;          // |realised - golden| <= tolerance, in AL
+};
 
 struct ExpectSpec {
   std::vector<std::string> log_contains;  // Perl-syntax regexes, searched in every line
@@ -34,9 +50,11 @@ struct ExpectSpec {
   /// Metric-name prefixes the server's metrics must show during each point (InferenceX's
   /// required prefix); checked after the point, on its scrapes (docs/telemetry.md).
   std::vector<std::string> server_metrics;
+  std::optional<SpecAcceptanceExpect> spec_acceptance;  // checked after each point, on /metrics
   bool empty() const {
     return log_contains.empty() && log_absent.empty() && settings.empty() && probes.empty() &&
-           env_read.empty() && env_not_read.empty() && server_metrics.empty();
+           env_read.empty() && env_not_read.empty() && server_metrics.empty() &&
+           !spec_acceptance;
   }
 };
 

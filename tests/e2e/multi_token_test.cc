@@ -2,6 +2,8 @@
 // do, and bench measures tokens, not events: per-token ITL shares each gap between the tokens of
 // its event, the gaps themselves are inter-chunk latency (icl), and where nothing counts the
 // tokens of an event the result says so instead of printing chunk gaps as ITL.
+#include <fmt/format.h>
+
 #include <fstream>
 
 #include "e2e_util.h"
@@ -82,22 +84,91 @@ TEST(MultiToken, SpeculativeDecodingRealisesItsAcceptanceLength) {
   const auto j = bench_multi_token(sim, dir, "spec", {"--continuous-usage"}, 200, 16);
   ASSERT_FALSE(j.empty());
   EXPECT_EQ(j.at("event_tokens").at("usage_deltas").as_int64(), 16);
-  // Every event but the first (the prefill's one token) is one decode step.
-  const double events_per_request = 200.0 / num(j, "mean_tokens_per_event");
-  const double client_al = 199.0 / (events_per_request - 1);
+  // Every event but the first (the prefill's one token) and the last (cut by max_tokens) is one
+  // whole decode step: the client's acceptance length is the server's truth, within 2%.
+  const double client_al = num(j, "client_acceptance_length");
   EXPECT_NEAR(client_al, 2.5, 0.25);
   const auto& server = j.at("telemetry").at("server").as_object();
   ASSERT_TRUE(server.contains("spec_acceptance_length")) << boost::json::serialize(server);
-  EXPECT_NEAR(server.at("spec_acceptance_length").to_number<double>(), client_al, 0.05);
+  const double server_al = server.at("spec_acceptance_length").to_number<double>();
+  EXPECT_NEAR(client_al, server_al, 0.02 * server_al);
   // Per-token ITL is the step shared by its tokens: below the gap between events. Means, not
   // medians: a slow client (ASan) reads several events at once, and most gaps are then 0.
   EXPECT_LT(num(j, "mean_itl_ms"), num(j, "mean_icl_ms"));
 }
 
-// The bundled spec-decoding example (an InferenceX-shaped `mtp` row on serve-sim), swept with
-// per-event counts: every point stored with per-token ITL, its tokens per event, and the server's
-// acceptance length from /metrics. The recipe's serve command gets --time-scale 20 (a copy of
-// the example), so the two points take a second.
+// `expect: spec-acceptance` as a point sees it (bench --expect-spec-acceptance, the sweep's same
+// judge): a golden AL of 2.5 against a server realising 1.8 makes the point invalid naming both;
+// against one realising 2.45 it is valid. serve-sim pins AL as the engines do (2 or 3 tokens a
+// step at 2.45): 16 requests of 256 tokens give ~1,650 steps, a realised AL within ±0.012 (1 σ),
+// so 2.45 stays inside 2.5 ± 0.1 by four standard deviations.
+TEST(MultiToken, AGoldenAcceptanceLengthTheServerMissesInvalidatesThePoint) {
+  TempDir dir;
+  auto bench_against = [&](const char* realised) {
+    SimServer sim(dir.path(), {"--timing-model", "simple", "--decode-base-ms", "0.2",
+                               "--decode-per-running-ms", "0", "--spec-decode", "3",
+                               "--spec-acceptance-length", realised});
+    EXPECT_TRUE(sim.running());
+    const fs::path out = dir.path() / fmt::format("al_{}.json", realised);
+    auto r = run_inferbench({"bench", "--endpoint", sim.url(), "--isl", "16", "--osl", "256",
+                             "--num-prompts", "16", "--concurrency", "4", "--warmups", "0",
+                             "--expect-spec-acceptance", "2.5", "--output", out.string()},
+                            dir.path() / fmt::format("al_{}.log", realised));
+    return std::make_pair(r, read_json(out));
+  };
+  const auto [missed, low] = bench_against("1.8");
+  EXPECT_EQ(missed.exit.code, 1) << missed.output;
+  EXPECT_EQ(low.at("status").as_string(), "invalid");
+  EXPECT_FALSE(low.at("spec_acceptance").at("passed").as_bool());
+  EXPECT_NEAR(low.at("spec_acceptance").at("realised").as_double(), 1.8, 0.1);
+  const std::string why = boost::json::serialize(low.at("validity"));
+  const double realised = low.at("spec_acceptance").at("realised").as_double();
+  EXPECT_NE(why.find(fmt::format("realised acceptance length {:.3f}", realised)),
+            std::string::npos)
+      << why;
+  EXPECT_NE(why.find("golden 2.50"), std::string::npos) << why;
+  EXPECT_NE(missed.output.find("golden 2.50"), std::string::npos) << missed.output;
+
+  const auto [met, close] = bench_against("2.45");
+  EXPECT_EQ(met.exit.code, 0) << met.output;
+  EXPECT_EQ(close.at("status").as_string(), "ok");
+  EXPECT_TRUE(close.at("spec_acceptance").at("passed").as_bool());
+}
+
+// A recipe whose serve command pins another acceptance than the golden value is refused before
+// anything starts, naming the knob and both values (InferenceX's check 11, done by code); so is a
+// golden file without the draft length the server uses.
+TEST(MultiToken, APinnedAcceptanceThatIsNotTheGoldenOneIsRefusedBeforeAnythingStarts) {
+  TempDir dir;
+  auto text = read_file(fs::path(INFERBENCH_SOURCE_DIR) / "examples/recipes/serve-sim-mtp.yaml");
+  ASSERT_TRUE(text) << text.error().message;
+  fs::create_directories(dir.path() / "golden");
+  auto refused = [&](const std::string& golden, const std::string& message) {
+    std::ofstream(dir.path() / "golden/serve-sim-llama8b.yaml") << golden;
+    std::ofstream(dir.path() / "mtp.yaml") << *text;
+    auto r = run_inferbench({"sweep", (dir.path() / "mtp.yaml").string(), "--runs-dir",
+                             (dir.path() / "runs").string()},
+                            dir.path() / "refused.log");
+    EXPECT_EQ(r.exit.code, 2) << r.output;
+    EXPECT_NE(r.output.find(message), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("mtp.yaml:"), std::string::npos) << r.output;
+    EXPECT_EQ(r.output.find("starting"), std::string::npos) << r.output;
+  };
+  // The example sits one folder down from its golden file; here they share a folder.
+  const std::string from = "golden: ../golden/";
+  ASSERT_NE(text->find(from), std::string::npos);
+  text->replace(text->find(from), from.size(), "golden: golden/");
+  refused("m:\n  thinking_off:\n    3: 2.2\n",
+          "the serve command pins acceptance length 2.5 (--spec-acceptance-length 2.5), not the "
+          "golden 2.2");
+  refused("m:\n  thinking_off:\n    2: 2.2\n", "no golden AL for 3 draft tokens (it has: 2)");
+}
+
+// The bundled spec-decoding example (InferenceX-shaped `none` and `mtp` rows on serve-sim, the
+// row's spec-decoding passed as {spec-decoding}), swept with per-event counts: every point stored
+// with per-token ITL and its tokens per event; the mtp points with the server's acceptance length
+// from /metrics, checked against the golden file. The recipe's serve command gets --time-scale 20
+// (a copy of the example), so the four points take a second.
 TEST(MultiToken, TheBundledMtpRecipeSweepsWithPerTokenItl) {
   TempDir dir;
   auto text = read_file(fs::path(INFERBENCH_SOURCE_DIR) / "examples/recipes/serve-sim-mtp.yaml");
@@ -106,19 +177,34 @@ TEST(MultiToken, TheBundledMtpRecipeSweepsWithPerTokenItl) {
   const size_t at = text->find(from);
   ASSERT_NE(at, std::string::npos);
   text->insert(at + from.size(), " --time-scale, \"20\",");
-  const fs::path recipe = dir.path() / "mtp.yaml";
+  // The copy sits beside a copy of the golden file its expect block names.
+  fs::create_directories(dir.path() / "recipes");
+  fs::create_directories(dir.path() / "golden");
+  fs::copy_file(fs::path(INFERBENCH_SOURCE_DIR) / "examples/golden/serve-sim-llama8b.yaml",
+                dir.path() / "golden/serve-sim-llama8b.yaml");
+  const fs::path recipe = dir.path() / "recipes/mtp.yaml";
   std::ofstream(recipe) << *text;
   auto r = run_inferbench({"sweep", recipe.string(), "--runs-dir", (dir.path() / "runs").string(),
                            "--continuous-usage", "--json"},
                           dir.path() / "sweep.log");
   ASSERT_EQ(r.exit.code, 0) << r.output;
-  int points = 0;
+  int points = 0, speculating = 0;
   for (const auto& f : fs::recursive_directory_iterator(dir.path() / "runs")) {
     const std::string name = f.path().filename().string();
     if (!name.starts_with("conc_") || f.path().extension() != ".json") continue;
     ++points;
     const auto j = read_json(f.path());
     EXPECT_EQ(j.at("event_tokens").at("unknown").as_int64(), 0) << name;
+    // The spec-decoding: none row is the same server without speculation: one token an event,
+    // no acceptance length, nothing to check against the golden file.
+    if (!j.contains("spec_acceptance")) {
+      EXPECT_EQ(num(j, "mean_tokens_per_event"), 1) << name;
+      EXPECT_TRUE(j.at("telemetry").at("server").at("spec_acceptance_length").is_null());
+      continue;
+    }
+    ++speculating;
+    EXPECT_TRUE(j.at("spec_acceptance").at("passed").as_bool()) << name;
+    EXPECT_EQ(j.at("spec_acceptance").at("golden").as_double(), 2.5) << name;
     EXPECT_GT(num(j, "mean_tokens_per_event"), 1.5) << name;
     // Means: under ASan the client reads events in bursts, and the median gap can be 0.
     EXPECT_LT(num(j, "mean_itl_ms"), num(j, "mean_icl_ms")) << name;
@@ -126,7 +212,8 @@ TEST(MultiToken, TheBundledMtpRecipeSweepsWithPerTokenItl) {
                 2.5, 0.25)
         << name;
   }
-  EXPECT_EQ(points, 2);
+  EXPECT_EQ(points, 4);
+  EXPECT_EQ(speculating, 2);
 }
 
 }  // namespace
