@@ -66,7 +66,8 @@ std::string field_text(const boost::json::object& f, const char* name) {
   return json_text(v);
 }
 
-// "tp" for single-node rows, "P<nw>x<tp>/D<nw>x<tp>" for multi-node ones; "/ep" when ep > 1.
+// "tp" for single-node rows, "P<nw>x<tp>/D<nw>x<tp>" for multi-node ones; "/ep" when ep > 1; the
+// spec-decoding (" mtp") when a single-node row speculates.
 std::string parallelism_text(const recipe::RecipeRow& row) {
   const auto& f = row.fields;
   auto worker = [](const boost::json::object& w) {
@@ -80,6 +81,11 @@ std::string parallelism_text(const recipe::RecipeRow& row) {
   }
   std::string t = fmt::format("tp{}", f.at("tp").as_int64());
   if (f.at("ep").as_int64() > 1) t += fmt::format("/ep{}", f.at("ep").as_int64());
+  // Speculative decoding makes another server of the same key: said beside its parallelism.
+  if (const auto* sd = f.if_contains("spec-decoding");
+      sd && sd->is_string() && sd->as_string() != "none") {
+    t += fmt::format(" {}", std::string_view(sd->as_string()));
+  }
   return t;
 }
 

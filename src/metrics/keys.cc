@@ -55,6 +55,16 @@ const std::array<MetricKey, kHeadlineCount> kHeadlineMetrics = {{
        // Per token; not measured (NaN) where no request's tokens per event are known.
        return m.itl_ms.count > 0 ? m.itl_ms.median : std::numeric_limits<double>::quiet_NaN();
      }},
+    // The gap between content events (what clients have called ITL), and the tokens an event
+    // carried: a speculating or batching server's cadence (docs/metrics.md, "Tokens per event").
+    {"median_icl_ms", "p50 ICL ms", 2, false, false, false,
+     [](const BenchMetrics& m, const MetricsOptions&) {
+       return m.icl_ms.count > 0 ? m.icl_ms.median : kUndefined;
+     }},
+    {"mean_tokens_per_event", "tok/event", 2, false, false, true,
+     [](const BenchMetrics& m, const MetricsOptions&) {
+       return m.tokens_per_event.count > 0 ? m.tokens_per_event.mean : kUndefined;
+     }},
     {"median_e2el_ms", "p50 E2EL ms", 1, false, false, false,
      [](const BenchMetrics& m, const MetricsOptions&) { return m.e2el_ms.median; }},
     {"median_intvty", "tok/s/user", 1, false, true, true,

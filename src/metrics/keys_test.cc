@@ -24,6 +24,8 @@ BenchMetrics sample_metrics() {
   m.tpot_ms = {10, 4, 5, 1, 2, 9, {7, 8, 8.9}};
   m.itl_ms = {10, 4.5, 4.4, 1, 1, 20, {6, 9, 9.9}};
   m.e2el_ms = {10, 300, 290, 10, 100, 500, {400, 480, 499}};
+  m.icl_ms = {9, 9, 8.8, 1, 2, 40, {12, 18, 19.9}};
+  m.tokens_per_event = {20, 2.5, 2, 1, 1, 4, {4, 4, 4}};
   // metrics_to_json reads one value per asked percentile from every summary.
   for (Summary* s : {&m.sched_ttft_ms, &m.sched_e2el_ms, &m.queue_ms, &m.e2e_norm_s_per_tok}) {
     s->percentiles = {1, 2, 3};

@@ -237,7 +237,8 @@ namespace {
 
 void put_summary(boost::json::object& o, std::string_view name, const Summary& s,
                  const MetricsOptions& options) {
-  if (s.count == 0 && (name == "tpot_ms" || name == "itl_ms" || name == "tokens_per_event")) {
+  if (s.count == 0 && (name == "tpot_ms" || name == "itl_ms" || name == "icl_ms" ||
+                       name == "tokens_per_event")) {
     // Undefined without a request of two output tokens: null, never a 0 that was not measured.
     o[fmt::format("mean_{}", name)] = nullptr;
     o[fmt::format("median_{}", name)] = nullptr;

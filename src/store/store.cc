@@ -136,8 +136,14 @@ ALTER TABLE runs ADD COLUMN owner_pid_namespace TEXT NOT NULL DEFAULT '';
 ALTER TABLE runs ADD COLUMN owner_start_ticks INTEGER NOT NULL DEFAULT 0;
 )sql";
 
-constexpr std::array<std::string_view, 4> kAllMigrations = {kSchemaV1, kSchemaV2, kSchemaV3,
-                                                            kSchemaV4};
+// v5: the inter-chunk latency and tokens per event of multi-token streams (issue 31).
+constexpr std::string_view kSchemaV5 = R"sql(
+ALTER TABLE points ADD COLUMN median_icl_ms REAL;
+ALTER TABLE points ADD COLUMN mean_tokens_per_event REAL;
+)sql";
+
+constexpr std::array<std::string_view, 5> kAllMigrations = {kSchemaV1, kSchemaV2, kSchemaV3,
+                                                            kSchemaV4, kSchemaV5};
 
 }  // namespace
 

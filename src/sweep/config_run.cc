@@ -153,8 +153,12 @@ std::unique_ptr<launch::ServerSession> ConfigRunner::start_session(
   }
   if (o_.check_expect && cfg.expect) so.expect = *cfg.expect;
   if (o_.show_progress) {
-    fmt::print(stderr, "starting {} ({}, {} point{})...\n", row.config_key, cfg.launcher,
-               pending.size(), pending.size() == 1 ? "" : "s");
+    const auto* sd = row.fields.if_contains("spec-decoding");
+    const std::string spec_text = sd && sd->is_string() && sd->as_string() != "none"
+                                      ? fmt::format(", spec-decoding {}", sd->as_string().c_str())
+                                      : "";
+    fmt::print(stderr, "starting {} ({}{}, {} point{})...\n", row.config_key, cfg.launcher,
+               spec_text, pending.size(), pending.size() == 1 ? "" : "s");
   }
   auto started = launch::ServerSession::start(**l, spec ? *spec : launch::ServerSpec{}, so);
   if (!started) {

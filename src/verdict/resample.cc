@@ -11,6 +11,8 @@ namespace ib::verdict {
 PointResampler::PointResampler(std::span<const metrics::RequestRecord> records, int gpus)
     : gpus_(gpus) {
   std::vector<int32_t> counts;  // one request's tokens per event
+  event_tokens_.assign(records.size(), 0);
+  events_.assign(records.size(), 0);
   for (size_t i = 0; i < records.size(); ++i) {
     const auto& r = records[i];
     const auto req = static_cast<uint32_t>(i);
@@ -38,9 +40,15 @@ PointResampler::PointResampler(std::span<const metrics::RequestRecord> records, 
       const size_t before = itl_.value.size();
       metrics::append_per_token_itl(r, counts, &itl_.value);
       itl_.request.insert(itl_.request.end(), itl_.value.size() - before, req);
+      event_tokens_[i] = std::accumulate(counts.begin(), counts.end(), int64_t{0});
+      events_[i] = static_cast<int64_t>(counts.size());
+    }
+    for (size_t k = 1; k < r.content_ns.size(); ++k) {
+      icl_.value.push_back(ns_to_ms(r.content_ns[k] - r.content_ns[k - 1]));
+      icl_.request.push_back(req);
     }
   }
-  for (Samples* s : {&ttft_, &tpot_, &itl_, &e2el_}) s->sort(records.size());
+  for (Samples* s : {&ttft_, &tpot_, &itl_, &e2el_, &icl_}) s->sort(records.size());
 }
 
 void PointResampler::Samples::sort(size_t requests) {
@@ -91,7 +99,7 @@ double PointResampler::Samples::percentile(std::span<const uint32_t> counts, dou
 metrics::Headline PointResampler::headline(std::span<const uint32_t> counts) const {
   int64_t first_send = std::numeric_limits<int64_t>::max();
   int64_t last_done = std::numeric_limits<int64_t>::min();
-  int64_t completed = 0, failed = 0, in_tokens = 0, out_tokens = 0;
+  int64_t completed = 0, failed = 0, in_tokens = 0, out_tokens = 0, ev_tokens = 0, events = 0;
   for (size_t i = 0; i < counts.size(); ++i) {
     const uint32_t w = counts[i];
     if (w == 0) continue;
@@ -104,6 +112,8 @@ metrics::Headline PointResampler::headline(std::span<const uint32_t> counts) con
     completed += w;
     in_tokens += w * input_tokens_[i];
     out_tokens += w * output_tokens_[i];
+    ev_tokens += w * event_tokens_[i];
+    events += w * events_[i];
   }
   double duration_s = 0;
   if (first_send != std::numeric_limits<int64_t>::max() && last_done > first_send) {
@@ -125,6 +135,11 @@ metrics::Headline PointResampler::headline(std::span<const uint32_t> counts) con
   h.set("p99_tpot_ms", tpot_.percentile(counts, 99));
   h.set("median_itl_ms", itl_.value.empty() ? std::numeric_limits<double>::quiet_NaN()
                                             : itl_.percentile(counts, 50));
+  h.set("median_icl_ms", icl_.value.empty() ? std::numeric_limits<double>::quiet_NaN()
+                                            : icl_.percentile(counts, 50));
+  h.set("mean_tokens_per_event", events > 0 ? static_cast<double>(ev_tokens) /
+                                                  static_cast<double>(events)
+                                            : std::numeric_limits<double>::quiet_NaN());
   h.set("median_e2el_ms", e2el_.percentile(counts, 50));
   h.set("median_intvty", median_tpot > 0 ? 1000.0 / median_tpot : 0.0);
   h.set("tput_per_gpu", total_tput / per_gpu);

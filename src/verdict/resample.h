@@ -43,7 +43,9 @@ class PointResampler {
   std::vector<int64_t> send_ns_, done_ns_;
   std::vector<int64_t> input_tokens_, output_tokens_;
   std::vector<bool> ok_;
-  Samples ttft_, tpot_, itl_, e2el_;
+  Samples ttft_, tpot_, itl_, e2el_, icl_;
+  // Per request: the tokens of its counted events and how many (0 when uncounted).
+  std::vector<int64_t> event_tokens_, events_;
 };
 
 }  // namespace ib::verdict

@@ -61,7 +61,7 @@ TEST(Plan, BundledExampleRecipesAreValidAndExpandAsDocumented) {
   for (const auto& row : rows) ++per_key[std::string(row.as_object().at("config-key").as_string())];
   // Concurrency doubling with the end clamped and included (4..64 → 5 points, 64..512 → 4, ...).
   EXPECT_EQ(per_key["llama8b-bf16-h200-servesim"], 4);
-  EXPECT_EQ(per_key["llama8b-bf16-servesim-mtp"], 2);
+  EXPECT_EQ(per_key["llama8b-bf16-servesim-mtp"], 2 + 2);  // spec-decoding none and mtp
   EXPECT_EQ(per_key["llama70b-fp8-h200-vllm"], 6 + 7 + 5);
   EXPECT_EQ(per_key["dsr1-fp8-h200-sglang"], 5 + 4 + 4);
   EXPECT_EQ(per_key["minimaxm3-fp4-mi355x-sglang"], 5 + 5);

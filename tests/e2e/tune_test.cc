@@ -297,9 +297,10 @@ TEST(Tune, SloSearchFindsEachSidesOperatingPoint) {
   EXPECT_GE(lo_b, 26) << boost::json::serialize(sides[0]);
   EXPECT_LE(lo_b, 31) << boost::json::serialize(sides[0]);
   EXPECT_GE(lo_c, 52) << boost::json::serialize(sides[1]);
-  // 63 is read on a loaded machine: a point's median TPOT runs a few tenths of a ms under the
-  // formula while requests ramp up and drain (64 is always above it: 11.4 by the formula).
-  EXPECT_LE(lo_c, 63) << boost::json::serialize(sides[1]);
+  // 63 or 64 is read on a loaded machine: a point's median TPOT runs a few tenths of a ms under
+  // the formula while requests ramp up and drain (64 is 11.4 by the formula; 66, 11.6, is above
+  // it on every run seen).
+  EXPECT_LE(lo_c, 65) << boost::json::serialize(sides[1]);
   EXPECT_EQ(sides[0].at("hi").as_int64(), lo_b + 1);
   const auto& confirm = c["arg --decode-per-running-ms=0.1"].at("confirm").as_object();
   EXPECT_EQ(confirm.at("objective").at("base_conc").as_int64(), lo_b);
