@@ -393,6 +393,59 @@ std::optional<Row> telemetry_row(const store::PointRecord& p, const ConfigKeys& 
              power_text(ev)};
 }
 
+// A point's stream in tokens, not events (docs/metrics.md, "Tokens per event"): shown when its
+// events carried several tokens, or a golden acceptance length was checked.
+std::optional<Row> stream_row(const store::PointRecord& p, const ConfigKeys& key_of) {
+  const auto& r = p.result;
+  const auto* tpe = r.if_contains("mean_tokens_per_event");
+  const auto* golden = r.if_contains("spec_acceptance");
+  const bool several = tpe && tpe->is_number() && tpe->to_number<double>() > 1.0001;
+  const bool uncounted = r.contains("itl_note");
+  if (!several && !uncounted && !(golden && golden->is_object())) return std::nullopt;
+  std::string check = "-";
+  if (golden && golden->is_object()) {
+    const auto& g = golden->as_object();
+    const auto* passed = g.if_contains("passed");
+    check = fmt::format("{} {}", passed && passed->is_bool() && passed->as_bool() ? "ok" : "MISS",
+                        scaled_cell(g, "golden", 1, "{:.2f}"));
+  }
+  static const boost::json::object kNone;
+  const auto* t = r.if_contains("telemetry");
+  const auto* server = t && t->is_object() ? t->as_object().if_contains("server") : nullptr;
+  const auto& sv = server && server->is_object() ? server->as_object() : kNone;
+  return Row{std::to_string(p.id),
+             key_of(p.server_config_id),
+             std::to_string(p.concurrency),
+             scaled_cell(r, "mean_tokens_per_event", 1, "{:.2f}"),
+             scaled_cell(r, "median_itl_ms", 1, "{:.3f}"),
+             scaled_cell(r, "median_icl_ms", 1, "{:.3f}"),
+             scaled_cell(r, "max_stall_ms", 1, "{:.1f}"),
+             scaled_cell(r, "client_acceptance_length", 1, "{:.2f}"),
+             scaled_cell(sv, "spec_acceptance_length", 1, "{:.2f}"),
+             check};
+}
+
+std::string stream_section(const store::RunDetails& d, const ConfigKeys& key_of) {
+  std::vector<Row> rows;
+  rows.push_back({"POINT", "KEY", "CONC", "TOK/EVENT", "P50 ITL MS", "P50 ICL MS", "MAX STALL MS",
+                  "CLIENT AL", "SERVER AL", "GOLDEN AL"});
+  bool uncounted = false;
+  for (const auto& p : d.points) {
+    if (auto row = stream_row(p, key_of)) rows.push_back(std::move(*row));
+    uncounted = uncounted || p.result.contains("itl_note");
+  }
+  if (rows.size() <= 1) return "";
+  std::string text =
+      "\nSTREAMS (several tokens an event: ITL per token, ICL per event; docs/metrics.md)\n" +
+      table_text(rows);
+  if (uncounted) {
+    text +=
+        "- : some points' tokens per event were not counted (the server gave no usage on every "
+        "event): their ITL is not computed; sweep or bench with --continuous-usage\n";
+  }
+  return text;
+}
+
 // What the server did meanwhile (docs/telemetry.md): one line per point with server metrics.
 std::string telemetry_section(const store::RunDetails& d, const ConfigKeys& key_of) {
   std::vector<Row> rows;
@@ -442,6 +495,7 @@ std::string show_text(const store::RunDetails& d) {
   out += server_observation_section(d);
   out += points_section(d, results);
   out += accuracy_section(d, key_of);
+  out += stream_section(d, key_of);
   out += telemetry_section(d, key_of);
   // Why each point that is not a success failed, in full (the first error of each cause).
   if (const std::string why = sweep::not_measured_text(results); !why.empty()) {

@@ -130,8 +130,20 @@ json::object point_metrics(const store::PointRecord& p) {
     m["e2e_norm_intvty"] = fixed_stats(r, "e2e_norm_intvty", 1);
     m["ttft_ms"] = fixed_stats(r, "ttft_ms", 1);
     m["e2el_ms"] = fixed_stats(r, "e2el_ms", 1);
+    // Tokens, not events (docs/metrics.md): per-token ITL beside the gap between events, and
+    // what a speculating server's stream carried.
+    m["itl_ms"] = fixed_stats(r, "itl_ms", 1);
+    m["icl_ms"] = fixed_stats(r, "icl_ms", 1);
+    m["tokens_per_event"] = num_or_null(num_at(r, "mean_tokens_per_event"));
+    m["client_acceptance_length"] = num_or_null(num_at(r, "client_acceptance_length"));
     m["percentiles"] = json::array{"p50", "p90", "p99"};
   }
+  // The server's acceptance length over the point, and the golden check when a recipe asked.
+  const json::object* tel = obj_at(r, "telemetry");
+  const json::object* server = tel ? obj_at(*tel, "server") : nullptr;
+  m["spec_acceptance_length"] =
+      num_or_null(server ? num_at(*server, "spec_acceptance_length") : std::nullopt);
+  if (const json::object* sa = obj_at(r, "spec_acceptance")) m["spec_acceptance"] = *sa;
   m["completed"] = num_or_null(num_at(r, "completed"));
   m["failed"] = num_or_null(num_at(r, "failed"));
   m["num_gpus"] = num_or_null(num_at(r, "num_gpus"));

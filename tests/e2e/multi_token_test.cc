@@ -214,6 +214,24 @@ TEST(MultiToken, TheBundledMtpRecipeSweepsWithPerTokenItl) {
   }
   EXPECT_EQ(points, 4);
   EXPECT_EQ(speculating, 2);
+  // `show` lists the speculating points' streams: tokens per event, per-token ITL beside ICL,
+  // the client's and the server's acceptance length, and the golden check.
+  auto show = run_inferbench(
+      {"show", "1", "--db", (dir.path() / "runs" / "inferbench.db").string()},
+      dir.path() / "show.log");
+  ASSERT_EQ(show.exit.code, 0) << show.output;
+  const size_t streams = show.output.find("\nSTREAMS");
+  ASSERT_NE(streams, std::string::npos) << show.output;
+  const std::string section = show.output.substr(streams, show.output.find("\nTELEMETRY") - streams);
+  EXPECT_NE(section.find("CLIENT AL"), std::string::npos) << section;
+  // The two mtp points; the none rows' one token an event is no stream to show.
+  size_t rows = 0;
+  for (size_t hit = section.find("servesim-mtp"); hit != std::string::npos;
+       hit = section.find("servesim-mtp", hit + 1)) {
+    ++rows;
+  }
+  EXPECT_EQ(rows, 2u) << section;
+  EXPECT_NE(section.find("ok 2.50"), std::string::npos) << section;
 }
 
 }  // namespace

@@ -479,6 +479,9 @@ TEST(Report, SweepReportAndChromium) {
   EXPECT_NE(ddet.find("data-point-detail=\"" + first + "\""), std::string::npos);
   EXPECT_GE(count(ddet, "class=\"timeseries\""), 4u);
   EXPECT_NE(ddet.find("Effective configuration"), std::string::npos);
+  // Tokens, not events: per-token ITL beside the inter-chunk latency, and the stream's cadence.
+  EXPECT_NE(ddet.find("inter-chunk latency, per event (ms)"), std::string::npos);
+  EXPECT_NE(ddet.find("tokens per event"), std::string::npos);
 
   EXPECT_TRUE(leaks.empty()) << "the report fetched: " << fmt::format("{}", fmt::join(leaks, "\n"));
 

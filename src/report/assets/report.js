@@ -704,6 +704,8 @@
       ['E2E-normalized interactivity (tok/s/user)', (x) => p.m.e2e_norm_intvty[x]],
       ['TTFT (ms)', (x) => p.m.ttft_ms[x]],
       ['E2E latency (s)', (x) => (p.m.e2el_ms[x] == null ? null : p.m.e2el_ms[x] / 1000)],
+      ...(p.m.itl_ms ? [['ITL, per token (ms)', (x) => p.m.itl_ms[x]],
+        ['inter-chunk latency, per event (ms)', (x) => p.m.icl_ms[x]]] : []),
     ].map(([name, f]) => el('tr', null, cell(name), pcts.map((x) => cell(fmt(f(x)), true, x === q ? 'sel' : ''))))));
     box.append(kvTable([
       ['throughput per GPU (tok/s/GPU)', fmt(p.m.tput_per_gpu) + ' total, ' + fmt(p.m.output_tput_per_gpu) + ' output, ' + fmt(p.m.input_tput_per_gpu) + ' input'],
@@ -713,6 +715,8 @@
       ['energy', p.energy ? (p.energy.power_valid ? fmt(p.m.avg_power_w) + ' W/GPU average, ' + fmt(p.m.j_per_output_token, 3) + ' J/output token, ' +
         fmt(p.m.j_per_total_token, 3) + ' J/token (' + (p.energy.tool || '') + ')' :
         'not valid: ' + (p.energy.note || (p.energy.reasons || []).map((r) => r.reason || r).join(', '))) : 'not measured'],
+      ['tokens per event', p.m.tokens_per_event == null ? 'not counted (no usage on every event)' : fmt(p.m.tokens_per_event)],
+      ['acceptance length', specText(p)],
       ['time scale', p.time_scale !== 1 ? p.time_scale + '\u00d7 (a compressed replay)' : '1'],
       ['warnings', (p.warnings || []).join('; ')],
     ]));
@@ -781,11 +785,29 @@
   // ------------------------------------------------------------------------------------------
   // Downloads: the rows as CSV and the whole data as JSON, from the embedded data.
 
+  // The acceptance length a speculating server realised (its /metrics), the client's inference,
+  // and the golden check when the recipe asked for one.
+  function specText(p) {
+    const parts = [];
+    if (p.m.spec_acceptance_length != null) parts.push(fmt(p.m.spec_acceptance_length) + ' (server /metrics)');
+    if (p.m.client_acceptance_length != null && p.m.tokens_per_event != null && p.m.tokens_per_event > 1.0001) {
+      parts.push(fmt(p.m.client_acceptance_length) + ' (client, tokens per decode event)');
+    }
+    const sa = p.m.spec_acceptance;
+    if (sa) {
+      parts.push((sa.passed ? '\u2713' : '\u2715') + ' golden ' + fmt(sa.golden) + ' \u00b1 ' + fmt(sa.tolerance) +
+        ' (' + sa.source + ')');
+    }
+    return parts.length ? parts.join('; ') : 'not speculating, or not exported';
+  }
+
   function csvRows() {
     const cols = ['run', 'role', 'point_id', 'config_key', 'series', 'model', 'workload', 'hardware', 'engine',
       'engine_version', 'precision', 'spec_decoding', 'parallelism', 'image', 'concurrency', 'status', 'valid',
       'validity', 'tput_per_gpu', 'output_tput_per_gpu', 'input_tput_per_gpu'];
     for (const q of Object.keys(PCTS)) cols.push('intvty_' + q, 'e2e_norm_intvty_' + q, 'ttft_ms_' + q, 'e2el_ms_' + q);
+    for (const q of Object.keys(PCTS)) cols.push('itl_ms_' + q, 'icl_ms_' + q);
+    cols.push('tokens_per_event', 'spec_acceptance_length', 'client_acceptance_length', 'golden_acceptance_length');
     cols.push('j_per_output_token', 'avg_power_w_per_gpu', 'usd_per_gpu_hour', 'usd_per_m_output_tokens');
     const esc = (v) => {
       const s = v == null ? '' : String(v);
@@ -805,7 +827,11 @@
       for (const q of Object.keys(PCTS)) {
         r['intvty_' + q] = p.m.intvty[q]; r['e2e_norm_intvty_' + q] = p.m.e2e_norm_intvty[q];
         r['ttft_ms_' + q] = p.m.ttft_ms[q]; r['e2el_ms_' + q] = p.m.e2el_ms[q];
+        r['itl_ms_' + q] = p.m.itl_ms ? p.m.itl_ms[q] : null; r['icl_ms_' + q] = p.m.icl_ms ? p.m.icl_ms[q] : null;
       }
+      r.tokens_per_event = p.m.tokens_per_event; r.spec_acceptance_length = p.m.spec_acceptance_length;
+      r.client_acceptance_length = p.m.client_acceptance_length;
+      r.golden_acceptance_length = p.m.spec_acceptance ? p.m.spec_acceptance.golden : null;
       lines.push(cols.map((c) => esc(r[c])).join(','));
     }
     return lines.join('\n') + '\n';
