@@ -39,6 +39,7 @@ struct CompareCliOptions {
   uint64_t seed = 20261201;
   bool json = false;
   std::string markdown;
+  std::string window = "run";  // run | steady
   bool exit_code = false;
 };
 
@@ -196,6 +197,18 @@ int run_compare(const CompareCliOptions& o) {
   auto head = o.head_rev.empty() ? r.side(o.sides[next++]) : r.revision_side(o.head_rev, "--head-rev");
   if (!head) return usage(head.error().message);
 
+  co.window = o.window;
+  if (o.window == "steady") {
+    // Each side's steady state (metrics/steady.h) in place of its whole run.
+    for (verdict::Side* side : {&*base, &*head}) {
+      if (const size_t n = verdict::use_steady_window(*side); n > 0) {
+        fmt::print(stderr,
+                   "inferbench compare: {}: {} point(s) have no steady-state window (no target "
+                   "concurrency, never 95% of it in flight, or no records): not measured here\n",
+                   side->label, n);
+      }
+    }
+  }
   if (base->label == head->label) {
     return usage(fmt::format("BASE and HEAD are the same ({}): compare two different runs, "
                              "revisions or folders",
@@ -272,6 +285,11 @@ RunFn register_compare(CLI::App& root) {
   app->add_option("--markdown", o->markdown,
                   "Also write the comparison as markdown (a PR comment) to FILE")
       ->check(output_file());
+  app->add_option("--window", o->window,
+                  "run: each point's whole run; steady: its steady state, the window with at "
+                  "least 95% of its concurrency in flight (lower variance; docs/compare.md)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"run", "steady"}));
   app->add_flag("--exit-code", o->exit_code, "Exit 1 when any metric regressed");
   return [o]() { return run_compare(*o); };
 }

@@ -10,6 +10,7 @@
 #include "core/clock.h"
 #include "core/progress.h"
 #include "load/tokenize_check.h"
+#include "metrics/steady.h"
 #include "telemetry/dcgm.h"
 
 namespace ib::load {
@@ -348,6 +349,12 @@ Expected<BenchReport> run_request_bench(const BenchSpec& spec, const workload::P
   facts.token_check = prepared->token_check ? &*prepared->token_check : nullptr;
   facts.request_id_prefix = rc.request_id_prefix;
   boost::json::object j = request_point_json(spec, plan.describe, report, facts);
+  // The steady state (metrics/steady.h): with a concurrency to reach, the window at 95% of it.
+  const auto window = metrics::find_steady_window(report.run.measured, spec.shape.concurrency);
+  j["steady"] = window ? boost::json::value(metrics::steady_json(report.run.measured, *window,
+                                                                 spec.metrics,
+                                                                 report.run.origin_ns))
+                       : boost::json::value(nullptr);
   finish_result(report, spec, std::move(j), client_health_json(report.run.health));
   return report;
 }

@@ -8,6 +8,7 @@
 #include <random>
 #include <tuple>
 
+#include "metrics/result.h"
 #include "core/numeric.h"
 #include "core/strings.h"
 #include "report/table.h"
@@ -367,6 +368,27 @@ std::vector<CurveResult> compare_curves(const PointGroups& gb, const PointGroups
 
 }  // namespace
 
+size_t use_steady_window(Side& side) {
+  size_t without = 0;
+  for (SidePoint& p : side.points) {
+    if (p.eval) continue;  // an eval has no load to be steady in
+    std::optional<metrics::SteadyWindow> w;
+    if (p.has_records) w = metrics::find_steady_window(p.records, p.concurrency);
+    if (w) {
+      metrics::MetricsOptions mo;
+      mo.num_gpus = p.gpus;
+      p.headline = metrics::Headline::from_json(metrics::steady_json(p.records, *w, mo, 0));
+      p.window = w;
+    } else if (p.steady_headline && !p.has_records) {
+      p.headline = *p.steady_headline;
+    } else {
+      p.headline = metrics::Headline();
+      ++without;
+    }
+  }
+  return without;
+}
+
 Comparison compare(const Side& base, const Side& head, const CompareOptions& o) {
   Comparison c;
   c.options = o;
@@ -548,6 +570,10 @@ std::string comparison_markdown(const Comparison& c) {
   std::string out = "### inferbench compare: " + c.verdict_line() + "\n\n";
   out += fmt::format("Base: {}  \nHead: {}\n\n", markdown_cell(c.base_label),
                      markdown_cell(c.head_label));
+  if (c.options.window == "steady") {
+    out += "Figures of each point's steady state: the window with at least 95% of its "
+           "concurrency in flight (ramp-up and drain left out).\n\n";
+  }
   // Confounders before any number; their values follow the table.
   if (c.confounders.empty()) {
     out += "Identity fields that differ besides the change: none.\n\n";
@@ -740,6 +766,7 @@ json::object comparison_json(const Comparison& c) {
   o["min_effect_pct"] = c.options.min_effect_pct;
   o["resamples"] = c.options.resamples;
   o["seed"] = c.options.seed;
+  o["window"] = c.options.window;
   o["counts"] = counts_json(c);
   o["confounders"] = confounders_json(c.confounders);
   o["pairs"] = pairs_json(c.pairs);

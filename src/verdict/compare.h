@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "metrics/keys.h"
 #include "metrics/point.h"
 #include "metrics/record.h"
+#include "metrics/steady.h"
 #include "verdict/frontier.h"
 #include "verdict/stats.h"
 
@@ -43,6 +45,10 @@ struct SidePoint {
   int gpus = 1;
   bool has_records = false;
   std::vector<metrics::RequestRecord> records;  // measured requests (records_conc_<C>.jsonl)
+  /// The result's steady state (metrics/steady.h), as stored; and, after use_steady_window(),
+  /// the window the resamples are restricted to.
+  std::optional<metrics::Headline> steady_headline;
+  std::optional<metrics::SteadyWindow> window;
   metrics::Identity identity;  // "" where unknown
   /// An accuracy eval's scores (docs/evals.md); nullopt for throughput points.
   std::optional<metrics::EvalSummary> eval;
@@ -65,6 +71,9 @@ struct CompareOptions {
   uint64_t seed = 20261201;                    // bootstrap seed
   std::map<std::string, std::string> pairs;    // base config key -> head config key (--pair)
   std::set<metrics::IdentityField> accepted_confounders;  // --accept-confounder
+  /// "run" (each point's whole run) or "steady" (its steady state: use_steady_window was applied
+  /// to both sides); said in the JSON and the markdown.
+  std::string window = "run";
 };
 
 struct MetricDelta {
@@ -130,6 +139,12 @@ struct Comparison {
 };
 
 /// Compares the sides. Never fails: what cannot be compared is listed in `excluded`.
+/// `compare --window steady`: each point's steady state in place of its whole run. With per-request
+/// records the window is found again from them (metrics::find_steady_window) and the resamples
+/// keep to it; without, the result's stored `steady` figures are used. A point with neither has
+/// no headline left (its metrics are "not measured"). Returns how many points had no window.
+size_t use_steady_window(Side& side);
+
 Comparison compare(const Side& base, const Side& head, const CompareOptions& options);
 
 /// The terminal form: verdict, confounders, the metric table, curves, exclusions.

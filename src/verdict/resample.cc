@@ -9,7 +9,11 @@
 namespace ib::verdict {
 
 PointResampler::PointResampler(std::span<const metrics::RequestRecord> records, int gpus)
-    : gpus_(gpus) {
+    : PointResampler(records, gpus, std::nullopt) {}
+
+PointResampler::PointResampler(std::span<const metrics::RequestRecord> records, int gpus,
+                               const std::optional<metrics::SteadyWindow>& window)
+    : gpus_(gpus), window_(window) {
   std::vector<int32_t> counts;  // one request's tokens per event
   event_tokens_.assign(records.size(), 0);
   events_.assign(records.size(), 0);
@@ -22,6 +26,14 @@ PointResampler::PointResampler(std::span<const metrics::RequestRecord> records, 
     ok_.push_back(ok);
     input_tokens_.push_back(ok ? r.input_tokens() : 0);
     output_tokens_.push_back(ok ? r.output_tokens() : 0);
+    if (window_) {
+      window_out_tokens_.push_back(metrics::tokens_in_window(r, *window_));
+      done_in_window_.push_back(r.done_ns >= window_->start_ns && r.done_ns <= window_->end_ns);
+      sent_in_window_.push_back(r.send_ns >= window_->start_ns && r.send_ns <= window_->end_ns);
+      inside_.push_back(metrics::inside(r, *window_));
+      // Only the requests inside the window give steady latencies.
+      if (!metrics::inside(r, *window_)) continue;
+    }
     if (!ok) continue;
     const int64_t out = r.output_tokens();
     const double ttft = ns_to_ms(r.content_ns.front() - r.send_ns);
@@ -102,7 +114,7 @@ metrics::Headline PointResampler::headline(std::span<const uint32_t> counts) con
   int64_t completed = 0, failed = 0, in_tokens = 0, out_tokens = 0, ev_tokens = 0, events = 0;
   for (size_t i = 0; i < counts.size(); ++i) {
     const uint32_t w = counts[i];
-    if (w == 0) continue;
+    if (w == 0 || (window_ && !inside_[i])) continue;  // steady: counts of the requests inside
     if (send_ns_[i] > 0) first_send = std::min(first_send, send_ns_[i]);
     if (done_ns_[i] > 0) last_done = std::max(last_done, done_ns_[i]);
     if (!ok_[i]) {
@@ -119,10 +131,25 @@ metrics::Headline PointResampler::headline(std::span<const uint32_t> counts) con
   if (first_send != std::numeric_limits<int64_t>::max() && last_done > first_send) {
     duration_s = ns_to_s(last_done - first_send);
   }
-  const double req_tput = duration_s > 0 ? static_cast<double>(completed) / duration_s : 0;
-  const double out_tput = duration_s > 0 ? static_cast<double>(out_tokens) / duration_s : 0;
-  const double total_tput =
+  double req_tput = duration_s > 0 ? static_cast<double>(completed) / duration_s : 0;
+  double out_tput = duration_s > 0 ? static_cast<double>(out_tokens) / duration_s : 0;
+  double total_tput =
       duration_s > 0 ? static_cast<double>(in_tokens + out_tokens) / duration_s : 0;
+  if (window_) {
+    // The window's rates: what was emitted, completed and sent in it, over its length.
+    double w_out = 0, w_in = 0, w_done = 0;
+    for (size_t i = 0; i < counts.size(); ++i) {
+      const double w = counts[i];
+      if (w == 0 || !ok_[i]) continue;
+      w_out += w * window_out_tokens_[i];
+      if (sent_in_window_[i]) w_in += w * static_cast<double>(input_tokens_[i]);
+      if (done_in_window_[i]) w_done += w;
+    }
+    const double secs = window_->seconds();
+    req_tput = w_done / secs;
+    out_tput = w_out / secs;
+    total_tput = (w_out + w_in) / secs;
+  }
   const double per_gpu = static_cast<double>(std::max(1, gpus_));
   const double median_tpot = tpot_.percentile(counts, 50);
   metrics::Headline h;

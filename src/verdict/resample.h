@@ -8,11 +8,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
 #include "metrics/keys.h"
 #include "metrics/record.h"
+#include "metrics/steady.h"
 
 namespace ib::verdict {
 
@@ -20,6 +22,11 @@ class PointResampler {
  public:
   /// `gpus`: for the per-GPU throughputs.
   PointResampler(std::span<const metrics::RequestRecord> records, int gpus);
+  /// Restricted to a steady-state window (metrics/steady.h): throughputs over the window's length
+  /// (output tokens of the events in it, requests completed in it, prompts sent in it), latencies
+  /// of the requests inside it.
+  PointResampler(std::span<const metrics::RequestRecord> records, int gpus,
+                 const std::optional<metrics::SteadyWindow>& window);
 
   size_t requests() const { return send_ns_.size(); }
 
@@ -40,6 +47,9 @@ class PointResampler {
   };
 
   int gpus_;
+  std::optional<metrics::SteadyWindow> window_;
+  std::vector<double> window_out_tokens_;  // per request, with a window
+  std::vector<bool> done_in_window_, sent_in_window_, inside_;
   std::vector<int64_t> send_ns_, done_ns_;
   std::vector<int64_t> input_tokens_, output_tokens_;
   std::vector<bool> ok_;

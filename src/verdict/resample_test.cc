@@ -69,5 +69,25 @@ TEST(VerdictResample, CountsActAsRepeatedRequests) {
   }
 }
 
+// With a steady-state window, the full sample gives the point's own steady figures
+// (metrics::steady_json): the bootstrap of `compare --window steady` is centred on them.
+TEST(VerdictResample, AWindowedFullSampleGivesTheSteadyFigures) {
+  const auto rs = records(40);
+  const auto w = metrics::find_steady_window(rs, 4);
+  ASSERT_TRUE(w);
+  metrics::MetricsOptions mo;
+  mo.num_gpus = 2;
+  const metrics::Headline want = metrics::Headline::from_json(metrics::steady_json(rs, *w, mo, 0));
+  const metrics::Headline got = PointResampler(rs, 2, w).headline(std::vector<uint32_t>(rs.size(), 1));
+  for (size_t i = 0; i < metrics::kHeadlineCount; ++i) {
+    EXPECT_NEAR(got.at(i), want.at(i), 1e-9 * std::max(1.0, std::fabs(want.at(i))))
+        << metrics::kHeadlineMetrics[i].key;
+  }
+  // The window leaves the ramp out: its output rate is not the whole run's.
+  EXPECT_NE(got.get("output_throughput"), PointResampler(rs, 2).headline(
+                                               std::vector<uint32_t>(rs.size(), 1)).get(
+                                               "output_throughput"));
+}
+
 }  // namespace
 }  // namespace ib::verdict

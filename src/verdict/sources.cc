@@ -59,6 +59,9 @@ void fill_from_result(SidePoint& p, const json::object& r) {
     }
   }
   p.eval = metrics::eval_summary(r);
+  if (const auto* st = r.if_contains("steady"); st && st->is_object()) {
+    p.steady_headline = metrics::Headline::from_json(st->as_object());
+  }
   if (const auto* e = r.if_contains("e2e_norm_intvty"); e && e->is_object()) {
     p.agentic = true;
     p.e2e_norm_intvty = num_of(e->as_object(), "p90");

@@ -113,6 +113,15 @@ TEST(CompareCli, FasterDecodeIsImprovedWithAnIntervalExcludingZero) {
   const std::string base = f.sweep(f.write("base.yaml", compare_recipe("4", model)));
   const std::string head = f.sweep(f.write("head.yaml", compare_recipe("2", model)));
   const auto c = f.compare_json({base, head});
+  // The same runs' steady states (issue 31): the window at 95% of each point's concurrency.
+  const auto steady = f.compare_json({base, head, "--window", "steady"});
+  EXPECT_EQ(steady.at("window").as_string(), "steady");
+  ASSERT_EQ(steady.at("pairs").as_array().size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(metric(steady, i, "median_tpot_ms").at("verdict").as_string(), "improved");
+    EXPECT_EQ(metric(steady, i, "median_tpot_ms").at("interval").as_string(), "bootstrap");
+    EXPECT_GT(metric(steady, i, "output_throughput").at("delta_pct").to_number<double>(), 0);
+  }
   // TTFT is not what the change touches; on a loaded test machine its small intervals can come
   // out either way, so the summary is IMPROVED, or MIXED by a TTFT verdict.
   EXPECT_TRUE(verdict_of(c).starts_with("IMPROVED") || verdict_of(c).starts_with("MIXED"))
