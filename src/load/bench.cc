@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <thread>
@@ -173,6 +174,14 @@ RunnerConfig point_runner_config(const BenchSpec& spec, const http::Endpoint& en
   }
   if (spec.timeout_s > 0) {
     rc.deadline_ns = mono_ns() + static_cast<int64_t>(spec.timeout_s * 1e9);
+  }
+  // Tokens per event from the served model's tokenizer, where the server is not asked to count
+  // them on every event (metrics::EventTokens::kTokenizer).
+  if (const auto& tok = spec.workload.tokenizer; tok && !spec.continuous_usage) {
+    rc.count_text_tokens = [tok](std::string_view text) {
+      const auto n = static_cast<int64_t>(tok->count_prompt(text)) - tok->prompt_specials();
+      return static_cast<int32_t>(std::clamp<int64_t>(n, 0, 1 << 30));
+    };
   }
   return rc;
 }

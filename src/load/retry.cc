@@ -27,6 +27,8 @@ boost::asio::awaitable<bool> send_with_retry(http::HttpConnection& conn,
         (reused || outcome.reset())) {
       ++record.retries;
       record.content_ns.clear();
+      record.content_tokens.clear();
+      record.text_tokens.clear();
       continue;
     }
     record.done_ns = mono_ns();

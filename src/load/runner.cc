@@ -178,7 +178,12 @@ class Lane {
     Conn(Lane& lane, std::optional<asio::ip::address> source)
         : http(lane.io_.get_executor(), lane.shared_.config->endpoint, lane.shared_.addresses,
                lane.shared_.config->timeouts, std::move(source)),
-          response(lane.decoder_) {}
+          response(lane.decoder_) {
+      if (const auto& count = lane.shared_.config->count_text_tokens) {
+        lane.decoder_.keep_text(true);
+        response.count_text_tokens(&count);
+      }
+    }
     http::HttpConnection http;
     StreamingResponse response;
   };

@@ -51,6 +51,9 @@ struct RunnerConfig {
   /// Called on the calling thread about ten times a second (progress display); may be empty.
   /// `total` is 0 for a time-bounded run.
   std::function<void(size_t done, size_t total, double elapsed_s)> on_progress;
+  /// The client's tokenizer counting each content event's text (RequestRecord::text_tokens);
+  /// empty: no counting. Called from the event-loop threads: it must be thread-safe.
+  std::function<int32_t(std::string_view)> count_text_tokens;
 };
 
 /// How the client itself behaved: if it was overloaded, the measurement may be distorted.

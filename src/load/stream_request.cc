@@ -70,6 +70,7 @@ void StreamingResponse::on_event(const http::SseEvent& event, int64_t t_ns) {
       return;
     case openai::StreamChunk::Kind::kContent:
       record_->content_ns.push_back(t_ns);
+      if (count_text_ != nullptr) record_->text_tokens.push_back((*count_text_)(chunk.text));
       break;
     case openai::StreamChunk::Kind::kNoContent:
       break;

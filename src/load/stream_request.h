@@ -3,6 +3,7 @@
 // headers).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -22,6 +23,13 @@ class StreamingResponse : public http::ResponseSink {
       : owned_decoder_(std::make_unique<openai::StreamDecoder>()), decoder_(owned_decoder_.get()) {}
   /// Shares `decoder` (one per thread keeps memory per connection small); it must outlive this.
   explicit StreamingResponse(openai::StreamDecoder& decoder) : decoder_(&decoder) {}
+
+  /// Counts each content event's text with `count` (the client's tokenizer) into
+  /// RequestRecord::text_tokens; the decoder must keep text (StreamDecoder::keep_text). `count`
+  /// must outlive this; null: no counting.
+  void count_text_tokens(const std::function<int32_t(std::string_view)>* count) {
+    count_text_ = count;
+  }
 
   /// Starts a new request: `record` receives every timestamp and count.
   void reset(metrics::RequestRecord* record);
@@ -51,6 +59,7 @@ class StreamingResponse : public http::ResponseSink {
   bool failed_ = false;
   int64_t progress_ns_ = 0;  // the headers' or the last data event's arrival
   int64_t usage_completion_ = 0;  // the last continuous usage's completion_tokens
+  const std::function<int32_t(std::string_view)>* count_text_ = nullptr;
 };
 
 }  // namespace ib::load

@@ -46,6 +46,10 @@ struct RequestRecord {
   /// growth since the previous count): aligned with content_ns where known, 0 for an event that
   /// came without a count; empty when the server counted none. event_token_counts() judges it.
   std::vector<int32_t> content_tokens;
+  /// Tokens of each content event's text by the client's tokenizer (bench --tokenizer), aligned
+  /// with content_ns; empty without a tokenizer. An approximation of what the server counted
+  /// (text re-encoded in pieces), used only where the server gave no count on every event.
+  std::vector<int32_t> text_tokens;
   int64_t prompt_tokens = -1;       // server-reported usage, -1 when absent
   int64_t completion_tokens = -1;   // server-reported usage, -1 when absent
   int http_status = 0;
@@ -67,8 +71,9 @@ struct RequestRecord {
 /// event"): the server's continuous usage counted every event; or its final usage equals the
 /// number of content events (one token each; a natural stop may add one more, the EOS token that
 /// never arrives as text); or not at all (several tokens an event, uncounted).
-enum class EventTokens { kUsageDeltas, kOnePerEvent, kUnknown };
-std::string_view event_tokens_name(EventTokens t);  // "usage_deltas", "one_per_event", "unknown"
+enum class EventTokens { kUsageDeltas, kOnePerEvent, kTokenizer, kUnknown };
+/// "usage_deltas", "one_per_event", "tokenizer", "unknown".
+std::string_view event_tokens_name(EventTokens t);
 
 /// The tokens of each content event of a successful request into `counts` (aligned with
 /// content_ns; cleared when unknown), and how they are known.

@@ -81,6 +81,14 @@ void add_event_gaps(const RequestRecord& r, LatencySamples& s, BenchMetrics& m) 
     case EventTokens::kOnePerEvent:
       ++m.requests_one_per_event;
       break;
+    case EventTokens::kTokenizer:
+      ++m.requests_counted_by_tokenizer;
+      if (r.completion_tokens >= 0) {
+        // The tokenizer's own count, before it was scaled to the server's.
+        for (int32_t n : r.text_tokens) m.tokenizer_tokens += std::max(n, 1);
+        m.tokenizer_usage_tokens += r.completion_tokens;
+      }
+      break;
     case EventTokens::kUnknown:
       ++m.requests_uncounted;
       return;
@@ -222,13 +230,15 @@ std::string failure_summary(const BenchMetrics& m) {
 
 std::string itl_note(const BenchMetrics& m) {
   if (m.requests_uncounted == 0) return "";
-  const int64_t known = m.requests_counted_by_usage + m.requests_one_per_event;
+  const int64_t known =
+      m.requests_counted_by_usage + m.requests_one_per_event + m.requests_counted_by_tokenizer;
   return fmt::format(
       "{} of {} successful requests did not say how many tokens each content event carried "
       "(no count on every event, and no final usage equal to their events: several tokens an "
       "event, or no usage at all): per-token ITL is {}; the gaps between events are "
       "inter-chunk latency (icl), not ITL. Ask for a count on every event (bench "
-      "--continuous-usage: stream_options.continuous_usage_stats, as vLLM gives it)",
+      "--continuous-usage: stream_options.continuous_usage_stats, as vLLM gives it), or count "
+      "the text with the served model's tokenizer (--tokenizer)",
       m.requests_uncounted, m.completed,
       known == 0 ? std::string("not computed") : fmt::format("over the other {} only", known));
 }
@@ -309,8 +319,14 @@ boost::json::object metrics_to_json(const BenchMetrics& m, const MetricsOptions&
   o["event_tokens"] = boost::json::object{
       {event_tokens_name(EventTokens::kUsageDeltas), m.requests_counted_by_usage},
       {event_tokens_name(EventTokens::kOnePerEvent), m.requests_one_per_event},
+      {event_tokens_name(EventTokens::kTokenizer), m.requests_counted_by_tokenizer},
       {event_tokens_name(EventTokens::kUnknown), m.requests_uncounted}};
   if (m.requests_uncounted > 0) o["itl_note"] = itl_note(m);
+  if (m.tokenizer_usage_tokens > 0) {
+    // How far the client's count of the streamed text is from the server's (1.0: the same).
+    o["tokenizer_count_ratio"] = static_cast<double>(m.tokenizer_tokens) /
+                                 static_cast<double>(m.tokenizer_usage_tokens);
+  }
   // Only from usage deltas: an event counted as one token by the final usage says nothing.
   if (m.decode_events > 0) {
     o["client_acceptance_length"] =

@@ -61,6 +61,10 @@ struct BenchMetrics {
   Summary stall_ms;          // per request: its longest gap between content events
   int64_t requests_counted_by_usage = 0;  // continuous usage counted every event
   int64_t requests_one_per_event = 0;     // final usage = events: one token each
+  int64_t requests_counted_by_tokenizer = 0;  // the client's tokenizer on each event's text
+  // Of those with the server's final usage: the tokenizer's total and the server's, to say how
+  // close the approximation came.
+  int64_t tokenizer_tokens = 0, tokenizer_usage_tokens = 0;
   int64_t requests_uncounted = 0;         // several tokens an event, uncounted: no per-token ITL
   // Client-inferred acceptance length: the tokens of the events counted by usage deltas, each
   // request's first (prefill) and last (possibly cut by max_tokens) events left out, over those

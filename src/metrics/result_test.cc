@@ -114,6 +114,33 @@ TEST(ComputeMetrics, UncountedEventsGiveNoItlAndSayWhy) {
   EXPECT_EQ(compute_metrics(std::vector<RequestRecord>{partial}, {}).requests_uncounted, 1);
 }
 
+// No count on every event, but the client's tokenizer counted each event's text: it says how the
+// server's final count was spread over the events (scaled to it: text re-encoded in pieces
+// counts a little differently), and the result says how far its own total was.
+TEST(ComputeMetrics, TheClientsTokenizerSpreadsTheFinalCountOverTheEvents) {
+  RequestRecord r = ok_request(0, {100, 110, 120, 130}, 13);  // 1 + 3 · 4 tokens
+  r.finish_reason = "length";
+  r.text_tokens = {1, 5, 5, 6};  // the tokenizer's pieces: 17
+  std::vector<int32_t> counts;
+  EXPECT_EQ(event_token_counts(r, &counts), EventTokens::kTokenizer);
+  EXPECT_EQ(counts, (std::vector<int32_t>{1, 4, 4, 4}));
+  const BenchMetrics m = compute_metrics(std::vector<RequestRecord>{r}, {});
+  EXPECT_EQ(m.requests_counted_by_tokenizer, 1);
+  EXPECT_EQ(m.requests_uncounted, 0);
+  EXPECT_DOUBLE_EQ(m.itl_ms.median, 2.5);  // each 10 ms gap over its 4 tokens
+  const auto j = metrics_to_json(m, {});
+  EXPECT_EQ(j.at("event_tokens").at("tokenizer").as_int64(), 1);
+  EXPECT_DOUBLE_EQ(j.at("tokenizer_count_ratio").as_double(), 17.0 / 13);
+  // Without the server's count the tokenizer's own counts stand (each event at least 1).
+  r.completion_tokens = -1;
+  r.text_tokens = {0, 5, 5, 6};
+  EXPECT_EQ(event_token_counts(r, &counts), EventTokens::kTokenizer);
+  EXPECT_EQ(counts, (std::vector<int32_t>{1, 5, 5, 6}));
+  // Usage on every event wins over the tokenizer.
+  r.content_tokens = {1, 4, 4, 4};
+  EXPECT_EQ(event_token_counts(r, &counts), EventTokens::kUsageDeltas);
+}
+
 TEST(ComputeMetrics, OneTokenOutputsAreExcludedFromTpot) {
   std::vector<RequestRecord> rs = {ok_request(0, {50}, 1), ok_request(0, {20, 40, 60}, 3)};
   BenchMetrics m = compute_metrics(rs, {});

@@ -11,16 +11,18 @@ namespace {
 
 namespace od = simdjson::ondemand;
 
-// Length of a string value, 0 for null or non-strings.
-size_t string_len(od::value v) {
+// Length of a string value, 0 for null or non-strings; the text is appended to `text` when given
+// (StreamDecoder::keep_text).
+size_t string_len(od::value v, std::string* text) {
   if (v.type() != od::json_type::string) return 0;
   std::string_view s = v.get_string();
+  if (text != nullptr) text->append(s);
   return s.size();
 }
 
 // Bytes of tool-call deltas: the function name and argument fragments. A tool call whose delta
 // carries only an id or index still counts as one byte: the server produced tokens for it.
-size_t tool_calls_len(od::value v) {
+size_t tool_calls_len(od::value v, std::string* text) {
   if (v.type() != od::json_type::array) return 0;
   size_t total = 0;
   for (auto call : v.get_array()) {
@@ -34,7 +36,7 @@ size_t tool_calls_len(od::value v) {
         if (fv.type() != od::json_type::object) continue;
         for (auto ff : fv.get_object()) {
           std::string_view fk = ff.unescaped_key();
-          if (fk == "name" || fk == "arguments") total += string_len(ff.value());
+          if (fk == "name" || fk == "arguments") total += string_len(ff.value(), text);
         }
       }
     }
@@ -43,29 +45,30 @@ size_t tool_calls_len(od::value v) {
 }
 
 // Content of a chat `delta` or `message` object.
-size_t message_content_len(od::value v) {
+size_t message_content_len(od::value v, std::string* text) {
   if (v.type() != od::json_type::object) return 0;
   size_t total = 0;
   for (auto field : v.get_object()) {
     std::string_view key = field.unescaped_key();
     if (key == "content" || key == "reasoning_content" || key == "reasoning") {
-      total += string_len(field.value());
+      total += string_len(field.value(), text);
     } else if (key == "tool_calls") {
-      total += tool_calls_len(field.value());
+      total += tool_calls_len(field.value(), text);
     }
   }
   return total;
 }
 
-void read_choice(od::value choice, StreamChunk& out) {
+void read_choice(od::value choice, StreamChunk& out, bool keep_text) {
+  std::string* text = keep_text ? &out.text : nullptr;
   if (choice.type() != od::json_type::object) return;
   for (auto field : choice.get_object()) {
     std::string_view key = field.unescaped_key();
     od::value v = field.value();
     if (key == "text") {
-      out.content_bytes += string_len(v);
+      out.content_bytes += string_len(v, text);
     } else if (key == "delta" || key == "message") {
-      out.content_bytes += message_content_len(v);
+      out.content_bytes += message_content_len(v, text);
     } else if (key == "finish_reason") {
       if (v.type() == od::json_type::string)
         out.finish_reason = std::string(v.get_string().value());
@@ -140,7 +143,7 @@ StreamChunk StreamDecoder::decode(std::string_view data) {
         bool first = true;
         for (auto choice : v.get_array()) {
           // Benchmarks request n=1; only the first choice is measured.
-          if (first) read_choice(choice.value(), out);
+          if (first) read_choice(choice.value(), out, keep_text_);
           first = false;
         }
       } else if (key == "usage") {

@@ -35,6 +35,7 @@ struct StreamChunk {
   std::optional<Usage> usage;  // present when the chunk carried a non-null usage object
   std::string finish_reason;   // non-empty on the chunk that carried one
   std::string error_message;   // for kError and kMalformed
+  std::string text;            // the content text, with StreamDecoder::keep_text (else empty)
 };
 
 /// Reusable decoder: holds a simdjson parser and a padded buffer, so decoding allocates nothing
@@ -48,9 +49,14 @@ class StreamDecoder {
   /// object, or an error body). Content bytes count the whole generated text.
   StreamChunk decode_body(std::string_view body) { return decode(body); }
 
+  /// Also copy each chunk's content text into StreamChunk::text (the client's tokenizer counts
+  /// it). Off by default: the text costs a copy per event.
+  void keep_text(bool on) { keep_text_ = on; }
+
  private:
   simdjson::ondemand::parser parser_;
   std::string buffer_;
+  bool keep_text_ = false;
 };
 
 /// Extracts a human-readable message from an error body of any of the known shapes

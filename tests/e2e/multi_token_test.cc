@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "e2e_util.h"
+#include "tokenizer/test_cache.h"
 
 namespace ib::e2e {
 namespace {
@@ -70,6 +71,45 @@ TEST(MultiToken, PerTokenItlFromContinuousUsageAndNoItlWithoutCounts) {
   // TPOT and interactivity stay as defined (tokens from the final usage).
   EXPECT_GT(num(uncounted, "median_tpot_ms"), 0);
   EXPECT_EQ(num(uncounted, "total_output_tokens"), 4 * kOsl);
+}
+
+// A stream interval of 32 (InferenceX's most common setting): 257 tokens arrive as 1 + 8 events
+// of 32. Per-token ITL is still the decode step (0.5 ms), the events carry 32 tokens, and each
+// request's longest stall is the gap of one event (32 steps, 16 ms).
+TEST(MultiToken, AStreamIntervalOf32KeepsPerTokenItlRight) {
+  TempDir dir;
+  SimServer sim(dir.path(), {"--timing-model", "simple", "--decode-base-ms", "0.5",
+                             "--decode-per-running-ms", "0", "--stream-interval", "32"});
+  ASSERT_TRUE(sim.running());
+  const auto j = bench_multi_token(sim, dir, "si32", {"--continuous-usage"}, 257);
+  ASSERT_FALSE(j.empty());
+  EXPECT_EQ(num(j, "median_tokens_per_event"), 32);
+  EXPECT_NEAR(num(j, "median_itl_ms"), 0.5, 0.05);
+  EXPECT_NEAR(num(j, "median_icl_ms"), 16, 1.6);
+  EXPECT_NEAR(num(j, "max_stall_ms"), 16, 1.6);
+  // At stream interval 32 the tokens per decode event are the interval, not an acceptance.
+  EXPECT_EQ(num(j, "client_acceptance_length"), 32);
+}
+
+// No count on every event, but the served model's tokenizer on the client (bench --tokenizer):
+// it counts each event's text, and the server's final count is spread over the events by it, so
+// per-token ITL is known; the result says how far the tokenizer's own total was.
+TEST(MultiToken, TheClientsTokenizerCountsWhatTheServerDoesNot) {
+  IB_SKIP_IF_MISSING(tokenizer::testing::missing_files({"llama3/tokenizer.json"}));
+  const fs::path model = tokenizer::tokenizer_cache_dir() / "llama3";
+  TempDir dir;
+  SimServer sim(dir.path(), {"--timing-model", "simple", "--decode-base-ms", "2",
+                             "--decode-per-running-ms", "0", "--stream-interval", "4",
+                             "--tokenizer", model.string()});
+  ASSERT_TRUE(sim.running());
+  const auto j = bench_multi_token(sim, dir, "tok", {"--tokenizer", model.string()});
+  ASSERT_FALSE(j.empty());
+  EXPECT_EQ(j.at("event_tokens").at("tokenizer").as_int64(), 4);
+  EXPECT_EQ(num(j, "median_tokens_per_event"), 4);
+  EXPECT_NEAR(num(j, "median_itl_ms") * 4, num(j, "median_icl_ms"),
+              0.05 * num(j, "median_icl_ms"));
+  EXPECT_GT(num(j, "tokenizer_count_ratio"), 0.5);
+  EXPECT_FALSE(j.contains("itl_note"));
 }
 
 // serve-sim speculating with K = 3 at a golden acceptance length of 2.5: the client's tokens
