@@ -360,9 +360,8 @@ Expected<BenchReport> run_request_bench(const BenchSpec& spec, const workload::P
   boost::json::object j = request_point_json(spec, plan.describe, report, facts);
   // The steady state (metrics/steady.h): with a concurrency to reach, the window at 95% of it.
   const auto window = metrics::find_steady_window(report.run.measured, spec.shape.concurrency);
-  j["steady"] = window ? boost::json::value(metrics::steady_json(report.run.measured, *window,
-                                                                 spec.metrics,
-                                                                 report.run.origin_ns))
+  j["steady"] = window ? boost::json::value(metrics::steady_json(
+                             report.run.measured, *window, spec.metrics, report.run.origin_ns))
                        : boost::json::value(nullptr);
   finish_result(report, spec, std::move(j), client_health_json(report.run.health));
   return report;

@@ -68,10 +68,9 @@ void scale_counts(std::vector<int32_t>& counts, int64_t target) {
   std::vector<std::pair<double, size_t>> remainders;
   int64_t given = 0;
   for (size_t i = 0; i < counts.size(); ++i) {
-    const double share =
-        above > 0 ? static_cast<double>(counts[i] - 1) * static_cast<double>(extra) /
-                        static_cast<double>(above)
-                  : static_cast<double>(extra) / static_cast<double>(n);
+    const double share = above > 0 ? static_cast<double>(counts[i] - 1) *
+                                         static_cast<double>(extra) / static_cast<double>(above)
+                                   : static_cast<double>(extra) / static_cast<double>(n);
     const auto whole = static_cast<int64_t>(std::floor(share));
     counts[i] = static_cast<int32_t>(1 + whole);
     given += whole;

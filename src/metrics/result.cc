@@ -247,8 +247,8 @@ namespace {
 
 void put_summary(boost::json::object& o, std::string_view name, const Summary& s,
                  const MetricsOptions& options) {
-  if (s.count == 0 && (name == "tpot_ms" || name == "itl_ms" || name == "icl_ms" ||
-                       name == "tokens_per_event")) {
+  if (s.count == 0 &&
+      (name == "tpot_ms" || name == "itl_ms" || name == "icl_ms" || name == "tokens_per_event")) {
     // Undefined without a request of two output tokens: null, never a 0 that was not measured.
     o[fmt::format("mean_{}", name)] = nullptr;
     o[fmt::format("median_{}", name)] = nullptr;
@@ -272,6 +272,41 @@ void put_summary(boost::json::object& o, std::string_view name, const Summary& s
 // Interactivity from TPOT; null (NaN) where TPOT is undefined.
 double inverse(double v, double scale) {
   return v > 0 ? scale / v : std::numeric_limits<double>::quiet_NaN();
+}
+
+}  // namespace
+
+namespace {
+
+// Tokens, not events (docs/metrics.md, "Tokens per event"): the gaps between events, the tokens
+// they carried and how those were known, the longest stalls, the client's acceptance length.
+void put_stream(boost::json::object& o, const BenchMetrics& m, const MetricsOptions& options) {
+  put_summary(o, "icl_ms", m.icl_ms, options);
+  put_summary(o, "tokens_per_event", m.tokens_per_event, options);
+  put_summary(o, "stall_ms", m.stall_ms, options);  // each request's longest gap
+  if (m.stall_ms.count > 0) {
+    o["max_stall_ms"] = m.stall_ms.max;  // the run's longest
+  } else {
+    o["max_stall_ms"] = nullptr;
+  }
+  o["event_tokens"] = boost::json::object{
+      {event_tokens_name(EventTokens::kUsageDeltas), m.requests_counted_by_usage},
+      {event_tokens_name(EventTokens::kOnePerEvent), m.requests_one_per_event},
+      {event_tokens_name(EventTokens::kTokenizer), m.requests_counted_by_tokenizer},
+      {event_tokens_name(EventTokens::kUnknown), m.requests_uncounted}};
+  if (m.requests_uncounted > 0) o["itl_note"] = itl_note(m);
+  if (m.tokenizer_usage_tokens > 0) {
+    // How far the client's count of the streamed text is from the server's (1.0: the same).
+    o["tokenizer_count_ratio"] =
+        static_cast<double>(m.tokenizer_tokens) / static_cast<double>(m.tokenizer_usage_tokens);
+  }
+  // Only from usage deltas: an event counted as one token by the final usage says nothing.
+  if (m.decode_events > 0) {
+    o["client_acceptance_length"] =
+        static_cast<double>(m.decode_event_tokens) / static_cast<double>(m.decode_events);
+  } else {
+    o["client_acceptance_length"] = nullptr;
+  }
 }
 
 }  // namespace
@@ -308,32 +343,7 @@ boost::json::object metrics_to_json(const BenchMetrics& m, const MetricsOptions&
   put_summary(o, "tpot_ms", m.tpot_ms, options);
   put_summary(o, "itl_ms", m.itl_ms, options);
   put_summary(o, "e2el_ms", m.e2el_ms, options);
-  put_summary(o, "icl_ms", m.icl_ms, options);
-  put_summary(o, "tokens_per_event", m.tokens_per_event, options);
-  put_summary(o, "stall_ms", m.stall_ms, options);  // each request's longest gap
-  if (m.stall_ms.count > 0) {
-    o["max_stall_ms"] = m.stall_ms.max;  // the run's longest
-  } else {
-    o["max_stall_ms"] = nullptr;
-  }
-  o["event_tokens"] = boost::json::object{
-      {event_tokens_name(EventTokens::kUsageDeltas), m.requests_counted_by_usage},
-      {event_tokens_name(EventTokens::kOnePerEvent), m.requests_one_per_event},
-      {event_tokens_name(EventTokens::kTokenizer), m.requests_counted_by_tokenizer},
-      {event_tokens_name(EventTokens::kUnknown), m.requests_uncounted}};
-  if (m.requests_uncounted > 0) o["itl_note"] = itl_note(m);
-  if (m.tokenizer_usage_tokens > 0) {
-    // How far the client's count of the streamed text is from the server's (1.0: the same).
-    o["tokenizer_count_ratio"] = static_cast<double>(m.tokenizer_tokens) /
-                                 static_cast<double>(m.tokenizer_usage_tokens);
-  }
-  // Only from usage deltas: an event counted as one token by the final usage says nothing.
-  if (m.decode_events > 0) {
-    o["client_acceptance_length"] =
-        static_cast<double>(m.decode_event_tokens) / static_cast<double>(m.decode_events);
-  } else {
-    o["client_acceptance_length"] = nullptr;
-  }
+  put_stream(o, m, options);
 
   // Interactivity (tok/s/user) = 1 / TPOT at each TPOT statistic (docs/architecture.md, "Metric
   // definitions").

@@ -90,9 +90,8 @@ boost::json::object steady_json(std::span<const RequestRecord> records, const St
   o["window_start_s"] = static_cast<double>(w.start_ns - origin_ns) / 1e9;
   o["window_end_s"] = static_cast<double>(w.end_ns - origin_ns) / 1e9;
   o["duration_s"] = secs;
-  o["share_of_run"] = last_done > first_send
-                          ? secs / (static_cast<double>(last_done - first_send) / 1e9)
-                          : 0.0;
+  o["share_of_run"] =
+      last_done > first_send ? secs / (static_cast<double>(last_done - first_send) / 1e9) : 0.0;
   o["threshold"] = w.threshold;
   o["requests_inside"] = static_cast<int64_t>(in.size());
   return o;

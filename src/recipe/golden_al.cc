@@ -96,7 +96,8 @@ void read_argument(const std::vector<std::string>& argv, size_t& i, SpecKnobs& o
   for (const char* name : {"--speculative-config", "--speculative_config"}) {
     if (auto v = option_value(argv, i, name)) return read_vllm_config(*v, out);
   }
-  for (const char* name : {"--speculative-num-steps", "--num-speculative-tokens", "--spec-decode"}) {
+  for (const char* name :
+       {"--speculative-num-steps", "--num-speculative-tokens", "--spec-decode"}) {
     if (auto v = option_value(argv, i, name)) {
       if (auto k = draft_length_of(*v)) {
         out.draft_tokens = k;
@@ -132,8 +133,9 @@ Expected<GoldenAl> parse_golden_al(const std::string& text, const std::string& f
   if (auto doc = r.parse(text)) {
     auto models = r.open_mapping(*doc, "");
     if (!models) {
-      r.error(*doc, "", "expected a mapping of model: {thinking_on|thinking_off: ...}, got " +
-                            describe(*doc));
+      r.error(
+          *doc, "",
+          "expected a mapping of model: {thinking_on|thinking_off: ...}, got " + describe(*doc));
     } else if (std::none_of(models->values.begin(), models->values.end(),
                             [](const auto& kv) { return !kv.first.starts_with('_'); })) {
       r.error(*doc, "", "no model in the file");
@@ -142,8 +144,8 @@ Expected<GoldenAl> parse_golden_al(const std::string& text, const std::string& f
       if (model.starts_with('_')) continue;  // `_metadata:` (the draft model, ...)
       auto f = r.mapping(modes, model, {"thinking_on", "thinking_off"});
       if (!f) {
-        r.error(modes, model, "expected a mapping of thinking_on / thinking_off, got " +
-                                  describe(modes));
+        r.error(modes, model,
+                "expected a mapping of thinking_on / thinking_off, got " + describe(modes));
         continue;
       }
       for (const auto& [mode, curve] : f->values) {
@@ -164,7 +166,7 @@ Expected<GoldenPick> pick_golden(const GoldenAl& golden, const std::string& mode
     return join(out, ", ");
   };
   auto m = model.empty() && golden.curves.size() == 1 ? golden.curves.begin()
-                                                       : golden.curves.find(model);
+                                                      : golden.curves.find(model);
   if (m == golden.curves.end()) {
     return input_error(fmt::format(
         "{}: {} (the file has: {})", golden.file,
@@ -174,11 +176,11 @@ Expected<GoldenPick> pick_golden(const GoldenAl& golden, const std::string& mode
   const auto& modes = m->second;
   auto t = thinking.empty() && modes.size() == 1 ? modes.begin() : modes.find(thinking);
   if (t == modes.end()) {
-    return input_error(fmt::format(
-        "{}: {}: {} (it has: thinking {})", golden.file, m->first,
-        thinking.empty() ? "both thinking modes; say which with thinking: on|off"
-                         : "no thinking_" + thinking + " curve",
-        keys(modes)));
+    return input_error(fmt::format("{}: {}: {} (it has: thinking {})", golden.file, m->first,
+                                   thinking.empty()
+                                       ? "both thinking modes; say which with thinking: on|off"
+                                       : "no thinking_" + thinking + " curve",
+                                   keys(modes)));
   }
   const auto k = t->second.find(draft_tokens);
   if (k == t->second.end()) {
@@ -200,8 +202,8 @@ SpecKnobs find_spec_knobs(const std::vector<std::string>& argv,
     // serve-sim's per-position model: position j is accepted with p^j.
     double al = 1, term = 1;
     for (int j = 1; j <= *out.draft_tokens; ++j) al += (term *= *acc.per_position);
-    out.pins.push_back({fmt::format("--spec-acceptance {} with {} draft tokens",
-                                    *acc.per_position, *out.draft_tokens),
+    out.pins.push_back({fmt::format("--spec-acceptance {} with {} draft tokens", *acc.per_position,
+                                    *out.draft_tokens),
                         al, false, ""});
   }
   if (out.draft_tokens && acc.rate) {

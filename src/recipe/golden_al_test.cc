@@ -71,8 +71,8 @@ TEST(GoldenAl, BadFilesNameTheLineAndThePath) {
        }) {
     auto g = parse_golden_al(c.text, "g.yaml");
     ASSERT_FALSE(g) << c.text;
-    EXPECT_NE(g.error().message.find(c.message), std::string::npos)
-        << c.text << "\n" << g.error().message;
+    EXPECT_NE(g.error().message.find(c.message), std::string::npos) << c.text << "\n"
+                                                                    << g.error().message;
   }
 }
 
@@ -87,13 +87,15 @@ TEST(GoldenAl, FindsEachEnginesDraftLengthAndSyntheticAcceptance) {
   EXPECT_DOUBLE_EQ(vllm.pins[0].al, 2.5);
   EXPECT_FALSE(vllm.pins[0].environment);
   // SGLang and TensorRT-LLM pin through the environment; TensorRT-LLM's value is AL - 1.
-  auto sglang = find_spec_knobs({"python", "-m", "sglang.launch_server", "--speculative-num-steps=3"},
-                                {{"SGLANG_SIMULATE_ACC_LEN", "2.5"}});
+  auto sglang =
+      find_spec_knobs({"python", "-m", "sglang.launch_server", "--speculative-num-steps=3"},
+                      {{"SGLANG_SIMULATE_ACC_LEN", "2.5"}});
   EXPECT_EQ(sglang.draft_tokens, 3);
   ASSERT_EQ(sglang.pins.size(), 1u);
   EXPECT_TRUE(sglang.pins[0].environment);
   EXPECT_EQ(sglang.pins[0].variable, "SGLANG_SIMULATE_ACC_LEN");
-  auto trt = find_spec_knobs({"trtllm-serve"}, {{"TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS", "1.5"}});
+  auto trt =
+      find_spec_knobs({"trtllm-serve"}, {{"TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS", "1.5"}});
   ASSERT_EQ(trt.pins.size(), 1u);
   EXPECT_DOUBLE_EQ(trt.pins[0].al, 2.5);
   EXPECT_NE(trt.pins[0].knob.find("(AL - 1)"), std::string::npos);

@@ -202,8 +202,9 @@ std::string format_sim_args(const SimArgs& args) {
         "speculative_config={{'num_speculative_tokens': {}, 'acceptance': {}, "
         "'acceptance_length': {}, 'rejection_sample_method': '{}', 'draft_ms': {}}}, ",
         args.spec.num_speculative_tokens, py_float(args.spec.acceptance),
-        py_float(pinned ? args.spec.pinned_length
-                        : acceptance_length(args.spec.acceptance, args.spec.num_speculative_tokens)),
+        py_float(pinned
+                     ? args.spec.pinned_length
+                     : acceptance_length(args.spec.acceptance, args.spec.num_speculative_tokens)),
         pinned ? "synthetic" : "per-position", py_float(args.spec.draft_ms));
   } else {
     out += "speculative_config=None, ";

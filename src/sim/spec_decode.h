@@ -6,8 +6,8 @@
 // given the previous one, with probability p: AL = 1 + p + p^2 + ... + p^K), or a pinned AL
 // realised as the engines' synthetic acceptance does (vLLM's synthetic_acceptance_length,
 // TensorRT-LLM's forced count: floor(AL - 1) drafts accepted every step, one more with
-// probability frac(AL - 1), the least variance any AL can have). Counted as vLLM counts it (num_drafts,
-// num_draft_tokens, num_accepted_tokens, per position), so that /metrics says AL = 1 +
+// probability frac(AL - 1), the least variance any AL can have). Counted as vLLM counts it
+// (num_drafts, num_draft_tokens, num_accepted_tokens, per position), so that /metrics says AL = 1 +
 // accepted / drafts.
 #pragma once
 

@@ -64,8 +64,10 @@ namespace {
 // and one more with probability frac(AL - 1), so a step yields 2 or 3 tokens at AL 2.45 and the
 // mean converges with the least variance (per position, the same AL spreads over 1..4).
 TEST(SpecDecode, APinnedLengthAcceptsItsWholePartEveryStep) {
-  SpecDecodeConfig c{.num_speculative_tokens = 3, .acceptance = acceptance_for_length(2.45, 3),
-                     .pinned_length = 2.45, .draft_ms = 0};
+  SpecDecodeConfig c{.num_speculative_tokens = 3,
+                     .acceptance = acceptance_for_length(2.45, 3),
+                     .pinned_length = 2.45,
+                     .draft_ms = 0};
   ASSERT_TRUE(validate(c).ok());
   std::mt19937_64 rng(7);
   SpecDecodeCounters n;

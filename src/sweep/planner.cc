@@ -266,11 +266,11 @@ Expected<std::optional<load::SpecAcceptanceTarget>> spec_acceptance_target(
   } else {
     const std::optional<int> k = x.draft_tokens ? x.draft_tokens : knobs.draft_tokens;
     if (!k) {
-      return input_error(fmt::format(
-          "{}.draft-tokens: not given, and the serve command names no draft length "
-          "(--speculative-config num_speculative_tokens, --speculative-num-steps, "
-          "--num-speculative-tokens, --spec-decode)",
-          where));
+      return input_error(
+          fmt::format("{}.draft-tokens: not given, and the serve command names no draft length "
+                      "(--speculative-config num_speculative_tokens, --speculative-num-steps, "
+                      "--num-speculative-tokens, --spec-decode)",
+                      where));
     }
     fs::path file = x.golden;
     if (file.is_relative()) file = (fs::path(entry.file).parent_path() / file).lexically_normal();
@@ -304,8 +304,8 @@ std::shared_ptr<const verify::ExpectSpec> with_pinned_reads(
   std::vector<std::pair<std::string, std::string>> env(server->env.begin(), server->env.end());
   auto copy = std::make_shared<verify::ExpectSpec>(*expect);
   for (const auto& pin : recipe::find_spec_knobs(server->argv, env).pins) {
-    if (pin.environment && std::find(copy->env_read.begin(), copy->env_read.end(),
-                                     pin.variable) == copy->env_read.end()) {
+    if (pin.environment && std::find(copy->env_read.begin(), copy->env_read.end(), pin.variable) ==
+                               copy->env_read.end()) {
       copy->env_read.push_back(pin.variable);
     }
   }

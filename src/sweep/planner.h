@@ -12,9 +12,9 @@
 
 #include "core/expected.h"
 #include "govern/labels.h"
+#include "load/judge.h"
 #include "recipe/matrix.h"
 #include "recipe/recipe.h"
-#include "load/judge.h"
 #include "verify/expect.h"
 #include "workload/gsm8k.h"
 #include "workload/workload.h"

@@ -8,9 +8,9 @@
 #include <random>
 #include <tuple>
 
-#include "metrics/result.h"
 #include "core/numeric.h"
 #include "core/strings.h"
+#include "metrics/result.h"
 #include "report/table.h"
 #include "verdict/resample.h"
 
@@ -571,8 +571,9 @@ std::string comparison_markdown(const Comparison& c) {
   out += fmt::format("Base: {}  \nHead: {}\n\n", markdown_cell(c.base_label),
                      markdown_cell(c.head_label));
   if (c.options.window == "steady") {
-    out += "Figures of each point's steady state: the window with at least 95% of its "
-           "concurrency in flight (ramp-up and drain left out).\n\n";
+    out +=
+        "Figures of each point's steady state: the window with at least 95% of its "
+        "concurrency in flight (ramp-up and drain left out).\n\n";
   }
   // Confounders before any number; their values follow the table.
   if (c.confounders.empty()) {

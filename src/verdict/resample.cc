@@ -133,8 +133,7 @@ metrics::Headline PointResampler::headline(std::span<const uint32_t> counts) con
   }
   double req_tput = duration_s > 0 ? static_cast<double>(completed) / duration_s : 0;
   double out_tput = duration_s > 0 ? static_cast<double>(out_tokens) / duration_s : 0;
-  double total_tput =
-      duration_s > 0 ? static_cast<double>(in_tokens + out_tokens) / duration_s : 0;
+  double total_tput = duration_s > 0 ? static_cast<double>(in_tokens + out_tokens) / duration_s : 0;
   if (window_) {
     // The window's rates: what was emitted, completed and sent in it, over its length.
     double w_out = 0, w_in = 0, w_done = 0;
@@ -164,9 +163,9 @@ metrics::Headline PointResampler::headline(std::span<const uint32_t> counts) con
                                             : itl_.percentile(counts, 50));
   h.set("median_icl_ms", icl_.value.empty() ? std::numeric_limits<double>::quiet_NaN()
                                             : icl_.percentile(counts, 50));
-  h.set("mean_tokens_per_event", events > 0 ? static_cast<double>(ev_tokens) /
-                                                  static_cast<double>(events)
-                                            : std::numeric_limits<double>::quiet_NaN());
+  h.set("mean_tokens_per_event", events > 0
+                                     ? static_cast<double>(ev_tokens) / static_cast<double>(events)
+                                     : std::numeric_limits<double>::quiet_NaN());
   h.set("median_e2el_ms", e2el_.percentile(counts, 50));
   h.set("median_intvty", median_tpot > 0 ? 1000.0 / median_tpot : 0.0);
   h.set("tput_per_gpu", total_tput / per_gpu);

@@ -78,15 +78,16 @@ TEST(VerdictResample, AWindowedFullSampleGivesTheSteadyFigures) {
   metrics::MetricsOptions mo;
   mo.num_gpus = 2;
   const metrics::Headline want = metrics::Headline::from_json(metrics::steady_json(rs, *w, mo, 0));
-  const metrics::Headline got = PointResampler(rs, 2, w).headline(std::vector<uint32_t>(rs.size(), 1));
+  const metrics::Headline got =
+      PointResampler(rs, 2, w).headline(std::vector<uint32_t>(rs.size(), 1));
   for (size_t i = 0; i < metrics::kHeadlineCount; ++i) {
     EXPECT_NEAR(got.at(i), want.at(i), 1e-9 * std::max(1.0, std::fabs(want.at(i))))
         << metrics::kHeadlineMetrics[i].key;
   }
   // The window leaves the ramp out: its output rate is not the whole run's.
-  EXPECT_NE(got.get("output_throughput"), PointResampler(rs, 2).headline(
-                                               std::vector<uint32_t>(rs.size(), 1)).get(
-                                               "output_throughput"));
+  EXPECT_NE(
+      got.get("output_throughput"),
+      PointResampler(rs, 2).headline(std::vector<uint32_t>(rs.size(), 1)).get("output_throughput"));
 }
 
 }  // namespace

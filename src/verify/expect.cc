@@ -190,8 +190,9 @@ class ExpectParser {
           error(fp, "expected on or off, got " + describe(value));
         }
       } else {
-        error(fp, "unknown field (expected al, golden, model, thinking, draft-tokens or "
-                  "tolerance)");
+        error(fp,
+              "unknown field (expected al, golden, model, thinking, draft-tokens or "
+              "tolerance)");
       }
     }
     if (out.al.has_value() == !out.golden.empty()) {

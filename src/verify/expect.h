@@ -31,11 +31,11 @@ struct EnvTraceReport;  // env_trace.h
 /// out when the file, or the serve command, has only one).
 struct SpecAcceptanceExpect {
   std::optional<double> al;
-  std::string golden;              // the path as written (relative to the recipe's folder)
-  std::string model;               // "": the file's only model
-  std::string thinking;            // "on" | "off" | "": the model's only mode
+  std::string golden;               // the path as written (relative to the recipe's folder)
+  std::string model;                // "": the file's only model
+  std::string thinking;             // "on" | "off" | "": the model's only mode
   std::optional<int> draft_tokens;  // none: from the serve command
-  double tolerance = 0.1;          // |realised - golden| <= tolerance, in AL
+  double tolerance = 0.1;           // |realised - golden| <= tolerance, in AL
 };
 
 struct ExpectSpec {
@@ -53,8 +53,7 @@ struct ExpectSpec {
   std::optional<SpecAcceptanceExpect> spec_acceptance;  // checked after each point, on /metrics
   bool empty() const {
     return log_contains.empty() && log_absent.empty() && settings.empty() && probes.empty() &&
-           env_read.empty() && env_not_read.empty() && server_metrics.empty() &&
-           !spec_acceptance;
+           env_read.empty() && env_not_read.empty() && server_metrics.empty() && !spec_acceptance;
   }
 };
 

@@ -242,9 +242,7 @@ namespace ib::verify {
 namespace {
 
 TEST(ExpectSpecAcceptance, ParsesEitherAValueOrAGoldenFileAndRejectsTheRest) {
-  auto parse = [](const char* text) {
-    return parse_expect(boost::json::parse(text), "k.expect");
-  };
+  auto parse = [](const char* text) { return parse_expect(boost::json::parse(text), "k.expect"); };
   auto golden = parse(R"({"spec-acceptance": {"golden": "g.yaml", "model": "m",
                           "thinking": false, "draft-tokens": 3, "tolerance": 0.05}})");
   ASSERT_TRUE(golden) << golden.error().message;
@@ -265,19 +263,26 @@ TEST(ExpectSpecAcceptance, ParsesEitherAValueOrAGoldenFileAndRejectsTheRest) {
   };
   for (const Case& c : {
            Case{R"({"spec-acceptance": 2.5})", "k.expect.spec-acceptance: expected a mapping"},
-           Case{R"({"spec-acceptance": {}})", "missing: al (the golden acceptance length) or golden"},
-           Case{R"({"spec-acceptance": {"al": 2.5, "golden": "g"}})", "give al or golden, not both"},
-           Case{R"({"spec-acceptance": {"al": 0.5}})", "spec-acceptance.al: expected a number in [1, 65]"},
+           Case{R"({"spec-acceptance": {}})",
+                "missing: al (the golden acceptance length) or golden"},
+           Case{R"({"spec-acceptance": {"al": 2.5, "golden": "g"}})",
+                "give al or golden, not both"},
+           Case{R"({"spec-acceptance": {"al": 0.5}})",
+                "spec-acceptance.al: expected a number in [1, 65]"},
            Case{R"({"spec-acceptance": {"al": 2, "model": "m"}})", "with al they mean nothing"},
-           Case{R"({"spec-acceptance": {"golden": "g", "thinking": "maybe"}})", "thinking: expected on or off"},
-           Case{R"({"spec-acceptance": {"golden": "g", "draft-tokens": 0}})", "draft-tokens: expected a draft length"},
-           Case{R"({"spec-acceptance": {"golden": "g", "tolerance": -1}})", "tolerance: expected a number in [0, 64]"},
-           Case{R"({"spec-acceptance": {"golden": "g", "k": 3}})", "spec-acceptance.k: unknown field"},
+           Case{R"({"spec-acceptance": {"golden": "g", "thinking": "maybe"}})",
+                "thinking: expected on or off"},
+           Case{R"({"spec-acceptance": {"golden": "g", "draft-tokens": 0}})",
+                "draft-tokens: expected a draft length"},
+           Case{R"({"spec-acceptance": {"golden": "g", "tolerance": -1}})",
+                "tolerance: expected a number in [0, 64]"},
+           Case{R"({"spec-acceptance": {"golden": "g", "k": 3}})",
+                "spec-acceptance.k: unknown field"},
        }) {
     auto r = parse(c.text);
     ASSERT_FALSE(r) << c.text;
-    EXPECT_NE(r.error().message.find(c.message), std::string::npos)
-        << c.text << "\n" << r.error().message;
+    EXPECT_NE(r.error().message.find(c.message), std::string::npos) << c.text << "\n"
+                                                                    << r.error().message;
   }
 }
 

@@ -98,16 +98,15 @@ TEST(MultiToken, TheClientsTokenizerCountsWhatTheServerDoesNot) {
   IB_SKIP_IF_MISSING(tokenizer::testing::missing_files({"llama3/tokenizer.json"}));
   const fs::path model = tokenizer::tokenizer_cache_dir() / "llama3";
   TempDir dir;
-  SimServer sim(dir.path(), {"--timing-model", "simple", "--decode-base-ms", "2",
-                             "--decode-per-running-ms", "0", "--stream-interval", "4",
-                             "--tokenizer", model.string()});
+  SimServer sim(dir.path(),
+                {"--timing-model", "simple", "--decode-base-ms", "2", "--decode-per-running-ms",
+                 "0", "--stream-interval", "4", "--tokenizer", model.string()});
   ASSERT_TRUE(sim.running());
   const auto j = bench_multi_token(sim, dir, "tok", {"--tokenizer", model.string()});
   ASSERT_FALSE(j.empty());
   EXPECT_EQ(j.at("event_tokens").at("tokenizer").as_int64(), 4);
   EXPECT_EQ(num(j, "median_tokens_per_event"), 4);
-  EXPECT_NEAR(num(j, "median_itl_ms") * 4, num(j, "median_icl_ms"),
-              0.05 * num(j, "median_icl_ms"));
+  EXPECT_NEAR(num(j, "median_itl_ms") * 4, num(j, "median_icl_ms"), 0.05 * num(j, "median_icl_ms"));
   EXPECT_GT(num(j, "tokenizer_count_ratio"), 0.5);
   EXPECT_FALSE(j.contains("itl_note"));
 }
@@ -145,9 +144,9 @@ TEST(MultiToken, SpeculativeDecodingRealisesItsAcceptanceLength) {
 TEST(MultiToken, AGoldenAcceptanceLengthTheServerMissesInvalidatesThePoint) {
   TempDir dir;
   auto bench_against = [&](const char* realised) {
-    SimServer sim(dir.path(), {"--timing-model", "simple", "--decode-base-ms", "0.2",
-                               "--decode-per-running-ms", "0", "--spec-decode", "3",
-                               "--spec-acceptance-length", realised});
+    SimServer sim(dir.path(),
+                  {"--timing-model", "simple", "--decode-base-ms", "0.2", "--decode-per-running-ms",
+                   "0", "--spec-decode", "3", "--spec-acceptance-length", realised});
     EXPECT_TRUE(sim.running());
     const fs::path out = dir.path() / fmt::format("al_{}.json", realised);
     auto r = run_inferbench({"bench", "--endpoint", sim.url(), "--isl", "16", "--osl", "256",
@@ -163,8 +162,7 @@ TEST(MultiToken, AGoldenAcceptanceLengthTheServerMissesInvalidatesThePoint) {
   EXPECT_NEAR(low.at("spec_acceptance").at("realised").as_double(), 1.8, 0.1);
   const std::string why = boost::json::serialize(low.at("validity"));
   const double realised = low.at("spec_acceptance").at("realised").as_double();
-  EXPECT_NE(why.find(fmt::format("realised acceptance length {:.3f}", realised)),
-            std::string::npos)
+  EXPECT_NE(why.find(fmt::format("realised acceptance length {:.3f}", realised)), std::string::npos)
       << why;
   EXPECT_NE(why.find("golden 2.50"), std::string::npos) << why;
   EXPECT_NE(missed.output.find("golden 2.50"), std::string::npos) << missed.output;
@@ -186,9 +184,9 @@ TEST(MultiToken, APinnedAcceptanceThatIsNotTheGoldenOneIsRefusedBeforeAnythingSt
   auto refused = [&](const std::string& golden, const std::string& message) {
     std::ofstream(dir.path() / "golden/serve-sim-llama8b.yaml") << golden;
     std::ofstream(dir.path() / "mtp.yaml") << *text;
-    auto r = run_inferbench({"sweep", (dir.path() / "mtp.yaml").string(), "--runs-dir",
-                             (dir.path() / "runs").string()},
-                            dir.path() / "refused.log");
+    auto r = run_inferbench(
+        {"sweep", (dir.path() / "mtp.yaml").string(), "--runs-dir", (dir.path() / "runs").string()},
+        dir.path() / "refused.log");
     EXPECT_EQ(r.exit.code, 2) << r.output;
     EXPECT_NE(r.output.find(message), std::string::npos) << r.output;
     EXPECT_NE(r.output.find("mtp.yaml:"), std::string::npos) << r.output;
@@ -256,13 +254,14 @@ TEST(MultiToken, TheBundledMtpRecipeSweepsWithPerTokenItl) {
   EXPECT_EQ(speculating, 2);
   // `show` lists the speculating points' streams: tokens per event, per-token ITL beside ICL,
   // the client's and the server's acceptance length, and the golden check.
-  auto show = run_inferbench(
-      {"show", "1", "--db", (dir.path() / "runs" / "inferbench.db").string()},
-      dir.path() / "show.log");
+  auto show =
+      run_inferbench({"show", "1", "--db", (dir.path() / "runs" / "inferbench.db").string()},
+                     dir.path() / "show.log");
   ASSERT_EQ(show.exit.code, 0) << show.output;
   const size_t streams = show.output.find("\nSTREAMS");
   ASSERT_NE(streams, std::string::npos) << show.output;
-  const std::string section = show.output.substr(streams, show.output.find("\nTELEMETRY") - streams);
+  const std::string section =
+      show.output.substr(streams, show.output.find("\nTELEMETRY") - streams);
   EXPECT_NE(section.find("CLIENT AL"), std::string::npos) << section;
   // The two mtp points; the none rows' one token an event is no stream to show.
   size_t rows = 0;
