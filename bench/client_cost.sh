@@ -8,6 +8,11 @@
 # the peer is part of this repository.
 #   SIM_THREADS   serve-sim --threads (default: serve-sim's own default)
 #   SCENARIOS     which to run, default "100 1000 16000"
+#   COUNTING      how the 1,000-stream case counts each event's tokens (issue 31), each a run of
+#                 its own: "final" (the final usage: one token an event), "usage" (bench
+#                 --continuous-usage: a count on every event), "tokenizer" (bench --tokenizer
+#                 $TOKENIZER: the client encodes each event's text); default "final usage", plus
+#                 "tokenizer" when TOKENIZER names a tokenizer (scripts/fetch-tokenizers.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-build/src/inferbench}
@@ -32,14 +37,15 @@ start_sim() {  # ITL_MS
 stop_sim() { kill "$sim_pid" 2>/dev/null || true; wait "$sim_pid" 2>/dev/null || true; sim_pid=""; }
 proc_cpu() { awk '{print ($14+$15)/100}' "/proc/$1/stat"; }
 
-run_case() {  # STREAMS REQUESTS OSL ITL_MS
+run_case() {  # STREAMS REQUESTS OSL ITL_MS [BENCH ARGS...]
   local conc=$1 n=$2 osl=$3 itl=$4
-  echo "== $conc streams, $n requests, ISL 64, OSL $osl, true TTFT 20 ms, ITL $itl ms"
+  shift 4
+  echo "== $conc streams, $n requests, ISL 64, OSL $osl, true TTFT 20 ms, ITL $itl ms${*:+, $*}"
   start_sim "$itl"
   local s0; s0=$(proc_cpu "$sim_pid")
   /usr/bin/time -f "%U %S %M" -o "$tmp/time" "$BIN" bench --endpoint "$url" --isl 64 --osl "$osl" \
     --num-prompts "$n" --concurrency "$conc" --warmups 0 --output "$tmp/r.json" \
-    --details "$tmp/d.jsonl" >/dev/null 2>&1 || true
+    --details "$tmp/d.jsonl" "$@" >/dev/null 2>&1 || true
   local s1; s1=$(proc_cpu "$sim_pid")
   stop_sim
   python3 - "$tmp/r.json" "$tmp/time" "$s0" "$s1" <<'PY'
@@ -55,6 +61,8 @@ print(f"client: {1e6*c['cpu_seconds']/ev:.2f} CPU-us per content event during th
 print(f"memory: peak RSS {c['peak_rss_kib']} KiB, {(c['peak_rss_kib']-c['rss_before_kib'])/max(1,c['peak_in_flight']):.1f} KiB "
       f"per stream at {c['peak_in_flight']} in flight; event-loop lag p99 {c['event_loop_lag_p99_ms']:.2f} ms")
 print(f"serve-sim: {server:.2f} CPU-s, {ev/max(0.01, server):,.0f} tokens per server CPU-second")
+print(f"tokens per event known by: {j.get('event_tokens')}; per-token ITL p50 "
+      f"{j.get('median_itl_ms')} ms, ICL p50 {j.get('median_icl_ms')} ms")
 PY
   python3 bench/fidelity.py "$tmp/r.json" "$tmp/d.jsonl" "$tmp/truth.jsonl" | grep -v '^client:'
   if [ -n "${PEER_CLIENT:-}" ]; then
@@ -80,7 +88,17 @@ PY
 for s in ${SCENARIOS:-100 1000 16000}; do
   case $s in
     100) run_case 100 1000 100 10 ;;
-    1000) run_case 1000 2000 100 10 ;;
+    1000)
+      counting=${COUNTING:-final usage${TOKENIZER:+ tokenizer}}
+      for c in $counting; do
+        case $c in
+          final) run_case 1000 2000 100 10 ;;
+          usage) run_case 1000 2000 100 10 --continuous-usage ;;
+          tokenizer) run_case 1000 2000 100 10 --tokenizer "${TOKENIZER:?set TOKENIZER}" ;;
+          *) echo "COUNTING: final, usage or tokenizer, not $c" >&2; exit 2 ;;
+        esac
+      done
+      ;;
     # 16,000 streams at 400 ms ITL: 40k events/s, what this class of 2-core machine carries with
     # room to spare (at 100 ms, 160k events/s is past the kernel floor of both ends together).
     16000) run_case 16000 16000 20 "${ITL_16K:-400}" ;;
