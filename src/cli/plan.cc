@@ -18,6 +18,7 @@
 #include "recipe/matrix.h"
 #include "recipe/recipe.h"
 #include "report/table.h"
+#include "sweep/planner.h"
 
 namespace ib::cli {
 
@@ -154,6 +155,11 @@ int run(PlanOptions o) {
   auto rows = recipe::expand(*entries, runners ? &*runners : nullptr);
   if (rows.empty()) {
     return fail("plan", usage_error("the recipes expand into no benchmark rows"));
+  }
+  // The expect blocks, golden acceptance files included, as the sweep reads them.
+  if (auto st = sweep::validate_expect_blocks(rows, *entries); !st) {
+    fmt::print(stderr, "{}\n", st.error().message);
+    return kExitUsage;
   }
   std::string text;
   if (labels) {

@@ -231,24 +231,21 @@ Expected<std::shared_ptr<const verify::ExpectSpec>> expect_of(const recipe::Conf
   return std::make_shared<const verify::ExpectSpec>(std::move(*parsed));
 }
 
-namespace {
-
 // `expect: spec-acceptance` for one server: the golden value at its draft length, and the
 // synthetic-acceptance knobs its command line or environment pins, which must say the same.
-Expected<std::optional<load::SpecAcceptanceTarget>> spec_acceptance_target(
-    const ConfigPlan& c, const recipe::ConfigEntry& entry,
-    const std::vector<std::string>& extra_args) {
-  const verify::SpecAcceptanceExpect& x = *c.expect->spec_acceptance;
+Expected<std::optional<load::SpecAcceptanceTarget>> spec_acceptance_for_row(
+    const recipe::RecipeRow& row, const recipe::ConfigEntry& entry,
+    const verify::SpecAcceptanceExpect& x, const std::vector<std::string>& extra_args) {
   const std::string where =
       fmt::format("{}:{}: {}.expect.spec-acceptance", entry.file, entry.line, entry.key);
   std::vector<std::string> argv;
   std::vector<std::pair<std::string, std::string>> env;
-  if (auto server = server_spec_for_row(c.row, extra_args, "inferbench")) {
+  if (auto server = server_spec_for_row(row, extra_args, "inferbench")) {
     argv = server->argv;
     env.assign(server->env.begin(), server->env.end());
   }
   const recipe::SpecKnobs knobs = recipe::find_spec_knobs(argv, env);
-  const auto* sd = c.row.fields.if_contains("spec-decoding");
+  const auto* sd = row.fields.if_contains("spec-decoding");
   const bool none_row = sd && sd->is_string() && sd->as_string() == "none";
   if (knobs.off || (none_row && !knobs.draft_tokens)) {
     return std::optional<load::SpecAcceptanceTarget>();  // not speculating
@@ -274,6 +271,12 @@ Expected<std::optional<load::SpecAcceptanceTarget>> spec_acceptance_target(
     }
     fs::path file = x.golden;
     if (file.is_relative()) file = (fs::path(entry.file).parent_path() / file).lexically_normal();
+    std::error_code ec;
+    if (fs::is_directory(file, ec)) {
+      return input_error(
+          fmt::format("{}.golden: {}: a folder, not a golden file (name one of its files)", where,
+                      file.string()));
+    }
     auto text = read_file(file);
     if (!text) return input_error(fmt::format("{}.golden: {}", where, text.error().message));
     auto golden = recipe::parse_golden_al(*text, file.string());
@@ -294,6 +297,8 @@ Expected<std::optional<load::SpecAcceptanceTarget>> spec_acceptance_target(
   return std::optional<load::SpecAcceptanceTarget>(std::move(t));
 }
 
+namespace {
+
 // An environment variable that pins acceptance must be read by the server (env-read), like any
 // other knob the recipe relies on: a server that ignores it realises something else.
 std::shared_ptr<const verify::ExpectSpec> with_pinned_reads(
@@ -313,6 +318,23 @@ std::shared_ptr<const verify::ExpectSpec> with_pinned_reads(
 }
 
 }  // namespace
+
+Status validate_expect_blocks(const std::vector<recipe::RecipeRow>& rows,
+                              const std::vector<recipe::ConfigEntry>& entries) {
+  std::map<std::string, const recipe::ConfigEntry*> by_key;
+  for (const auto& e : entries) by_key[e.key] = &e;
+  for (const auto& row : rows) {
+    const auto e = by_key.find(row.config_key);
+    if (e == by_key.end() || !e->second->expect) continue;
+    auto spec = expect_of(*e->second);
+    if (!spec) return spec.error();
+    if (*spec && (*spec)->spec_acceptance) {
+      auto target = spec_acceptance_for_row(row, *e->second, *(*spec)->spec_acceptance, {});
+      if (!target) return target.error();
+    }
+  }
+  return Status::Ok();
+}
 
 Expected<std::vector<ConfigPlan>> group_configs(
     const std::vector<RecipeRow>& rows,
@@ -361,7 +383,8 @@ Expected<std::vector<ConfigPlan>> group_configs(
         if (!parsed) return parsed.error();
         c.expect = std::move(*parsed);
         if (c.expect && c.expect->spec_acceptance) {
-          auto target = spec_acceptance_target(c, *e->second, o.extra_server_args);
+          auto target = spec_acceptance_for_row(c.row, *e->second, *c.expect->spec_acceptance,
+                                                o.extra_server_args);
           if (!target) return target.error();
           c.spec_acceptance = std::move(*target);
           if (c.spec_acceptance) c.expect = with_pinned_reads(c.expect, c, o.extra_server_args);

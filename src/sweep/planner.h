@@ -111,6 +111,19 @@ Expected<std::shared_ptr<const workload::Workload>> workload_for_row(
 /// take it from here); null when the entry has none. Error names the recipe file and line.
 Expected<std::shared_ptr<const verify::ExpectSpec>> expect_of(const recipe::ConfigEntry& entry);
 
+/// `expect: spec-acceptance` for one row's server: the golden value at its draft length (from the
+/// golden file, relative to the recipe's folder), checked against every synthetic-acceptance knob
+/// its serve command or environment pins. nullopt when the row does not speculate. Errors name
+/// the recipe's file, line and field.
+Expected<std::optional<load::SpecAcceptanceTarget>> spec_acceptance_for_row(
+    const recipe::RecipeRow& row, const recipe::ConfigEntry& entry,
+    const verify::SpecAcceptanceExpect& expect, const std::vector<std::string>& extra_args);
+
+/// Every row's `expect` block parsed, and its spec-acceptance resolved: what `plan` checks, so
+/// that a recipe it accepts is one the sweep accepts.
+Status validate_expect_blocks(const std::vector<recipe::RecipeRow>& rows,
+                              const std::vector<recipe::ConfigEntry>& entries);
+
 /// Rows → server configurations (in first-seen order).
 Expected<std::vector<ConfigPlan>> group_configs(
     const std::vector<recipe::RecipeRow>& rows,

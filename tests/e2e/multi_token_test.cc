@@ -86,7 +86,10 @@ TEST(MultiToken, AStreamIntervalOf32KeepsPerTokenItlRight) {
   EXPECT_EQ(num(j, "median_tokens_per_event"), 32);
   EXPECT_NEAR(num(j, "median_itl_ms"), 0.5, 0.05);
   EXPECT_NEAR(num(j, "median_icl_ms"), 16, 1.6);
-  EXPECT_NEAR(num(j, "max_stall_ms"), 16, 1.6);
+  // Each request's longest stall is one event's gap; the run's longest is at least that (a
+  // loaded machine adds its own hiccups to a maximum, so only the median is pinned).
+  EXPECT_NEAR(num(j, "median_stall_ms"), 16, 1.6);
+  EXPECT_GE(num(j, "max_stall_ms"), 16 * 0.9);
   // At stream interval 32 the tokens per decode event are the interval, not an acceptance.
   EXPECT_EQ(num(j, "client_acceptance_length"), 32);
 }
@@ -191,6 +194,11 @@ TEST(MultiToken, APinnedAcceptanceThatIsNotTheGoldenOneIsRefusedBeforeAnythingSt
     EXPECT_NE(r.output.find(message), std::string::npos) << r.output;
     EXPECT_NE(r.output.find("mtp.yaml:"), std::string::npos) << r.output;
     EXPECT_EQ(r.output.find("starting"), std::string::npos) << r.output;
+    // `plan` reads the expect block as the sweep does: what it accepts, the sweep accepts.
+    auto plan = run_inferbench({"plan", (dir.path() / "mtp.yaml").string()},
+                               dir.path() / "plan.log");
+    EXPECT_EQ(plan.exit.code, 2) << plan.output;
+    EXPECT_NE(plan.output.find(message), std::string::npos) << plan.output;
   };
   // The example sits one folder down from its golden file; here they share a folder.
   const std::string from = "golden: ../golden/";
