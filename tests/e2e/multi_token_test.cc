@@ -91,7 +91,7 @@ TEST(MultiToken, AStreamIntervalOf32KeepsPerTokenItlRight) {
   EXPECT_NEAR(num(j, "median_stall_ms"), 16, 1.6);
   EXPECT_GE(num(j, "max_stall_ms"), 16 * 0.9);
   // At stream interval 32 the tokens per decode event are the interval, not an acceptance.
-  EXPECT_EQ(num(j, "client_acceptance_length"), 32);
+  EXPECT_NEAR(num(j, "client_acceptance_length"), 32, 3.2);
 }
 
 // No count on every event, but the served model's tokenizer on the client (bench --tokenizer):
