@@ -70,6 +70,9 @@ double ratio(int64_t num, int64_t den) {
 // Per-request values collected from the profiling records, summarized afterwards.
 struct AgenticSamples {
   std::vector<double> ttft, e2el, itl, norm, isl, osl, expected, drift_ratio, drift_overhead;
+  std::vector<double> icl;                // gaps between content events (s)
+  std::vector<int32_t> counts;            // scratch: one request's tokens per event
+  int64_t event_tokens = 0, events = 0;   // of the requests whose tokens per event are known
   std::vector<int64_t> ends;                             // done_ns of the successful requests
   std::unordered_map<std::string, int64_t> per_session;  // profiling requests per session id
   int64_t first_send = std::numeric_limits<int64_t>::max();
@@ -126,6 +129,15 @@ void collect_agentic_latencies(const RequestRecord& r, AgenticMetrics& m, Agenti
     ++m.itl_observations;
     const double itl_s = (e2el_s - ttft_s) / static_cast<double>(out - 1);
     if (itl_s > 0) s.itl.push_back(itl_s);
+  }
+  // The stream's cadence (docs/metrics.md, "Tokens per event"): AgentX's ITL above is per token
+  // already (the server's count over the decode time); these say how the tokens arrived.
+  for (size_t i = 1; i < r.content_ns.size(); ++i) {
+    s.icl.push_back(ns_to_s(r.content_ns[i] - r.content_ns[i - 1]));
+  }
+  if (event_token_counts(r, &s.counts) != EventTokens::kUnknown) {
+    for (int32_t n : s.counts) s.event_tokens += n;
+    s.events += static_cast<int64_t>(s.counts.size());
   }
 }
 
@@ -224,6 +236,10 @@ AgenticMetrics compute_agentic_metrics(std::span<const RequestRecord> records,
   m.ttft_s = dist(s.ttft);
   m.e2el_s = dist(s.e2el);
   m.itl_s = dist(s.itl);
+  m.icl_s = dist(s.icl);
+  if (s.events > 0) {
+    m.tokens_per_event = static_cast<double>(s.event_tokens) / static_cast<double>(s.events);
+  }
   m.intvty = agentic_inverse(s.itl);
   m.e2e_norm_intvty = agentic_inverse(s.norm);
   m.input_tokens = dist(s.isl);
@@ -385,6 +401,9 @@ json::object agentic_to_json(const AgenticMetrics& m) {
   o["ttft_ms"] = ms_json(m.ttft_s);
   o["e2el_ms"] = ms_json(m.e2el_s);
   o["itl_ms"] = ms_json(m.itl_s);
+  o["icl_ms"] = ms_json(m.icl_s);
+  o["mean_tokens_per_event"] =
+      m.tokens_per_event ? json::value(*m.tokens_per_event) : json::value(nullptr);
   o["e2e_norm_intvty"] = intvty_json(m.e2e_norm_intvty);
   o["intvty"] = intvty_json(m.intvty);
   o["total_input_tokens"] = m.total_input_tokens;

@@ -70,6 +70,8 @@ struct AgenticMetrics {
   // Latency of successful requests, seconds: TTFT = content[0] − send, E2EL = content[last] −
   // send, ITL (per request) = (E2EL − TTFT)/(OSL − 1) for OSL ≥ 2.
   AgenticDist ttft_s, e2el_s, itl_s;
+  AgenticDist icl_s;  // gaps between content events: several tokens an event make them longer
+  std::optional<double> tokens_per_event;  // mean, over the requests whose counts are known
   /// E2E-normalized interactivity: r_i = E2EL_i/OSL_i (s/token) over successful requests with
   /// E2EL > 0 and OSL > 0; p_q = 1/percentile_q(r), mean = 1/mean(r), std = pstdev(1/r_i).
   Interactivity e2e_norm_intvty;

@@ -389,6 +389,14 @@ TEST(AgenticJson, OurKeys) {
   EXPECT_TRUE(o.at("theoretical_prefix_cache_hit_pct").is_null());
   EXPECT_DOUBLE_EQ(o.at("itl_coverage").as_double(), 1.0);
   EXPECT_EQ(o.at("itl_ms").at("count").as_int64(), 2);
+  // Two events carrying 50 tokens, uncounted: one gap each, and no tokens per event.
+  EXPECT_EQ(o.at("icl_ms").at("count").as_int64(), 2);
+  EXPECT_NEAR(o.at("icl_ms").at("mean").as_double(), (970.0 + 1970.0) / 2, 1e-6);
+  EXPECT_TRUE(o.at("mean_tokens_per_event").is_null());
+  // Counted on every event (continuous usage): 1 then 49.
+  RequestRecord counted = ok(kS, 30, 1000, 50);
+  counted.content_tokens = {1, 49};
+  EXPECT_DOUBLE_EQ(agentic_to_json(compute({counted})).at("mean_tokens_per_event").as_double(), 25);
 }
 
 }  // namespace
