@@ -299,6 +299,11 @@ void add_sim_server_options(CLI::App* app, ServeSimOptions& o) {
               "goes out at once, then one event every N tokens, the rest with the last",
               1, 1'000'000)
       ->capture_default_str();
+  app->add_option("--metrics-engine", a.metrics_engine,
+                  "/metrics in vllm's names or sglang's (sglang:num_running_reqs, token_usage, "
+                  "spec_accept_length over the steps since the previous scrape, ...)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"vllm", "sglang"}));
   app->add_option("--truth-log", a.truth_log,
                   "Write one JSON line per request with each token's send time (steady-clock ns)")
       ->check(output_file());

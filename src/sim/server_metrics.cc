@@ -198,4 +198,50 @@ std::string render_metrics(std::string_view model, const EngineStats& engine,
   return out;
 }
 
+void SpecGaugeWindow::advance(const SpecDecodeCounters& now) {
+  const int64_t d = now.drafts - drafts;
+  if (d > 0) {
+    accept_length = 1.0 + static_cast<double>(now.accepted - accepted) / static_cast<double>(d);
+    const int64_t dt = now.draft_tokens - draft_tokens;
+    accept_rate = dt > 0 ? static_cast<double>(now.accepted - accepted) / static_cast<double>(dt)
+                         : 0.0;
+  }
+  drafts = now.drafts;
+  draft_tokens = now.draft_tokens;
+  accepted = now.accepted;
+}
+
+std::string render_sglang_metrics(std::string_view model, const EngineStats& engine,
+                                  const ServerMetrics& server, const SpecGaugeWindow& window) {
+  std::string out;
+  out.reserve(4096);
+  const std::string labels = fmt::format(R"(model_name="{}")", escape_label(model));
+  auto gauge = [&](const char* name, const char* help, double v) {
+    header(out, name, "gauge", help);
+    sample(out, name, labels, v);
+  };
+  auto counter = [&](const char* name, const char* help, double v) {
+    header(out, name, "counter", help);
+    sample(out, name, labels, v);
+  };
+  gauge("sglang:num_running_reqs", "The number of running requests.", engine.running);
+  gauge("sglang:num_queue_reqs", "The number of requests in the waiting queue.", engine.waiting);
+  gauge("sglang:token_usage", "The token usage.", engine.kv_cache_usage);
+  counter("sglang:prompt_tokens_total", "Number of prefill tokens processed.",
+          static_cast<double>(server.prompt_tokens));
+  counter("sglang:generation_tokens_total", "Number of generation tokens processed.",
+          static_cast<double>(server.generation_tokens));
+  counter("sglang:cached_tokens_total", "Number of cached prompt tokens.",
+          static_cast<double>(engine.prefix_hits));
+  counter("sglang:num_retracted_requests_total", "Number of retracted requests.",
+          static_cast<double>(engine.preemptions));
+  if (engine.num_speculative_tokens > 0 && window.accept_length > 0) {
+    gauge("sglang:spec_accept_length", "The average acceptance length of speculative decoding.",
+          window.accept_length);
+    gauge("sglang:spec_accept_rate", "The average acceptance rate of speculative decoding.",
+          window.accept_rate);
+  }
+  return out;
+}
+
 }  // namespace ib::sim

@@ -69,4 +69,21 @@ std::string escape_label(std::string_view v);
 std::string render_metrics(std::string_view model, const EngineStats& engine,
                            const ServerMetrics& server, const CacheConfigInfo* cache);
 
+/// SGLang's acceptance gauges are over a recent window, not the server's life: the counters at the
+/// previous scrape, and the last values (kept when no step drafted since).
+struct SpecGaugeWindow {
+  int64_t drafts = 0, draft_tokens = 0, accepted = 0;
+  double accept_length = 0, accept_rate = 0;  // 0: nothing drafted yet
+  /// Moves the window to `now`'s counters and updates the values when something was drafted.
+  void advance(const SpecDecodeCounters& now);
+};
+
+/// The /metrics body in SGLang's names (--metrics-engine sglang): sglang:num_running_reqs,
+/// num_queue_reqs, token_usage, prompt_tokens_total, generation_tokens_total,
+/// cached_tokens_total, num_retracted_requests_total and, when speculating (and once something
+/// was drafted), spec_accept_length and spec_accept_rate from `window`. Series carry
+/// model_name="<model>".
+std::string render_sglang_metrics(std::string_view model, const EngineStats& engine,
+                                  const ServerMetrics& server, const SpecGaugeWindow& window);
+
 }  // namespace ib::sim

@@ -122,3 +122,35 @@ TEST(TruthJson, OneParseableObject) {
 
 }  // namespace
 }  // namespace ib::sim
+
+namespace ib::sim {
+namespace {
+
+// SGLang's acceptance gauges cover the steps since the previous scrape, and keep their last
+// values while nothing drafts; before anything drafted there is no series.
+TEST(SglangMetrics, TheAcceptanceGaugeIsOverTheWindowSinceTheLastScrape) {
+  SpecGaugeWindow w;
+  SpecDecodeCounters c;
+  for (int i = 0; i < 10; ++i) c.count(3, 3);  // every draft accepted: 4 tokens a step
+  w.advance(c);
+  EXPECT_DOUBLE_EQ(w.accept_length, 4);
+  EXPECT_DOUBLE_EQ(w.accept_rate, 1);
+  for (int i = 0; i < 10; ++i) c.count(0, 3);  // none accepted since
+  w.advance(c);
+  EXPECT_DOUBLE_EQ(w.accept_length, 1);
+  w.advance(c);  // nothing drafted: the last values stay
+  EXPECT_DOUBLE_EQ(w.accept_length, 1);
+
+  EngineStats e;
+  e.num_speculative_tokens = 3;
+  const std::string body = render_sglang_metrics("m", e, ServerMetrics{}, w);
+  EXPECT_NE(body.find("sglang:spec_accept_length{model_name=\"m\"} 1\n"), std::string::npos)
+      << body;
+  EXPECT_NE(body.find("sglang:num_running_reqs{model_name=\"m\"} 0\n"), std::string::npos);
+  EXPECT_EQ(body.find("vllm:"), std::string::npos);
+  EXPECT_EQ(render_sglang_metrics("m", e, ServerMetrics{}, SpecGaugeWindow{}).find("spec_accept"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace ib::sim

@@ -210,9 +210,9 @@ std::string format_sim_args(const SimArgs& args) {
     out += "speculative_config=None, ";
   }
   out += fmt::format(
-      "stream_interval={}, time_scale={}, truth_log={}, seed={}, keep_alive_timeout_s={}, "
-      "threads={})",
-      args.stream_interval, py_float(args.time_scale),
+      "stream_interval={}, metrics_engine={}, time_scale={}, truth_log={}, seed={}, "
+      "keep_alive_timeout_s={}, threads={})",
+      args.stream_interval, py_str(args.metrics_engine), py_float(args.time_scale),
       args.truth_log.empty() ? "None" : py_str(args.truth_log), args.seed,
       py_float(args.keep_alive_timeout_s), args.threads);
   return out;
@@ -804,7 +804,18 @@ asio::awaitable<void> SimServer::handle_metrics(const http::HttpRequest&,
   } else {
     snap = co_await asio::co_spawn(io_, engine_snapshot_coro(), asio::use_awaitable);
   }
-  std::string body = render_metrics(args_.model, snap.stats, metrics(), cache ? &*cache : nullptr);
+  std::string body;
+  if (args_.metrics_engine == "sglang") {
+    SpecGaugeWindow window;
+    {
+      std::lock_guard lock(spec_window_mutex_);
+      spec_window_.advance(snap.stats.spec);
+      window = spec_window_;
+    }
+    body = render_sglang_metrics(args_.model, snap.stats, metrics(), window);
+  } else {
+    body = render_metrics(args_.model, snap.stats, metrics(), cache ? &*cache : nullptr);
+  }
   if (snap.power) {
     const EngineConfig& e = *args_.engine;
     std::vector<GpuPowerReading> gpus(static_cast<size_t>(e.tensor_parallel_size), *snap.power);

@@ -61,6 +61,9 @@ struct SimArgs {
   /// --stream-interval N: a stream's tokens go out N to an SSE event (vLLM's and SGLang's
   /// --stream-interval): the first at once, then every N-th, the rest with the last token.
   int stream_interval = 1;
+  /// --metrics-engine: /metrics in vLLM's names ("vllm") or SGLang's ("sglang": its gauges and
+  /// counters, and sglang:spec_accept_length over the steps since the previous scrape).
+  std::string metrics_engine = "vllm";
   /// --spec-decode K and its acceptance (sim/spec_decode.h): speculative decoding, simple timing
   /// model only.
   SpecDecodeConfig spec;
@@ -171,6 +174,8 @@ class SimServer {
   int64_t started_unix_s_;
   std::atomic<uint64_t> request_counter_{0};
   std::vector<std::unique_ptr<MetricsShard>> metrics_;  // one per I/O thread
+  std::mutex spec_window_mutex_;
+  SpecGaugeWindow spec_window_;  // --metrics-engine sglang: the acceptance gauge's window
   std::unique_ptr<TruthLog> truth_log_;
   std::unique_ptr<Engine> engine_;
   std::shared_ptr<PowerMeter> power_;

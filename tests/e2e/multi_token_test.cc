@@ -176,6 +176,27 @@ TEST(MultiToken, AGoldenAcceptanceLengthTheServerMissesInvalidatesThePoint) {
   EXPECT_TRUE(close.at("spec_acceptance").at("passed").as_bool());
 }
 
+// SGLang's names (serve-sim --metrics-engine sglang): no spec-decode counters, only the
+// sglang:spec_accept_length gauge over each scrape's window; the point's acceptance length is the
+// mean of its readings, said so, and it is the golden one.
+TEST(MultiToken, SglangsAcceptanceGaugeGivesThePointsAcceptanceLength) {
+  TempDir dir;
+  SimServer sim(dir.path(), {"--timing-model", "simple", "--decode-base-ms", "0.5",
+                             "--decode-per-running-ms", "0", "--spec-decode", "3",
+                             "--spec-acceptance-length", "2.5", "--metrics-engine", "sglang"});
+  ASSERT_TRUE(sim.running());
+  const auto j = bench_multi_token(
+      sim, dir, "sglang",
+      {"--continuous-usage", "--expect-spec-acceptance", "2.5", "--slice-duration", "0.1"}, 256,
+      16);
+  ASSERT_FALSE(j.empty());
+  const auto& server = j.at("telemetry").at("server").as_object();
+  EXPECT_EQ(server.at("engine").as_string(), "sglang");
+  const auto& sa = j.at("spec_acceptance").as_object();
+  EXPECT_TRUE(sa.at("passed").as_bool()) << boost::json::serialize(sa);
+  EXPECT_NE(std::string(sa.at("realised_from").as_string()).find("gauge"), std::string::npos);
+}
+
 // A recipe whose serve command pins another acceptance than the golden value is refused before
 // anything starts, naming the knob and both values (InferenceX's check 11, done by code); so is a
 // golden file without the draft length the server uses.
