@@ -6,6 +6,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/system/system_error.hpp>
+#include <algorithm>
 #include <cassert>
 #include <chrono>
 
@@ -78,16 +79,16 @@ class BatchEngine::Request final : public Generation {
   }
   void on_token(int64_t due_ns, const Scheduler::Emission& e) {
     admitted_ = true;  // a token implies admission (the step that admitted it may have produced it)
-    ++produced_;
+    produced_ += e.tokens;
     cached_tokens_ = e.cached_tokens;
     preemptions_ = e.preemptions;
     if (e.finished) finished_ = true;  // the scheduler already let it go
     if (listener_ != nullptr) {
       taken_ = produced_;
-      listener_->on_tokens(1, due_ns, e.finished);
+      listener_->on_tokens(e.tokens, due_ns, e.finished);
       return;
     }
-    if (record_due_times_) due_ns_.push_back(due_ns);
+    if (record_due_times_) due_ns_.insert(due_ns_.end(), static_cast<size_t>(e.tokens), due_ns);
     wake();
   }
 
@@ -155,6 +156,8 @@ EngineStats BatchEngine::stats() const {
   s.steps = st.steps;
   s.num_gpu_blocks = scheduler_.pool().num_blocks();
   s.block_size = scheduler_.pool().block_size();
+  s.num_speculative_tokens = scheduler_.config().spec.num_speculative_tokens;
+  s.spec = st.spec;
   return s;
 }
 
@@ -176,7 +179,13 @@ void BatchEngine::start_step() {
   for (const Scheduler::Entry& e : plan_.entries) {
     if (e.first) static_cast<Request*>(e.owner)->on_admitted();
   }
-  const auto [seconds, activity] = cost_->time_step(plan_.batch);
+  auto [seconds, activity] = cost_->time_step(plan_.batch);
+  // The draft model's cost, once a step that drafted (its K tokens, --spec-draft-ms each).
+  const SpecDecodeConfig& spec = scheduler_.config().spec;
+  if (spec.enabled() && std::any_of(plan_.entries.begin(), plan_.entries.end(),
+                                    [](const Scheduler::Entry& e) { return e.draft > 0; })) {
+    seconds += spec.num_speculative_tokens * spec.draft_ms / 1000.0;
+  }
   busy_seconds_ += seconds;
   const Clock::time_point start = back_to_back_ ? step_end_ : Clock::now();
   step_end_ = start + std::chrono::duration_cast<Clock::duration>(

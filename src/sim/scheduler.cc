@@ -53,6 +53,7 @@ Scheduler::Id Scheduler::add(SequenceSpec spec, void* owner) {
     s.spec.prompt_keys.clear();  // keys must describe every prompt token to be usable
   }
   s.generated = 0;
+  s.rng.seed(s.spec.output_seed ^ 0x5eedc0dedeadbeefULL);
   s.computed = 0;
   s.scheduled_before = false;
   s.cached_tokens = 0;
@@ -160,7 +161,8 @@ bool Scheduler::try_admit(uint32_t slot, int& budget, Plan& plan) {
   running_.push_back(slot);
 
   const bool samples = computed + n == known;
-  plan.entries.push_back({make_id(slot, s.generation), s.owner, n, !s.scheduled_before, samples});
+  plan.entries.push_back(
+      {make_id(slot, s.generation), s.owner, n, !s.scheduled_before, samples, 0});
   plan.batch.add(n, computed, samples, config_.sliding_window);
   s.scheduled_before = true;
   budget -= n;
@@ -176,8 +178,17 @@ bool Scheduler::schedule(Plan& plan) {
   for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
     const uint32_t slot = running_[i];
     Seq& s = seqs_[slot];
-    const int n = std::min(s.known() - s.computed, budget);
+    int n = std::min(s.known() - s.computed, budget);
     assert(n >= 1);
+    const bool samples = s.computed + n == s.known();
+    // A decode step speculates: the last token and up to K drafts, as far as the budget and the
+    // output's end allow.
+    int draft = 0;
+    if (config_.spec.enabled() && samples && n == 1 && s.generated >= 1) {
+      draft = std::max(0, std::min({config_.spec.num_speculative_tokens, budget - 1,
+                                    s.spec.output_tokens - s.generated - 1}));
+      n += draft;
+    }
     const int extra = blocks_for(s.computed + n) - static_cast<int>(s.blocks.size());
     bool self_preempted = false;
     while (extra > pool_.num_free()) {
@@ -191,8 +202,8 @@ bool Scheduler::schedule(Plan& plan) {
     }
     if (self_preempted) break;  // everything after it was preempted first
     if (extra > 0) pool_.allocate(extra, s.blocks);
-    const bool samples = s.computed + n == s.known();
-    plan.entries.push_back({make_id(slot, s.generation), s.owner, n, !s.scheduled_before, samples});
+    plan.entries.push_back(
+        {make_id(slot, s.generation), s.owner, n, !s.scheduled_before, samples, draft});
     plan.batch.add(n, s.computed, samples, config_.sliding_window);
     s.scheduled_before = true;
     budget -= n;
@@ -224,15 +235,26 @@ void Scheduler::complete(const Plan& plan, std::vector<Emission>& emissions) {
     Seq* s = find(e.id);
     if (s == nullptr || s->state != State::kRunning) continue;  // aborted during the step
     s->computed += e.new_tokens;
+    int produced = 0;
     if (e.samples) {
-      ++s->generated;
-      ++stats_.generation_tokens;
-      if (s->generated == 1) stats_.prompt_tokens += s->spec.prompt_tokens;
+      produced = 1;
+      if (e.draft > 0) {
+        // The accepted drafts join the target's token; the rejected ones' KV is dropped.
+        const int accepted = std::min(draw_accepted(s->rng, config_.spec), e.draft);
+        stats_.spec.count(accepted, config_.spec.num_speculative_tokens);
+        s->computed -= e.draft - accepted;
+        produced += accepted;
+      }
+      s->generated += produced;
+      stats_.generation_tokens += produced;
+      if (s->generated == produced) stats_.prompt_tokens += s->spec.prompt_tokens;
     }
     extend_hashes(*s);
     register_blocks(*s);
     const bool finished = s->generated >= s->spec.output_tokens;
-    if (e.samples) emissions.push_back({s->owner, finished, s->cached_tokens, s->preemptions});
+    if (e.samples) {
+      emissions.push_back({s->owner, finished, s->cached_tokens, s->preemptions, produced});
+    }
     if (finished) {
       s->state = State::kDone;  // removed from running_ below, then freed
       any_finished = true;

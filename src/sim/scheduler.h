@@ -8,8 +8,10 @@
 
 #include <cstdint>
 #include <deque>
+#include <random>
 #include <vector>
 
+#include "sim/spec_decode.h"
 #include "sim/kv_cache.h"
 #include "sim/perf_model.h"
 
@@ -22,6 +24,9 @@ struct SchedulerConfig {
   int num_blocks = 1024;              // KV blocks on each GPU
   bool prefix_caching = true;
   int sliding_window = 0;  // the model's sliding window, for StepBatch accounting
+  /// Speculative decoding (sim/spec_decode.h): each decode step verifies the last token and K
+  /// drafts (K + 1 tokens of compute and KV), keeps the accepted ones and adds its own.
+  SpecDecodeConfig spec;
 };
 
 /// A request as the scheduler sees it.
@@ -43,6 +48,7 @@ struct SchedulerStats {
   int64_t steps = 0;
   int64_t prompt_tokens = 0;      // prompt tokens of requests that produced their first token
   int64_t generation_tokens = 0;  // tokens produced
+  SpecDecodeCounters spec;        // with speculative decoding: drafts, accepted, per position
 };
 
 class Scheduler {
@@ -56,6 +62,7 @@ class Scheduler {
     int new_tokens;  // tokens computed for it in this step
     bool first;      // the first time the request is scheduled (it is now admitted)
     bool samples;    // the step ends its known tokens, so it produces a token
+    int draft;       // of new_tokens, draft tokens verified (speculative decoding; 0: none)
   };
   struct Plan {
     std::vector<Entry> entries;
@@ -71,6 +78,7 @@ class Scheduler {
     bool finished;      // that was its last token; the request has left the scheduler
     int cached_tokens;  // prompt tokens found in the prefix cache at its first admission
     int preemptions;    // times it was preempted so far
+    int tokens;         // tokens produced: 1, or 1 + the accepted drafts
   };
 
   /// REQUIRES: every field >= 1 (sliding_window >= 0).
@@ -114,6 +122,7 @@ class Scheduler {
     void* owner = nullptr;
     SequenceSpec spec;
     int generated = 0;  // tokens produced so far
+    std::mt19937_64 rng;  // speculative decoding's acceptances, from the output seed
     int computed = 0;   // tokens whose KV is in the cache
     bool scheduled_before = false;
     int cached_tokens = 0;

@@ -113,11 +113,6 @@ Status validate(const SimArgs& args) {
   }
   if (auto s = check_number("time_scale", args.time_scale, 0, false); !s) return s;
   if (auto s = validate(args.spec); !s) return s;
-  if (args.spec.enabled() && args.timing_model != TimingModelKind::kSimple) {
-    return Error{
-        "speculative decoding is modelled by the simple timing model only (--timing-model "
-        "simple); the roofline model does not draft yet"};
-  }
   if (args.stream_interval < 1) {
     return Error{fmt::format("stream_interval must be at least 1, got {}", args.stream_interval)};
   }
@@ -231,9 +226,11 @@ http::HttpServerOptions http_options(const SimArgs& args) {
 std::unique_ptr<Engine> default_engine(asio::io_context& io, const SimArgs& args) {
   if (args.timing_model == TimingModelKind::kRoofline) {
     const EngineConfig& e = *args.engine;
+    SchedulerConfig scheduler = e.scheduler;
+    scheduler.spec = args.spec;  // speculative decoding: each decode step verifies K drafts
     return std::make_unique<BatchEngine>(io.get_executor(),
                                          std::make_shared<PerfModel>(*e.model, *e.hardware, e.perf),
-                                         e.scheduler, args.time_scale);
+                                         scheduler, args.time_scale);
   }
   return std::make_unique<SimpleEngine>(io.get_executor(),
                                         std::make_shared<SimpleTimingModel>(args.timing),

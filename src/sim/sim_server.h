@@ -64,8 +64,8 @@ struct SimArgs {
   /// --metrics-engine: /metrics in vLLM's names ("vllm") or SGLang's ("sglang": its gauges and
   /// counters, and sglang:spec_accept_length over the steps since the previous scrape).
   std::string metrics_engine = "vllm";
-  /// --spec-decode K and its acceptance (sim/spec_decode.h): speculative decoding, simple timing
-  /// model only.
+  /// --spec-decode K and its acceptance (sim/spec_decode.h): speculative decoding, either timing
+  /// model (the roofline's decode steps verify K + 1 tokens per sequence).
   SpecDecodeConfig spec;
   std::string truth_log;               // --truth-log path; empty: none
   uint64_t seed = 0;                   // output lengths and texts depend on it

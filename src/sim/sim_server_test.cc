@@ -492,11 +492,6 @@ TEST(SimServerSpecDecode, EventsCarrySeveralTokensAndMetricsCountTheDrafts) {
   EXPECT_GE(per_pos[0], per_pos[1]);
   EXPECT_GE(per_pos[1], per_pos[2]);
   EXPECT_EQ(per_pos[0] + per_pos[1] + per_pos[2], accepted);
-  // The roofline model does not draft (yet): refused, not ignored.
-  SimArgs roof = args;
-  roof.timing_model = TimingModelKind::kRoofline;
-  ASSERT_FALSE(validate(roof).ok());
-  EXPECT_NE(validate(roof).error().message.find("simple timing model only"), std::string::npos);
   EXPECT_NE(format_sim_args(args).find("speculative_config={'num_speculative_tokens': 3"),
             std::string::npos);
 }
@@ -536,6 +531,43 @@ TEST(SimServerRoofline, StreamsEveryTokenAndMetricsCountThem) {
   EXPECT_NE(m.body.find("# TYPE vllm:time_to_first_token_seconds histogram"), std::string::npos);
   // Continuous batching: the four streams shared engine steps.
   EXPECT_LT(metric(m.body, "vllm:iteration_total"), 4 * 20);
+}
+
+// The roofline model speculates too: each decode step verifies the last token and K drafts (K + 1
+// tokens of compute and KV), so a stream takes fewer steps than tokens, its events carry 1..K+1
+// tokens, and the counters give the pinned acceptance length.
+TEST(SimServerRoofline, DecodeStepsVerifyDraftsAndYieldSeveralTokens) {
+  SimArgs args = roofline_args();
+  args.spec.num_speculative_tokens = 3;
+  args.spec.pinned_length = 2.5;
+  args.spec.acceptance = acceptance_for_length(2.5, 3);
+  SimServerThread sim(args);
+  TestClient client(sim.port());
+  const std::string body =
+      R"({"prompt":"speculate","max_tokens":200,"ignore_eos":true,"stream":true,)"
+      R"("stream_options":{"include_usage":true,"continuous_usage_stats":true}})";
+  Response r = client.post("/v1/completions", body);
+  ASSERT_EQ(r.status, 200);
+  const std::vector<std::string> events = sse_data(r.body);
+  // Fewer content events than tokens: about 200 / 2.5, plus the prefill's and the usage chunk.
+  EXPECT_LT(events.size(), 120u);
+  EXPECT_GT(events.size(), 60u);
+  int64_t last = 0;
+  for (const auto& e : events) {
+    if (e == "[DONE]") continue;
+    const json::value v = json::parse(e);
+    if (const auto* u = v.as_object().if_contains("usage"); u && u->is_object()) {
+      last = u->as_object().at("completion_tokens").as_int64();
+    }
+  }
+  EXPECT_EQ(last, 200);
+  Response m = client.request(http::verb::get, "/metrics");
+  const double drafts = metric(m.body, "vllm:spec_decode_num_drafts_total");
+  const double accepted = metric(m.body, "vllm:spec_decode_num_accepted_tokens_total");
+  ASSERT_GT(drafts, 0);
+  EXPECT_NEAR(1 + accepted / drafts, 2.5, 0.15);
+  EXPECT_EQ(metric(m.body, "vllm:generation_tokens_total"), 200);
+  EXPECT_LT(metric(m.body, "vllm:iteration_total"), 100);
 }
 
 TEST(SimServerRoofline, RepeatedPromptHitsThePrefixCache) {
