@@ -427,29 +427,33 @@ void add_simple_options(CLI::App* app, ServeSimOptions& o) {
              ->transform(real_in(0, kMaxSeconds * 1000)));
   // Speculative decoding: either timing model (the roofline's decode steps verify the drafts).
   auto spec_group = [](CLI::Option* opt) { return opt->group("Speculative decoding"); };
-  o.spec_k_opt = spec_group(add_integer(app, "--spec-decode", o.spec_k,
-                                    "Speculative decoding: K draft tokens a decode step (vLLM's "
-                                    "num_speculative_tokens); a step yields 1 + the accepted ones",
-                                    1, sim::kMaxSpeculativeTokens));
-  o.spec_p_opt = spec_group(app->add_option("--spec-acceptance", o.spec_acceptance,
-                                        "With --spec-decode: each draft token's acceptance, given "
-                                        "the previous one's (0 to 1)")
-                            ->transform(real_in(0, 1)));
-  o.spec_al_opt = spec_group(app->add_option("--spec-acceptance-length", o.spec_length,
-                                         "With --spec-decode: the mean tokens a step yields (1 to "
-                                         "K+1), pinned as vLLM's synthetic_acceptance_length: "
-                                         "floor(AL-1) drafts accepted each step, one more with "
-                                         "probability frac(AL-1)")
-                             ->transform(real_in(1, sim::kMaxSpeculativeTokens + 1)));
+  o.spec_k_opt =
+      spec_group(add_integer(app, "--spec-decode", o.spec_k,
+                             "Speculative decoding: K draft tokens a decode step (vLLM's "
+                             "num_speculative_tokens); a step yields 1 + the accepted ones",
+                             1, sim::kMaxSpeculativeTokens));
+  o.spec_p_opt =
+      spec_group(app->add_option("--spec-acceptance", o.spec_acceptance,
+                                 "With --spec-decode: each draft token's acceptance, given "
+                                 "the previous one's (0 to 1)")
+                     ->transform(real_in(0, 1)));
+  o.spec_al_opt =
+      spec_group(app->add_option("--spec-acceptance-length", o.spec_length,
+                                 "With --spec-decode: the mean tokens a step yields (1 to "
+                                 "K+1), pinned as vLLM's synthetic_acceptance_length: "
+                                 "floor(AL-1) drafts accepted each step, one more with "
+                                 "probability frac(AL-1)")
+                     ->transform(real_in(1, sim::kMaxSpeculativeTokens + 1)));
   app->add_option("--spec-decoding", o.spec_decoding,
                   "InferenceX's spec-decoding field, as a recipe's {spec-decoding} gives it: none "
                   "turns speculation off (whatever --spec-decode says), mtp or draft_model turn it "
                   "on (default --spec-decode 3 --spec-acceptance 0.7)")
       ->check(CLI::IsMember({"none", "mtp", "draft_model"}));
-  o.spec_draft_opt = spec_group(app->add_option("--spec-draft-ms", o.spec_draft_ms,
-                                            "With --spec-decode: the draft's cost per draft token, "
-                                            "added to every decode step (default 0)")
-                                ->transform(real_in(0, kMaxSeconds * 1000)));
+  o.spec_draft_opt =
+      spec_group(app->add_option("--spec-draft-ms", o.spec_draft_ms,
+                                 "With --spec-decode: the draft's cost per draft token, "
+                                 "added to every decode step (default 0)")
+                     ->transform(real_in(0, kMaxSeconds * 1000)));
 }
 
 // --spec-decode K with --spec-acceptance P or --spec-acceptance-length AL into o.args.spec.

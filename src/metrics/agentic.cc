@@ -70,9 +70,9 @@ double ratio(int64_t num, int64_t den) {
 // Per-request values collected from the profiling records, summarized afterwards.
 struct AgenticSamples {
   std::vector<double> ttft, e2el, itl, norm, isl, osl, expected, drift_ratio, drift_overhead;
-  std::vector<double> icl;                // gaps between content events (s)
-  std::vector<int32_t> counts;            // scratch: one request's tokens per event
-  int64_t event_tokens = 0, events = 0;   // of the requests whose tokens per event are known
+  std::vector<double> icl;               // gaps between content events (s)
+  std::vector<int32_t> counts;           // scratch: one request's tokens per event
+  int64_t event_tokens = 0, events = 0;  // of the requests whose tokens per event are known
   std::vector<int64_t> ends;                             // done_ns of the successful requests
   std::unordered_map<std::string, int64_t> per_session;  // profiling requests per session id
   int64_t first_send = std::numeric_limits<int64_t>::max();

@@ -1,14 +1,15 @@
 #include "sim/batch_engine.h"
-#include "http/awaitable.h"
 
+#include <algorithm>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/error.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/system/system_error.hpp>
-#include <algorithm>
 #include <cassert>
 #include <chrono>
+
+#include "http/awaitable.h"
 
 namespace ib::sim {
 

@@ -11,9 +11,9 @@
 #include <random>
 #include <vector>
 
-#include "sim/spec_decode.h"
 #include "sim/kv_cache.h"
 #include "sim/perf_model.h"
+#include "sim/spec_decode.h"
 
 namespace ib::sim {
 

@@ -203,8 +203,8 @@ void SpecGaugeWindow::advance(const SpecDecodeCounters& now) {
   if (d > 0) {
     accept_length = 1.0 + static_cast<double>(now.accepted - accepted) / static_cast<double>(d);
     const int64_t dt = now.draft_tokens - draft_tokens;
-    accept_rate = dt > 0 ? static_cast<double>(now.accepted - accepted) / static_cast<double>(dt)
-                         : 0.0;
+    accept_rate =
+        dt > 0 ? static_cast<double>(now.accepted - accepted) / static_cast<double>(dt) : 0.0;
   }
   drafts = now.drafts;
   draft_tokens = now.draft_tokens;

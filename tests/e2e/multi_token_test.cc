@@ -216,8 +216,8 @@ TEST(MultiToken, APinnedAcceptanceThatIsNotTheGoldenOneIsRefusedBeforeAnythingSt
     EXPECT_NE(r.output.find("mtp.yaml:"), std::string::npos) << r.output;
     EXPECT_EQ(r.output.find("starting"), std::string::npos) << r.output;
     // `plan` reads the expect block as the sweep does: what it accepts, the sweep accepts.
-    auto plan = run_inferbench({"plan", (dir.path() / "mtp.yaml").string()},
-                               dir.path() / "plan.log");
+    auto plan =
+        run_inferbench({"plan", (dir.path() / "mtp.yaml").string()}, dir.path() / "plan.log");
     EXPECT_EQ(plan.exit.code, 2) << plan.output;
     EXPECT_NE(plan.output.find(message), std::string::npos) << plan.output;
   };
