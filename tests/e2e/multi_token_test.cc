@@ -74,22 +74,22 @@ TEST(MultiToken, PerTokenItlFromContinuousUsageAndNoItlWithoutCounts) {
 }
 
 // A stream interval of 32 (InferenceX's most common setting): 257 tokens arrive as 1 + 8 events
-// of 32. Per-token ITL is still the decode step (0.5 ms), the events carry 32 tokens, and each
-// request's longest stall is the gap of one event (32 steps, 16 ms).
+// of 32. Per-token ITL is still the decode step (1 ms), the events carry 32 tokens, and each
+// request's longest stall is at least the gap of one event (32 steps, 32 ms). The bounds on the
+// stalls are loose: a stall is a maximum, and a slow machine (ASan) adds its own hiccups to it.
 TEST(MultiToken, AStreamIntervalOf32KeepsPerTokenItlRight) {
   TempDir dir;
-  SimServer sim(dir.path(), {"--timing-model", "simple", "--decode-base-ms", "0.5",
+  SimServer sim(dir.path(), {"--timing-model", "simple", "--decode-base-ms", "1",
                              "--decode-per-running-ms", "0", "--stream-interval", "32"});
   ASSERT_TRUE(sim.running());
   const auto j = bench_multi_token(sim, dir, "si32", {"--continuous-usage"}, 257);
   ASSERT_FALSE(j.empty());
   EXPECT_EQ(num(j, "median_tokens_per_event"), 32);
-  EXPECT_NEAR(num(j, "median_itl_ms"), 0.5, 0.05);
-  EXPECT_NEAR(num(j, "median_icl_ms"), 16, 1.6);
-  // Each request's longest stall is one event's gap; the run's longest is at least that (a
-  // loaded machine adds its own hiccups to a maximum, so only the median is pinned).
-  EXPECT_NEAR(num(j, "median_stall_ms"), 16, 1.6);
-  EXPECT_GE(num(j, "max_stall_ms"), 16 * 0.9);
+  EXPECT_NEAR(num(j, "median_itl_ms"), 1, 0.1);
+  EXPECT_NEAR(num(j, "median_icl_ms"), 32, 3.2);
+  EXPECT_GE(num(j, "median_stall_ms"), 32 * 0.9);
+  EXPECT_LE(num(j, "median_stall_ms"), 32 * 2);
+  EXPECT_GE(num(j, "max_stall_ms"), num(j, "median_stall_ms"));
   // At stream interval 32 the tokens per decode event are the interval, not an acceptance.
   EXPECT_NEAR(num(j, "client_acceptance_length"), 32, 3.2);
 }
