@@ -158,7 +158,7 @@ int run(PlanOptions o) {
   }
   // The expect blocks, golden acceptance files included, as the sweep reads them.
   if (auto st = sweep::validate_expect_blocks(rows, *entries); !st) {
-    fmt::print(stderr, "{}\n", st.error().message);
+    fmt::print(stderr, "{}\n", redact_text(st.error().message));
     return kExitUsage;
   }
   std::string text;

@@ -366,15 +366,20 @@ std::string power_text(const boost::json::object& ev) {
 }
 
 // One TELEMETRY row: the point's server metrics and GPU energy; nullopt when it has neither.
-std::optional<Row> telemetry_row(const store::PointRecord& p, const ConfigKeys& key_of) {
-  const auto* t = p.result.if_contains("telemetry");
+// A result's `telemetry.server` block (the server's metrics over the point); null without one.
+const boost::json::object* server_summary(const boost::json::object& result) {
+  const auto* t = result.if_contains("telemetry");
   const auto* server = t && t->is_object() ? t->as_object().if_contains("server") : nullptr;
+  return server && server->is_object() ? &server->as_object() : nullptr;
+}
+
+std::optional<Row> telemetry_row(const store::PointRecord& p, const ConfigKeys& key_of) {
+  const auto* server = server_summary(p.result);
   const auto* energy = p.result.if_contains("energy");
-  const bool has_server = server != nullptr && server->is_object();
   const bool has_energy = energy != nullptr && energy->is_object();
-  if (!has_server && !has_energy) return std::nullopt;
+  if (server == nullptr && !has_energy) return std::nullopt;
   static const boost::json::object kNone;
-  const auto& sv = has_server ? server->as_object() : kNone;
+  const auto& sv = server != nullptr ? *server : kNone;
   const auto& ev = has_energy ? energy->as_object() : kNone;
   const auto* engine = sv.if_contains("engine");
   return Row{std::to_string(p.id),
@@ -410,9 +415,8 @@ std::optional<Row> stream_row(const store::PointRecord& p, const ConfigKeys& key
                         scaled_cell(g, "golden", 1, "{:.2f}"));
   }
   static const boost::json::object kNone;
-  const auto* t = r.if_contains("telemetry");
-  const auto* server = t && t->is_object() ? t->as_object().if_contains("server") : nullptr;
-  const auto& sv = server && server->is_object() ? server->as_object() : kNone;
+  const auto* server = server_summary(r);
+  const auto& sv = server != nullptr ? *server : kNone;
   return Row{std::to_string(p.id),
              key_of(p.server_config_id),
              std::to_string(p.concurrency),

@@ -92,6 +92,10 @@ std::optional<size_t> headline_index(std::string_view key) {
   return std::nullopt;
 }
 
+bool descriptive_metric(std::string_view key) {
+  return key == "mean_tokens_per_event";
+}
+
 std::string headline_keys_text() {
   std::string out;
   for (const auto& k : kHeadlineMetrics) {

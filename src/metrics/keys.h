@@ -38,6 +38,11 @@ extern const std::array<MetricKey, kHeadlineCount> kHeadlineMetrics;
 /// Index of `key` in kHeadlineMetrics; nullopt when it is not a headline key.
 std::optional<size_t> headline_index(std::string_view key);
 
+/// A headline metric that describes the stream rather than its speed (tokens per event: more
+/// can mean speculation or a coarser stream interval): `compare` shows its change with an interval
+/// but gives no verdict, whatever `higher_is_better` says.
+bool descriptive_metric(std::string_view key);
+
 /// Every headline key, comma-separated in table order: what an error about an unknown metric
 /// lists.
 std::string headline_keys_text();

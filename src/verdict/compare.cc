@@ -205,6 +205,10 @@ PairResult compare_pair(const std::vector<const SidePoint*>& base,
       d.interval = "none";
       if (d.note.empty()) d.note = records ? "no interval" : "no per-request records: no interval";
     }
+    if (d.verdict != Verdict::kNoInterval && metrics::descriptive_metric(k.key)) {
+      d.verdict = Verdict::kDescriptive;
+      d.note = "how the tokens arrived, not better or worse";
+    }
     pr.metrics.push_back(std::move(d));
   }
   return pr;
@@ -322,6 +326,8 @@ void count_verdicts(Comparison& c) {
         case Verdict::kNoInterval:
           ++c.no_interval;
           break;
+        case Verdict::kDescriptive:
+          break;  // shown, not counted for either side
       }
     }
   }

@@ -142,6 +142,8 @@ std::string_view verdict_name(Verdict v) {
     case Verdict::kRegressed: return "regressed";
     case Verdict::kNoChange: return "no significant change";
     case Verdict::kNoInterval: return "no interval";
+    case Verdict::kDescriptive:
+      return "descriptive";
   }
   return "?";
 }

@@ -49,7 +49,9 @@ struct WelchInterval {
 std::optional<WelchInterval> welch_interval(std::span<const double> base,
                                             std::span<const double> head, double confidence);
 
-enum class Verdict { kImproved, kRegressed, kNoChange, kNoInterval };
+/// kDescriptive: a metric with an interval but no good direction (metrics::descriptive_metric):
+/// its change is shown, never called better or worse.
+enum class Verdict { kImproved, kRegressed, kNoChange, kNoInterval, kDescriptive };
 std::string_view verdict_name(Verdict v);  // improved | regressed | no significant change | ...
 
 /// The verdict rule on an interval of the relative change in percent ((head-base)/base·100):

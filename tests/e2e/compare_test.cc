@@ -116,6 +116,8 @@ TEST(CompareCli, FasterDecodeIsImprovedWithAnIntervalExcludingZero) {
   // The same runs' steady states (issue 31): the window at 95% of each point's concurrency.
   const auto steady = f.compare_json({base, head, "--window", "steady"});
   EXPECT_EQ(steady.at("window").as_string(), "steady");
+  // Tokens per event describe the stream: shown, never judged better or worse.
+  EXPECT_EQ(metric(c, 0, "mean_tokens_per_event").at("verdict").as_string(), "descriptive");
   ASSERT_EQ(steady.at("pairs").as_array().size(), 2u);
   for (size_t i = 0; i < 2; ++i) {
     EXPECT_EQ(metric(steady, i, "median_tpot_ms").at("verdict").as_string(), "improved");
