@@ -395,7 +395,13 @@ std::optional<int64_t> Statement::column_optional_int(int column) const {
 // Transaction
 
 Expected<Transaction> Transaction::begin(Database& db) {
-  if (auto st = db.exec("BEGIN IMMEDIATE"); !st) return st.error();
+  if (auto st = db.exec("BEGIN IMMEDIATE"); !st) {
+    if (st.error().message.find("database is locked") == std::string::npos) return st.error();
+    return Error{fmt::format(
+        "{} (another process held its write lock for longer than the wait allows; `inferbench "
+        "runs --db {}` lists the runs still being measured)",
+        st.error().message, db.file().string())};
+  }
   return Transaction(&db);
 }
 

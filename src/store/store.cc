@@ -651,33 +651,54 @@ Status Store::set_run_status(int64_t run_id, RunStatus status) {
   return impl_->update_run(run_id, status, now_s());
 }
 
+namespace {
+
+// Why `owner` may not take run `r`, or nothing when it may.
+std::optional<std::string> claim_refusal(const RunRecord& r, const ProcessIdentity& owner) {
+  const bool self = r.owner.pid == owner.pid && r.owner.host == owner.host &&
+                    r.owner.start_ticks == owner.start_ticks;
+  if (r.owner_state == "alive" && !self) {
+    return fmt::format(
+        "run {} ({}) is still being measured by pid {} on {}; wait for it to finish, or stop "
+        "it (Ctrl-C, or kill {}) and resume then",
+        r.id, r.name, r.owner.pid, r.owner.host, r.owner.pid);
+  }
+  if (r.owner_state == "unknown" && r.owner.pid > 0) {
+    return fmt::format(
+        "run {} ({}) is stored as running by pid {} on {}, which cannot be checked from here "
+        "(another host or container); resume it there, where a dead owner is detected",
+        r.id, r.name, r.owner.pid, r.owner.host);
+  }
+  return std::nullopt;
+}
+
+Expected<RunRecord> select_run(Database& d, int64_t run_id) {
+  auto sel = d.prepare(fmt::format("SELECT {} FROM runs r WHERE r.id = ?1", kRunColumns));
+  if (!sel) return sel.error();
+  sel->bind(1, run_id);
+  auto current =
+      read_one<RunRecord>(*sel, [&](const Statement& s) { return read_run(s, d.file()); });
+  if (!current) return current.error();
+  if (!*current) return Error{fmt::format("{}: no run with id {}", d.file().string(), run_id)};
+  return std::move(**current);
+}
+
+}  // namespace
+
 Status Store::claim_run(int64_t run_id, const ProcessIdentity& owner) {
   std::lock_guard lock(impl_->mu);
+  // A plain read first: it never waits for a writer, so a living owner that holds the write
+  // lock (busy, or stopped mid-commit) is named at once instead of timing out as "locked".
+  if (auto seen = select_run(impl_->db, run_id); !seen) {
+    return seen.error();
+  } else if (auto why = claim_refusal(*seen, owner)) {
+    return Error{*why};
+  }
   return impl_->write([&](Database& d) -> Status {
-    // Read under the write lock: two sweeps resuming the same dead run cannot both take it.
-    auto sel = d.prepare(fmt::format("SELECT {} FROM runs r WHERE r.id = ?1", kRunColumns));
-    if (!sel) return sel.error();
-    sel->bind(1, run_id);
-    auto current =
-        read_one<RunRecord>(*sel, [&](const Statement& s) { return read_run(s, d.file()); });
+    // Read again under the write lock: two sweeps resuming the same dead run cannot both take it.
+    auto current = select_run(d, run_id);
     if (!current) return current.error();
-    if (!*current) return Error{fmt::format("{}: no run with id {}", d.file().string(), run_id)};
-    const RunRecord& r = **current;
-    const bool self = r.owner.pid == owner.pid && r.owner.host == owner.host &&
-                      r.owner.start_ticks == owner.start_ticks;
-    if (r.owner_state == "alive" && !self) {
-      return Error{fmt::format(
-          "run {} ({}) is still being measured by pid {} on {}; wait for it to finish, or stop "
-          "it (Ctrl-C, or kill {}) and resume then",
-          r.id, r.name, r.owner.pid, r.owner.host, r.owner.pid)};
-    }
-    if (r.owner_state == "unknown" && r.owner.pid > 0) {
-      return Error{fmt::format(
-          "run {} ({}) is stored as running by pid {} on {}, which cannot be checked from here "
-          "(another host or container); resume it there, where a dead owner is detected",
-          r.id, r.name, r.owner.pid, r.owner.host)};
-    }
-    sel->reset();
+    if (auto why = claim_refusal(*current, owner)) return Error{*why};
     auto up = d.prepare(
         "UPDATE runs SET status = 'running', ended_at = 0, owner_pid = ?1, owner_host = ?2, "
         "owner_boot_id = ?3, owner_pid_namespace = ?4, owner_start_ticks = ?5 WHERE id = ?6");

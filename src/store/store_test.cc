@@ -1108,6 +1108,25 @@ TEST_F(StoreTest, ClaimTakesOverADeadOwnersRunAndRefusesALiveOrUncheckableOne) {
   must(store.claim_run(old, self_identity()));
 }
 
+TEST_F(StoreTest, ALiveOwnerHoldingTheWriteLockIsNamedWithoutWaitingForIt) {
+  auto store = open();
+  Sleeper child;
+  RunRecord r = make_run("r");
+  r.owner = identity_of(child.pid);
+  const int64_t id = must(store.begin_run(r));
+  // The owner stopped mid-commit: its write lock is held for as long as it stays stopped.
+  DatabaseOptions patient;
+  auto holder = Database::open(file_, patient);
+  ASSERT_TRUE(holder.ok()) << holder.error().message;
+  ASSERT_TRUE(holder->exec("BEGIN IMMEDIATE").ok());
+  auto refused = store.claim_run(id, self_identity());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find(fmt::format("still being measured by pid {}", child.pid)),
+            std::string::npos)
+      << refused.error().message;
+  ASSERT_TRUE(holder->exec("ROLLBACK").ok());
+}
+
 TEST_F(StoreTest, OwnerMigrationKeepsOlderRunsWithoutAnOwner) {
   {
     auto db = Database::open(file_);
