@@ -426,13 +426,14 @@ std::optional<Row> stream_row(const store::PointRecord& p, const ConfigKeys& key
              scaled_cell(r, "max_stall_ms", 1, "{:.1f}"),
              scaled_cell(r, "client_acceptance_length", 1, "{:.2f}"),
              scaled_cell(sv, "spec_acceptance_length", 1, "{:.2f}"),
+             scaled_cell(r, "response_acceptance_length", 1, "{:.2f}"),
              check};
 }
 
 std::string stream_section(const store::RunDetails& d, const ConfigKeys& key_of) {
   std::vector<Row> rows;
   rows.push_back({"POINT", "KEY", "CONC", "TOK/EVENT", "P50 ITL MS", "P50 ICL MS", "MAX STALL MS",
-                  "CLIENT AL", "SERVER AL", "GOLDEN AL"});
+                  "CLIENT AL", "SERVER AL", "RESPONSE AL", "GOLDEN AL"});
   bool uncounted = false;
   for (const auto& p : d.points) {
     if (auto row = stream_row(p, key_of)) rows.push_back(std::move(*row));

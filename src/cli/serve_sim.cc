@@ -44,6 +44,7 @@ struct ServeSimOptions {
   double spec_acceptance = 0, spec_length = 0, spec_draft_ms = 0;
   CLI::Option *spec_k_opt = nullptr, *spec_p_opt = nullptr, *spec_al_opt = nullptr,
               *spec_draft_opt = nullptr;
+  std::string per_request_spec;  // --per-request-spec-decode-metrics: summary
   std::string spec_decoding;  // --spec-decoding: InferenceX's field (none | mtp | draft_model)
   // Roofline settings.
   std::string hardware, model_preset, quantization, kv_cache_dtype;
@@ -187,6 +188,7 @@ int run(ServeSimOptions& o) {
   }
   if (int rc = resolve(o); rc != kExitOk) return rc;
   if (int rc = resolve_spec(o); rc != kExitOk) return rc;
+  o.args.per_request_spec_metrics = o.per_request_spec == "summary";
   if (o.gsm8k_flexible_opt->count() > 0 && o.gsm8k_correct_opt->count() == 0) {
     return fail("serve-sim", usage_error("--gsm8k-flexible-only applies with --gsm8k-correct"));
   }
@@ -449,6 +451,12 @@ void add_simple_options(CLI::App* app, ServeSimOptions& o) {
                   "turns speculation off (whatever --spec-decode says), mtp or draft_model turn it "
                   "on (default --spec-decode 3 --spec-acceptance 0.7)")
       ->check(CLI::IsMember({"none", "mtp", "draft_model"}));
+  spec_group(app->add_option("--per-request-spec-decode-metrics", o.per_request_spec,
+                             "summary: each response (a stream's final usage event) carries "
+                             "its own speculative decoding, as vLLM's option of that name: "
+                             "metrics.speculative_decoding {mean_acceptance_length, "
+                             "acceptance_histogram, num_spec_steps, ...}")
+                 ->check(CLI::IsMember({"summary"})));
   o.spec_draft_opt =
       spec_group(app->add_option("--spec-draft-ms", o.spec_draft_ms,
                                  "With --spec-decode: the draft's cost per draft token, "

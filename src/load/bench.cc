@@ -459,6 +459,17 @@ void add_telemetry(BenchReport& report, const BenchSpec& spec) {
     }
   }
   report.json["telemetry"] = std::move(t);
+  // No acceptance length on /metrics (or no /metrics): the responses' own, where the server
+  // reported each request's speculative decoding (vLLM's --per-request-spec-decode-metrics).
+  if (!report.server_summary.spec_acceptance_length) {
+    const double al = metrics::response_acceptance_length(report.metrics);
+    if (!std::isnan(al)) {
+      report.server_summary.spec_acceptance_length = al;
+      report.server_summary.spec_acceptance_from =
+          fmt::format("1 + accepted / steps over {} responses' metrics.speculative_decoding",
+                      report.metrics.spec_requests);
+    }
+  }
 
   // dcgm-exporter's readings come from the server's side (or serve-sim's power model): they
   // win over a sampler on this host, which may be watching GPUs that do not serve.

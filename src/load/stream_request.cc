@@ -94,6 +94,10 @@ void StreamingResponse::on_event(const http::SseEvent& event, int64_t t_ns) {
       record_->completion_tokens = chunk.usage->completion_tokens;
     }
   }
+  if (chunk.spec && chunk.spec->steps > 0) {
+    record_->spec_steps = static_cast<int32_t>(std::min<int64_t>(chunk.spec->steps, 1 << 30));
+    record_->spec_accepted = static_cast<int32_t>(std::min<int64_t>(chunk.spec->accepted, 1 << 30));
+  }
   if (!chunk.finish_reason.empty()) record_->finish_reason = std::move(chunk.finish_reason);
 }
 

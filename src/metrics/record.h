@@ -52,6 +52,10 @@ struct RequestRecord {
   std::vector<int32_t> text_tokens;
   int64_t prompt_tokens = -1;       // server-reported usage, -1 when absent
   int64_t completion_tokens = -1;   // server-reported usage, -1 when absent
+  /// The request's speculative decoding as the server reported it in the response (vLLM's
+  /// metrics.speculative_decoding): verify steps and the draft tokens they accepted; -1: none.
+  int32_t spec_steps = -1;
+  int32_t spec_accepted = -1;
   int http_status = 0;
   int retries = 0;  // re-sends after a failure before any response byte
   FailureCause failure = FailureCause::kNone;

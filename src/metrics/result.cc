@@ -21,7 +21,7 @@ namespace {
 // The per-request samples of a run's latency statistics (successful requests only).
 struct LatencySamples {
   std::vector<double> ttft, tpot, itl, e2el, sched_ttft, sched_e2el, queue, norm;
-  std::vector<double> icl, tokens_per_event, stall;
+  std::vector<double> icl, tokens_per_event, stall, request_al;
   std::vector<int32_t> counts;  // scratch: one request's tokens per event
 };
 
@@ -70,6 +70,12 @@ void add_event_gaps(const RequestRecord& r, LatencySamples& s, BenchMetrics& m) 
     s.icl.push_back(ns_to_ms(gap));
   }
   if (r.content_ns.size() > 1) s.stall.push_back(ns_to_ms(longest));
+  if (r.spec_steps > 0) {
+    ++m.spec_requests;
+    m.spec_steps += r.spec_steps;
+    m.spec_accepted += r.spec_accepted;
+    s.request_al.push_back(1.0 + static_cast<double>(r.spec_accepted) / r.spec_steps);
+  }
   switch (event_token_counts(r, &s.counts)) {
     case EventTokens::kUsageDeltas:
       ++m.requests_counted_by_usage;
@@ -153,6 +159,7 @@ void summarize_latencies(LatencySamples& s, const std::vector<double>& q, BenchM
   m.icl_ms = summarize(s.icl, q);
   m.tokens_per_event = summarize(s.tokens_per_event, q);
   m.stall_ms = summarize(s.stall, q);
+  m.request_acceptance_length = summarize(s.request_al, q);
 }
 
 // What a reader of the numbers must know: estimated output tokens, usage that disagrees with the
@@ -276,6 +283,13 @@ double inverse(double v, double scale) {
 
 }  // namespace
 
+namespace {}  // namespace
+
+double response_acceptance_length(const BenchMetrics& m) {
+  if (m.spec_steps <= 0) return std::nan("");
+  return 1.0 + static_cast<double>(m.spec_accepted) / static_cast<double>(m.spec_steps);
+}
+
 namespace {
 
 // Tokens, not events (docs/metrics.md, "Tokens per event"): the gaps between events, the tokens
@@ -306,6 +320,22 @@ void put_stream(boost::json::object& o, const BenchMetrics& m, const MetricsOpti
         static_cast<double>(m.decode_event_tokens) / static_cast<double>(m.decode_events);
   } else {
     o["client_acceptance_length"] = nullptr;
+  }
+  // The server's own count, request by request (vLLM's --per-request-spec-decode-metrics).
+  if (m.spec_steps > 0) {
+    o["response_acceptance_length"] = response_acceptance_length(m);
+    const Summary& al = m.request_acceptance_length;
+    o["response_spec_decoding"] = boost::json::object{
+        {"requests", m.spec_requests},
+        {"steps", m.spec_steps},
+        {"accepted_draft_tokens", m.spec_accepted},
+        {"per_request_acceptance_length", boost::json::object{{"mean", al.mean},
+                                                              {"median", al.median},
+                                                              {"std", al.std},
+                                                              {"min", al.min},
+                                                              {"max", al.max}}}};
+  } else {
+    o["response_acceptance_length"] = nullptr;
   }
 }
 

@@ -70,6 +70,11 @@ struct BenchMetrics {
   // request's first (prefill) and last (possibly cut by max_tokens) events left out, over those
   // events. The server's AL when it sends one event per decode step (stream interval 1).
   int64_t decode_event_tokens = 0, decode_events = 0;
+  // The server's own per-request speculative decoding (vLLM's metrics.speculative_decoding in
+  // each response): the requests that carried it, their verify steps and accepted drafts, and
+  // each request's acceptance length (1 + accepted / steps).
+  int64_t spec_requests = 0, spec_steps = 0, spec_accepted = 0;
+  Summary request_acceptance_length;
 
   int64_t requests_without_usage = 0;   // output tokens estimated from content events
   int64_t usage_length_mismatches = 0;  // |completion_tokens − requested| > 5% of requested
@@ -86,6 +91,9 @@ struct BenchMetrics {
     return num_requests == 0 ? 0.0 : static_cast<double>(failed) / num_requests;
   }
 };
+
+/// 1 + accepted / steps over every response's own speculative decoding; NaN when none told it.
+double response_acceptance_length(const BenchMetrics& m);
 
 /// Why per-token ITL covers fewer requests than completed (or none): "" when it covers all.
 std::string itl_note(const BenchMetrics& m);

@@ -91,6 +91,51 @@ Usage read_usage(od::value v, std::string& bad) {
   return u;
 }
 
+// vLLM's per-request speculative decoding: {"speculative_decoding":{"num_spec_steps":...,
+// "num_accepted_draft_tokens":...,"num_draft_tokens":...}} (other keys and metrics ignored).
+// Counts below zero, or more accepted than drafted, are a broken server (`bad`).
+std::optional<SpecDecodeFigures> read_spec_decoding(od::value sd, std::string& bad) {
+  SpecDecodeFigures f;
+  int seen = 0;
+  for (auto item : sd.get_object()) {
+    std::string_view key = item.unescaped_key();
+    int64_t* slot = key == "num_spec_steps"              ? &f.steps
+                    : key == "num_accepted_draft_tokens" ? &f.accepted
+                    : key == "num_draft_tokens"          ? &f.draft_tokens
+                                                         : nullptr;
+    if (slot == nullptr) continue;
+    od::value n = item.value();
+    if (n.type() != od::json_type::number) continue;
+    *slot = n.get_int64();
+    if (*slot < 0 && bad.empty()) {
+      bad = fmt::format("metrics.speculative_decoding.{} is negative ({})", key, *slot);
+    }
+    ++seen;
+  }
+  if (seen < 3) return std::nullopt;  // not the shape we know: nothing claimed
+  if (f.accepted > f.draft_tokens && bad.empty()) {
+    bad = fmt::format("metrics.speculative_decoding: {} draft tokens accepted of {} drafted",
+                      f.accepted, f.draft_tokens);
+  }
+  return f;
+}
+
+// vLLM's per-request metrics: {"speculative_decoding":{"num_spec_steps":...,
+// "num_accepted_draft_tokens":...,"num_draft_tokens":...}} (other keys and metrics ignored).
+// Counts below zero, or more accepted than drafted, are a broken server (`bad`).
+std::optional<SpecDecodeFigures> read_spec_metrics(od::value v, std::string& bad) {
+  std::optional<SpecDecodeFigures> out;
+  if (v.type() != od::json_type::object) return out;
+  for (auto field : v.get_object()) {
+    std::string_view key = field.unescaped_key();
+    od::value sd = field.value();
+    if (key == "speculative_decoding" && sd.type() == od::json_type::object) {
+      out = read_spec_decoding(sd, bad);
+    }
+  }
+  return out;
+}
+
 std::string read_error_object(od::value v) {
   if (v.type() == od::json_type::string) return std::string(v.get_string().value());
   if (v.type() != od::json_type::object) return "error";
@@ -148,6 +193,8 @@ StreamChunk StreamDecoder::decode(std::string_view data) {
         }
       } else if (key == "usage") {
         if (v.type() == od::json_type::object) out.usage = read_usage(v, bad_usage);
+      } else if (key == "metrics") {
+        out.spec = read_spec_metrics(v, bad_usage);
       } else if (key == "error") {
         if (v.type() != od::json_type::null) {
           out.kind = StreamChunk::Kind::kError;

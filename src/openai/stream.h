@@ -21,6 +21,15 @@ struct Usage {
   int64_t completion_tokens = -1;  // -1 when absent
 };
 
+/// One request's speculative decoding as the server reports it in the response (vLLM's
+/// --per-request-spec-decode-metrics: "metrics":{"speculative_decoding":{...}} on the final usage
+/// chunk or the full response).
+struct SpecDecodeFigures {
+  int64_t steps = 0;         // num_spec_steps: verify steps that drafted
+  int64_t accepted = 0;      // num_accepted_draft_tokens
+  int64_t draft_tokens = 0;  // num_draft_tokens
+};
+
 /// What one stream event means for measurement ("content event" in docs/metrics.md).
 struct StreamChunk {
   enum class Kind {
@@ -33,6 +42,7 @@ struct StreamChunk {
   Kind kind = Kind::kMalformed;
   size_t content_bytes = 0;    // bytes of generated text/reasoning/tool arguments
   std::optional<Usage> usage;  // present when the chunk carried a non-null usage object
+  std::optional<SpecDecodeFigures> spec;  // metrics.speculative_decoding, when present
   std::string finish_reason;   // non-empty on the chunk that carried one
   std::string error_message;   // for kError and kMalformed
   std::string text;            // the content text, with StreamDecoder::keep_text (else empty)

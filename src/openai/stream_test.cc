@@ -53,6 +53,30 @@ TEST(StreamDecoder, NegativeUsageIsMalformed) {
       << c.error_message;
 }
 
+// vLLM's per-request speculative decoding rides on the final usage chunk; an impossible one is
+// a broken server, never a figure.
+TEST(StreamDecoder, PerRequestSpecDecodeMetrics) {
+  StreamDecoder d;
+  auto c = d.decode(
+      R"({"choices":[],"usage":{"prompt_tokens":2,"completion_tokens":40},"metrics":)"
+      R"({"speculative_decoding":{"mean_acceptance_length":2.4375,"acceptance_histogram":[0,9,7,0],)"
+      R"("num_spec_steps":16,"num_accepted_draft_tokens":23,"num_draft_tokens":48,"num_spec_tokens":3},)"
+      R"("other":{"x":[1,2]}},"id":"after"})");
+  EXPECT_EQ(c.kind, Kind::kNoContent);
+  ASSERT_TRUE(c.spec);
+  EXPECT_EQ(c.spec->steps, 16);
+  EXPECT_EQ(c.spec->accepted, 23);
+  EXPECT_EQ(c.spec->draft_tokens, 48);
+  ASSERT_TRUE(c.usage);
+  EXPECT_EQ(c.usage->completion_tokens, 40);
+  EXPECT_FALSE(d.decode(R"({"choices":[],"metrics":{"speculative_decoding":{}}})").spec);
+  auto broken = d.decode(R"({"choices":[],"metrics":{"speculative_decoding":{"num_spec_steps":4,)"
+                         R"("num_accepted_draft_tokens":13,"num_draft_tokens":12}}})");
+  EXPECT_EQ(broken.kind, Kind::kMalformed);
+  EXPECT_NE(broken.error_message.find("13 draft tokens accepted of 12"), std::string::npos)
+      << broken.error_message;
+}
+
 TEST(StreamDecoder, NullUsageAndNullContent) {
   StreamDecoder d;
   auto c = d.decode(

@@ -136,6 +136,7 @@ json::object point_metrics(const store::PointRecord& p) {
     m["icl_ms"] = fixed_stats(r, "icl_ms", 1);
     m["tokens_per_event"] = num_or_null(num_at(r, "mean_tokens_per_event"));
     m["client_acceptance_length"] = num_or_null(num_at(r, "client_acceptance_length"));
+    m["response_acceptance_length"] = num_or_null(num_at(r, "response_acceptance_length"));
     m["percentiles"] = json::array{"p50", "p90", "p99"};
   }
   // The server's acceptance length over the point, and the golden check when a recipe asked.

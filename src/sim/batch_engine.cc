@@ -86,7 +86,7 @@ class BatchEngine::Request final : public Generation {
     if (e.finished) finished_ = true;  // the scheduler already let it go
     if (listener_ != nullptr) {
       taken_ = produced_;
-      listener_->on_tokens(e.tokens, due_ns, e.finished);
+      listener_->on_tokens(e.tokens, due_ns, e.finished, e.accepted);
       return;
     }
     if (record_due_times_) due_ns_.insert(due_ns_.end(), static_cast<size_t>(e.tokens), due_ns);

@@ -156,6 +156,7 @@ class SimpleEngine::Request final : public Generation {
     // A completion already queued when the request is destroyed still runs: `alive` tells.
     timer_.async_wait([this, alive = std::weak_ptr<int>(alive_)](const boost::system::error_code& ec) {
       if (ec || alive.expired()) return;
+      const bool speculates = produced_ > 0 && engine_.spec_.enabled();
       const int n = step_tokens();
       produced_ += n;
       const bool last = produced_ == output_tokens_;
@@ -163,7 +164,7 @@ class SimpleEngine::Request final : public Generation {
         holds_slot_ = false;  // done generating: the slot goes to the next request right away
         engine_.release_slot();
       }
-      listener_->on_tokens(n, to_ns(next_at_), last);
+      listener_->on_tokens(n, to_ns(next_at_), last, speculates ? n - 1 : -1);
       if (!last) schedule_next();
     });
   }

@@ -64,8 +64,10 @@ class GenerationListener {
   /// once (readmission after a preemption).
   virtual void on_admitted() = 0;
   /// `n` >= 1 new tokens exist; the engine step (or decode step) that made them ended at
-  /// `due_ns` (steady-clock ns). `finished`: they include the last one.
-  virtual void on_tokens(int n, int64_t due_ns, bool finished) = 0;
+  /// `due_ns` (steady-clock ns). `finished`: they include the last one. `accepted`: with
+  /// speculative decoding, the draft tokens the step accepted (n - 1, or more when the output
+  /// ended first); -1 when the step did not speculate (a prefill, or no speculation).
+  virtual void on_tokens(int n, int64_t due_ns, bool finished, int accepted) = 0;
 
  protected:
   ~GenerationListener() = default;

@@ -128,22 +128,27 @@ void ResponseFormatter::append_token_event(std::string& out, std::string_view te
   out += "}\n\n";
 }
 
-std::string ResponseFormatter::usage_event(const Usage& usage) const {
+std::string ResponseFormatter::usage_event(const Usage& usage, std::string_view metrics) const {
   std::string event;
-  append_usage_event(event, usage);
+  append_usage_event(event, usage, metrics);
   return event;
 }
 
-void ResponseFormatter::append_usage_event(std::string& out, const Usage& usage) const {
+void ResponseFormatter::append_usage_event(std::string& out, const Usage& usage,
+                                           std::string_view metrics) const {
   out += "data: ";
   out += chunk_prefix_;
   out += R"("choices":[],"usage":)";
   append_usage_json(out, usage);
+  if (!metrics.empty()) {
+    out += R"(,"metrics":)";
+    out += metrics;
+  }
   out += "}\n\n";
 }
 
 std::string ResponseFormatter::full_response(std::string_view text, FinishReason finish,
-                                             const Usage& usage) const {
+                                             const Usage& usage, std::string_view metrics) const {
   std::string json = body_prefix_;
   if (api_ == Api::kChat) {
     json += R"("choices":[{"index":0,"message":{"role":"assistant","content":)";
@@ -154,8 +159,13 @@ std::string ResponseFormatter::full_response(std::string_view text, FinishReason
     json += json_quote(text);
     json += ',';
   }
-  json += fmt::format(R"("logprobs":null,"finish_reason":"{}","stop_reason":null}}],"usage":{}}})",
+  json += fmt::format(R"("logprobs":null,"finish_reason":"{}","stop_reason":null}}],"usage":{})",
                       to_string(finish), usage_json(usage));
+  if (!metrics.empty()) {
+    json += R"(,"metrics":)";
+    json += metrics;
+  }
+  json += '}';
   return json;
 }
 

@@ -47,12 +47,16 @@ class ResponseFormatter {
   void append_token_event(std::string& out, std::string_view text,
                           std::optional<FinishReason> finish, const Usage* usage) const;
 
-  /// The final usage event: "choices":[] and usage.
-  std::string usage_event(const Usage& usage) const;
-  void append_usage_event(std::string& out, const Usage& usage) const;
+  /// The final usage event: "choices":[] and usage; then "metrics": `metrics` (a JSON object,
+  /// vLLM's per-request metrics) unless empty.
+  std::string usage_event(const Usage& usage, std::string_view metrics = {}) const;
+  void append_usage_event(std::string& out, const Usage& usage,
+                          std::string_view metrics = {}) const;
 
-  /// The complete non-streamed response ("text_completion" or "chat.completion").
-  std::string full_response(std::string_view text, FinishReason finish, const Usage& usage) const;
+  /// The complete non-streamed response ("text_completion" or "chat.completion"), with
+  /// "metrics": `metrics` after usage unless empty.
+  std::string full_response(std::string_view text, FinishReason finish, const Usage& usage,
+                            std::string_view metrics = {}) const;
 
  private:
   Api api_;

@@ -236,11 +236,12 @@ void Scheduler::complete(const Plan& plan, std::vector<Emission>& emissions) {
     if (s == nullptr || s->state != State::kRunning) continue;  // aborted during the step
     s->computed += e.new_tokens;
     int produced = 0;
+    int accepted = -1;
     if (e.samples) {
       produced = 1;
       if (e.draft > 0) {
         // The accepted drafts join the target's token; the rejected ones' KV is dropped.
-        const int accepted = std::min(draw_accepted(s->rng, config_.spec), e.draft);
+        accepted = std::min(draw_accepted(s->rng, config_.spec), e.draft);
         stats_.spec.count(accepted, config_.spec.num_speculative_tokens);
         s->computed -= e.draft - accepted;
         produced += accepted;
@@ -253,7 +254,8 @@ void Scheduler::complete(const Plan& plan, std::vector<Emission>& emissions) {
     register_blocks(*s);
     const bool finished = s->generated >= s->spec.output_tokens;
     if (e.samples) {
-      emissions.push_back({s->owner, finished, s->cached_tokens, s->preemptions, produced});
+      emissions.push_back(
+          {s->owner, finished, s->cached_tokens, s->preemptions, produced, accepted});
     }
     if (finished) {
       s->state = State::kDone;  // removed from running_ below, then freed

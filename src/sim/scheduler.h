@@ -79,6 +79,7 @@ class Scheduler {
     int cached_tokens;  // prompt tokens found in the prefix cache at its first admission
     int preemptions;    // times it was preempted so far
     int tokens;         // tokens produced: 1, or 1 + the accepted drafts
+    int accepted;       // draft tokens the step accepted; -1: it did not speculate
   };
 
   /// REQUIRES: every field >= 1 (sliding_window >= 0).

@@ -204,6 +204,8 @@ std::string format_sim_args(const SimArgs& args) {
   } else {
     out += "speculative_config=None, ";
   }
+  out += fmt::format("per_request_spec_decode_metrics={}, ",
+                     args.per_request_spec_metrics ? "'summary'" : "None");
   out += fmt::format(
       "stream_interval={}, metrics_engine={}, time_scale={}, truth_log={}, seed={}, "
       "keep_alive_timeout_s={}, threads={})",
@@ -356,6 +358,7 @@ struct RequestPlan {
   bool include_usage;
   bool continuous_usage;
   int stream_interval = 1;  // tokens per SSE event (the first event has one)
+  int spec_metrics_k = 0;   // > 0: report the request's speculative decoding (K drafts a step)
   OutputPlan output;
   uint64_t stream_seed;
   std::vector<std::string> answer;  // --gsm8k-correct: the answer's tokens (words), else empty
@@ -390,6 +393,9 @@ class RequestReceiver final : public NewsReceiver {
     const bool admission = (news.admitted || news.tokens > 0) && !admitted_;
     if (admission) admitted_ = true;
     if (news.tokens > 0) trace_.tokens_due(news.tokens, news.due_ns);
+    if (news.accepted >= 0 && plan_.spec_metrics_k > 0) {
+      spec_.count(news.accepted, plan_.spec_metrics_k);
+    }
     if (!plan_.stream) {
       usage_.completion_tokens += news.tokens;
       if (news.finished || usage_.completion_tokens >= plan_.output.tokens) finished_ = true;
@@ -424,7 +430,7 @@ class RequestReceiver final : public NewsReceiver {
       finished_ = true;
       if (held_tokens_ > 0) flush_held(std::nullopt);  // the engine ended the request early
       std::string& out = sink();
-      if (plan_.include_usage) format_.append_usage_event(out, usage_);
+      if (plan_.include_usage) format_.append_usage_event(out, usage_, spec_metrics());
       out += kSseDone;
       end_queued_ = true;
     }
@@ -462,6 +468,11 @@ class RequestReceiver final : public NewsReceiver {
   bool finished() const { return finished_; }
   bool end_written() const { return end_written_; }
   const Usage& usage() const { return usage_; }
+  // The response's "metrics" value (vLLM's per-request speculative decoding), or empty.
+  std::string spec_metrics() const {
+    return plan_.spec_metrics_k > 0 ? request_spec_metrics_json(spec_, plan_.spec_metrics_k)
+                                    : std::string();
+  }
 
  private:
   const Usage* running_usage() const { return plan_.continuous_usage ? &usage_ : nullptr; }
@@ -532,6 +543,7 @@ class RequestReceiver final : public NewsReceiver {
   std::string out_;  // events waiting for the socket (the header, a pending write)
   std::string* building_ = nullptr;  // the writer's chunk buffer holding this delivery's events
   int unsent_tokens_ = 0;            // in events formatted, not yet handed to the socket
+  SpecDecodeCounters spec_;          // --per-request-spec-decode-metrics: this request's steps
   int held_tokens_ = 0;              // --stream-interval: tokens waiting for their event
   std::string held_text_;            // their text
   bool admitted_ = false;
@@ -837,6 +849,7 @@ asio::awaitable<void> SimServer::handle_generate(Api api, const http::HttpReques
   plan.include_usage = req.include_usage;
   plan.continuous_usage = req.continuous_usage;
   plan.stream_interval = args_.stream_interval;
+  if (args_.per_request_spec_metrics) plan.spec_metrics_k = args_.spec.num_speculative_tokens;
   plan.output =
       plan_output(req.prompt_hash, args_.seed, req.max_tokens, req.min_tokens, req.ignore_eos);
   plan.stream_seed = mix64(req.prompt_hash ^ mix64(args_.seed + 1));
@@ -874,7 +887,8 @@ asio::awaitable<void> SimServer::handle_generate(Api api, const http::HttpReques
     for (int i = 0; i < receiver.usage().completion_tokens; ++i) text += plan.token_text(i);
     trace.tokens_sent(receiver.usage().completion_tokens, mono_ns());
     if (co_await writer.send(200, kJson,
-                             format.full_response(text, plan.output.finish, receiver.usage()))) {
+                             format.full_response(text, plan.output.finish, receiver.usage(),
+                                                  receiver.spec_metrics()))) {
       trace.completed();
     }
     co_return;

@@ -67,6 +67,9 @@ struct SimArgs {
   /// --spec-decode K and its acceptance (sim/spec_decode.h): speculative decoding, either timing
   /// model (the roofline's decode steps verify K + 1 tokens per sequence).
   SpecDecodeConfig spec;
+  /// --per-request-spec-decode-metrics summary (vLLM's): with speculative decoding, each
+  /// response (a stream's final usage event) carries "metrics":{"speculative_decoding":{...}}.
+  bool per_request_spec_metrics = false;
   std::string truth_log;               // --truth-log path; empty: none
   uint64_t seed = 0;                   // output lengths and texts depend on it
   double keep_alive_timeout_s = 5.0;   // idle keep-alive connections close after this; 0 = never

@@ -70,4 +70,30 @@ void SpecDecodeCounters::count(int accepted_tokens, int k) {
   for (int j = 0; j < accepted_tokens; ++j) ++accepted_per_pos[static_cast<size_t>(j)];
 }
 
+std::string request_spec_metrics_json(const SpecDecodeCounters& c, int k) {
+  if (c.drafts <= 0 || k <= 0) return {};
+  // Acceptance is consecutive from the first draft: the steps that accepted at least j + 1 are
+  // accepted_per_pos[j], so exactly j is the difference of two neighbours.
+  std::vector<int64_t> at_least(static_cast<size_t>(k) + 2, 0);
+  at_least[0] = c.drafts;
+  for (size_t j = 0; j < c.accepted_per_pos.size() && j < static_cast<size_t>(k); ++j) {
+    at_least[j + 1] = c.accepted_per_pos[j];
+  }
+  std::string histogram;
+  for (int j = 0; j <= k; ++j) {
+    if (j > 0) histogram += ',';
+    histogram +=
+        fmt::format("{}", at_least[static_cast<size_t>(j)] - at_least[static_cast<size_t>(j) + 1]);
+  }
+  const double al = 1.0 + static_cast<double>(c.accepted) / static_cast<double>(c.drafts);
+  const double rate = c.draft_tokens > 0
+                          ? static_cast<double>(c.accepted) / static_cast<double>(c.draft_tokens)
+                          : 0.0;
+  return fmt::format(
+      R"({{"speculative_decoding":{{"mean_acceptance_length":{},"draft_acceptance_rate":{},)"
+      R"("acceptance_histogram":[{}],"num_spec_steps":{},"num_accepted_draft_tokens":{},)"
+      R"("num_draft_tokens":{},"num_spec_tokens":{}}}}})",
+      al, rate, histogram, c.drafts, c.accepted, c.draft_tokens, k);
+}
+
 }  // namespace ib::sim

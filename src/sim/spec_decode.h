@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "core/expected.h"
@@ -55,5 +56,12 @@ struct SpecDecodeCounters {
   /// Counts one step that accepted `accepted` of `k` drafts.
   void count(int accepted_tokens, int k);
 };
+
+/// One request's counters as vLLM's --per-request-spec-decode-metrics summary returns them, the
+/// value of the response's "metrics" key: {"speculative_decoding":{"mean_acceptance_length",
+/// "draft_acceptance_rate", "acceptance_histogram" ([j]: steps that accepted exactly j drafts,
+/// j = 0..K), "num_spec_steps", "num_accepted_draft_tokens", "num_draft_tokens",
+/// "num_spec_tokens"}}. Empty when no step of the request speculated.
+std::string request_spec_metrics_json(const SpecDecodeCounters& c, int k);
 
 }  // namespace ib::sim

@@ -54,6 +54,22 @@ TEST(SpecDecode, ValidateNamesTheSetting) {
   EXPECT_NE(validate(c).error().message.find("draft_ms"), std::string::npos);
 }
 
+// vLLM's --per-request-spec-decode-metrics summary, byte for byte in its key order: the
+// histogram counts steps by exactly how many drafts they accepted (the example in vLLM's pull
+// request: 43 steps, 10 accepted of 129 drafted).
+TEST(SpecDecode, ARequestsCountersAsVllmReturnsThem) {
+  SpecDecodeCounters c;
+  for (int i = 0; i < 39; ++i) c.count(0, 3);
+  c.count(1, 3);
+  for (int i = 0; i < 3; ++i) c.count(3, 3);
+  EXPECT_EQ(request_spec_metrics_json(c, 3),
+            R"({"speculative_decoding":{"mean_acceptance_length":1.2325581395348837,)"
+            R"("draft_acceptance_rate":0.07751937984496124,"acceptance_histogram":[39,1,0,3],)"
+            R"("num_spec_steps":43,"num_accepted_draft_tokens":10,"num_draft_tokens":129,)"
+            R"("num_spec_tokens":3}})");
+  EXPECT_EQ(request_spec_metrics_json(SpecDecodeCounters{}, 3), "");  // never speculated
+}
+
 }  // namespace
 }  // namespace ib::sim
 

@@ -90,9 +90,10 @@ class TokenRelay::Job final : public GenerationListener {
     relay_.push(io_, news);
   }
 
-  void on_tokens(int n, int64_t due_ns, bool finished) override {
+  void on_tokens(int n, int64_t due_ns, bool finished, int accepted) override {
     TokenNews news = base();
     news.tokens = n;
+    news.accepted = accepted;
     news.due_ns = due_ns;
     news.finished = finished;
     relay_.push(io_, news);

@@ -31,6 +31,7 @@ struct TokenNews {
   int64_t due_ns = 0;     // when the step that made the tokens ended (steady-clock ns)
   int cached_tokens = 0;  // the generation's prefix-cache hit and preemptions so far
   int preemptions = 0;
+  int accepted = -1;  // speculative decoding: drafts the step accepted; -1: it did not speculate
 };
 
 /// Gets a request's news, on the I/O thread that submitted it. One delivery may bring several

@@ -121,7 +121,8 @@ TEST(MultiToken, SpeculativeDecodingRealisesItsAcceptanceLength) {
   TempDir dir;
   SimServer sim(dir.path(),
                 {"--timing-model", "simple", "--decode-base-ms", "1", "--decode-per-running-ms",
-                 "0", "--spec-decode", "3", "--spec-acceptance-length", "2.5"});
+                 "0", "--spec-decode", "3", "--spec-acceptance-length", "2.5",
+                 "--per-request-spec-decode-metrics", "summary"});
   ASSERT_TRUE(sim.running());
   const auto j = bench_multi_token(sim, dir, "spec", {"--continuous-usage"}, 200, 16);
   ASSERT_FALSE(j.empty());
@@ -137,6 +138,18 @@ TEST(MultiToken, SpeculativeDecodingRealisesItsAcceptanceLength) {
   // Per-token ITL is the step shared by its tokens: below the gap between events. Means, not
   // medians: a slow client (ASan) reads several events at once, and most gaps are then 0.
   EXPECT_LT(num(j, "mean_itl_ms"), num(j, "mean_icl_ms"));
+  // Each response's own count (vLLM's --per-request-spec-decode-metrics): the same steps as the
+  // /metrics counters' increase over the window, so the same acceptance length.
+  EXPECT_NEAR(num(j, "response_acceptance_length"), server_al, 0.01 * server_al);
+  EXPECT_EQ(j.at("response_spec_decoding").at("requests").as_int64(), 16);
+  // Without /metrics, those responses are what the golden check reads, and it says so.
+  const auto blind = bench_multi_token(
+      sim, dir, "blind", {"--no-server-metrics", "--expect-spec-acceptance", "2.5"}, 200, 16);
+  ASSERT_FALSE(blind.empty());
+  const auto& sa = blind.at("spec_acceptance").as_object();
+  EXPECT_TRUE(sa.at("passed").as_bool()) << boost::json::serialize(sa);
+  EXPECT_NE(std::string(sa.at("realised_from").as_string()).find("16 responses"), std::string::npos)
+      << boost::json::serialize(sa);
 }
 
 // `expect: spec-acceptance` as a point sees it (bench --expect-spec-acceptance, the sweep's same

@@ -793,6 +793,9 @@
     if (p.m.client_acceptance_length != null && p.m.tokens_per_event != null && p.m.tokens_per_event > 1.0001) {
       parts.push(fmt(p.m.client_acceptance_length) + ' (client, tokens per decode event)');
     }
+    if (p.m.response_acceptance_length != null) {
+      parts.push(fmt(p.m.response_acceptance_length) + ' (server, summed over its responses)');
+    }
     const sa = p.m.spec_acceptance;
     if (sa) {
       parts.push((sa.passed ? '\u2713' : '\u2715') + ' golden ' + fmt(sa.golden) + ' \u00b1 ' + fmt(sa.tolerance) +
@@ -807,7 +810,8 @@
       'validity', 'tput_per_gpu', 'output_tput_per_gpu', 'input_tput_per_gpu'];
     for (const q of Object.keys(PCTS)) cols.push('intvty_' + q, 'e2e_norm_intvty_' + q, 'ttft_ms_' + q, 'e2el_ms_' + q);
     for (const q of Object.keys(PCTS)) cols.push('itl_ms_' + q, 'icl_ms_' + q);
-    cols.push('tokens_per_event', 'spec_acceptance_length', 'client_acceptance_length', 'golden_acceptance_length');
+    cols.push('tokens_per_event', 'spec_acceptance_length', 'client_acceptance_length', 'response_acceptance_length',
+      'golden_acceptance_length');
     cols.push('j_per_output_token', 'avg_power_w_per_gpu', 'usd_per_gpu_hour', 'usd_per_m_output_tokens');
     const esc = (v) => {
       const s = v == null ? '' : String(v);
@@ -831,6 +835,7 @@
       }
       r.tokens_per_event = p.m.tokens_per_event; r.spec_acceptance_length = p.m.spec_acceptance_length;
       r.client_acceptance_length = p.m.client_acceptance_length;
+      r.response_acceptance_length = p.m.response_acceptance_length;
       r.golden_acceptance_length = p.m.spec_acceptance ? p.m.spec_acceptance.golden : null;
       lines.push(cols.map((c) => esc(r[c])).join(','));
     }
