@@ -4,6 +4,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <charconv>
 #include <cmath>
 #include <csignal>
 #include <filesystem>
@@ -21,8 +22,10 @@
 #include "core/strings.h"
 #include "report/table.h"
 #include "sim/config.h"
+#include "sim/env.h"
 #include "sim/hardware.h"
 #include "sim/model_spec.h"
+#include "sim/router.h"
 #include "sim/sim_server.h"
 
 namespace ib::cli {
@@ -46,6 +49,12 @@ struct ServeSimOptions {
               *spec_draft_opt = nullptr;
   std::string per_request_spec;  // --per-request-spec-decode-metrics: summary
   std::string spec_decoding;  // --spec-decoding: InferenceX's field (none | mtp | draft_model)
+  // Disaggregation: the role, the KV link, the router's workers.
+  std::string role = "both", kv_link, routing = "round_robin";
+  double kv_bandwidth_gbs = 0, kv_latency_us = 0, router_timeout_s = 600;
+  std::vector<std::string> prefill_urls, decode_urls;
+  CLI::Option *kv_link_opt = nullptr, *kv_bandwidth_opt = nullptr, *kv_latency_opt = nullptr,
+              *kv_port_opt = nullptr, *kv_lease_opt = nullptr;
   // Roofline settings.
   std::string hardware, model_preset, quantization, kv_cache_dtype;
   int tp = 1, max_num_seqs = 0, max_num_batched_tokens = 0, block_size = 0, num_gpu_blocks = 0;
@@ -176,6 +185,8 @@ int resolve(ServeSimOptions& o) {
 }
 
 int resolve_spec(ServeSimOptions& o);
+int resolve_disagg(ServeSimOptions& o);
+int run_router(ServeSimOptions& o);
 
 int run(ServeSimOptions& o) {
   if (o.list_presets) {
@@ -186,8 +197,19 @@ int run(ServeSimOptions& o) {
           same_output_files({{"--port-file", o.port_file}, {"--truth-log", o.args.truth_log}})) {
     return fail("serve-sim", usage_error(*same));
   }
+  if (o.role == "router") {
+    if (o.prefill_urls.empty() || o.decode_urls.empty()) {
+      return fail("serve-sim", usage_error("--role router needs --prefill URL and --decode URL "
+                                           "(one of each at least)"));
+    }
+    return run_router(o);
+  }
+  if (!o.prefill_urls.empty() || !o.decode_urls.empty()) {
+    return fail("serve-sim", usage_error("--prefill and --decode apply with --role router"));
+  }
   if (int rc = resolve(o); rc != kExitOk) return rc;
   if (int rc = resolve_spec(o); rc != kExitOk) return rc;
+  if (int rc = resolve_disagg(o); rc != kExitOk) return rc;
   o.args.per_request_spec_metrics = o.per_request_spec == "summary";
   if (o.gsm8k_flexible_opt->count() > 0 && o.gsm8k_correct_opt->count() == 0) {
     return fail("serve-sim", usage_error("--gsm8k-flexible-only applies with --gsm8k-correct"));
@@ -512,6 +534,178 @@ int resolve_spec(ServeSimOptions& o) {
   return kExitOk;
 }
 
+void add_disagg_options(CLI::App* app, ServeSimOptions& o) {
+  auto group = [](CLI::Option* opt) { return opt->group("Disaggregated prefill/decode"); };
+  sim::KvRoleArgs& kv = o.args.kv;
+  group(app->add_option("--role", o.role,
+                        "both (an aggregated server), or one role of a disaggregated deployment: "
+                        "prefill (keeps each prefill's KV for a decode worker), decode (pulls the "
+                        "KV, then decodes), router (the frontend: --prefill and --decode URLs)")
+            ->capture_default_str()
+            ->check(CLI::IsMember({"both", "prefill", "decode", "router"})));
+  o.kv_link_opt = group(app->add_option(
+      "--kv-link", o.kv_link,
+      "The KV transfer link: nvlink (450 GB/s, 3 us), rdma (50 GB/s, 5 us), ethernet (12.5 GB/s, "
+      "20 us) or tcp (1.25 GB/s, 50 us); default rdma, or UCX_TLS's on a decode worker"));
+  o.kv_bandwidth_opt = group(app->add_option("--kv-bandwidth-gbs", o.kv_bandwidth_gbs,
+                                             "The link's bandwidth in GB/s (overrides --kv-link's)")
+                                 ->transform(positive_real(1e6)));
+  o.kv_latency_opt = group(app->add_option("--kv-latency-us", o.kv_latency_us,
+                                           "The link's latency per transfer in microseconds")
+                               ->transform(real_in(0, 1e9)));
+  group(app->add_option("--kv-bytes-per-token", kv.bytes_per_token,
+                        "KV bytes a prompt token, all GPUs together (default: the model preset's "
+                        "with the roofline model, else Llama 3.1 8B's bf16 131072)")
+            ->transform(real_in(0, 1e9)));
+  o.kv_port_opt = add_integer(app, "--kv-port", kv.port,
+                              "prefill: the KV side channel's port (default "
+                              "VLLM_NIXL_SIDE_CHANNEL_PORT, else a free one)",
+                              0, 65535);
+  group(o.kv_port_opt);
+  group(add_integer(app, "--kv-wire-max-bytes", kv.channel.wire_max_bytes,
+                    "Bytes a KV transfer puts on the socket at most (the time is the link's for "
+                    "the whole KV)",
+                    0, int64_t{1} << 34)
+            ->capture_default_str());
+  o.kv_lease_opt = group(app->add_option("--kv-lease-s", kv.channel.lease_s,
+                                         "prefill: KV not pulled within this is dropped (default "
+                                         "VLLM_NIXL_ABORT_REQUEST_TIMEOUT, else 480)")
+                             ->transform(positive_real(1e6)));
+  group(app->add_option("--kv-pull-timeout-s", kv.pull_timeout_s,
+                        "decode: a KV pull that takes longer fails its request")
+            ->capture_default_str()
+            ->transform(positive_real(1e6)));
+  group(app->add_option("--prefill", o.prefill_urls,
+                        "router: a prefill worker's URL (repeat for each)"));
+  group(app->add_option("--decode", o.decode_urls,
+                        "router: a decode worker's URL (repeat for each)"));
+  group(app->add_option("--routing", o.routing,
+                        "router: how a prefill worker is picked: round_robin, or prefix (the "
+                        "worker that saw the longest prefix of the prompt, as cache-aware "
+                        "routers do)")
+            ->capture_default_str()
+            ->check(CLI::IsMember({"round_robin", "prefix"})));
+  group(app->add_option("--router-timeout-s", o.router_timeout_s,
+                        "router: a worker silent for longer fails the request")
+            ->capture_default_str()
+            ->transform(positive_real(1e6)));
+}
+
+// A decimal integer and nothing else (an environment variable's value), or nullopt.
+std::optional<int64_t> whole_number(const std::string& text) {
+  int64_t n = 0;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, n);
+  if (ec != std::errc() || ptr != end || text.empty()) return std::nullopt;
+  return n;
+}
+
+// The KV link and the role's environment: what a real worker would take from vLLM's NIXL
+// variables (prefill: VLLM_NIXL_SIDE_CHANNEL_PORT, VLLM_NIXL_ABORT_REQUEST_TIMEOUT) and UCX's
+// transport list (decode, the side that reads the KV: UCX_TLS), each read only by the role whose
+// code path uses it, and only when the flag does not say.
+int resolve_disagg(ServeSimOptions& o) {
+  sim::KvRoleArgs& kv = o.args.kv;
+  o.args.role = o.role == "prefill"  ? sim::SimRole::kPrefill
+                : o.role == "decode" ? sim::SimRole::kDecode
+                                     : sim::SimRole::kBoth;
+  if (o.args.role == sim::SimRole::kBoth) return kExitOk;
+  std::string link = o.kv_link.empty() ? "rdma" : o.kv_link;
+  if (o.args.role == sim::SimRole::kDecode && o.kv_link.empty()) {
+    if (auto tls = sim::sim_getenv("UCX_TLS")) {
+      // UCX's transports, most capable first: cuda_ipc is NVLink, rc/dc/ud are InfiniBand.
+      link = tls->find("cuda_ipc") != std::string::npos ? "nvlink"
+             : (tls->find("rc") != std::string::npos || tls->find("dc") != std::string::npos ||
+                tls->find("ib") != std::string::npos || *tls == "all")
+                 ? "rdma"
+                 : "tcp";
+    }
+  }
+  auto preset = sim::kv_link_preset(link);
+  if (!preset) return fail("serve-sim", usage_error("--kv-link: " + preset.error().message));
+  kv.channel.link = *preset;
+  if (o.kv_bandwidth_opt->count() > 0) {
+    kv.channel.link.bytes_per_s = o.kv_bandwidth_gbs * 1e9;
+    kv.channel.link.name = "custom";
+  }
+  if (o.kv_latency_opt->count() > 0) {
+    kv.channel.link.latency_s = o.kv_latency_us * 1e-6;
+    kv.channel.link.name = "custom";
+  }
+  kv.channel.time_scale = o.args.time_scale;
+  if (kv.bytes_per_token <= 0) {
+    // The model's KV a token, all tensor-parallel ranks together; without a model preset (the
+    // simple timing model), Llama 3.1 8B's in bf16: 32 layers x 8 KV heads x 128 x (K, V) x 2 B.
+    kv.bytes_per_token =
+        o.args.engine ? o.args.engine->kv_bytes_per_token * o.args.engine->tensor_parallel_size
+                      : 131072.0;
+  }
+  if (o.args.role == sim::SimRole::kPrefill) {
+    if (o.kv_port_opt->count() == 0) {
+      if (auto port = sim::sim_getenv("VLLM_NIXL_SIDE_CHANNEL_PORT")) {
+        auto n = whole_number(*port);
+        if (!n || *n < 0 || *n > 65535) {
+          return fail("serve-sim", usage_error(fmt::format(
+                                       "VLLM_NIXL_SIDE_CHANNEL_PORT must be a port (0 to 65535), "
+                                       "got '{}'",
+                                       printable(*port, 40))));
+        }
+        kv.port = static_cast<uint16_t>(*n);
+      }
+    }
+    if (o.kv_lease_opt->count() == 0) {
+      if (auto lease = sim::sim_getenv("VLLM_NIXL_ABORT_REQUEST_TIMEOUT")) {
+        auto n = whole_number(*lease);
+        if (!n || *n < 1) {
+          return fail("serve-sim",
+                      usage_error(fmt::format("VLLM_NIXL_ABORT_REQUEST_TIMEOUT must be seconds (at "
+                                              "least 1), got '{}'",
+                                              printable(*lease, 40))));
+        }
+        kv.channel.lease_s = static_cast<double>(*n);
+      }
+    }
+  }
+  return kExitOk;
+}
+
+// serve-sim --role router: the frontend of a disaggregated deployment.
+int run_router(ServeSimOptions& o) {
+  sim::RouterArgs r;
+  r.host = o.args.host;
+  r.port = o.args.port;
+  r.model = o.args.model;
+  r.api_key = o.args.api_key;
+  r.prefill_urls = o.prefill_urls;
+  r.decode_urls = o.decode_urls;
+  r.policy = *sim::parse_routing_policy(o.routing);
+  r.timeout_s = o.router_timeout_s;
+  r.keep_alive_timeout_s = o.args.keep_alive_timeout_s;
+  boost::asio::io_context io(1);
+  auto router = sim::SimRouter::create(io, std::move(r));
+  if (!router) return fail("serve-sim", with_kind(router.error(), ErrorKind::kUsage));
+  auto port = (*router)->listen();
+  if (!port) return fail("serve-sim", port.error());
+  if (!o.port_file.empty()) {
+    if (auto written = write_file_atomic(o.port_file, fmt::format("{}\n", *port)); !written) {
+      return fail("serve-sim",
+                  Error{fmt::format("cannot write the port file: {}", written.error().message)});
+    }
+  }
+  fmt::print(stderr, "serve-sim router listening on http://{}:{} ({} prefill, {} decode, {})\n",
+             o.args.host, *port, o.prefill_urls.size(), o.decode_urls.size(), o.routing);
+  boost::asio::signal_set signals(io, SIGINT, SIGTERM);
+  signals.async_wait([&](const boost::system::error_code& ec, int) {
+    if (!ec) (*router)->stop();
+  });
+  io.run();
+  if (!o.port_file.empty()) {
+    std::error_code ignored;
+    std::filesystem::remove(o.port_file, ignored);
+  }
+  return kExitOk;
+}
+
 }  // namespace
 
 RunFn register_serve_sim(CLI::App& root) {
@@ -525,6 +719,7 @@ RunFn register_serve_sim(CLI::App& root) {
                         "(default: one token per word)");
   add_roofline_options(app, *o);
   add_simple_options(app, *o);
+  add_disagg_options(app, *o);
   return [o]() {
     if (!o->args.api_key.empty()) add_secret(o->args.api_key);
     return run(*o);

@@ -32,6 +32,7 @@ class BatchEngine::Request final : public Generation {
     spec.output_tokens = request.output_tokens;
     spec.prompt_keys = std::move(request.prompt_keys);
     spec.output_seed = request.output_seed;
+    spec.external_tokens = request.external_tokens;
     spec.ends_with_eos = request.ends_with_eos;
     if (record_due_times_) due_ns_.reserve(static_cast<size_t>(request.output_tokens));
     id_ = engine_.scheduler_.add(std::move(spec), this);

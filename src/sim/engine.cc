@@ -51,7 +51,8 @@ class SimpleEngine::Request final : public Generation {
  public:
   Request(SimpleEngine& engine, const GenerationRequest& request)
       : engine_(engine),
-        prompt_tokens_(request.prompt_tokens),
+        prompt_tokens_(request.prompt_tokens -
+                       std::clamp(request.external_tokens, 0, request.prompt_tokens - 1)),
         output_tokens_(request.output_tokens),
         record_due_times_(request.record_due_times),
         rng_(request.output_seed ^ 0x5eedc0dedeadbeefULL),

@@ -38,6 +38,10 @@ struct GenerationRequest {
   uint64_t output_seed = 0;       // generated token i has key output_token_key(output_seed, i)
   bool ends_with_eos = false;     // the last generated token is EOS (key kKeyEos)
   bool record_due_times = false;  // keep every token's due time (Generation::due_times)
+  /// Prompt tokens whose KV came from elsewhere (a disaggregated decode instance got it from a
+  /// prefill instance): not computed again at the first admission (at most prompt_tokens - 1:
+  /// the last is computed to sample the first token).
+  int external_tokens = 0;
 };
 
 /// A snapshot of an engine's state and counters, for /metrics.

@@ -104,6 +104,52 @@ std::optional<ApiError> read_bool(const json::object& o, std::string_view key, b
   return std::nullopt;
 }
 
+// kv_transfer_params: null or absent, or an object whose known keys have their types; a decode
+// side needs the three remote_* fields together.
+std::optional<ApiError> read_kv_transfer(const json::object& o, GenerateRequest& r) {
+  const json::value* v = find(o, "kv_transfer_params");
+  if (v == nullptr) return std::nullopt;
+  const std::string param = "kv_transfer_params";
+  if (!v->is_object()) {
+    return bad_request(param,
+                       fmt::format("kv_transfer_params must be an object, got {}", describe(*v)));
+  }
+  const json::object& p = v->get_object();
+  GenerateRequest::KvTransfer kv;
+  auto prefixed = [&](ApiError e) {
+    e.param = param;
+    e.message = "kv_transfer_params." + e.message;
+    return e;
+  };
+  if (auto err = read_bool(p, "do_remote_decode", kv.do_remote_decode)) return prefixed(*err);
+  std::optional<int64_t> port;
+  if (auto err = read_int(p, "remote_port", port)) return prefixed(*err);
+  for (const char* key : {"remote_host", "remote_request_id"}) {
+    const json::value* s = find(p, key);
+    if (s == nullptr) continue;
+    if (!s->is_string()) {
+      return bad_request(
+          param, fmt::format("kv_transfer_params.{} must be a string, got {}", key, describe(*s)));
+    }
+    (std::string_view(key) == "remote_host" ? kv.remote_host : kv.remote_request_id) =
+        std::string(s->get_string());
+  }
+  if (port && (*port < 1 || *port > 65535)) {
+    return bad_request(param, fmt::format("kv_transfer_params.remote_port must be 1 to 65535, "
+                                          "got {}",
+                                          *port));
+  }
+  kv.remote_port = port ? static_cast<int>(*port) : 0;
+  const bool any_remote = port || !kv.remote_host.empty() || !kv.remote_request_id.empty();
+  if (any_remote && (kv.remote_host.empty() || !kv.remote())) {
+    return bad_request(param,
+                       "kv_transfer_params needs remote_host, remote_port and remote_request_id "
+                       "together (where the prefill instance holds the KV)");
+  }
+  r.kv_transfer = std::move(kv);
+  return std::nullopt;
+}
+
 // A validated token id (a non-negative int64 or a uint64) as 64 bits.
 uint64_t token_id_bits(const json::value& id) {
   return id.is_uint64() ? id.get_uint64() : static_cast<uint64_t>(id.get_int64());
@@ -478,6 +524,7 @@ ParseResult parse_request(std::string_view body, const ServedModel& model, Api a
                     input_name));
   }
   r.max_tokens = static_cast<int>(*max_tokens);
+  if (auto err = read_kv_transfer(o, r)) return *err;
 
   std::optional<int64_t> min_tokens;
   if (auto err = read_int(o, "min_tokens", min_tokens)) return *err;

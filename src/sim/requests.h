@@ -48,6 +48,17 @@ struct GenerateRequest {
   bool stream = false;
   bool include_usage = false;     // stream_options.include_usage
   bool continuous_usage = false;  // stream_options.continuous_usage_stats (with include_usage)
+  /// kv_transfer_params, as vLLM's P/D connectors (NixlConnector) pass them through the router:
+  /// do_remote_decode asks a prefill instance to keep the request's KV for a decode instance;
+  /// remote_host, remote_port and remote_request_id tell a decode instance where to pull it.
+  struct KvTransfer {
+    bool do_remote_decode = false;
+    std::string remote_host;
+    int remote_port = 0;
+    std::string remote_request_id;
+    bool remote() const { return remote_port > 0 && !remote_request_id.empty(); }
+  };
+  std::optional<KvTransfer> kv_transfer;
 };
 
 /// An error answer in the shape of vLLM's ErrorResponse:

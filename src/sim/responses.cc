@@ -148,7 +148,8 @@ void ResponseFormatter::append_usage_event(std::string& out, const Usage& usage,
 }
 
 std::string ResponseFormatter::full_response(std::string_view text, FinishReason finish,
-                                             const Usage& usage, std::string_view metrics) const {
+                                             const Usage& usage, std::string_view metrics,
+                                             std::string_view kv_transfer_params) const {
   std::string json = body_prefix_;
   if (api_ == Api::kChat) {
     json += R"("choices":[{"index":0,"message":{"role":"assistant","content":)";
@@ -164,6 +165,10 @@ std::string ResponseFormatter::full_response(std::string_view text, FinishReason
   if (!metrics.empty()) {
     json += R"(,"metrics":)";
     json += metrics;
+  }
+  if (!kv_transfer_params.empty()) {
+    json += R"(,"kv_transfer_params":)";
+    json += kv_transfer_params;
   }
   json += '}';
   return json;

@@ -56,7 +56,8 @@ class ResponseFormatter {
   /// The complete non-streamed response ("text_completion" or "chat.completion"), with
   /// "metrics": `metrics` after usage unless empty.
   std::string full_response(std::string_view text, FinishReason finish, const Usage& usage,
-                            std::string_view metrics = {}) const;
+                            std::string_view metrics = {},
+                            std::string_view kv_transfer_params = {}) const;
 
  private:
   Api api_;

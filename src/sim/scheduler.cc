@@ -143,7 +143,12 @@ bool Scheduler::try_admit(uint32_t slot, int& budget, Plan& plan) {
     const int usable = std::min<int>(static_cast<int>(s.hashes.size()), (known - 1) / bs);
     hit_blocks = pool_.lookup(std::span<const uint64_t>(s.hashes.data(), usable), scratch_ids_);
   }
-  const int computed = hit_blocks * bs;
+  int computed = hit_blocks * bs;
+  if (!s.scheduled_before && s.spec.external_tokens > computed) {
+    // A decode instance's request: its prompt's KV arrived with it (not after a preemption,
+    // which dropped it).
+    computed = std::min(s.spec.external_tokens, known - 1);
+  }
   const int n = std::min(known - computed, budget);
   const int new_blocks = blocks_for(computed + n) - hit_blocks;
   if (new_blocks + pool_.count_unreferenced(scratch_ids_) > pool_.num_free()) return false;

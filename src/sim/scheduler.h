@@ -38,6 +38,9 @@ struct SequenceSpec {
   std::vector<uint64_t> prompt_keys;
   uint64_t output_seed = 0;    // keys of generated tokens: output_token_key(output_seed, i)
   bool ends_with_eos = false;  // the last generated token is EOS
+  /// Prompt tokens whose KV arrived from another instance (P/D disaggregation): computed at the
+  /// first admission, given blocks like computed ones (at most prompt_tokens - 1 count).
+  int external_tokens = 0;
 };
 
 /// Counters of the scheduler's life (for /metrics).

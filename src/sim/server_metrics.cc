@@ -46,6 +46,42 @@ void histogram(std::string& out, std::string_view name, std::string_view help,
 
 }  // namespace
 
+namespace {
+
+// vLLM's NixlPromMetrics buckets for vllm:nixl_xfer_time_seconds; bytes from 1 MB to 10 GB.
+constexpr double kXferBuckets[] = {0.005, 0.01, 0.025, 0.05, 0.075, 0.1,
+                                   0.2,   0.3,  0.5,   0.75, 1.0,   5.0};
+constexpr double kKvBytesBuckets[] = {1e6, 5e6, 1e7, 5e7, 1e8, 5e8, 1e9, 5e9, 1e10};
+
+}  // namespace
+
+KvTransferCounters::KvTransferCounters() : xfer_s(kXferBuckets), bytes(kKvBytesBuckets) {}
+
+void render_kv_transfer_metrics(std::string& out, std::string_view model,
+                                const KvTransferCounters& kv) {
+  const std::string labels = fmt::format(R"(engine="0",model_name="{}")", escape_label(model));
+  histogram(out, "vllm:nixl_xfer_time_seconds",
+            "Histogram of transfer duration for NIXL KV Cache transfers.", labels, kv.xfer_s);
+  histogram(out, "vllm:nixl_bytes_transferred",
+            "Histogram of bytes transferred per NIXL KV Cache transfers.", labels, kv.bytes);
+  header(out, "vllm:nixl_num_failed_transfers_total", "counter",
+         "Number of failed NIXL KV Cache transfers.");
+  sample(out, "vllm:nixl_num_failed_transfers_total", labels, static_cast<double>(kv.failed));
+  header(out, "vllm:nixl_num_kv_expired_reqs_total", "counter",
+         "Number of requests that had their KV expire. NOTE: This metric is tracked on the P "
+         "instance.");
+  sample(out, "vllm:nixl_num_kv_expired_reqs_total", labels, static_cast<double>(kv.expired));
+  header(out, "inferbench_sim:kv_held_requests", "gauge",
+         "Requests whose KV waits for a decode instance to pull it (inferbench-sim).");
+  sample(out, "inferbench_sim:kv_held_requests", labels, static_cast<double>(kv.held));
+  header(out, "inferbench_sim:kv_served_total", "counter",
+         "KV pulls answered by this prefill instance (inferbench-sim).");
+  sample(out, "inferbench_sim:kv_served_total", labels, static_cast<double>(kv.served));
+  header(out, "inferbench_sim:kv_wire_bytes_total", "counter",
+         "KV bytes that crossed the socket (inferbench-sim).");
+  sample(out, "inferbench_sim:kv_wire_bytes_total", labels, static_cast<double>(kv.wire_bytes));
+}
+
 std::string escape_label(std::string_view v) {
   std::string out;
   for (char c : v) {

@@ -53,6 +53,26 @@ struct ServerMetrics {
   Histogram e2e;               // arrival to last token sent, seconds
 };
 
+/// KV transfers of a disaggregated instance (serve-sim --role prefill | decode), for /metrics in
+/// the names of vLLM's NixlConnector (vllm:nixl_*): the decode side times and sizes each pull
+/// and counts the failed ones; the prefill side counts KV that expired unpulled.
+struct KvTransferCounters {
+  KvTransferCounters();
+  Histogram xfer_s;        // decode: each pull, from connect to the last byte, seconds
+  Histogram bytes;         // decode: each pull's KV bytes (the model's; see wire_bytes)
+  int64_t failed = 0;      // decode: pulls that failed
+  int64_t expired = 0;     // prefill: KV held past its lease and dropped, never pulled
+  int64_t held = 0;        // prefill: KV waiting to be pulled now (a gauge)
+  int64_t served = 0;      // prefill: pulls answered
+  int64_t wire_bytes = 0;  // bytes that crossed the socket (at most --kv-wire-max-bytes a pull)
+};
+
+/// Appends the KV-transfer series: vllm:nixl_xfer_time_seconds, vllm:nixl_bytes_transferred,
+/// vllm:nixl_num_failed_transfers_total, vllm:nixl_num_kv_expired_reqs_total, and serve-sim's
+/// own inferbench_sim:kv_held_requests, kv_served_total and kv_wire_bytes_total.
+void render_kv_transfer_metrics(std::string& out, std::string_view model,
+                                const KvTransferCounters& kv);
+
 /// Static labels of vllm:cache_config_info (empty strings are omitted).
 struct CacheConfigInfo {
   int block_size = 0;

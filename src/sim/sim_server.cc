@@ -100,6 +100,18 @@ std::string_view to_string(TimingModelKind kind) {
   return kind == TimingModelKind::kSimple ? "simple" : "roofline";
 }
 
+std::string_view to_string(SimRole role) {
+  switch (role) {
+    case SimRole::kPrefill:
+      return "prefill";
+    case SimRole::kDecode:
+      return "decode";
+    case SimRole::kBoth:
+      break;
+  }
+  return "both";
+}
+
 Status validate(const SimArgs& args) {
   if (args.model.empty()) return Error{"model must not be empty"};
   if (args.max_model_len < 2) {
@@ -113,6 +125,17 @@ Status validate(const SimArgs& args) {
   }
   if (auto s = check_number("time_scale", args.time_scale, 0, false); !s) return s;
   if (auto s = validate(args.spec); !s) return s;
+  if (args.role != SimRole::kBoth) {
+    const KvRoleArgs& kv = args.kv;
+    if (auto s = check_number("kv bytes_per_token", kv.bytes_per_token, 0, true); !s) return s;
+    if (auto s = check_number("kv link bandwidth", kv.channel.link.bytes_per_s, 0, false); !s) {
+      return s;
+    }
+    if (auto s = check_number("kv link latency", kv.channel.link.latency_s, 0, true); !s) return s;
+    if (auto s = check_number("kv pull timeout", kv.pull_timeout_s, 0, false); !s) return s;
+    if (auto s = check_number("kv lease", kv.channel.lease_s, 0, false); !s) return s;
+    if (kv.channel.wire_max_bytes < 0) return Error{"kv wire_max_bytes must be at least 0"};
+  }
   if (args.stream_interval < 1) {
     return Error{fmt::format("stream_interval must be at least 1, got {}", args.stream_interval)};
   }
@@ -203,6 +226,20 @@ std::string format_sim_args(const SimArgs& args) {
         pinned ? "synthetic" : "per-position", py_float(args.spec.draft_ms));
   } else {
     out += "speculative_config=None, ";
+  }
+  // The KV connector of a disaggregated worker, as vLLM prints its kv_transfer_config: a change
+  // of link, or of the KV size a token, is a change of the effective configuration.
+  if (args.role != SimRole::kBoth) {
+    const KvRoleArgs& kv = args.kv;
+    out += fmt::format(
+        "kv_transfer_config={{'kv_connector': 'SimKvConnector', 'kv_role': '{}', 'link': '{}', "
+        "'bandwidth_bytes_per_s': {}, 'latency_s': {}, 'kv_bytes_per_token': {}, "
+        "'wire_max_bytes': {}, 'lease_s': {}}}, ",
+        args.role == SimRole::kPrefill ? "kv_producer" : "kv_consumer", kv.channel.link.name,
+        py_float(kv.channel.link.bytes_per_s), py_float(kv.channel.link.latency_s),
+        py_float(kv.bytes_per_token), kv.channel.wire_max_bytes, py_float(kv.channel.lease_s));
+  } else {
+    out += "kv_transfer_config=None, ";
   }
   out += fmt::format("per_request_spec_decode_metrics={}, ",
                      args.per_request_spec_metrics ? "'summary'" : "None");
@@ -663,6 +700,15 @@ Expected<uint16_t> SimServer::listen() {
   auto port = http_.listen(args_.host, args_.port);
   if (!port) return port;
   args_.port = *port;
+  if (args_.role == SimRole::kPrefill) {
+    // The KV side channel, on the first HTTP thread (its pacing timers stay off the engine's).
+    kv_sender_ = std::make_unique<KvSender>(*http_contexts().front(), args_.kv.channel);
+    auto kv_port = kv_sender_->listen(args_.host, args_.kv.port);
+    if (!kv_port) return kv_port.error();
+    kv_port_ = *kv_port;
+    sim_log().info("KV side channel on {}:{} ({} link)", args_.host, kv_port_,
+                   args_.kv.channel.link.name);
+  }
   if (!io_threads_.empty()) {
     // The I/O threads post to the engine's io_context: it keeps running until they are done.
     engine_guard_.emplace(io_.get_executor());
@@ -694,6 +740,7 @@ void SimServer::on_io_thread_exit() {
 
 void SimServer::stop() {
   http_.stop();
+  if (kv_sender_) kv_sender_->stop();
   for (auto& t : io_threads_) {
     // After the server closed this thread's connections: its run() returns once they unwound.
     asio::post(t->io, [thread = t.get()] { thread->guard.reset(); });
@@ -735,6 +782,59 @@ SimServer::EngineSnapshot SimServer::engine_snapshot_now() const {
 
 asio::awaitable<SimServer::EngineSnapshot> SimServer::engine_snapshot_coro() const {
   co_return engine_snapshot_now();
+}
+
+// A prompt's KV in bytes, all GPUs together: --kv-bytes-per-token, else the model preset's (the
+// roofline's, per GPU, times the tensor-parallel size), else Llama 3.1 8B's in bf16 (32 layers x
+// 8 KV heads x 128 x K and V x 2 bytes).
+double SimServer::kv_bytes(int prompt_tokens) const {
+  double per_token = args_.kv.bytes_per_token;
+  if (per_token <= 0 && args_.engine) {
+    per_token = args_.engine->kv_bytes_per_token * args_.engine->tensor_parallel_size;
+  }
+  if (per_token <= 0) per_token = 131072;
+  return per_token * prompt_tokens;
+}
+
+KvTransferCounters SimServer::kv_counters() const {
+  if (kv_sender_) return kv_sender_->counters();
+  std::lock_guard lock(kv_mutex_);
+  return kv_pulls_;
+}
+
+// Keeps a finished prefill's KV for a decode instance; the response's kv_transfer_params (vLLM's
+// NixlConnector fields), which the router hands to the decode instance.
+std::string SimServer::hold_kv(int prompt_tokens) {
+  const std::string id = kv_sender_->hold(kv_bytes(prompt_tokens));
+  const int tp = args_.engine ? args_.engine->tensor_parallel_size : 1;
+  return fmt::format(
+      R"({{"do_remote_prefill":true,"do_remote_decode":false,"remote_engine_id":"sim-{}",)"
+      R"("remote_block_ids":[],"remote_host":{},"remote_port":{},"remote_request_id":"{}",)"
+      R"("tp_size":{}}})",
+      args_.port, json_quote(args_.host), kv_port_, id, tp);
+}
+
+// A decode instance pulls a request's KV from its prefill instance, timed and counted; false when
+// the pull failed and the request was answered with the reason.
+asio::awaitable<bool> SimServer::receive_kv(const GenerateRequest::KvTransfer& kv,
+                                            http::ResponseWriter& writer) {
+  const KvPull pull = co_await pull_kv(kv.remote_host, kv.remote_port, kv.remote_request_id,
+                                       args_.kv.channel.link, args_.kv.pull_timeout_s);
+  {
+    std::lock_guard lock(kv_mutex_);
+    if (pull.ok) {
+      kv_pulls_.xfer_s.observe(pull.seconds);
+      kv_pulls_.bytes.observe(pull.bytes);
+      kv_pulls_.wire_bytes += pull.wire_bytes;
+    } else {
+      ++kv_pulls_.failed;
+    }
+  }
+  if (pull.ok) co_return true;
+  sim_log().warn("{}", pull.error);
+  ApiError e{500, "InternalServerError", pull.error, std::nullopt};
+  co_await writer.send(e.status, kJson, e.to_json());
+  co_return false;
 }
 
 std::string SimServer::next_request_id(Api api) {
@@ -825,6 +925,7 @@ asio::awaitable<void> SimServer::handle_metrics(const http::HttpRequest&,
   } else {
     body = render_metrics(args_.model, snap.stats, metrics(), cache ? &*cache : nullptr);
   }
+  if (args_.role != SimRole::kBoth) render_kv_transfer_metrics(body, args_.model, kv_counters());
   if (snap.power) {
     const EngineConfig& e = *args_.engine;
     std::vector<GpuPowerReading> gpus(static_cast<size_t>(e.tensor_parallel_size), *snap.power);
@@ -843,6 +944,23 @@ asio::awaitable<void> SimServer::handle_generate(Api api, const http::HttpReques
     co_return;
   }
   GenerateRequest& req = std::get<GenerateRequest>(parsed);
+  // Disaggregated roles: a prefill instance asked to keep the KV answers one non-streamed
+  // token; a decode instance told where the KV is pulls it first, and computes only the rest.
+  const bool hold =
+      args_.role == SimRole::kPrefill && req.kv_transfer && req.kv_transfer->do_remote_decode;
+  if (hold && req.stream) {
+    ApiError e{400, "BadRequestError",
+               "kv_transfer_params.do_remote_decode needs stream false: a prefill instance "
+               "answers with the KV's whereabouts, not a stream",
+               "kv_transfer_params"};
+    co_await writer.send(e.status, kJson, e.to_json());
+    co_return;
+  }
+  int external_tokens = 0;
+  if (args_.role == SimRole::kDecode && req.kv_transfer && req.kv_transfer->remote()) {
+    if (!co_await receive_kv(*req.kv_transfer, writer)) co_return;
+    external_tokens = req.prompt_tokens - 1;
+  }
   RequestPlan plan;
   plan.api = api;
   plan.stream = req.stream;
@@ -871,6 +989,7 @@ asio::awaitable<void> SimServer::handle_generate(Api api, const http::HttpReques
   submission.prompt_keys = std::move(req.prompt_keys);
   submission.output_seed = plan.stream_seed;
   submission.ends_with_eos = plan.output.finish == FinishReason::kStop;
+  submission.external_tokens = external_tokens;
 
   // Destroyed in reverse order: the ticket first (no more news, the engine drops the request),
   // then the receiver, then the trace (which writes the truth record).
@@ -886,9 +1005,10 @@ asio::awaitable<void> SimServer::handle_generate(Api api, const http::HttpReques
     std::string text;
     for (int i = 0; i < receiver.usage().completion_tokens; ++i) text += plan.token_text(i);
     trace.tokens_sent(receiver.usage().completion_tokens, mono_ns());
+    const std::string kv_params = hold ? hold_kv(req.prompt_tokens) : std::string();
     if (co_await writer.send(200, kJson,
                              format.full_response(text, plan.output.finish, receiver.usage(),
-                                                  receiver.spec_metrics()))) {
+                                                  receiver.spec_metrics(), kv_params))) {
       trace.completed();
     }
     co_return;

@@ -10,10 +10,10 @@
 // (token_relay.h), one post per I/O thread per engine step.
 #pragma once
 
+#include <atomic>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
-#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -24,16 +24,17 @@
 
 #include "core/expected.h"
 #include "http/server.h"
-#include "sim/gsm8k_answers.h"
-#include "tokenizer/serving.h"
 #include "sim/config.h"
 #include "sim/engine.h"
+#include "sim/gsm8k_answers.h"
+#include "sim/kv_transfer.h"
 #include "sim/power_model.h"
 #include "sim/requests.h"
 #include "sim/server_metrics.h"
 #include "sim/timing_model.h"
 #include "sim/token_relay.h"
 #include "sim/truth_log.h"
+#include "tokenizer/serving.h"
 
 namespace ib::sim {
 
@@ -43,6 +44,24 @@ enum class TimingModelKind {
 };
 /// "simple" or "roofline".
 std::string_view to_string(TimingModelKind kind);
+
+/// A disaggregated deployment's worker roles (docs/serve-sim.md, "Disaggregated prefill and
+/// decode"); the router is a server of its own (sim/router.h).
+enum class SimRole {
+  kBoth,     // an aggregated server: prefill and decode in one engine
+  kPrefill,  // computes prefills and keeps their KV for a decode instance (kv_transfer_params)
+  kDecode,   // pulls a request's KV from its prefill instance, then decodes and streams
+};
+/// "both", "prefill", "decode".
+std::string_view to_string(SimRole role);
+
+/// The KV side of a disaggregated worker.
+struct KvRoleArgs {
+  KvChannelOptions channel;    // link, wire cap, lease (both sides)
+  uint16_t port = 0;           // prefill: the side channel's port (0: a free one)
+  double bytes_per_token = 0;  // KV bytes a prompt token (all GPUs); 0: the model preset's
+  double pull_timeout_s = 30;  // decode: a pull that takes longer fails
+};
 
 /// Every setting of the simulated server (the `serve-sim` options).
 struct SimArgs {
@@ -70,6 +89,9 @@ struct SimArgs {
   /// --per-request-spec-decode-metrics summary (vLLM's): with speculative decoding, each
   /// response (a stream's final usage event) carries "metrics":{"speculative_decoding":{...}}.
   bool per_request_spec_metrics = false;
+  /// --role: an aggregated server, or one worker of a disaggregated deployment.
+  SimRole role = SimRole::kBoth;
+  KvRoleArgs kv;
   std::string truth_log;               // --truth-log path; empty: none
   uint64_t seed = 0;                   // output lengths and texts depend on it
   double keep_alive_timeout_s = 5.0;   // idle keep-alive connections close after this; 0 = never
@@ -168,6 +190,11 @@ class SimServer {
   static std::vector<std::unique_ptr<IoThread>> make_io_threads(int threads);
   std::vector<boost::asio::io_context*> http_contexts();
   EngineSnapshot engine_snapshot_now() const;
+  double kv_bytes(int prompt_tokens) const;
+  std::string hold_kv(int prompt_tokens);
+  boost::asio::awaitable<bool> receive_kv(const GenerateRequest::KvTransfer& kv,
+                                          http::ResponseWriter& writer);
+  KvTransferCounters kv_counters() const;
   boost::asio::awaitable<EngineSnapshot> engine_snapshot_coro() const;
   void on_io_thread_exit();
 
@@ -182,6 +209,10 @@ class SimServer {
   std::unique_ptr<TruthLog> truth_log_;
   std::unique_ptr<Engine> engine_;
   std::shared_ptr<PowerMeter> power_;
+  std::unique_ptr<KvSender> kv_sender_;  // --role prefill
+  uint16_t kv_port_ = 0;
+  mutable std::mutex kv_mutex_;
+  KvTransferCounters kv_pulls_;                // --role decode
   std::unique_ptr<const Gsm8kAnswers> gsm8k_;  // --gsm8k-correct  // --power-model: every rank draws the same
   std::string hostname_;
   http::HttpRouter router_;

@@ -1,0 +1,82 @@
+// The frontend of a disaggregated serve-sim deployment (serve-sim --role router; docs/serve-sim.md,
+// "Disaggregated prefill and decode"): an OpenAI-compatible server that sends each generation
+// request to a prefill worker (one token, its KV kept there: kv_transfer_params
+// {"do_remote_decode": true}), then to a decode worker with the prefill's kv_transfer_params (it
+// pulls the KV and decodes), and relays the decode worker's response, as vLLM's P/D proxy and
+// SGLang's router do. Prefill workers are picked round robin, or by the longest prompt prefix a
+// worker has already seen (its prefix cache: SGLang's cache-aware and Dynamo's KV-aware routing);
+// decode workers by the fewest requests in flight.
+#pragma once
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/json/value.hpp>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/expected.h"
+#include "http/client.h"
+#include "http/server.h"
+
+namespace ib::sim {
+
+/// How the router picks a prefill worker.
+enum class RoutingPolicy { kRoundRobin, kPrefix };
+
+struct RouterArgs {
+  std::string host = "127.0.0.1";
+  uint16_t port = 8000;
+  std::string model = "sim-model";  // the served model name (/v1/models)
+  std::string api_key;              // as the workers' --api-key: required from clients, sent on
+  std::vector<std::string> prefill_urls, decode_urls;  // http://host:port of each worker
+  RoutingPolicy policy = RoutingPolicy::kRoundRobin;
+  double timeout_s = 600;  // a worker's silence longer than this fails the request
+  double keep_alive_timeout_s = 5.0;
+};
+
+/// "round_robin" or "prefix"; error names the choices.
+Expected<RoutingPolicy> parse_routing_policy(std::string_view name);
+std::string_view to_string(RoutingPolicy policy);
+
+class SimRouter {
+ public:
+  /// Serves on `io`. Error: a worker URL that does not parse or resolve, or no worker of a role.
+  static Expected<std::unique_ptr<SimRouter>> create(boost::asio::io_context& io, RouterArgs args);
+  ~SimRouter();
+
+  Expected<uint16_t> listen();
+  void stop();
+
+  struct Worker;  // one prefill or decode worker (router.cc)
+  struct InFlight;
+
+ private:
+  SimRouter(boost::asio::io_context& io, RouterArgs args);
+  boost::asio::awaitable<void> handle_generate(std::string_view path,
+                                               const http::HttpRequest& request,
+                                               http::ResponseWriter& writer);
+  boost::asio::awaitable<void> handle_metrics(http::ResponseWriter& writer);
+  /// The prefill phase: the worker's kv_transfer_params, or nullopt when it failed and the
+  /// client was answered.
+  boost::asio::awaitable<std::optional<boost::json::value>> run_prefill(
+      std::string_view path, const boost::json::object& body, Worker& prefill,
+      http::ResponseWriter& writer);
+  Worker& pick_prefill(const std::string& prompt_key, int64_t* matched_blocks);
+  Worker& pick_decode();
+
+  boost::asio::io_context& io_;
+  RouterArgs args_;
+  std::vector<std::unique_ptr<Worker>> prefill_, decode_;
+  uint64_t next_prefill_ = 0;
+  int64_t requests_ = 0, failed_ = 0;
+  int64_t prefix_queried_blocks_ = 0, prefix_hit_blocks_ = 0;
+  http::HttpRouter router_;
+  http::HttpServer http_;
+};
+
+}  // namespace ib::sim
