@@ -19,6 +19,7 @@
 #include "recipe/recipe.h"
 #include "report/table.h"
 #include "sweep/planner.h"
+#include "sweep/server_spec.h"
 
 namespace ib::cli {
 
@@ -112,6 +113,43 @@ std::string plan_table_text(const std::vector<recipe::RecipeRow>& rows) {
   return table.render();
 }
 
+// The processes of each disaggregated server configuration (serve blocks by role), one line a
+// role as the local launcher starts them: workers first, the router last.
+std::string topology_text(const std::vector<recipe::RecipeRow>& rows) {
+  std::string out;
+  std::set<std::string> shown;
+  for (const auto& row : rows) {
+    const auto* serve = row.fields.if_contains("serve");
+    if (serve == nullptr || !serve->is_object() || !serve->as_object().contains("router")) continue;
+    if (!shown.insert(row.fingerprint).second) continue;
+    auto spec = sweep::server_spec_for_row(row, {}, "inferbench");
+    out += fmt::format("\ntopology of {} ({}):\n", row.config_key, parallelism_text(row));
+    if (!spec) {
+      out += fmt::format("  cannot start: {}\n", redact_text(spec.error().message));
+      continue;
+    }
+    for (const auto& r : spec->roles) {
+      std::vector<std::string> env;
+      for (const auto& [k, v] : r.env) env.push_back(k + "=" + v);
+      // The GPUs the role stands for (the row's tp x pp), also for the simulator, which asks for
+      // none.
+      int64_t gpus = 0;
+      if (const auto* w = row.fields.if_contains(r.role);
+          r.role != "router" && w && w->is_object()) {
+        const auto* tp = w->as_object().if_contains("tp");
+        const auto* pp = w->as_object().if_contains("pp");
+        gpus = (tp && tp->is_int64() ? tp->as_int64() : 1) *
+               (pp && pp->is_int64() ? pp->as_int64() : 1);
+      }
+      out += fmt::format("  {:<10} {:>2} GPU{} {}{}{}\n", r.label(), gpus, gpus == 1 ? " " : "s",
+                         redact_text(fmt::format("{}", fmt::join(r.argv, " "))),
+                         env.empty() ? "" : "  env ",
+                         redact_text(fmt::format("{}", fmt::join(env, " "))));
+    }
+  }
+  return out;
+}
+
 int run(PlanOptions o) {
   if (o.files.empty()) o.files = default_files();
   if (o.files.empty()) {
@@ -179,7 +217,7 @@ int run(PlanOptions o) {
     for (const auto& row : rows) out.push_back(redacted(row.to_json()));
     text = json_text(out) + "\n";
   } else {
-    text = plan_table_text(rows);
+    text = plan_table_text(rows) + topology_text(rows);
   }
   // One write; a reader that stops early (`| head`) is not an error worth reporting.
   std::fwrite(text.data(), 1, text.size(), stdout);

@@ -576,9 +576,11 @@ void add_disagg_options(CLI::App* app, ServeSimOptions& o) {
             ->capture_default_str()
             ->transform(positive_real(1e6)));
   group(app->add_option("--prefill", o.prefill_urls,
-                        "router: a prefill worker's URL (repeat for each)"));
+                        "router: a prefill worker's URL (repeat for each, or comma-separate)")
+            ->delimiter(','));
   group(app->add_option("--decode", o.decode_urls,
-                        "router: a decode worker's URL (repeat for each)"));
+                        "router: a decode worker's URL (repeat for each, or comma-separate)")
+            ->delimiter(','));
   group(app->add_option("--routing", o.routing,
                         "router: how a prefill worker is picked: round_robin, or prefix (the "
                         "worker that saw the longest prefix of the prompt, as cache-aware "

@@ -16,6 +16,20 @@
 
 namespace ib::launch {
 
+/// One process of a disaggregated deployment: a prefill or decode worker, or the router.
+struct RoleSpec {
+  std::string role;  // "prefill" | "decode" | "router"
+  int index = 0;     // the worker's number within its role (0 for the router)
+  /// As ServerSpec::argv; the router's may also hold {prefill-urls} and {decode-urls}, which the
+  /// launcher replaces with the workers' URLs, comma-separated, once they are healthy.
+  std::vector<std::string> argv;
+  std::map<std::string, std::string> env;
+  std::string health_path = "/health";
+  int gpus = 0;
+  /// "prefill-0", "decode-1", "router".
+  std::string label() const { return role == "router" ? role : role + "-" + std::to_string(index); }
+};
+
 /// What to start. `argv` may still contain the placeholders `{host}` and `{port}`: the launcher
 /// substitutes them with the address it chose (every other recipe placeholder is substituted
 /// before, by the sweep). Nothing here ever goes through a shell.
@@ -27,6 +41,20 @@ struct ServerSpec {
   std::filesystem::path log_path;  // server stdout+stderr (the launcher creates it)
   std::chrono::seconds startup_timeout{600};
   int gpus = 0;  // GPUs the server needs (Slurm --gpus), 0: none
+  /// A disaggregated deployment (argv unused): its workers, started first, then its router,
+  /// whose URL is the deployment's. Each role's log is log_path with the role's label before the
+  /// extension (server.prefill-0.log).
+  std::vector<RoleSpec> roles;
+};
+
+/// A running role of a disaggregated deployment, as the launcher started it.
+struct RoleProcess {
+  std::string label;  // "prefill-0"
+  std::string role;   // "prefill"
+  std::string url;    // its own HTTP address (its /metrics)
+  std::filesystem::path log;
+  std::vector<int> pids;
+  int gpus = 0;
 };
 
 /// A started server. Destruction stops it (as stop()).
@@ -48,6 +76,8 @@ class Server {
   virtual std::optional<std::filesystem::path> power_dir() const { return std::nullopt; }
   /// Process ids of the server's top process (local launcher only; empty elsewhere).
   virtual std::vector<int> pids() const { return {}; }
+  /// A disaggregated deployment's roles, in start order; empty for one server.
+  virtual std::vector<RoleProcess> roles() const { return {}; }
 };
 
 /// What a launcher can observe of the servers it starts, asked instead of its name: what it

@@ -1,6 +1,9 @@
 #include "launch/local.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <string_view>
 
 #include "core/process.h"
 
@@ -48,6 +51,103 @@ class LocalServer : public Server {
   std::string how_;
 };
 
+// A disaggregated deployment: its roles' servers, workers first and the router last. Its URL is
+// the router's; it is alive while every role is; it stops the router first, then the workers.
+class TopologyServer : public Server {
+ public:
+  struct Part {
+    RoleProcess info;
+    std::unique_ptr<Server> server;
+  };
+  ~TopologyServer() override { stop(std::chrono::milliseconds(10000)); }
+
+  void add(RoleProcess info, std::unique_ptr<Server> server) {
+    info.pids = server->pids();
+    parts_.push_back(Part{std::move(info), std::move(server)});
+  }
+
+  std::string url() const override { return parts_.empty() ? "" : parts_.back().server->url(); }
+
+  // "decode worker exited (decode-0: signal 9 (Killed))": which role, which process, how.
+  std::optional<std::string> check_alive() override {
+    for (Part& p : parts_) {
+      auto gone = p.server->check_alive();
+      if (!gone) continue;
+      std::string how = *gone;
+      for (const char* prefix : {"server exited (", "server "}) {
+        if (how.starts_with(prefix)) {
+          how = how.substr(std::string_view(prefix).size());
+          if (!how.empty() && how.back() == ')' && std::string_view(prefix).ends_with('(')) {
+            how.pop_back();
+          }
+          break;
+        }
+      }
+      const std::string who = p.info.role == "router" ? "router" : p.info.role + " worker";
+      return fmt::format("{} exited ({}: {})", who, p.info.label, how);
+    }
+    return std::nullopt;
+  }
+
+  std::string stop(std::chrono::milliseconds grace) override {
+    if (stopped_) return how_;
+    stopped_ = true;
+    std::vector<std::string> parts;
+    for (auto it = parts_.rbegin(); it != parts_.rend(); ++it) {
+      parts.push_back(fmt::format("{} {}", it->info.label, it->server->stop(grace)));
+    }
+    how_ = fmt::format("{}", fmt::join(parts, "; "));
+    return how_;
+  }
+
+  // The log of a role that died (its tail says why), else the router's.
+  std::filesystem::path log_path() const override {
+    for (Part& p : parts_) {
+      if (p.server->check_alive()) return p.server->log_path();
+    }
+    return parts_.empty() ? std::filesystem::path() : parts_.back().server->log_path();
+  }
+  std::vector<int> pids() const override {
+    std::vector<int> out;
+    for (const Part& p : parts_) {
+      for (int pid : p.server->pids()) out.push_back(pid);
+    }
+    return out;
+  }
+  std::vector<RoleProcess> roles() const override {
+    std::vector<RoleProcess> out;
+    for (const Part& p : parts_) out.push_back(p.info);
+    return out;
+  }
+
+ private:
+  mutable std::vector<Part> parts_;  // mutable: asking whether a role lives reaps its exit
+  bool stopped_ = false;
+  std::string how_;
+};
+
+// `text` with every `from` replaced by `to`.
+std::string replaced(std::string text, std::string_view from, std::string_view to) {
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
+    text.replace(at, from.size(), to);
+  }
+  return text;
+}
+
+// server.log -> server.prefill-0.log
+std::filesystem::path role_log(const std::filesystem::path& log, const std::string& label) {
+  if (log.empty()) return log;
+  return log.parent_path() / (log.stem().string() + "." + label + log.extension().string());
+}
+
+std::string joined_urls(const std::vector<RoleProcess>& roles, const std::string& role) {
+  std::vector<std::string> urls;
+  for (const auto& r : roles) {
+    if (r.role == role) urls.push_back(r.url);
+  }
+  return fmt::format("{}", fmt::join(urls, ","));
+}
+
 class LocalLauncher : public Launcher {
  public:
   explicit LocalLauncher(std::string host) : host_(std::move(host)) {}
@@ -55,6 +155,7 @@ class LocalLauncher : public Launcher {
   LauncherCaps caps() const override { return {true, true, true}; }
 
   Expected<std::unique_ptr<Server>> start(const ServerSpec& spec) override {
+    if (!spec.roles.empty()) return start_topology(spec);
     if (spec.argv.empty()) return Error{"local launcher: the server command is empty"};
     auto port = pick_free_port();
     if (!port) return port.error();
@@ -81,6 +182,50 @@ class LocalLauncher : public Launcher {
   }
 
  private:
+  // Every worker, each healthy before the next starts; then the router, given their URLs. A role
+  // that fails stops the ones started before it, and the error names it.
+  Expected<std::unique_ptr<Server>> start_topology(const ServerSpec& spec) {
+    auto topology = std::make_unique<TopologyServer>();
+    std::vector<const RoleSpec*> order;
+    for (const RoleSpec& r : spec.roles) {
+      if (r.role != "router") order.push_back(&r);
+    }
+    for (const RoleSpec& r : spec.roles) {
+      if (r.role == "router") order.push_back(&r);
+    }
+    for (const RoleSpec* r : order) {
+      ServerSpec one;
+      one.name = spec.name + "/" + r->label();
+      one.argv = r->argv;
+      if (r->role == "router") {
+        const auto started = topology->roles();
+        const std::string prefill = joined_urls(started, "prefill");
+        const std::string decode = joined_urls(started, "decode");
+        for (std::string& arg : one.argv) {
+          arg = replaced(replaced(arg, "{prefill-urls}", prefill), "{decode-urls}", decode);
+        }
+      }
+      one.env = r->env;
+      one.health_path = r->health_path;
+      one.log_path = role_log(spec.log_path, r->label());
+      one.startup_timeout = spec.startup_timeout;
+      one.gpus = r->gpus;
+      auto server = start(one);
+      if (!server) {
+        topology->stop(std::chrono::milliseconds(3000));
+        return Error{fmt::format("{} did not start: {}", r->label(), server.error().message)};
+      }
+      RoleProcess info;
+      info.label = r->label();
+      info.role = r->role;
+      info.url = (*server)->url();
+      info.log = one.log_path;
+      info.gpus = r->gpus;
+      topology->add(std::move(info), std::move(*server));
+    }
+    return std::unique_ptr<Server>(std::move(topology));
+  }
+
   std::string host_;
 };
 

@@ -80,7 +80,25 @@ Expected<std::unique_ptr<ServerSession>> ServerSession::start(Launcher& launcher
 }
 
 void ServerSession::observe(const SessionOptions& o) {
-  const fs::path log_path = server_->log_path();
+  std::vector<verify::RegexProbe> probes = o.probes;
+  if (o.expect) probes.insert(probes.end(), o.expect->probes.begin(), o.expect->probes.end());
+  // A disaggregated deployment: every role's configuration from its own log; the first decode
+  // worker's is the deployment's (it serves the tokens).
+  roles_ = server_->roles();
+  fs::path log_path = server_->log_path();
+  for (const RoleProcess& r : roles_) {
+    auto text = read_file(r.log);
+    if (!text) continue;
+    role_effective_[r.label] = verify::probe_effective_config(*text, probes);
+    write_json(dir_ / fmt::format("effective_config.{}.json", r.label),
+               role_effective_[r.label].to_json());
+  }
+  for (const RoleProcess& r : roles_) {
+    if (r.role == "decode") {
+      log_path = r.log;
+      break;
+    }
+  }
   std::string log;
   if (!log_path.empty()) {
     if (auto text = read_file(log_path); text) {
@@ -88,8 +106,6 @@ void ServerSession::observe(const SessionOptions& o) {
       log_available_ = true;
     }
   }
-  std::vector<verify::RegexProbe> probes = o.probes;
-  if (o.expect) probes.insert(probes.end(), o.expect->probes.begin(), o.expect->probes.end());
   effective_ = verify::probe_effective_config(log, probes);
   write_json(dir_ / "effective_config.json", effective_.to_json());
   if (!o.expect || o.expect->empty()) return;
@@ -158,6 +174,9 @@ std::string ServerSession::stop(std::chrono::milliseconds grace) {
   }
   ended_ = server_->stop(grace);
   if (auto st = scrub_log(server_->log_path()); !st) write_errors_.push_back(st.error().message);
+  for (const RoleProcess& r : roles_) {
+    if (auto st = scrub_log(r.log); !st) write_errors_.push_back(st.error().message);
+  }
   if (tracing_) {
     env_reads_ = verify::collect_env_trace(trace_dir_, watch_, running);
     write_json(dir_ / "env_reads.json", env_reads_->to_json());

@@ -8,6 +8,7 @@
 #include <boost/json.hpp>
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -77,6 +78,14 @@ class ServerSession {
 
   /// Stops the server (idempotent) and collects its environment reads; returns how it ended.
   std::string stop(std::chrono::milliseconds grace = std::chrono::milliseconds(10000));
+  /// A disaggregated deployment's roles (launch::RoleProcess), and each one's effective
+  /// configuration from its own log (label -> it); empty for one server. effective() and the
+  /// expect checks are then the first decode worker's (the one that serves the tokens).
+  const std::vector<RoleProcess>& roles() const { return roles_; }
+  const std::map<std::string, verify::EffectiveConfig>& role_effective() const {
+    return role_effective_;
+  }
+
   /// After stop(): which watched variables the processes read (nullopt when not traced).
   const std::optional<verify::EnvTraceReport>& env_reads() const { return env_reads_; }
   /// Watched variable -> read by some process (after stop(); nullopt when not traced).
@@ -102,6 +111,8 @@ class ServerSession {
   bool stopped_ = false;
   std::string ended_;
   verify::EffectiveConfig effective_;
+  std::vector<RoleProcess> roles_;
+  std::map<std::string, verify::EffectiveConfig> role_effective_;
   ExpectOutcome expect_;
   std::vector<std::string> notes_;
   std::optional<verify::EnvTraceReport> env_reads_;

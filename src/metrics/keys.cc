@@ -77,7 +77,9 @@ const std::array<MetricKey, kHeadlineCount> kHeadlineMetrics = {{
      }},
     {"output_tput_per_gpu", "out tput/gpu", 1, false, false, true,
      [](const BenchMetrics& m, const MetricsOptions& o) {
-       return per_gpu(m.output_throughput, o);
+       // Disaggregated: over the decode GPUs, which make the output (InferenceX's rule).
+       return o.decode_gpus > 0 ? m.output_throughput / o.decode_gpus
+                                : per_gpu(m.output_throughput, o);
      }},
     {"completed", "completed", 0, true, false, true,
      [](const BenchMetrics& m, const MetricsOptions&) { return static_cast<double>(m.completed); }},

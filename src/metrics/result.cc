@@ -367,7 +367,13 @@ boost::json::object metrics_to_json(const BenchMetrics& m, const MetricsOptions&
   }
   const double gpus = std::max(1, options.num_gpus);
   o["num_gpus"] = options.num_gpus;
-  o["input_tput_per_gpu"] = (m.total_token_throughput - m.output_throughput) / gpus;
+  // Disaggregated: input over the prefill GPUs, which compute it (InferenceX's rule).
+  o["input_tput_per_gpu"] = (m.total_token_throughput - m.output_throughput) /
+                            (options.prefill_gpus > 0 ? options.prefill_gpus : gpus);
+  if (options.prefill_gpus > 0 || options.decode_gpus > 0) {
+    o["num_prefill_gpu"] = options.prefill_gpus;
+    o["num_decode_gpu"] = options.decode_gpus;
+  }
 
   put_summary(o, "ttft_ms", m.ttft_ms, options);
   put_summary(o, "tpot_ms", m.tpot_ms, options);

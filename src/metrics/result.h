@@ -26,6 +26,9 @@ struct GoodputSlo {
 struct MetricsOptions {
   std::vector<double> percentiles{90, 99, 99.9};  // besides mean, median and std
   int num_gpus = 1;                               // for per-GPU throughput
+  /// A disaggregated deployment's GPUs by role (0: not one): InferenceX divides input
+  /// throughput by the prefill GPUs, output throughput by the decode GPUs, the total by all.
+  int prefill_gpus = 0, decode_gpus = 0;
   GoodputSlo goodput;
 };
 

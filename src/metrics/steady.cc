@@ -86,7 +86,8 @@ boost::json::object steady_json(std::span<const RequestRecord> records, const St
   o["output_throughput"] = out_tokens / secs;
   o["total_token_throughput"] = (out_tokens + in_tokens) / secs;
   o["tput_per_gpu"] = (out_tokens + in_tokens) / secs / gpus;
-  o["output_tput_per_gpu"] = out_tokens / secs / gpus;
+  o["output_tput_per_gpu"] =
+      out_tokens / secs / (options.decode_gpus > 0 ? options.decode_gpus : gpus);
   o["window_start_s"] = static_cast<double>(w.start_ns - origin_ns) / 1e9;
   o["window_end_s"] = static_cast<double>(w.end_ns - origin_ns) / 1e9;
   o["duration_s"] = secs;

@@ -72,6 +72,10 @@ json::object router_json(const Router& r) {
 
 json::object serve_json(const ServeSpec& s) {
   json::object o;
+  if (s.has_roles()) {
+    for (const auto& [role, block] : s.roles) o[role] = serve_json(block);
+    return o;
+  }
   json::array cmd;
   for (const auto& a : s.command) cmd.push_back(json::string(a));
   o["command"] = cmd;

@@ -28,10 +28,12 @@ std::vector<int64_t> expand_concurrency(int64_t start, int64_t end, int64_t step
 // Placeholders `serve.command` and `serve.extra-args` may use (docs/recipes.md).
 const std::set<std::string>& serve_placeholders() {
   static const std::set<std::string> kNames = {
-      "model", "served-model", "image",         "precision", "framework", "tp",
-      "pp",    "ep",           "dp-attn",       "dcp-size",  "pcp-size",  "spec-decoding",
-      "isl",   "osl",          "max-model-len", "conc",      "host",      "port",
-      "kv-offloading", "kv-offload-backend", "total-cpu-dram-gb", "duration"};
+      "model", "served-model", "image", "precision", "framework", "tp", "pp", "ep", "dp-attn",
+      "dcp-size", "pcp-size", "spec-decoding", "isl", "osl", "max-model-len", "conc", "host",
+      "port", "kv-offloading", "kv-offload-backend", "total-cpu-dram-gb", "duration",
+      // Per-role serve blocks of a disaggregated entry (docs/recipes.md, "Disaggregated
+      // deployments"): the role and the worker, and (router) where the workers listen.
+      "role", "worker-index", "num-worker", "prefill-urls", "decode-urls"};
   return kNames;
 }
 
@@ -98,6 +100,11 @@ class MasterParser {
     }
     if (f->has("serve")) {
       e.serve = serve(f->at("serve"), field_path(key, "serve"));
+      if (e.serve && e.serve->has_roles() && !e.disagg) {
+        r_.error(f->at("serve"), field_path(key, "serve"),
+                 "serve blocks by role (prefill, decode, router) are for disaggregated entries "
+                 "(disagg: true); give this entry one serve block");
+      }
       // `changed` compares values, not how they are marked: {value: V, secret: true} is V there.
       if (auto* s = e.raw.is_object() ? e.raw.as_object().if_contains("serve") : nullptr)
         collapse_secret_markers(*s);
@@ -284,6 +291,9 @@ class MasterParser {
 
   static void collapse_secret_markers(boost::json::value& serve) {
     if (!serve.is_object()) return;
+    for (const char* role : kServeRoles) {
+      if (auto* r = serve.as_object().if_contains(role)) collapse_secret_markers(*r);
+    }
     auto collapse = [](boost::json::value& v) {
       if (auto* o = v.if_object(); o && o->contains("value")) {
         boost::json::value inner = o->at("value");
@@ -301,7 +311,31 @@ class MasterParser {
     }
   }
 
+  // A serve block: one server's, or (disaggregated) one per role.
   std::optional<ServeSpec> serve(const YAML::Node& node, const std::string& path) {
+    const bool by_role = node.IsMap() && (node["prefill"] || node["decode"] || node["router"]);
+    if (!by_role) return server_block(node, path);
+    auto f = r_.mapping(node, path, {"prefill", "decode", "router"});
+    if (!f) return std::nullopt;
+    ServeSpec out;
+    bool ok = true;
+    for (const char* role : kServeRoles) {
+      if (!r_.require(*f, path, role)) {
+        ok = false;
+        continue;
+      }
+      auto block = server_block(f->at(role), field_path(path, role));
+      if (!block) {
+        ok = false;
+        continue;
+      }
+      out.roles.emplace_back(role, std::move(*block));
+    }
+    if (!ok) return std::nullopt;
+    return out;
+  }
+
+  std::optional<ServeSpec> server_block(const YAML::Node& node, const std::string& path) {
     auto f = r_.mapping(node, path, {"command", "env", "extra-args", "health-path"});
     if (!f) return std::nullopt;
     ServeSpec out;

@@ -90,12 +90,21 @@ struct AgenticCoding {
 
 /// Our extension: how to start the server. Placeholders such as {model}, {tp} and {port} in
 /// `command` and `extra_args` are substituted per row (docs/recipes.md lists them).
+///
+/// A disaggregated entry (disagg: true) may instead say how each role starts: `serve: {prefill:
+/// {...}, decode: {...}, router: {...}}`, each a serve block of its own; then `roles` holds them
+/// in that order and the fields above are unused.
 struct ServeSpec {
   std::vector<std::string> command;
   std::map<std::string, std::string> env;
   std::vector<std::string> extra_args;
   std::string health_path = "/health";
+  std::vector<std::pair<std::string, ServeSpec>> roles;  // "prefill", "decode", "router"
+  bool has_roles() const { return !roles.empty(); }
 };
+
+/// The roles a disaggregated serve block names, in the order a deployment starts them.
+inline constexpr const char* kServeRoles[] = {"prefill", "decode", "router"};
 
 /// Our extension: how each point's requests are drawn (fixed-seq-len scenarios). Unset fields
 /// take the command line's value, else the workload's default (workload/fixed_seq_len.h).

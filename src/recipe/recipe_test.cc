@@ -79,6 +79,46 @@ TEST(RecipeLoad, MissingFileIsAnError) {
   ASSERT_FALSE(r.ok());
 }
 
+// A disaggregated entry's serve blocks by role: all three roles, each a serve block; on an entry
+// that is not disaggregated they are refused, naming the field.
+TEST(RecipeLoad, ServeBlocksByRoleAreForDisaggregatedEntries) {
+  const std::string disagg =
+      "k1:\n  image: img:1\n  model: org/m\n  model-prefix: m\n  precision: fp8\n"
+      "  framework: sglang\n  runner: h200\n  multinode: true\n  disagg: true\n"
+      "  kv-p2p-transfer: nixl\n"
+      "  serve:\n"
+      "    prefill: { command: [srv, --tp, '{tp}', --port, '{port}', --role, '{role}'] }\n"
+      "    decode: { command: [srv, --port, '{port}'], env: { UCX_TLS: rc } }\n"
+      "    router: { command: [rt, --p, '{prefill-urls}', --d, '{decode-urls}', --port, '{port}'] "
+      "}\n"
+      "  scenarios:\n    fixed-seq-len:\n    - isl: 1024\n      osl: 1024\n      search-space:\n"
+      "      - { conc-list: [4], prefill: { num-worker: 2, tp: 4 }, decode: { num-worker: 1, tp: 8 "
+      "} }\n";
+  std::vector<ConfigEntry> entries;
+  auto d = parse(disagg, &entries);
+  ASSERT_TRUE(d.empty()) << join_diagnostics(d);
+  ASSERT_TRUE(entries.at(0).serve && entries[0].serve->has_roles());
+  const auto& roles = entries[0].serve->roles;
+  ASSERT_EQ(roles.size(), 3u);
+  EXPECT_EQ(roles[0].first, "prefill");
+  EXPECT_EQ(roles[1].second.env.at("UCX_TLS"), "rc");
+  EXPECT_EQ(roles[2].second.command[2], "{prefill-urls}");
+
+  std::string missing = disagg;
+  missing.erase(missing.find("    router:"),
+                missing.find("  scenarios:") - missing.find("    router:"));
+  EXPECT_NE(join_diagnostics(parse(missing)).find("k1.serve.router: required field is missing"),
+            std::string::npos)
+      << join_diagnostics(parse(missing));
+  const std::string single =
+      single_node("{ tp: 4, conc-list: [1] }",
+                  "  serve:\n    prefill: { command: [a] }\n    decode: { command: [b] }\n"
+                  "    router: { command: [c] }\n");
+  EXPECT_NE(join_diagnostics(parse(single)).find("are for disaggregated entries (disagg: true)"),
+            std::string::npos)
+      << join_diagnostics(parse(single));
+}
+
 TEST(RecipeLoad, ValidEntryWithExtensions) {
   std::vector<ConfigEntry> entries;
   auto d = parse(single_node("{ tp: 4, ep: 4, dp-attn: true, conc-list: [1, 2] }",

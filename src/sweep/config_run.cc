@@ -173,6 +173,21 @@ std::unique_ptr<launch::ServerSession> ConfigRunner::start_session(
   for (const auto& n : session->notes()) note(n);
   if (session->log_available()) rec.log_path = session->log_path().string();
   rec.effective_config = session->effective().to_json();
+  role_metrics_urls_.clear();
+  if (!session->roles().empty()) {
+    // The deployment's roles: each one's address, GPUs and effective configuration.
+    boost::json::object roles;
+    for (const auto& r : session->roles()) {
+      boost::json::object o{{"role", r.role}, {"url", r.url}, {"gpus", r.gpus}};
+      if (auto it = session->role_effective().find(r.label);
+          it != session->role_effective().end()) {
+        o["effective_config"] = it->second.to_json();
+      }
+      roles[r.label] = std::move(o);
+      role_metrics_urls_.push_back(r.url + "/metrics");
+    }
+    rec.effective_config["roles"] = std::move(roles);
+  }
   if (session->expect().checked()) rec.effective_config["expect"] = session->expect().to_json();
   rec_->update_config(rec);
   return session;
@@ -268,7 +283,9 @@ void ConfigRunner::measure_points(const ConfigPlan& cfg, const fs::path& dir,
         tail = file_tail(session.log_path(), 2048);
         outcome_->errors.push_back(
             fmt::format("{} (conc {}): {}{}", cfg.row.config_key, point.conc, *gone,
-                        tail.empty() ? "" : "\n--- server.log (tail) ---\n" + tail));
+                        tail.empty() ? ""
+                                     : fmt::format("\n--- {} (tail) ---\n{}",
+                                                   session.log_path().filename().string(), tail)));
       }
     }
     if (p.fails_run()) {

@@ -88,6 +88,9 @@ class ConfigRunner {
   RunRecorder* rec_;
   SweepOutcome* outcome_;
   std::map<std::string, const recipe::ConfigEntry*> entries_;
+  /// A disaggregated deployment's /metrics, every role's (the router's alone would leave the
+  /// workers' figures empty); empty for one server.
+  std::vector<std::string> role_metrics_urls_;
   std::map<std::string, std::unique_ptr<launch::Launcher>> launchers_;
 };
 

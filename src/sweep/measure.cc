@@ -55,10 +55,13 @@ load::BenchSpec ConfigRunner::point_spec(const ConfigPlan& cfg, const workload::
   bs.continuous_usage = o_.continuous_usage;
   bs.shape.concurrency = plan.shape.concurrency;
   bs.metrics.num_gpus = cfg.gpus;
+  bs.metrics.prefill_gpus = cfg.prefill_gpus;
+  bs.metrics.decode_gpus = cfg.decode_gpus;
   bs.timeout_s = o_.point_timeout_s;
   bs.show_progress = o_.show_progress;
   bs.scrape_server_metrics = o_.scrape_server_metrics;
-  bs.server_metrics_urls = o_.server_metrics_urls;
+  bs.server_metrics_urls =
+      o_.server_metrics_urls.empty() ? role_metrics_urls_ : o_.server_metrics_urls;
   bs.slice_s = o_.slice_s;
   bs.power = o_.power;
   bs.require_power = o_.require_power;
@@ -113,6 +116,8 @@ void ConfigRunner::record_bench(const ConfigPlan& cfg, metrics::PointResult& p,
   const metrics::BenchMetrics& m = report.metrics;
   metrics::MetricsOptions mo;  // as point_spec gives them to the run
   mo.num_gpus = cfg.gpus;
+  mo.prefill_gpus = cfg.prefill_gpus;
+  mo.decode_gpus = cfg.decode_gpus;
   p.headline = metrics::Headline::from_metrics(m, mo);
   if (m.completed == 0) {
     // Nothing completed: no latency or throughput to show, only the counts.

@@ -209,6 +209,24 @@ Expected<std::shared_ptr<const workload::Workload>> workload_for_row(
 
 namespace {
 
+// Whether the row's recipe says how each role of its deployment starts.
+bool serves_by_role(const RecipeRow& row) {
+  const auto* serve = row.fields.if_contains("serve");
+  return serve && serve->is_object() && serve->as_object().contains("router") &&
+         !serve->as_object().contains("command");
+}
+
+// GPUs of one role of a multi-node row: num-worker x tp x pp.
+int role_gpus(const json::object& fields, const char* role) {
+  const auto* w = fields.if_contains(role);
+  if (w == nullptr || !w->is_object()) return 0;
+  auto num = [&](const char* k, int64_t dflt) {
+    const auto* v = w->as_object().if_contains(k);
+    return v && v->is_int64() ? v->as_int64() : dflt;
+  };
+  return static_cast<int>(std::max<int64_t>(1, num("num-worker", 1)) * num("tp", 1) * num("pp", 1));
+}
+
 std::string launcher_for(const RecipeRow& row, const PlanOptions& o) {
   if (!o.launcher.empty()) return o.launcher;
   if (o.runners) {
@@ -360,6 +378,10 @@ Expected<std::vector<ConfigPlan>> group_configs(
       c.fingerprint = fp;
       c.launcher = launcher_for(row, o);
       c.gpus = row_gpus(row.fields);
+      if (row.multinode) {
+        c.prefill_gpus = role_gpus(row.fields, "prefill");
+        c.decode_gpus = role_gpus(row.fields, "decode");
+      }
       const bool agentic = row.scenario == recipe::Scenario::kAgenticCoding;
       if (agentic && row.multinode) {
         c.unsupported =
@@ -367,10 +389,19 @@ Expected<std::vector<ConfigPlan>> group_configs(
             "run by the sweep yet";
       } else if (agentic && o.workload.traces.empty() && !has_recipe_traces(row, entries)) {
         c.unsupported = agentic_needs_traces(row);
-      } else if (row.multinode && c.launcher != "endpoint") {
+      } else if (row.multinode && c.launcher != "endpoint" &&
+                 !(c.launcher == "local" && serves_by_role(row))) {
         c.unsupported =
-            "multi-node rows need a multi-node launch (prefill and decode workers), which the "
-            "sweep does not do yet; use --launcher endpoint with a running deployment";
+            serves_by_role(row)
+                ? fmt::format(
+                      "a disaggregated deployment runs on the local launcher here (its "
+                      "roles as processes on this machine), not on {}; use --launcher "
+                      "local, or --launcher endpoint with a running deployment",
+                      c.launcher)
+                : "multi-node rows need a multi-node launch (prefill and decode workers): give "
+                  "the recipe serve blocks by role (serve: {prefill, decode, router}; "
+                  "docs/recipes.md) for the local launcher, or use --launcher endpoint with a "
+                  "running deployment";
       } else {
         auto e = entries.find(row.config_key);
         auto w = sweep::workload_for_row(row, e == entries.end() ? nullptr : e->second, o.workload);

@@ -59,6 +59,9 @@ struct ConfigPlan {
   std::vector<int64_t> concs;  // sorted, unique
   std::string launcher;        // local | slurm | endpoint
   int gpus = 0;
+  /// A disaggregated row's GPUs by role (InferenceX's denominators: input throughput over the
+  /// prefill GPUs, output over the decode GPUs); 0 for other rows.
+  int prefill_gpus = 0, decode_gpus = 0;
   std::shared_ptr<const workload::Workload> workload;  // null when `unsupported` is set
   /// Why this version cannot run it (agentic rows, multi-node without an endpoint); said before
   /// any server starts.

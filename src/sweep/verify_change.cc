@@ -87,6 +87,11 @@ std::vector<std::string> env_names(const recipe::ConfigEntry& e) {
   std::vector<std::string> out;
   if (e.serve) {
     for (const auto& [k, v] : e.serve->env) out.push_back(k);
+    for (const auto& [role, block] : e.serve->roles) {
+      for (const auto& [k, v] : block.env) {
+        if (std::find(out.begin(), out.end(), k) == out.end()) out.push_back(k);
+      }
+    }
   }
   return out;
 }

@@ -2,6 +2,11 @@
 // process (--role prefill | decode | router), the KV crosses a real TCP connection at a link's
 // pace, and bench measures the deployment through its router like any server.
 #include <fmt/format.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <fstream>
+#include <thread>
 
 #include "e2e_util.h"
 
@@ -156,6 +161,156 @@ TEST(Disagg, APrefixAwareRouterSendsASharedPrefixToOnePrefillWorker) {
       m->body.find(R"(inferbench_sim:router_prefix_blocks_total{policy="prefix",result="hit"} 27)"),
       std::string::npos)
       << m->body;
+}
+
+}  // namespace
+}  // namespace ib::e2e
+
+namespace ib::e2e {
+namespace {
+
+// A disaggregated recipe in InferenceX's multi-node shape with serve blocks by role, served by
+// serve-sim processes (simple timing model: fast). `model` marks this test's processes; `decode`
+// adds arguments to the decode workers' command.
+std::string disagg_recipe(const std::string& model, const std::string& decode_extra,
+                          const std::string& search_space) {
+  return fmt::format(R"(disagg-sim:
+  image: inferbench/serve-sim
+  model: {0}
+  model-prefix: sim
+  precision: bf16
+  framework: serve-sim
+  runner: local
+  router: {{ name: serve-sim-router, version: "0.1.0" }}
+  kv-p2p-transfer: sim-tcp
+  multinode: true
+  disagg: true
+  serve:
+    prefill:
+      command: [inferbench, serve-sim, --role, prefill, --timing-model, simple,
+                --decode-base-ms, "1", --model, "{{served-model}}", --host, "{{host}}",
+                --port, "{{port}}"]
+      env: {{ VLLM_NIXL_ABORT_REQUEST_TIMEOUT: "60" }}
+    decode:
+      command: [inferbench, serve-sim, --role, decode, --timing-model, simple{1},
+                --model, "{{served-model}}", --host, "{{host}}", --port, "{{port}}"]
+    router:
+      command: [inferbench, serve-sim, --role, router, --model, "{{served-model}}",
+                --prefill, "{{prefill-urls}}", --decode, "{{decode-urls}}",
+                --host, "{{host}}", --port, "{{port}}"]
+  workload: {{ prompts-per-conc: 2, min-prompts: 6, warmups-per-conc: 0 }}
+  scenarios:
+    fixed-seq-len:
+    - isl: 256
+      osl: 16
+      search-space:
+{2}
+)",
+                     model, decode_extra, search_space);
+}
+
+// Processes of this test's deployment (their command line names `model`) in `role`.
+std::vector<pid_t> role_pids(const std::string& model, const std::string& role) {
+  std::vector<pid_t> out;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    auto cmd = read_file(e.path() / "cmdline");
+    if (!cmd) continue;
+    std::replace(cmd->begin(), cmd->end(), '\0', ' ');
+    if (cmd->find(model) != std::string::npos && cmd->find("--role " + role) != std::string::npos) {
+      out.push_back(std::stoi(name));
+    }
+  }
+  return out;
+}
+
+fs::path result_file(const fs::path& runs, const std::string& config_prefix,
+                     const std::string& name) {
+  for (const auto& e : fs::recursive_directory_iterator(runs)) {
+    if (e.path().filename() == name &&
+        e.path().parent_path().filename().string().starts_with(config_prefix)) {
+      return e.path();
+    }
+  }
+  return {};
+}
+
+TEST(DisaggSweep, OnePrefillOneDecodeAndTwoPrefillOneDecodeFromAnInferenceXShapedRecipe) {
+  TempDir dir;
+  const std::string model = fmt::format("sim-disagg-{}", ::getpid());
+  const fs::path recipe = dir.path() / "disagg.yaml";
+  std::ofstream(recipe) << disagg_recipe(
+      model, "",
+      R"(      - { spec-decoding: none, conc-list: [2], prefill: { num-worker: 1, tp: 1 }, decode: { num-worker: 1, tp: 2 } }
+      - { spec-decoding: none, conc-list: [2], prefill: { num-worker: 2, tp: 1 }, decode: { num-worker: 1, tp: 2 } })");
+  auto plan = run_inferbench({"plan", recipe.string()}, dir.path() / "plan.log");
+  ASSERT_EQ(plan.exit.code, 0) << plan.output;
+  EXPECT_NE(plan.output.find("P2x1 D1x2"), std::string::npos) << plan.output;
+  const fs::path runs = dir.path() / "runs";
+  auto r = run_inferbench({"sweep", recipe.string(), "--runs-dir", runs.string(),
+                           "--startup-timeout", "30", "--point-timeout", "60"},
+                          dir.path() / "sweep.log");
+  ASSERT_EQ(r.exit.code, 0) << r.output;
+  for (const auto& [prefix, prefill_gpus] : {std::pair{"01-", 1}, std::pair{"02-", 2}}) {
+    const fs::path file = result_file(runs, prefix, "conc_2.json");
+    ASSERT_FALSE(file.empty()) << prefix;
+    const auto j = read_json(file);
+    EXPECT_EQ(j.at("status").as_string(), "ok") << boost::json::serialize(j.at("validity"));
+    EXPECT_EQ(j.at("completed").as_int64(), 6);
+    // InferenceX's denominators for disaggregated rows.
+    EXPECT_EQ(j.at("num_prefill_gpu").as_int64(), prefill_gpus);
+    EXPECT_EQ(j.at("num_decode_gpu").as_int64(), 2);
+    EXPECT_EQ(j.at("num_gpus").as_int64(), prefill_gpus + 2);
+    const double total = num(j, "total_token_throughput"), out = num(j, "output_throughput");
+    EXPECT_NEAR(num(j, "tput_per_gpu"), total / (prefill_gpus + 2), 1e-6 * total);
+    EXPECT_NEAR(num(j, "output_tput_per_gpu"), out / 2, 1e-6 * out);
+    EXPECT_NEAR(num(j, "input_tput_per_gpu"), (total - out) / prefill_gpus, 1e-6 * total);
+    // Every role's /metrics was read, the workers' too: the decode worker's KV pulls are there.
+    const auto& names = j.at("telemetry").at("server").at("metric_names").as_array();
+    EXPECT_NE(std::find(names.begin(), names.end(), boost::json::value("vllm:prompt_tokens_total")),
+              names.end());
+    // Each role's effective configuration and log, beside the deployment's.
+    EXPECT_TRUE(fs::exists(file.parent_path() / "effective_config.decode-0.json"));
+    EXPECT_TRUE(fs::exists(file.parent_path() / "server.router.log"));
+  }
+  EXPECT_TRUE(fs::exists(result_file(runs, "02-", "effective_config.prefill-1.json")));
+  EXPECT_TRUE(role_pids(model, "prefill").empty() && role_pids(model, "decode").empty() &&
+              role_pids(model, "router").empty());
+}
+
+// A decode worker killed mid-point: the point fails naming it, the other roles are stopped, and
+// nothing of the deployment is left running.
+TEST(DisaggSweep, AKilledDecodeWorkerFailsThePointAndStopsTheOtherRoles) {
+  TempDir dir;
+  const std::string model = fmt::format("sim-disagg-kill-{}", ::getpid());
+  const fs::path recipe = dir.path() / "disagg.yaml";
+  std::ofstream(recipe) << disagg_recipe(
+      model, R"(, --decode-base-ms, "40")",
+      R"(      - { spec-decoding: none, conc-list: [2, 4], prefill: { num-worker: 1, tp: 1 }, decode: { num-worker: 1, tp: 1 } })");
+  const fs::path runs = dir.path() / "runs";
+  SpawnOptions so;
+  so.argv = {INFERBENCH_BIN,      "sweep", recipe.string(),   "--runs-dir", runs.string(),
+             "--startup-timeout", "30",    "--point-timeout", "60"};
+  so.log_path = dir.path() / "sweep.log";
+  auto sweep = ChildProcess::spawn(so);
+  ASSERT_TRUE(sweep.ok()) << sweep.error().message;
+  // Once the point runs (the router started last, so the deployment is up), kill the decode
+  // worker: each request takes 16 x 40 ms, the point about 1.3 s.
+  ASSERT_TRUE(
+      wait_for([&] { return !role_pids(model, "router").empty(); }, std::chrono::seconds(30)))
+      << file_tail(so.log_path);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto decode = role_pids(model, "decode");
+  ASSERT_EQ(decode.size(), 1u);
+  ASSERT_EQ(::kill(decode.front(), SIGKILL), 0);
+  ASSERT_TRUE(wait_for([&] { return sweep->poll().has_value(); }, std::chrono::seconds(60)));
+  EXPECT_NE(sweep->poll()->code, 0);
+  const std::string log = file_tail(so.log_path, 1 << 20);
+  EXPECT_NE(log.find("decode worker exited (decode-0: signal 9"), std::string::npos) << log;
+  EXPECT_TRUE(wait_for(
+      [&] { return role_pids(model, "prefill").empty() && role_pids(model, "router").empty(); },
+      std::chrono::seconds(10)));
 }
 
 }  // namespace
