@@ -62,6 +62,17 @@ std::string path_join(const std::string& base, const std::string& name) {
 std::string describe_change(const std::string& path, const std::string& kind,
                             const json::value& base, const json::value& head) {
   static const std::string kEnv = "serve.env.";
+  for (const char* role : {"prefill", "decode", "router"}) {
+    // A disaggregated serve block's variable: said with its role.
+    const std::string prefix = fmt::format("serve.{}.env.", role);
+    if (path.rfind(prefix, 0) != 0) continue;
+    const std::string var = fmt::format("{} (the {} role's)", path.substr(prefix.size()), role);
+    if (kind == "added") return fmt::format("environment variable {} set to {}", var, show(head));
+    if (kind == "removed")
+      return fmt::format("environment variable {} removed (was {})", var, show(base));
+    return fmt::format("environment variable {} changed from {} to {}", var, show(base),
+                       show(head));
+  }
   if (path.rfind(kEnv, 0) == 0) {
     std::string var = path.substr(kEnv.size());
     if (kind == "added") return fmt::format("environment variable {} set to {}", var, show(head));

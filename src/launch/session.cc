@@ -61,6 +61,8 @@ Expected<std::unique_ptr<ServerSession>> ServerSession::start(Launcher& launcher
           "environment tracing off: the {} launcher cannot trace a server's reads", s->launcher_);
     } else if (auto assets = verify::find_env_trace_assets(); assets) {
       verify::add_env_trace(*assets, s->trace_dir_, o.watch, &spec.env);
+      // A disaggregated deployment: every role's processes, each with its own environment.
+      for (RoleSpec& r : spec.roles) verify::add_env_trace(*assets, s->trace_dir_, o.watch, &r.env);
       s->tracing_ = true;
     } else {
       s->tracing_off_ = fmt::format("environment tracing off: {}", assets.error().message);
@@ -160,7 +162,14 @@ std::string ServerSession::stop(std::chrono::milliseconds grace) {
   // The server's processes as they run, before they are stopped: one that left no trace record
   // (a static or setuid binary, one that lost LD_PRELOAD) is a blind spot of the tracer.
   std::vector<verify::TracedProcess> running;
+  std::map<int, std::string> role_of;  // a role's processes as they run: pid -> role
   if (tracing_) {
+    for (const RoleProcess& r : roles_) {
+      for (int pid : r.pids) {
+        role_of[pid] = r.role;
+        for (const auto& p : process_group_members(pid)) role_of[static_cast<int>(p.pid)] = r.role;
+      }
+    }
     for (int pid : server_->pids()) {
       for (const auto& p : process_group_members(pid)) {
         verify::TracedProcess t;
@@ -180,6 +189,10 @@ std::string ServerSession::stop(std::chrono::milliseconds grace) {
   if (tracing_) {
     env_reads_ = verify::collect_env_trace(trace_dir_, watch_, running);
     write_json(dir_ / "env_reads.json", env_reads_->to_json());
+    if (!roles_.empty()) {
+      role_reads_ = verify::reads_by_role(*env_reads_, watch_, role_of);
+      write_json(dir_ / "env_reads_by_role.json", role_reads_->to_json());
+    }
   }
   return ended_;
 }

@@ -90,6 +90,10 @@ class ServerSession {
   const std::optional<verify::EnvTraceReport>& env_reads() const { return env_reads_; }
   /// Watched variable -> read by some process (after stop(); nullopt when not traced).
   std::optional<std::map<std::string, bool>> env_read_flags() const;
+  /// A disaggregated deployment's reads by role (after stop(); nullopt when not traced or one
+  /// server): which role's processes read each watched variable, and where each role's tracer
+  /// was blind.
+  const std::optional<verify::RoleReads>& role_reads() const { return role_reads_; }
 
   /// Errors writing the artifacts (effective_config.json, expect.json, env_reads.json).
   const std::vector<std::string>& write_errors() const { return write_errors_; }
@@ -116,6 +120,7 @@ class ServerSession {
   ExpectOutcome expect_;
   std::vector<std::string> notes_;
   std::optional<verify::EnvTraceReport> env_reads_;
+  std::optional<verify::RoleReads> role_reads_;
   std::vector<std::string> write_errors_;
 };
 

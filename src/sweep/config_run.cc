@@ -150,6 +150,11 @@ std::unique_ptr<launch::ServerSession> ConfigRunner::start_session(
   so.startup_timeout = std::chrono::seconds(static_cast<int64_t>(o_.startup_timeout_s));
   if (spec) {
     for (const auto& [k, v] : spec->env) so.watch.push_back(k);
+    for (const auto& r : spec->roles) {
+      for (const auto& [k, v] : r.env) {
+        if (std::find(so.watch.begin(), so.watch.end(), k) == so.watch.end()) so.watch.push_back(k);
+      }
+    }
   }
   if (o_.check_expect && cfg.expect) so.expect = *cfg.expect;
   if (o_.show_progress) {
@@ -307,6 +312,7 @@ bool ConfigRunner::finish(launch::ServerSession& session, store::ServerConfigRec
                           const Tally& tally) {
   const std::string ended = session.stop();
   if (session.env_reads()) rec.env_reads = session.env_reads()->to_json();
+  if (session.role_reads()) rec.env_reads["by_role"] = session.role_reads()->to_json();
   for (const auto& e : session.write_errors()) outcome_->errors.push_back(e);
   rec.status =
       tally.all_ok && tally.not_ok == 0 ? store::ConfigStatus::kOk : store::ConfigStatus::kFailed;

@@ -130,12 +130,20 @@ verify::ServerObservation observe_server(const recipe::RecipeRow& row,
   }
   obs.log_path = (*session)->log_path().string();
   obs.config = (*session)->effective();
+  // A disaggregated deployment: every role's settings too, as "<label>.<setting>", so that a
+  // change that moves only a prefill worker's configuration shows in the diff.
+  for (const auto& [label, config] : (*session)->role_effective()) {
+    for (const auto& kv : config.settings) {
+      obs.config.settings[fmt::format("{}.{}", label, std::string_view(kv.key()))] = kv.value();
+    }
+  }
   // Reads that could not be traced are not observed: the verdict must not call them no-ops.
   if (o.env_trace && !watch.empty() && !(*session)->tracing()) {
     obs.error = (*session)->tracing_off();
   }
   (*session)->stop(std::chrono::milliseconds(10000));
   obs.env_read = (*session)->env_read_flags();
+  obs.role_reads = (*session)->role_reads();
   if (const auto& trace = (*session)->env_reads()) {
     verify::read_trace_processes(trace->to_json(), &obs);
   }
@@ -207,6 +215,20 @@ verify::ServerObservation observation_from_store(const store::ServerConfigRecord
   if (const auto* s = c.effective_config.if_contains("settings"); s && s->is_object()) {
     o.config.settings = s->as_object();
   }
+  // A disaggregated deployment's roles, as a live observation names their settings.
+  if (const auto* roles = c.effective_config.if_contains("roles"); roles && roles->is_object()) {
+    for (const auto& role : roles->as_object()) {
+      const auto* ec = role.value().is_object()
+                           ? role.value().as_object().if_contains("effective_config")
+                           : nullptr;
+      const auto* s = ec && ec->is_object() ? ec->as_object().if_contains("settings") : nullptr;
+      if (s == nullptr || !s->is_object()) continue;
+      for (const auto& kv : s->as_object()) {
+        o.config.settings[fmt::format("{}.{}", std::string_view(role.key()),
+                                      std::string_view(kv.key()))] = kv.value();
+      }
+    }
+  }
   if (const auto* vars = c.env_reads.if_contains("variables"); vars && vars->is_object()) {
     std::map<std::string, bool> read;
     for (const auto& kv : vars->as_object()) {
@@ -216,6 +238,9 @@ verify::ServerObservation observation_from_store(const store::ServerConfigRecord
     o.env_read = std::move(read);
   }
   verify::read_trace_processes(c.env_reads, &o);
+  if (const auto* by_role = c.env_reads.if_contains("by_role"); by_role && by_role->is_object()) {
+    o.role_reads = verify::RoleReads::from_json(by_role->as_object());
+  }
   o.env = recipe_env(c.row);
   o.identity = c.identity();
   o.identity.set(metrics::IdentityField::kToolVersion, run.tool_version);

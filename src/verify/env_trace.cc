@@ -342,6 +342,94 @@ std::string BlindSpot::text() const {
   return fmt::format("pid {} ({}): {}", pid, exe.empty() ? std::string("?") : exe, what);
 }
 
+namespace {
+
+// The role of process `pid`: its own, else its nearest ancestor's (the trace's parent links, at
+// most 64 up); empty when none is known.
+std::string role_of_pid(int pid, const EnvTraceReport& report,
+                        const std::map<int, std::string>& role_of) {
+  for (int step = 0; step < 64 && pid > 1; ++step) {
+    if (auto it = role_of.find(pid); it != role_of.end()) return it->second;
+    auto p = report.processes.find(pid);
+    if (p == report.processes.end() || p->second.ppid == pid) break;
+    pid = p->second.ppid;
+  }
+  return {};
+}
+
+}  // namespace
+
+RoleReads reads_by_role(const EnvTraceReport& report, const std::vector<std::string>& watch,
+                        const std::map<int, std::string>& role_of) {
+  RoleReads out;
+  std::set<std::string> roles;
+  for (const auto& [pid, role] : role_of) roles.insert(role);
+  for (const std::string& role : roles) {
+    for (const std::string& var : watch) out.read[role][var] = false;
+    out.blind_spots[role];
+  }
+  auto blind_everywhere = [&](const std::string& text) {
+    for (const std::string& role : roles) out.blind_spots[role].push_back(text);
+  };
+  for (const auto& [var, reads] : report.reads) {
+    for (const EnvRead& r : reads) {
+      const std::string role = role_of_pid(r.pid, report, role_of);
+      if (role.empty()) {
+        blind_everywhere(fmt::format("pid {} ({}) read {} but belongs to no role of the deployment",
+                                     r.pid, r.exe, var));
+      } else {
+        out.read[role][var] = true;
+      }
+    }
+  }
+  for (const BlindSpot& b : report.blind_spots()) {
+    const std::string role = role_of_pid(b.pid, report, role_of);
+    if (role.empty()) {
+      blind_everywhere(b.text());
+    } else {
+      out.blind_spots[role].push_back(b.text());
+    }
+  }
+  return out;
+}
+
+boost::json::object RoleReads::to_json() const {
+  boost::json::object o;
+  for (const auto& [role, vars] : read) {
+    boost::json::object r, v;
+    for (const auto& [name, was] : vars) v[name] = was;
+    r["read"] = std::move(v);
+    boost::json::array spots;
+    if (auto it = blind_spots.find(role); it != blind_spots.end()) {
+      for (const auto& s : it->second) spots.emplace_back(s);
+    }
+    r["blind_spots"] = std::move(spots);
+    o[role] = std::move(r);
+  }
+  return o;
+}
+
+RoleReads RoleReads::from_json(const boost::json::object& o) {
+  RoleReads out;
+  for (const auto& kv : o) {
+    if (!kv.value().is_object()) continue;
+    const std::string role(kv.key());
+    const auto& r = kv.value().get_object();
+    if (const auto* v = r.if_contains("read"); v && v->is_object()) {
+      for (const auto& var : v->get_object()) {
+        if (var.value().is_bool()) out.read[role][std::string(var.key())] = var.value().get_bool();
+      }
+    }
+    auto& spots = out.blind_spots[role];
+    if (const auto* b = r.if_contains("blind_spots"); b && b->is_array()) {
+      for (const auto& s : b->get_array()) {
+        if (s.is_string()) spots.emplace_back(s.get_string());
+      }
+    }
+  }
+  return out;
+}
+
 std::vector<BlindSpot> EnvTraceReport::blind_spots() const {
   std::vector<BlindSpot> out;
   for (const auto& [pid, p] : processes) {

@@ -90,6 +90,26 @@ struct EnvTraceReport {
   boost::json::object to_json() const;
 };
 
+/// A disaggregated deployment's reads by role (docs/env-trace.md, "Roles"): a process belongs to
+/// the role whose top process it descends from (the launcher's snapshot, else the trace's parent
+/// links).
+struct RoleReads {
+  /// role -> watched variable -> read by some process of that role.
+  std::map<std::string, std::map<std::string, bool>> read;
+  /// role -> where its tracer was blind (BlindSpot::text). A process of no known role (it read a
+  /// variable, or was blind) counts against every role: no role may then claim "not read".
+  std::map<std::string, std::vector<std::string>> blind_spots;
+  /// {"prefill": {"read": {"X": true}, "blind_spots": [...]}, ...}
+  boost::json::object to_json() const;
+  /// The same, read back (a stored run's); roles or fields that are not there are skipped.
+  static RoleReads from_json(const boost::json::object& o);
+};
+
+/// The reads and blind spots of `report` by role; `role_of`: pid -> role of the processes the
+/// launcher saw (each role's process group).
+RoleReads reads_by_role(const EnvTraceReport& report, const std::vector<std::string>& watch,
+                        const std::map<int, std::string>& role_of);
+
 /// Reads every *.jsonl trace file in trace_dir, and rewrites a file that holds a secret (a command
 /// line's --api-key X, a value a recipe marked secret) with it hidden (core/redact.h). Never fails:
 /// a missing folder, an unreadable file or a malformed line becomes a warning naming the file and

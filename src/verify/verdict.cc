@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
 
 #include "core/redact.h"
 #include "core/strings.h"
@@ -180,6 +181,105 @@ void read_trace_processes(const json::object& env_reads, ServerObservation* obs)
   }
 }
 
+namespace {
+
+// "serve.prefill.env.X" -> ("prefill", "X"): a variable of one role of a disaggregated serve block.
+std::optional<std::pair<std::string, std::string>> role_env_field(const std::string& path) {
+  for (const char* role : {"prefill", "decode", "router"}) {
+    const std::string prefix = fmt::format("serve.{}.env.", role);
+    if (starts_with(path, prefix) && path.size() > prefix.size()) {
+      return std::pair<std::string, std::string>(role, path.substr(prefix.size()));
+    }
+  }
+  return std::nullopt;
+}
+
+// Whether `role`'s processes read `var` (nullopt: not traced by role).
+std::optional<bool> role_read(const ServerObservation& o, const std::string& role,
+                              const std::string& var) {
+  if (!o.role_reads) return std::nullopt;
+  auto it = o.role_reads->read.find(role);
+  if (it == o.role_reads->read.end()) return std::nullopt;
+  auto jt = it->second.find(var);
+  if (jt == it->second.end()) return std::nullopt;
+  return jt->second;
+}
+
+// A variable set in one role's environment, judged on that role's processes: read there, it may
+// matter; read only by another role's processes, it is a no-op where it is set ("other role":
+// set on prefill, read only by decode); read by no role's, it was never read. A role whose
+// processes the tracer could not fully see never gets a "not read" verdict (unverified), and
+// neither does any role while a process of no known role read or hid something.
+void judge_role_env(const std::string& role, const std::string& var, const ServerObservation& base,
+                    const ServerObservation& head, const KeyVerdict& kv,
+                    const std::string& diff_text, FieldVerdict& v) {
+  const auto own_b = role_read(base, role, var), own_h = role_read(head, role, var);
+  const bool moved = !kv.effective_diff.empty();
+  if (!own_b && !own_h) {
+    v.verdict = moved ? "effective" : "unverified";
+    v.evidence = moved ? "effective configuration differs: " + diff_text
+                       : fmt::format(
+                             "the reads of the {} processes were not traced, and the "
+                             "effective configuration is identical",
+                             role);
+    return;
+  }
+  if (own_b.value_or(false) || own_h.value_or(false)) {
+    v.verdict = moved ? "effective" : "read";
+    v.evidence = moved
+                     ? fmt::format("read by the {} processes; effective configuration differs: {}",
+                                   role, diff_text)
+                     : fmt::format(
+                           "read by the {} processes of the {} deployment, but the "
+                           "effective configuration is identical; its effect cannot be "
+                           "ruled out",
+                           role, own_h.value_or(false) ? "head" : "base");
+    return;
+  }
+  std::set<std::string> readers;
+  std::vector<std::string> blind;
+  for (const ServerObservation* o : {&base, &head}) {
+    if (!o->role_reads) continue;
+    for (const auto& [other, vars] : o->role_reads->read) {
+      if (auto it = vars.find(var); it != vars.end() && it->second) readers.insert(other);
+    }
+  }
+  for (const ServerObservation* o : {&base, &head}) {
+    if (!o->role_reads) continue;
+    for (const auto& [r, spots] : o->role_reads->blind_spots) {
+      // The role that was given the variable must be fully seen; so must every role, before
+      // "no process read it" is said.
+      if (r == role || readers.empty()) blind.insert(blind.end(), spots.begin(), spots.end());
+    }
+  }
+  if (!blind.empty()) {
+    v.verdict = moved ? "effective" : "unverified";
+    v.evidence = fmt::format(
+        "not seen read by the {} processes, but the tracer could not see "
+        "everything: {}",
+        role, fmt::join(blind, "; "));
+    if (moved) v.evidence = "effective configuration differs: " + diff_text + "; " + v.evidence;
+    return;
+  }
+  // Every process of the role was seen, and none read it: whatever else moved the configuration
+  // (another field of the key), this variable did not (as judge_unread for one server).
+  if (!readers.empty()) {
+    v.verdict = "other role";
+    v.evidence = fmt::format(
+        "set on {0}, read only by {1}: no {0} process read it (a no-op where it is set; set it "
+        "on {1} to change {1})",
+        role, fmt::join(readers, " and "));
+    return;
+  }
+  v.verdict = "never read";
+  v.evidence = fmt::format(
+      "set on {}; no process of any role read it, and every process was "
+      "traced",
+      role);
+}
+
+}  // namespace
+
 KeyVerdict judge_key(const std::string& key, const std::string& status,
                      const std::vector<ChangedField>& fields, const ServerObservation* base,
                      const ServerObservation* head, const std::set<std::string>& ignore) {
@@ -215,6 +315,8 @@ KeyVerdict judge_key(const std::string& key, const std::string& status,
     } else if (!observed) {
       v.verdict = "unverified";
       v.evidence = "the servers could not be observed";
+    } else if (auto role_var = role_env_field(f.path)) {
+      judge_role_env(role_var->first, role_var->second, *base, *head, kv, diff_text, v);
     } else if (starts_with(f.path, "serve.env.")) {
       const std::string var = f.path.substr(10);
       auto read_by = [&](const ServerObservation* o) -> std::optional<bool> {
@@ -260,7 +362,9 @@ KeyVerdict judge_key(const std::string& key, const std::string& status,
   bool no_op = !kv.fields.empty();
   bool unverified = false;
   for (const auto& f : kv.fields) {
-    if (f.verdict != "no effect" && f.verdict != "never read") no_op = false;
+    if (f.verdict != "no effect" && f.verdict != "never read" && f.verdict != "other role") {
+      no_op = false;
+    }
     if (f.verdict == "unverified") unverified = true;
   }
   if (no_op) {

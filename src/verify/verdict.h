@@ -11,6 +11,7 @@
 
 #include "metrics/identity.h"
 #include "verify/effective_config.h"
+#include "verify/env_trace.h"
 
 namespace ib::verify {
 
@@ -35,6 +36,8 @@ struct ServerObservation {
   std::vector<std::string> commands;
   /// The environment the recipe gave the server (serve.env).
   std::map<std::string, std::string> env;
+  /// A disaggregated deployment: the reads by role (serve.<role>.env fields are judged on them).
+  std::optional<RoleReads> role_reads;
   /// What the server was: model, image, engine, engine version, precision, runner, ...
   metrics::Identity identity;
   std::string log_path;
@@ -44,6 +47,9 @@ struct ServerObservation {
 ///   effective   the effective configuration differs between base and head, or (a variable)
 ///               its head value shows up as an argument of a head process and of no base one
 ///   no effect   it is identical (and, for a variable, the variable was not read either)
+///   other role  (a disaggregated deployment) a variable set in one role's environment that no
+///               process of that role read, but another role's did: "set on prefill, read only
+///               by decode", a no-op where it is set; every process of the role was traced
 ///   never read  an environment variable no process read, on either side, and every process was
 ///               traced without a blind spot (a shell, a copied environment, an untraced
 ///               binary; a variable the loader or libc consumes): else it is "unverified"

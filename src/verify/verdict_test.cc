@@ -120,6 +120,45 @@ TEST(JudgeKey, FieldAndKeyVerdicts) {
   }
 }
 
+// A disaggregated deployment's variable is judged on the role it was set for: read there, it
+// counts; read only by another role, it is a no-op where it is set ("other role"); read by none,
+// never read; and no "not read" verdict while the role (or, for never read, any role) was not
+// fully seen by the tracer.
+TEST(JudgeKey, ARolesVariableIsJudgedOnThatRolesProcesses) {
+  RoleReads reads;
+  reads.read["prefill"] = {{"A", true}, {"B", false}, {"C", false}};
+  reads.read["decode"] = {{"A", false}, {"B", true}, {"C", false}};
+  reads.read["router"] = {{"A", false}, {"B", false}, {"C", false}};
+  ServerObservation base = observed({}, {{"A", true}, {"B", true}, {"C", false}});
+  base.role_reads = reads;
+  ServerObservation head = base;
+  std::vector<ChangedField> fields;
+  for (const char* var : {"A", "B", "C"}) {
+    ChangedField f;
+    f.path = std::string("serve.prefill.env.") + var;
+    f.kind = "changed";
+    fields.push_back(f);
+  }
+  auto kv = judge_key("k", "modified", fields, &base, &head);
+  ASSERT_EQ(kv.fields.size(), 3u);
+  EXPECT_EQ(kv.fields[0].verdict, "read");
+  EXPECT_EQ(kv.fields[1].verdict, "other role");
+  EXPECT_NE(kv.fields[1].evidence.find("set on prefill, read only by decode"), std::string::npos);
+  EXPECT_EQ(kv.fields[2].verdict, "never read");
+  // A blind spot in the prefill role: B and C can no longer be called not read there.
+  head.role_reads->blind_spots["prefill"] = {"pid 7 (/bin/sh): a shell"};
+  kv = judge_key("k", "modified", fields, &base, &head);
+  EXPECT_EQ(kv.fields[1].verdict, "unverified");
+  EXPECT_EQ(kv.fields[2].verdict, "unverified");
+  // One in the router: C (read by no role) is unverified, B (read by decode) still other role.
+  head.role_reads->blind_spots.clear();
+  head.role_reads->blind_spots["router"] = {"pid 9 (/usr/bin/static): not traced"};
+  kv = judge_key("k", "modified", std::vector<ChangedField>{fields[1], fields[2]}, &base, &head);
+  EXPECT_EQ(kv.fields[0].verdict, "other role");
+  EXPECT_EQ(kv.fields[1].verdict, "unverified");
+  EXPECT_FALSE(kv.no_op());
+}
+
 TEST(JudgeKey, PortsAndRandomSeedsAreNotDifferences) {
   EffectiveConfig a, b;
   a.settings = {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <thread>
 
 #include "e2e_util.h"
@@ -277,6 +278,46 @@ TEST(DisaggSweep, OnePrefillOneDecodeAndTwoPrefillOneDecodeFromAnInferenceXShape
   EXPECT_TRUE(fs::exists(result_file(runs, "02-", "effective_config.prefill-1.json")));
   EXPECT_TRUE(role_pids(model, "prefill").empty() && role_pids(model, "decode").empty() &&
               role_pids(model, "router").empty());
+}
+
+// The seed case, disaggregated: in the prefill role's environment, a variable the prefill code
+// path reads is effective, one only the decode role's code path reads is "set on prefill, read only
+// by decode", and one no role reads is never read.
+TEST(DisaggSweep, VerifyJudgesEachVariableOnTheRoleItWasSetFor) {
+  TempDir dir;
+  const std::string model = fmt::format("sim-disagg-verify-{}", ::getpid());
+  const std::string space =
+      R"(      - { spec-decoding: none, conc-list: [1], prefill: { num-worker: 1, tp: 1 }, decode: { num-worker: 1, tp: 1 } })";
+  const std::string base = disagg_recipe(model, "", space);
+  std::string head = base;
+  const std::string from = R"(env: { VLLM_NIXL_ABORT_REQUEST_TIMEOUT: "60" })";
+  ASSERT_NE(head.find(from), std::string::npos);
+  head.replace(
+      head.find(from), from.size(),
+      R"(env: { VLLM_NIXL_ABORT_REQUEST_TIMEOUT: "90", UCX_TLS: "tcp", SIM_UNUSED_KNOB: "1" })");
+  std::ofstream(dir.path() / "base.yaml") << base;
+  std::ofstream(dir.path() / "head.yaml") << head;
+  auto r = run_inferbench(
+      {"verify", (dir.path() / "base.yaml").string(), (dir.path() / "head.yaml").string(), "--json",
+       "--work-dir", (dir.path() / "verify").string(), "--startup-timeout", "30"},
+      dir.path() / "verify.log");
+  ASSERT_EQ(r.exit.code, 0) << r.output;
+  const auto v = boost::json::parse(r.output.substr(r.output.find('{')));
+  std::map<std::string, std::string> verdicts, evidence;
+  for (const auto& f : v.at("keys").at(0).at("fields").as_array()) {
+    const std::string field(f.at("field").as_string());
+    verdicts[field] = std::string(f.at("verdict").as_string());
+    evidence[field] = std::string(f.at("evidence").as_string());
+  }
+  EXPECT_EQ(verdicts["serve.prefill.env.VLLM_NIXL_ABORT_REQUEST_TIMEOUT"], "effective");
+  EXPECT_NE(evidence["serve.prefill.env.VLLM_NIXL_ABORT_REQUEST_TIMEOUT"].find(
+                "prefill-0.kv_transfer_config.lease_s: 60 -> 90"),
+            std::string::npos)
+      << evidence["serve.prefill.env.VLLM_NIXL_ABORT_REQUEST_TIMEOUT"];
+  EXPECT_EQ(verdicts["serve.prefill.env.UCX_TLS"], "other role");
+  EXPECT_NE(evidence["serve.prefill.env.UCX_TLS"].find("set on prefill, read only by decode"),
+            std::string::npos);
+  EXPECT_EQ(verdicts["serve.prefill.env.SIM_UNUSED_KNOB"], "never read");
 }
 
 // A decode worker killed mid-point: the point fails naming it, the other roles are stopped, and
