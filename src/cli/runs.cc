@@ -451,6 +451,41 @@ std::string stream_section(const store::RunDetails& d, const ConfigKeys& key_of)
   return text;
 }
 
+// A disaggregated deployment's time to first token by part (docs/metrics.md, "TTFT
+// attribution"): the medians, one line per point that has them.
+std::string attribution_section(const store::RunDetails& d, const ConfigKeys& key_of) {
+  std::vector<Row> rows;
+  Row header{"POINT", "KEY", "CONC", "P50 TTFT MS"};
+  for (const char* part : metrics::kTtftPartKeys) header.push_back(upper(part));
+  header.push_back("UNATTRIBUTED");
+  rows.push_back(header);
+  for (const auto& p : d.points) {
+    const auto* att = p.result.if_contains("ttft_attribution");
+    if (att == nullptr || !att->is_object()) continue;
+    const auto* parts = att->as_object().if_contains("parts");
+    const auto* rest = att->as_object().if_contains("unattributed");
+    Row row{std::to_string(p.id), key_of(p.server_config_id), std::to_string(p.concurrency),
+            scaled_cell(p.result, "median_ttft_ms", 1, "{:.2f}")};
+    for (const char* part : metrics::kTtftPartKeys) {
+      const auto* one =
+          parts && parts->is_object() ? parts->as_object().if_contains(part) : nullptr;
+      row.push_back(one && one->is_object()
+                        ? scaled_cell(one->as_object(), "median_ms", 1, "{:.2f}")
+                        : std::string("-"));
+    }
+    row.push_back(rest && rest->is_object()
+                      ? scaled_cell(rest->as_object(), "median_ms", 1, "{:.2f}")
+                      : std::string("-"));
+    rows.push_back(std::move(row));
+  }
+  if (rows.size() <= 1) return "";
+  return std::string(
+             "\nTTFT ATTRIBUTION (disaggregated: median ms by part, as the workers "
+             "report them; UNATTRIBUTED is TTFT minus the parts: network and HTTP "
+             "between the processes)\n") +
+         table_text(rows);
+}
+
 // What the server did meanwhile (docs/telemetry.md): one line per point with server metrics.
 std::string telemetry_section(const store::RunDetails& d, const ConfigKeys& key_of) {
   std::vector<Row> rows;
@@ -501,6 +536,7 @@ std::string show_text(const store::RunDetails& d) {
   out += points_section(d, results);
   out += accuracy_section(d, key_of);
   out += stream_section(d, key_of);
+  out += attribution_section(d, key_of);
   out += telemetry_section(d, key_of);
   // Why each point that is not a success failed, in full (the first error of each cause).
   if (const std::string why = sweep::not_measured_text(results); !why.empty()) {

@@ -98,6 +98,9 @@ void StreamingResponse::on_event(const http::SseEvent& event, int64_t t_ns) {
     record_->spec_steps = static_cast<int32_t>(std::min<int64_t>(chunk.spec->steps, 1 << 30));
     record_->spec_accepted = static_cast<int32_t>(std::min<int64_t>(chunk.spec->accepted, 1 << 30));
   }
+  if (chunk.ttft_parts) {
+    record_->ttft_parts.assign(chunk.ttft_parts->begin(), chunk.ttft_parts->end());
+  }
   if (!chunk.finish_reason.empty()) record_->finish_reason = std::move(chunk.finish_reason);
 }
 

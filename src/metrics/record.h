@@ -30,6 +30,15 @@ enum class FailureCause {
 /// Stable lower-case name used in results ("http_status", "no_done", ...).
 std::string_view failure_cause_name(FailureCause cause);
 
+/// The parts of a disaggregated deployment's time to first token, in the order the client reads
+/// them (openai::kTtftPartNames, without "_ms"): the router's own time, the prefill worker's
+/// queue and prefill, the rest of the prefill round trip, the decode worker's handling of the
+/// request before the pull, the KV transfer, the decode worker's queue and first decode step.
+inline constexpr const char* kTtftPartKeys[] = {
+    "router",         "prefill_queue", "prefill",      "prefill_transport",
+    "decode_receive", "kv_transfer",   "decode_queue", "first_decode"};
+inline constexpr size_t kTtftPartCount = 8;
+
 /// One request as measured by the client. Times are nanoseconds on the monotonic clock
 /// (ib::mono_ns), so differences are exact and the run's origin is a separate value.
 struct RequestRecord {
@@ -56,6 +65,9 @@ struct RequestRecord {
   /// metrics.speculative_decoding): verify steps and the draft tokens they accepted; -1: none.
   int32_t spec_steps = -1;
   int32_t spec_accepted = -1;
+  /// A disaggregated deployment's time to first token by part (kTtftPartKeys order, ms), as its
+  /// decode worker reported it; empty when it did not.
+  std::vector<float> ttft_parts;
   int http_status = 0;
   int retries = 0;  // re-sends after a failure before any response byte
   FailureCause failure = FailureCause::kNone;

@@ -22,6 +22,8 @@ namespace {
 struct LatencySamples {
   std::vector<double> ttft, tpot, itl, e2el, sched_ttft, sched_e2el, queue, norm;
   std::vector<double> icl, tokens_per_event, stall, request_al;
+  std::array<std::vector<double>, kTtftPartCount> ttft_parts;
+  std::vector<double> ttft_unattributed;
   std::vector<int32_t> counts;  // scratch: one request's tokens per event
 };
 
@@ -114,6 +116,15 @@ void add_latencies(const RequestRecord& r, const GoodputSlo& slo, LatencySamples
   const double e2el_ms = ns_to_ms(last - r.send_ns);
   s.ttft.push_back(ttft_ms);
   s.e2el.push_back(e2el_ms);
+  if (r.ttft_parts.size() == kTtftPartCount) {
+    double sum = 0;
+    for (size_t i = 0; i < kTtftPartCount; ++i) {
+      s.ttft_parts[i].push_back(r.ttft_parts[i]);
+      sum += r.ttft_parts[i];
+    }
+    s.ttft_unattributed.push_back(ttft_ms - sum);
+    ++m.ttft_attributed;
+  }
   s.sched_ttft.push_back(ns_to_ms(first - r.sched_ns));
   s.sched_e2el.push_back(ns_to_ms(last - r.sched_ns));
   s.queue.push_back(ns_to_ms(r.send_ns - r.sched_ns));
@@ -160,6 +171,8 @@ void summarize_latencies(LatencySamples& s, const std::vector<double>& q, BenchM
   m.tokens_per_event = summarize(s.tokens_per_event, q);
   m.stall_ms = summarize(s.stall, q);
   m.request_acceptance_length = summarize(s.request_al, q);
+  for (size_t i = 0; i < kTtftPartCount; ++i) m.ttft_parts[i] = summarize(s.ttft_parts[i], q);
+  m.ttft_unattributed = summarize(s.ttft_unattributed, q);
 }
 
 // What a reader of the numbers must know: estimated output tokens, usage that disagrees with the
@@ -336,6 +349,22 @@ void put_stream(boost::json::object& o, const BenchMetrics& m, const MetricsOpti
                                                               {"max", al.max}}}};
   } else {
     o["response_acceptance_length"] = nullptr;
+  }
+  // A disaggregated deployment: where TTFT went, by part (docs/metrics.md, "TTFT attribution").
+  if (m.ttft_attributed > 0) {
+    boost::json::object parts;
+    for (size_t i = 0; i < kTtftPartCount; ++i) {
+      const Summary& p = m.ttft_parts[i];
+      parts[kTtftPartKeys[i]] =
+          boost::json::object{{"mean_ms", p.mean}, {"median_ms", p.median}, {"max_ms", p.max}};
+    }
+    const Summary& u = m.ttft_unattributed;
+    o["ttft_attribution"] = boost::json::object{
+        {"requests", m.ttft_attributed},
+        {"parts", std::move(parts)},
+        {"unattributed",
+         boost::json::object{
+             {"mean_ms", u.mean}, {"median_ms", u.median}, {"min_ms", u.min}, {"max_ms", u.max}}}};
   }
 }
 

@@ -3,6 +3,7 @@
 // `output_throughput`, ...) and adds interactivity and schedule-based latency under clear names.
 #pragma once
 
+#include <array>
 #include <boost/json.hpp>
 #include <cstdint>
 #include <map>
@@ -78,6 +79,12 @@ struct BenchMetrics {
   // each request's acceptance length (1 + accepted / steps).
   int64_t spec_requests = 0, spec_steps = 0, spec_accepted = 0;
   Summary request_acceptance_length;
+  // A disaggregated deployment's time to first token by part (kTtftPartKeys), over the requests
+  // whose decode worker reported them, and what the parts leave of each one's measured TTFT
+  // (network and HTTP between the processes: the attribution's error).
+  int64_t ttft_attributed = 0;
+  std::array<Summary, kTtftPartCount> ttft_parts;
+  Summary ttft_unattributed;
 
   int64_t requests_without_usage = 0;   // output tokens estimated from content events
   int64_t usage_length_mismatches = 0;  // |completion_tokens − requested| > 5% of requested

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <boost/json.hpp>
+#include <cmath>
 
 #include "core/strings.h"
 
@@ -120,20 +121,42 @@ std::optional<SpecDecodeFigures> read_spec_decoding(od::value sd, std::string& b
   return f;
 }
 
+// serve-sim's disaggregated timing, metrics.disagg: every part a finite duration (ms, at least
+// 0); anything else claims nothing.
+std::optional<std::array<double, kTtftParts>> read_ttft_parts(od::value v) {
+  std::array<double, kTtftParts> parts{};
+  std::array<bool, kTtftParts> seen{};
+  for (auto item : v.get_object()) {
+    std::string_view key = item.unescaped_key();
+    od::value n = item.value();
+    for (size_t i = 0; i < kTtftParts; ++i) {
+      if (key != kTtftPartNames[i] || n.type() != od::json_type::number) continue;
+      const double d = n.get_double();
+      if (!(d >= 0) || !std::isfinite(d)) return std::nullopt;
+      parts[i] = d;
+      seen[i] = true;
+    }
+  }
+  for (bool s : seen) {
+    if (!s) return std::nullopt;
+  }
+  return parts;
+}
+
 // vLLM's per-request metrics: {"speculative_decoding":{"num_spec_steps":...,
 // "num_accepted_draft_tokens":...,"num_draft_tokens":...}} (other keys and metrics ignored).
 // Counts below zero, or more accepted than drafted, are a broken server (`bad`).
-std::optional<SpecDecodeFigures> read_spec_metrics(od::value v, std::string& bad) {
-  std::optional<SpecDecodeFigures> out;
-  if (v.type() != od::json_type::object) return out;
+void read_metrics(od::value v, StreamChunk& out, std::string& bad) {
+  if (v.type() != od::json_type::object) return;
   for (auto field : v.get_object()) {
     std::string_view key = field.unescaped_key();
     od::value sd = field.value();
     if (key == "speculative_decoding" && sd.type() == od::json_type::object) {
-      out = read_spec_decoding(sd, bad);
+      out.spec = read_spec_decoding(sd, bad);
+    } else if (key == "disagg" && sd.type() == od::json_type::object) {
+      out.ttft_parts = read_ttft_parts(sd);
     }
   }
-  return out;
 }
 
 std::string read_error_object(od::value v) {
@@ -194,7 +217,7 @@ StreamChunk StreamDecoder::decode(std::string_view data) {
       } else if (key == "usage") {
         if (v.type() == od::json_type::object) out.usage = read_usage(v, bad_usage);
       } else if (key == "metrics") {
-        out.spec = read_spec_metrics(v, bad_usage);
+        read_metrics(v, out, bad_usage);
       } else if (key == "error") {
         if (v.type() != od::json_type::null) {
           out.kind = StreamChunk::Kind::kError;

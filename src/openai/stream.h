@@ -8,6 +8,7 @@
 
 #include <simdjson.h>
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -30,6 +31,13 @@ struct SpecDecodeFigures {
   int64_t draft_tokens = 0;  // num_draft_tokens
 };
 
+/// Where a disaggregated deployment's time to first token went, as its decode worker reports it
+/// (serve-sim's metrics.disagg, ms): the names, in this order.
+inline constexpr const char* kTtftPartNames[] = {
+    "router_ms",         "prefill_queue_ms", "prefill_ms",      "prefill_transport_ms",
+    "decode_receive_ms", "kv_transfer_ms",   "decode_queue_ms", "first_decode_ms"};
+inline constexpr size_t kTtftParts = 8;
+
 /// What one stream event means for measurement ("content event" in docs/metrics.md).
 struct StreamChunk {
   enum class Kind {
@@ -43,6 +51,8 @@ struct StreamChunk {
   size_t content_bytes = 0;    // bytes of generated text/reasoning/tool arguments
   std::optional<Usage> usage;  // present when the chunk carried a non-null usage object
   std::optional<SpecDecodeFigures> spec;  // metrics.speculative_decoding, when present
+  /// metrics.disagg, every part present (kTtftPartNames order), when present.
+  std::optional<std::array<double, kTtftParts>> ttft_parts;
   std::string finish_reason;   // non-empty on the chunk that carried one
   std::string error_message;   // for kError and kMalformed
   std::string text;            // the content text, with StreamDecoder::keep_text (else empty)

@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "core/json_text.h"
+#include "core/strings.h"
 #include "sim/tokens.h"
 #include "tokenizer/serving.h"
 
@@ -140,6 +141,25 @@ std::optional<ApiError> read_kv_transfer(const json::object& o, GenerateRequest&
                                           *port));
   }
   kv.remote_port = port ? static_cast<int>(*port) : 0;
+  if (const json::value* t = find(p, "inferbench_ttft"); t != nullptr) {
+    if (!t->is_object() || t->get_object().size() > 16) {
+      return bad_request(param,
+                         "kv_transfer_params.inferbench_ttft must be an object of at most "
+                         "16 durations in ms");
+    }
+    for (const auto& kv2 : t->get_object()) {
+      const json::value& ms = kv2.value();
+      const double d = ms.is_double()  ? ms.get_double()
+                       : ms.is_int64() ? static_cast<double>(ms.get_int64())
+                                       : -1;
+      if (!(d >= 0) || !std::isfinite(d)) {
+        return bad_request(param, fmt::format("kv_transfer_params.inferbench_ttft.{} must be a "
+                                              "duration in ms (a number, at least 0)",
+                                              printable(std::string_view(kv2.key()), 40)));
+      }
+      kv.upstream_ms[std::string(kv2.key())] = d;
+    }
+  }
   const bool any_remote = port || !kv.remote_host.empty() || !kv.remote_request_id.empty();
   if (any_remote && (kv.remote_host.empty() || !kv.remote())) {
     return bad_request(param,

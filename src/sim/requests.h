@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -56,6 +57,10 @@ struct GenerateRequest {
     std::string remote_host;
     int remote_port = 0;
     std::string remote_request_id;
+    /// inferbench_ttft: the parts of the time to first token spent before the decode worker (a
+    /// serve-sim router sends router_ms, prefill_queue_ms, prefill_ms, prefill_transport_ms),
+    /// which the decode worker's per-request metrics complete.
+    std::map<std::string, double> upstream_ms;
     bool remote() const { return remote_port > 0 && !remote_request_id.empty(); }
   };
   std::optional<KvTransfer> kv_transfer;

@@ -80,6 +80,7 @@ struct SimRouter::Worker {
   int64_t in_flight = 0;
   int64_t requests = 0;
   int64_t failed = 0;
+  std::vector<std::unique_ptr<http::HttpConnection>> idle;  // kept-alive connections to it
   std::list<uint64_t> lru;  // most recent first
   std::unordered_map<uint64_t, std::list<uint64_t>::iterator> seen;
 
@@ -125,14 +126,35 @@ std::vector<uint64_t> prefix_blocks(const std::string& key) {
 // One upstream exchange whose bytes the handler relays: the sink only stores and wakes; every
 // write to the client is the handler's. Shared with the coroutine that runs the exchange, so a
 // handler cancelled by its client leaves nothing dangling (it closes the connection instead).
+//
+// Connections are kept alive and reused per worker, as a real router pools them: an exchange that
+// completed gives its connection back (release()); a reused one that the worker closed meanwhile
+// is replaced and the request sent again, once, before any response byte.
 struct Upstream final : http::ResponseSink {
-  explicit Upstream(asio::any_io_executor ex, const SimRouter::Worker& w, double timeout_s)
+  explicit Upstream(asio::any_io_executor ex, SimRouter::Worker& w, double timeout_s)
       : wake(ex),
-        conn(ex, w.endpoint, w.addresses,
-             http::ClientTimeouts{std::chrono::milliseconds(10'000),
-                                  std::chrono::milliseconds(std::llround(timeout_s * 1000)),
-                                  std::chrono::milliseconds(std::llround(timeout_s * 1000)),
-                                  std::chrono::milliseconds(0)}) {}
+        worker(w),
+        timeouts{std::chrono::milliseconds(10'000),
+                 std::chrono::milliseconds(std::llround(timeout_s * 1000)),
+                 std::chrono::milliseconds(std::llround(timeout_s * 1000)),
+                 std::chrono::milliseconds(0)} {
+    if (!w.idle.empty()) {
+      conn = std::move(w.idle.back());
+      w.idle.pop_back();
+    } else {
+      conn = fresh();
+    }
+  }
+  std::unique_ptr<http::HttpConnection> fresh() {
+    return std::make_unique<http::HttpConnection>(wake.get_executor(), worker.endpoint,
+                                                  worker.addresses, timeouts);
+  }
+  // Back to the worker's pool, when the exchange completed on a connection still open.
+  void release() {
+    if (done && outcome.complete && conn && conn->is_open() && worker.idle.size() < 1024) {
+      worker.idle.push_back(std::move(conn));
+    }
+  }
   void on_headers(int s, int64_t) override {
     status = s;
     notify();
@@ -163,7 +185,12 @@ struct Upstream final : http::ResponseSink {
         ex,
         [self = std::move(self), path = std::move(path),
          body = std::move(body)]() -> asio::awaitable<void> {
-          self->outcome = co_await self->conn.request(beast_http::verb::post, path, body, *self);
+          const bool reused = self->conn->reused();
+          self->outcome = co_await self->conn->request(beast_http::verb::post, path, body, *self);
+          if (reused && !self->outcome.response_started && !self->outcome.timed_out()) {
+            self->conn = self->fresh();  // the worker closed the idle connection: once more
+            self->outcome = co_await self->conn->request(beast_http::verb::post, path, body, *self);
+          }
           self->done = true;
           self->notify();
         },
@@ -179,7 +206,9 @@ struct Upstream final : http::ResponseSink {
   }
 
   asio::steady_timer wake;
-  http::HttpConnection conn;
+  SimRouter::Worker& worker;
+  http::ClientTimeouts timeouts;
+  std::unique_ptr<http::HttpConnection> conn;
   std::string buffer;
   int status = 0;
   bool woken = false, done = false;
@@ -191,7 +220,8 @@ struct Upstream final : http::ResponseSink {
 struct CloseUnlessDone {
   std::shared_ptr<Upstream> up;
   ~CloseUnlessDone() {
-    if (up && !up->done) up->conn.close();
+    if (up && !up->done && up->conn) up->conn->close();
+    if (up) up->release();
   }
 };
 
@@ -322,10 +352,10 @@ struct SimRouter::InFlight {
   Worker& w;
 };
 
-asio::awaitable<std::optional<json::value>> SimRouter::run_prefill(std::string_view path,
-                                                                   const json::object& body,
-                                                                   Worker& prefill,
-                                                                   http::ResponseWriter& writer) {
+asio::awaitable<std::optional<json::object>> SimRouter::run_prefill(std::string_view path,
+                                                                    const json::object& body,
+                                                                    Worker& prefill,
+                                                                    http::ResponseWriter& writer) {
   auto executor = co_await asio::this_coro::executor;
   auto pre = std::make_shared<Upstream>(executor, prefill, args_.timeout_s);
   CloseUnlessDone pre_guard{pre};
@@ -361,7 +391,7 @@ asio::awaitable<std::optional<json::value>> SimRouter::run_prefill(std::string_v
                                prefill.endpoint.url())));
     co_return std::nullopt;
   }
-  co_return *params;
+  co_return std::move(answer.as_object());
 }
 
 asio::awaitable<void> SimRouter::handle_generate(std::string_view path,
@@ -385,15 +415,36 @@ asio::awaitable<void> SimRouter::handle_generate(std::string_view path,
   auto executor = co_await asio::this_coro::executor;
 
   // 1. The prefill worker: one token, its KV kept; its answer says where.
-  std::optional<json::value> params = co_await run_prefill(path, body, prefill, writer);
-  if (!params) co_return;  // answered: the prefill failed
-  body["kv_transfer_params"] = std::move(*params);
+  const int64_t prefill_sent = mono_ns();
+  std::optional<json::object> answer = co_await run_prefill(path, body, prefill, writer);
+  if (!answer) co_return;  // answered: the prefill failed
+  const int64_t prefill_done = mono_ns();
+  json::object params = answer->at("kv_transfer_params").as_object();
+  // Where the time to first token went before the decode worker (its own parts follow in its
+  // response's metrics): the router's own time, the prefill's queue and compute as the worker
+  // says, and the rest of the round trip (HTTP to and from the prefill worker).
+  const auto* pm = answer->if_contains("metrics");
+  auto prefill_ms = [&](const char* key) {
+    const auto* v = pm && pm->is_object() ? pm->as_object().if_contains(key) : nullptr;
+    return v && v->is_number() ? v->to_number<double>() : 0.0;
+  };
+  const double round_trip_ms = static_cast<double>(prefill_done - prefill_sent) / 1e6;
+  const double prefill_ttft = prefill_ms("time_to_first_token_ms");
+  json::object upstream{{"prefill_queue_ms", prefill_ms("queue_time_ms")},
+                        {"prefill_ms", prefill_ms("prefill_time_ms")},
+                        {"prefill_transport_ms", std::max(0.0, round_trip_ms - prefill_ttft)}};
 
   // 2. The decode worker: pulls the KV, decodes; its response is relayed as it comes.
   Worker& decode = pick_decode();
   auto dec = std::make_shared<Upstream>(executor, decode, args_.timeout_s);
   CloseUnlessDone dec_guard{dec};
   InFlight in_flight{decode};
+  const int64_t decode_sent = mono_ns();
+  upstream["router_ms"] =
+      static_cast<double>((prefill_sent - request.received_ns) + (decode_sent - prefill_done)) /
+      1e6;
+  params["inferbench_ttft"] = std::move(upstream);
+  body["kv_transfer_params"] = std::move(params);
   Upstream::start(dec, std::string(path), json::serialize(body));
   while (dec->status == 0 && !dec->done) co_await dec->wait();
   if (dec->status != 200 || !stream) {

@@ -61,9 +61,9 @@ class SimRouter {
                                                const http::HttpRequest& request,
                                                http::ResponseWriter& writer);
   boost::asio::awaitable<void> handle_metrics(http::ResponseWriter& writer);
-  /// The prefill phase: the worker's kv_transfer_params, or nullopt when it failed and the
-  /// client was answered.
-  boost::asio::awaitable<std::optional<boost::json::value>> run_prefill(
+  /// The prefill phase: the worker's answer (its kv_transfer_params checked), or nullopt when it
+  /// failed and the client was answered.
+  boost::asio::awaitable<std::optional<boost::json::object>> run_prefill(
       std::string_view path, const boost::json::object& body, Worker& prefill,
       http::ResponseWriter& writer);
   Worker& pick_prefill(const std::string& prompt_key, int64_t* matched_blocks);

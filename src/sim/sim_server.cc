@@ -396,6 +396,15 @@ struct RequestPlan {
   bool continuous_usage;
   int stream_interval = 1;  // tokens per SSE event (the first event has one)
   int spec_metrics_k = 0;   // > 0: report the request's speculative decoding (K drafts a step)
+  // A disaggregated worker's request: where its time to first token went, in the response's
+  // metrics (docs/serve-sim.md, "Disaggregated prefill and decode").
+  struct Timing {
+    bool prefill = false, decode = false;
+    int64_t arrival_ns = 0;
+    std::map<std::string, double> upstream_ms;  // the router's parts (kv_transfer_params)
+    double kv_transfer_ms = 0;
+    int64_t kv_done_ns = 0;
+  } timing;
   OutputPlan output;
   uint64_t stream_seed;
   std::vector<std::string> answer;  // --gsm8k-correct: the answer's tokens (words), else empty
@@ -428,7 +437,11 @@ class RequestReceiver final : public NewsReceiver {
   void on_news(const TokenNews& news) override {
     trace_.engine_counts(news.cached_tokens, news.preemptions);
     const bool admission = (news.admitted || news.tokens > 0) && !admitted_;
-    if (admission) admitted_ = true;
+    if (admission) {
+      admitted_ = true;
+      admitted_ns_ = news.admitted ? news.admitted_ns : news.due_ns;
+    }
+    if (news.tokens > 0 && first_due_ns_ == 0) first_due_ns_ = news.due_ns;
     if (news.tokens > 0) trace_.tokens_due(news.tokens, news.due_ns);
     if (news.accepted >= 0 && plan_.spec_metrics_k > 0) {
       spec_.count(news.accepted, plan_.spec_metrics_k);
@@ -467,7 +480,7 @@ class RequestReceiver final : public NewsReceiver {
       finished_ = true;
       if (held_tokens_ > 0) flush_held(std::nullopt);  // the engine ended the request early
       std::string& out = sink();
-      if (plan_.include_usage) format_.append_usage_event(out, usage_, spec_metrics());
+      if (plan_.include_usage) format_.append_usage_event(out, usage_, metrics_json());
       out += kSseDone;
       end_queued_ = true;
     }
@@ -506,6 +519,33 @@ class RequestReceiver final : public NewsReceiver {
   bool end_written() const { return end_written_; }
   const Usage& usage() const { return usage_; }
   // The response's "metrics" value (vLLM's per-request speculative decoding), or empty.
+  // The response's "metrics" value: the request's speculative decoding, and a disaggregated
+  // worker's timing (a prefill's queue and prefill; a decode's KV transfer, queue and first
+  // decode, after the router's parts); empty when there is nothing to say.
+  std::string metrics_json() const {
+    const RequestPlan::Timing& t = plan_.timing;
+    const std::string spec = spec_metrics();
+    if (!t.prefill && !t.decode) return spec;
+    json::object o;
+    if (!spec.empty()) o = json::parse(spec).as_object();
+    auto ms = [](int64_t from, int64_t to) {
+      return from > 0 && to >= from ? static_cast<double>(to - from) / 1e6 : 0.0;
+    };
+    if (t.prefill) {
+      o["time_to_first_token_ms"] = ms(t.arrival_ns, first_due_ns_);
+      o["queue_time_ms"] = ms(t.arrival_ns, admitted_ns_);
+      o["prefill_time_ms"] = ms(admitted_ns_, first_due_ns_);
+    } else {
+      json::object d;
+      for (const auto& [name, value] : t.upstream_ms) d[name] = value;
+      d["kv_transfer_ms"] = t.kv_transfer_ms;
+      d["decode_queue_ms"] = ms(t.kv_done_ns, admitted_ns_);
+      d["first_decode_ms"] = ms(admitted_ns_, first_due_ns_);
+      o["time_to_first_token_ms"] = ms(t.arrival_ns, first_due_ns_);
+      o["disagg"] = std::move(d);
+    }
+    return json::serialize(o);
+  }
   std::string spec_metrics() const {
     return plan_.spec_metrics_k > 0 ? request_spec_metrics_json(spec_, plan_.spec_metrics_k)
                                     : std::string();
@@ -584,6 +624,8 @@ class RequestReceiver final : public NewsReceiver {
   int held_tokens_ = 0;              // --stream-interval: tokens waiting for their event
   std::string held_text_;            // their text
   bool admitted_ = false;
+  int64_t admitted_ns_ = 0;   // the first admission (steady-clock ns)
+  int64_t first_due_ns_ = 0;  // when the first token came to exist
   bool finished_ = false;     // every token arrived
   bool end_queued_ = false;   // the final events were formatted
   bool end_written_ = false;  // the write ending the body was started
@@ -814,10 +856,10 @@ std::string SimServer::hold_kv(int prompt_tokens) {
       args_.port, json_quote(args_.host), kv_port_, id, tp);
 }
 
-// A decode instance pulls a request's KV from its prefill instance, timed and counted; false when
-// the pull failed and the request was answered with the reason.
-asio::awaitable<bool> SimServer::receive_kv(const GenerateRequest::KvTransfer& kv,
-                                            http::ResponseWriter& writer) {
+// A decode instance pulls a request's KV from its prefill instance, timed and counted; the pull's
+// milliseconds, or nullopt when it failed and the request was answered with the reason.
+asio::awaitable<std::optional<double>> SimServer::receive_kv(const GenerateRequest::KvTransfer& kv,
+                                                             http::ResponseWriter& writer) {
   const KvPull pull = co_await pull_kv(kv.remote_host, kv.remote_port, kv.remote_request_id,
                                        args_.kv.channel.link, args_.kv.pull_timeout_s);
   {
@@ -830,11 +872,11 @@ asio::awaitable<bool> SimServer::receive_kv(const GenerateRequest::KvTransfer& k
       ++kv_pulls_.failed;
     }
   }
-  if (pull.ok) co_return true;
+  if (pull.ok) co_return pull.seconds * 1000.0;
   sim_log().warn("{}", pull.error);
   ApiError e{500, "InternalServerError", pull.error, std::nullopt};
   co_await writer.send(e.status, kJson, e.to_json());
-  co_return false;
+  co_return std::nullopt;
 }
 
 std::string SimServer::next_request_id(Api api) {
@@ -935,6 +977,34 @@ asio::awaitable<void> SimServer::handle_metrics(const http::HttpRequest&,
   co_await writer.send(200, kPrometheus, std::move(body));
 }
 
+namespace {
+
+// What a request produces (its output plan, the stream's events), from the request and the
+// server's settings.
+void fill_plan(RequestPlan& plan, Api api, const GenerateRequest& req, const SimArgs& args,
+               const Gsm8kAnswers* gsm8k) {
+  plan.api = api;
+  plan.stream = req.stream;
+  plan.include_usage = req.include_usage;
+  plan.continuous_usage = req.continuous_usage;
+  plan.stream_interval = args.stream_interval;
+  if (args.per_request_spec_metrics) plan.spec_metrics_k = args.spec.num_speculative_tokens;
+  plan.output =
+      plan_output(req.prompt_hash, args.seed, req.max_tokens, req.min_tokens, req.ignore_eos);
+  plan.stream_seed = mix64(req.prompt_hash ^ mix64(args.seed + 1));
+  if (gsm8k != nullptr) {
+    if (auto text = gsm8k->answer(req.prompt_text)) {
+      // One token a word (with its leading space), then EOS; cut at max_tokens ("length").
+      plan.answer = split_answer_tokens(*text);
+      const int words = static_cast<int>(plan.answer.size());
+      plan.output = words + 1 <= req.max_tokens ? OutputPlan{words + 1, FinishReason::kStop}
+                                                : OutputPlan{req.max_tokens, FinishReason::kLength};
+    }
+  }
+}
+
+}  // namespace
+
 asio::awaitable<void> SimServer::handle_generate(Api api, const http::HttpRequest& request,
                                                  http::ResponseWriter& writer) {
   ParseResult parsed = api == Api::kChat ? parse_chat_request(request.body, served_)
@@ -957,29 +1027,23 @@ asio::awaitable<void> SimServer::handle_generate(Api api, const http::HttpReques
     co_return;
   }
   int external_tokens = 0;
-  if (args_.role == SimRole::kDecode && req.kv_transfer && req.kv_transfer->remote()) {
-    if (!co_await receive_kv(*req.kv_transfer, writer)) co_return;
-    external_tokens = req.prompt_tokens - 1;
-  }
   RequestPlan plan;
-  plan.api = api;
-  plan.stream = req.stream;
-  plan.include_usage = req.include_usage;
-  plan.continuous_usage = req.continuous_usage;
-  plan.stream_interval = args_.stream_interval;
-  if (args_.per_request_spec_metrics) plan.spec_metrics_k = args_.spec.num_speculative_tokens;
-  plan.output =
-      plan_output(req.prompt_hash, args_.seed, req.max_tokens, req.min_tokens, req.ignore_eos);
-  plan.stream_seed = mix64(req.prompt_hash ^ mix64(args_.seed + 1));
-  if (gsm8k_) {
-    if (auto text = gsm8k_->answer(req.prompt_text)) {
-      // One token a word (with its leading space), then EOS; cut at max_tokens ("length").
-      plan.answer = split_answer_tokens(*text);
-      const int words = static_cast<int>(plan.answer.size());
-      plan.output = words + 1 <= req.max_tokens ? OutputPlan{words + 1, FinishReason::kStop}
-                                                : OutputPlan{req.max_tokens, FinishReason::kLength};
-    }
+  plan.timing.arrival_ns = request.received_ns;
+  plan.timing.prefill = hold;
+  if (args_.role == SimRole::kDecode && req.kv_transfer && req.kv_transfer->remote()) {
+    const int64_t pull_start = mono_ns();
+    const std::optional<double> kv_ms = co_await receive_kv(*req.kv_transfer, writer);
+    if (!kv_ms) co_return;
+    external_tokens = req.prompt_tokens - 1;
+    plan.timing.decode = true;
+    plan.timing.kv_transfer_ms = *kv_ms;
+    plan.timing.kv_done_ns = mono_ns();
+    plan.timing.upstream_ms = req.kv_transfer->upstream_ms;
+    // The worker's own handling before the pull: reading and parsing the request.
+    plan.timing.upstream_ms["decode_receive_ms"] =
+        static_cast<double>(std::max<int64_t>(0, pull_start - request.received_ns)) / 1e6;
   }
+  fill_plan(plan, api, req, args_, gsm8k_.get());
   const std::string id = next_request_id(api);
   const ResponseFormatter format(api, id, static_cast<int64_t>(std::time(nullptr)), args_.model);
 
@@ -1008,7 +1072,7 @@ asio::awaitable<void> SimServer::handle_generate(Api api, const http::HttpReques
     const std::string kv_params = hold ? hold_kv(req.prompt_tokens) : std::string();
     if (co_await writer.send(200, kJson,
                              format.full_response(text, plan.output.finish, receiver.usage(),
-                                                  receiver.spec_metrics(), kv_params))) {
+                                                  receiver.metrics_json(), kv_params))) {
       trace.completed();
     }
     co_return;

@@ -192,8 +192,8 @@ class SimServer {
   EngineSnapshot engine_snapshot_now() const;
   double kv_bytes(int prompt_tokens) const;
   std::string hold_kv(int prompt_tokens);
-  boost::asio::awaitable<bool> receive_kv(const GenerateRequest::KvTransfer& kv,
-                                          http::ResponseWriter& writer);
+  boost::asio::awaitable<std::optional<double>> receive_kv(const GenerateRequest::KvTransfer& kv,
+                                                           http::ResponseWriter& writer);
   KvTransferCounters kv_counters() const;
   boost::asio::awaitable<EngineSnapshot> engine_snapshot_coro() const;
   void on_io_thread_exit();

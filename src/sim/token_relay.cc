@@ -5,6 +5,8 @@
 #include <mutex>
 #include <utility>
 
+#include "core/clock.h"
+
 namespace ib::sim {
 
 namespace asio = boost::asio;
@@ -87,6 +89,7 @@ class TokenRelay::Job final : public GenerationListener {
   void on_admitted() override {
     TokenNews news = base();
     news.admitted = true;
+    news.admitted_ns = mono_ns();
     relay_.push(io_, news);
   }
 

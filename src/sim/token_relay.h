@@ -32,6 +32,7 @@ struct TokenNews {
   int cached_tokens = 0;  // the generation's prefix-cache hit and preemptions so far
   int preemptions = 0;
   int accepted = -1;  // speculative decoding: drafts the step accepted; -1: it did not speculate
+  int64_t admitted_ns = 0;  // an admission's time on the engine thread (steady-clock ns)
 };
 
 /// Gets a request's news, on the I/O thread that submitted it. One delivery may bring several

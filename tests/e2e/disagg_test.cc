@@ -80,6 +80,18 @@ TEST(Disagg, OnePrefillOneDecodeBehindARouterServeABenchWithTheKvOnTheLink) {
   EXPECT_EQ(worker_metric(prefill, "inferbench_sim:kv_held_requests"), 0);
   // The transfer is on every request's path to its first token.
   EXPECT_GE(num(j, "median_ttft_ms"), kv_s * 1000);
+  // Where TTFT went, request by request: every part is a sub-interval of the client's TTFT, so
+  // what they leave (network and HTTP between the processes) is never negative; the KV part is
+  // at least the link's time.
+  const auto& att = j.at("ttft_attribution").as_object();
+  EXPECT_EQ(att.at("requests").as_int64(), 6);
+  for (const char* part : {"router", "prefill_queue", "prefill", "prefill_transport",
+                           "decode_receive", "kv_transfer", "decode_queue", "first_decode"}) {
+    EXPECT_GE(att.at("parts").at(part).at("median_ms").to_number<double>(), 0) << part;
+  }
+  EXPECT_GE(att.at("parts").at("kv_transfer").at("median_ms").to_number<double>(), kv_s * 1000);
+  EXPECT_GE(att.at("unattributed").at("min_ms").to_number<double>(), -0.01);
+  EXPECT_LT(att.at("unattributed").at("median_ms").to_number<double>(), num(j, "median_ttft_ms"));
   // Each role prints its side of the KV connector (the effective configuration).
   EXPECT_NE(prefill.log().find("'kv_role': 'kv_producer'"), std::string::npos);
   EXPECT_NE(decode.log().find("'kv_role': 'kv_consumer'"), std::string::npos);
