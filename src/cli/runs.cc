@@ -242,6 +242,19 @@ std::string readers_text(const boost::json::value& variable) {
 
 // What each server showed: its engine, how many effective settings were captured, and which of
 // the recipe's environment variables its processes read (docs/env-trace.md).
+// A disaggregated deployment: the roles whose processes read `var` (" [roles: decode]").
+std::string roles_reading(const boost::json::object& env_reads, const std::string& var) {
+  const auto* by_role = env_reads.if_contains("by_role");
+  if (by_role == nullptr || !by_role->is_object()) return "";
+  std::vector<std::string> roles;
+  for (const auto& r : by_role->as_object()) {
+    const auto* read = r.value().is_object() ? r.value().as_object().if_contains("read") : nullptr;
+    const auto* v = read && read->is_object() ? read->as_object().if_contains(var) : nullptr;
+    if (v && v->is_bool() && v->as_bool()) roles.emplace_back(r.key());
+  }
+  return fmt::format(" [roles: {}]", roles.empty() ? std::string("none") : join(roles, ", "));
+}
+
 std::string server_observation_section(const store::RunDetails& d) {
   std::vector<Row> rows;
   rows.push_back({"KEY", "ENGINE", "SETTINGS", "VARIABLE", "READ BY"});
@@ -258,8 +271,9 @@ std::string server_observation_section(const store::RunDetails& d) {
       continue;
     }
     for (const auto& kv : vars->as_object()) {
-      rows.push_back({c.config_key, engine_text, count, std::string(kv.key()),
-                      one_line(readers_text(kv.value()))});
+      rows.push_back(
+          {c.config_key, engine_text, count, std::string(kv.key()),
+           one_line(readers_text(kv.value())) + roles_reading(c.env_reads, std::string(kv.key()))});
     }
   }
   if (rows.size() <= 1) return "";

@@ -141,6 +141,7 @@ void ServerSession::observe(const SessionOptions& o) {
       }
     }
   }
+  for (const auto& [role, spec] : e.roles) check_role_expect(role, spec);
   for (const auto& r : expect_.results) {
     if (!r.passed) {
       expect_.failure = fmt::format("expect failed: {} ({})", r.assertion, r.evidence);
@@ -148,6 +149,53 @@ void ServerSession::observe(const SessionOptions& o) {
     }
   }
   write_json(dir_ / "expect.json", expect_.to_json());
+}
+
+std::map<int, std::string> ServerSession::role_pids() const {
+  std::map<int, std::string> role_of;
+  for (const RoleProcess& r : roles_) {
+    for (int pid : r.pids) {
+      role_of[pid] = r.role;
+      for (const auto& p : process_group_members(pid)) role_of[static_cast<int>(p.pid)] = r.role;
+    }
+  }
+  return role_of;
+}
+
+// A role's own assertions (expect: {prefill: {...}}), on every process of that role: its log, its
+// effective configuration, its environment reads; each result named by the process's label.
+void ServerSession::check_role_expect(const std::string& role, const verify::ExpectSpec& spec) {
+  bool any = false;
+  for (const RoleProcess& r : roles_) {
+    if (r.role != role) continue;
+    any = true;
+    std::vector<verify::AssertionResult> results;
+    if (auto log = read_file(r.log)) {
+      results = verify::check_expect(spec, *log, role_effective_[r.label]);
+    } else {
+      expect_.unobservable.push_back(fmt::format(
+          "{}: log-contains, log-absent, settings: its log could not be read", r.label));
+    }
+    if (!spec.env_read.empty() || !spec.env_not_read.empty()) {
+      if (tracing_) {
+        const auto trace = verify::collect_env_trace(trace_dir_, watch_);
+        const auto mine = verify::only_role(trace, role_pids(), role);
+        auto env = verify::check_env_expect(spec, &mine);
+        results.insert(results.end(), env.begin(), env.end());
+      } else {
+        expect_.unobservable.push_back(
+            fmt::format("{}: env-read, env-not-read: environment tracing is off", r.label));
+      }
+    }
+    for (auto& res : results) {
+      res.assertion = r.label + ": " + res.assertion;
+      expect_.results.push_back(std::move(res));
+    }
+  }
+  if (!any) {
+    expect_.unobservable.push_back(fmt::format(
+        "expect.{}: this server has no {} process (not a disaggregated deployment)", role, role));
+  }
 }
 
 void ServerSession::write_json(const fs::path& file, const boost::json::value& v) {
@@ -164,12 +212,7 @@ std::string ServerSession::stop(std::chrono::milliseconds grace) {
   std::vector<verify::TracedProcess> running;
   std::map<int, std::string> role_of;  // a role's processes as they run: pid -> role
   if (tracing_) {
-    for (const RoleProcess& r : roles_) {
-      for (int pid : r.pids) {
-        role_of[pid] = r.role;
-        for (const auto& p : process_group_members(pid)) role_of[static_cast<int>(p.pid)] = r.role;
-      }
-    }
+    role_of = role_pids();
     for (int pid : server_->pids()) {
       for (const auto& p : process_group_members(pid)) {
         verify::TracedProcess t;

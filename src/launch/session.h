@@ -102,6 +102,9 @@ class ServerSession {
   ServerSession() = default;
   void observe(const SessionOptions& o);
   void write_json(const std::filesystem::path& file, const boost::json::value& v);
+  /// A disaggregated deployment's processes as they run (each role's process group): pid -> role.
+  std::map<int, std::string> role_pids() const;
+  void check_role_expect(const std::string& role, const verify::ExpectSpec& spec);
 
   std::unique_ptr<Server> server_;
   std::string launcher_;

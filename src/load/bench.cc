@@ -436,6 +436,23 @@ void PointSamplers::stop(BenchReport& report) {
   }
 }
 
+// A disaggregated deployment: each role's own server metrics over the window (its /metrics
+// alone), so that a prefill worker's queue is not hidden in the deployment's sum.
+boost::json::object role_summaries(const std::vector<telemetry::TimedScrape>& scrapes,
+                                   const BenchSpec& spec) {
+  boost::json::object out;
+  for (const auto& [url, label] : spec.server_metrics_roles) {
+    std::vector<telemetry::TimedScrape> mine;
+    for (const auto& s : scrapes) {
+      if (s.url == url) mine.push_back(s);
+    }
+    if (mine.empty()) continue;
+    const auto summary = telemetry::summarize(telemetry::server_timeslices(mine, spec.slice_s));
+    out[label] = telemetry::summary_to_json(summary);
+  }
+  return out;
+}
+
 void add_telemetry(BenchReport& report, const BenchSpec& spec) {
   report.client_slices =
       telemetry::client_timeslices(report.run.measured, report.run.origin_ns, spec.slice_s);
@@ -452,6 +469,7 @@ void add_telemetry(BenchReport& report, const BenchSpec& spec) {
     report.server_summary = telemetry::summarize(report.server_slices);
     t["server_slices"] = static_cast<int64_t>(report.server_slices.size());
     t["server"] = telemetry::summary_to_json(report.server_summary);
+    if (!spec.server_metrics_roles.empty()) t["roles"] = role_summaries(scrapes, spec);
     if (scrapes.empty()) {
       t["server_note"] = report.scrape_cost.first_error.empty()
                              ? std::string("no server metrics were read")

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <boost/json.hpp>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,9 @@ struct BenchSpec {
   /// `server_metrics_urls` (empty: the endpoint's /metrics) on connections of their own.
   bool scrape_server_metrics = true;
   std::vector<std::string> server_metrics_urls;
+  /// A disaggregated deployment: the role label of each of server_metrics_urls ("prefill-0"), for
+  /// a telemetry summary per role beside the deployment's; empty for one server.
+  std::map<std::string, std::string> server_metrics_roles;
   double slice_s = 1.0;
   /// GPU power during the point (docs/telemetry.md): sampled with nvidia-smi or amd-smi on this
   /// host; `require_power` makes a missing or invalid measurement fail the point.

@@ -132,7 +132,8 @@ std::optional<std::array<double, kTtftParts>> read_ttft_parts(od::value v) {
     for (size_t i = 0; i < kTtftParts; ++i) {
       if (key != kTtftPartNames[i] || n.type() != od::json_type::number) continue;
       const double d = n.get_double();
-      if (!(d >= 0) || !std::isfinite(d)) return std::nullopt;
+      // At most a day: a part is kept as a float, and no server's answer may overflow one.
+      if (!(d >= 0) || !(d <= 86'400'000.0)) return std::nullopt;
       parts[i] = d;
       seen[i] = true;
     }

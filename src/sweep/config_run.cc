@@ -179,6 +179,7 @@ std::unique_ptr<launch::ServerSession> ConfigRunner::start_session(
   if (session->log_available()) rec.log_path = session->log_path().string();
   rec.effective_config = session->effective().to_json();
   role_metrics_urls_.clear();
+  role_metrics_labels_.clear();
   if (!session->roles().empty()) {
     // The deployment's roles: each one's address, GPUs and effective configuration.
     boost::json::object roles;
@@ -190,6 +191,7 @@ std::unique_ptr<launch::ServerSession> ConfigRunner::start_session(
       }
       roles[r.label] = std::move(o);
       role_metrics_urls_.push_back(r.url + "/metrics");
+      role_metrics_labels_[r.url + "/metrics"] = r.label;
     }
     rec.effective_config["roles"] = std::move(roles);
   }

@@ -91,6 +91,7 @@ class ConfigRunner {
   /// A disaggregated deployment's /metrics, every role's (the router's alone would leave the
   /// workers' figures empty); empty for one server.
   std::vector<std::string> role_metrics_urls_;
+  std::map<std::string, std::string> role_metrics_labels_;  // url -> role label
   std::map<std::string, std::unique_ptr<launch::Launcher>> launchers_;
 };
 

@@ -62,6 +62,7 @@ load::BenchSpec ConfigRunner::point_spec(const ConfigPlan& cfg, const workload::
   bs.scrape_server_metrics = o_.scrape_server_metrics;
   bs.server_metrics_urls =
       o_.server_metrics_urls.empty() ? role_metrics_urls_ : o_.server_metrics_urls;
+  if (o_.server_metrics_urls.empty()) bs.server_metrics_roles = role_metrics_labels_;
   bs.slice_s = o_.slice_s;
   bs.power = o_.power;
   bs.require_power = o_.require_power;

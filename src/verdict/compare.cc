@@ -61,7 +61,10 @@ std::vector<std::vector<double>> bootstrap_deltas(const std::vector<const SidePo
                                                   const CompareOptions& o) {
   auto prepare = [](const std::vector<const SidePoint*>& pts) {
     std::vector<PointResampler> out;
-    for (const auto* p : pts) out.emplace_back(p->records, p->gpus);
+    for (const auto* p : pts) {
+      out.emplace_back(p->records, p->gpus);
+      out.back().set_output_gpus(p->decode_gpus);
+    }
     return out;
   };
   const auto pb = prepare(base), ph = prepare(head);
@@ -383,6 +386,7 @@ size_t use_steady_window(Side& side) {
     if (w) {
       metrics::MetricsOptions mo;
       mo.num_gpus = p.gpus;
+      mo.decode_gpus = p.decode_gpus;
       p.headline = metrics::Headline::from_json(metrics::steady_json(p.records, *w, mo, 0));
       p.window = w;
     } else if (p.steady_headline && !p.has_records) {

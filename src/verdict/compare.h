@@ -43,6 +43,7 @@ struct SidePoint {
   double e2e_norm_intvty = std::numeric_limits<double>::quiet_NaN();  // p90; agentic only
   bool agentic = false;
   int gpus = 1;
+  int decode_gpus = 0;  // a disaggregated point's (output per GPU is over them); 0: not one
   bool has_records = false;
   std::vector<metrics::RequestRecord> records;  // measured requests (records_conc_<C>.jsonl)
   /// The result's steady state (metrics/steady.h), as stored; and, after use_steady_window(),

@@ -169,7 +169,7 @@ metrics::Headline PointResampler::headline(std::span<const uint32_t> counts) con
   h.set("median_e2el_ms", e2el_.percentile(counts, 50));
   h.set("median_intvty", median_tpot > 0 ? 1000.0 / median_tpot : 0.0);
   h.set("tput_per_gpu", total_tput / per_gpu);
-  h.set("output_tput_per_gpu", out_tput / per_gpu);
+  h.set("output_tput_per_gpu", out_tput / (output_gpus_ > 0 ? output_gpus_ : per_gpu));
   h.set("completed", static_cast<double>(completed));
   h.set("failed", static_cast<double>(failed));
   return h;

@@ -30,6 +30,10 @@ class PointResampler {
 
   size_t requests() const { return send_ns_.size(); }
 
+  /// A disaggregated point: output throughput per GPU over its decode GPUs (InferenceX's rule);
+  /// 0 (the default): over all.
+  void set_output_gpus(int decode_gpus) { output_gpus_ = decode_gpus; }
+
   /// The headline of the resample that drew request i counts[i] times.
   /// REQUIRES: counts.size() == requests().
   metrics::Headline headline(std::span<const uint32_t> counts) const;
@@ -47,6 +51,7 @@ class PointResampler {
   };
 
   int gpus_;
+  int output_gpus_ = 0;
   std::optional<metrics::SteadyWindow> window_;
   std::vector<double> window_out_tokens_;  // per request, with a window
   std::vector<bool> done_in_window_, sent_in_window_, inside_;

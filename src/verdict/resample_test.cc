@@ -2,7 +2,6 @@
 
 #include <gtest/gtest.h>
 
-
 #include "metrics/result.h"
 
 namespace ib::verdict {
@@ -41,7 +40,8 @@ TEST(VerdictResample, FullSampleGivesTheHeadlineOfComputeMetrics) {
   const auto rs = records(40);
   metrics::MetricsOptions mo;
   mo.num_gpus = 2;
-  const metrics::Headline want = metrics::Headline::from_metrics(metrics::compute_metrics(rs, mo), mo);
+  const metrics::Headline want =
+      metrics::Headline::from_metrics(metrics::compute_metrics(rs, mo), mo);
   const PointResampler resampler(rs, 2);
   const std::vector<uint32_t> once(rs.size(), 1);
   const metrics::Headline got = resampler.headline(once);
@@ -49,6 +49,27 @@ TEST(VerdictResample, FullSampleGivesTheHeadlineOfComputeMetrics) {
     EXPECT_NEAR(got.at(i), want.at(i), 1e-9 * std::max(1.0, std::fabs(want.at(i))))
         << metrics::kHeadlineMetrics[i].key;
   }
+}
+
+// A disaggregated point (prefill and decode GPUs): the full sample gives the point's own
+// headline, output per GPU over the decode GPUs as InferenceX divides it.
+TEST(VerdictResample, ADisaggregatedPointsOutputPerGpuIsOverItsDecodeGpus) {
+  const auto rs = records(40);
+  metrics::MetricsOptions mo;
+  mo.num_gpus = 3;
+  mo.prefill_gpus = 2;
+  mo.decode_gpus = 1;
+  const metrics::Headline want =
+      metrics::Headline::from_metrics(metrics::compute_metrics(rs, mo), mo);
+  PointResampler resampler(rs, 3);
+  resampler.set_output_gpus(1);
+  const metrics::Headline got = resampler.headline(std::vector<uint32_t>(rs.size(), 1));
+  EXPECT_NEAR(got.get("output_tput_per_gpu"), want.get("output_tput_per_gpu"),
+              1e-9 * want.get("output_tput_per_gpu"));
+  EXPECT_NEAR(got.get("output_tput_per_gpu"), got.get("output_throughput"),
+              1e-9 * got.get("output_throughput"));
+  EXPECT_NEAR(got.get("tput_per_gpu"), got.get("total_token_throughput") / 3,
+              1e-9 * got.get("tput_per_gpu"));
 }
 
 TEST(VerdictResample, CountsActAsRepeatedRequests) {

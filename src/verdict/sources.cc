@@ -45,6 +45,9 @@ void fill_from_result(SidePoint& p, const json::object& r) {
     if (std::isfinite(tpot) && tpot > 0) p.headline.set("median_intvty", 1000.0 / tpot);
   }
   double gpus = num_of(r, "num_gpus");
+  if (const double d = num_of(r, "num_decode_gpu"); std::isfinite(d) && d >= 1) {
+    p.decode_gpus = static_cast<int>(d);
+  }
   const double total = p.headline.get("total_token_throughput");
   const double per_gpu = p.headline.get("tput_per_gpu");
   if (!std::isfinite(gpus) && std::isfinite(total) && std::isfinite(per_gpu) && per_gpu > 0) {
@@ -55,7 +58,7 @@ void fill_from_result(SidePoint& p, const json::object& r) {
     if (std::isnan(per_gpu) && std::isfinite(total)) p.headline.set("tput_per_gpu", total / gpus);
     const double out = p.headline.get("output_throughput");
     if (std::isnan(p.headline.get("output_tput_per_gpu")) && std::isfinite(out)) {
-      p.headline.set("output_tput_per_gpu", out / gpus);
+      p.headline.set("output_tput_per_gpu", out / (p.decode_gpus > 0 ? p.decode_gpus : gpus));
     }
   }
   p.eval = metrics::eval_summary(r);

@@ -393,6 +393,24 @@ RoleReads reads_by_role(const EnvTraceReport& report, const std::vector<std::str
   return out;
 }
 
+EnvTraceReport only_role(const EnvTraceReport& report, const std::map<int, std::string>& role_of,
+                         const std::string& role) {
+  EnvTraceReport out;
+  out.c_tracer_loaded = report.c_tracer_loaded;
+  out.python_tracer_loaded = report.python_tracer_loaded;
+  out.warnings = report.warnings;
+  for (const auto& [var, reads] : report.reads) {
+    auto& mine = out.reads[var];
+    for (const EnvRead& r : reads) {
+      if (role_of_pid(r.pid, report, role_of) == role) mine.push_back(r);
+    }
+  }
+  for (const auto& [pid, p] : report.processes) {
+    if (role_of_pid(pid, report, role_of) == role) out.processes.emplace(pid, p);
+  }
+  return out;
+}
+
 boost::json::object RoleReads::to_json() const {
   boost::json::object o;
   for (const auto& [role, vars] : read) {

@@ -110,6 +110,11 @@ struct RoleReads {
 RoleReads reads_by_role(const EnvTraceReport& report, const std::vector<std::string>& watch,
                         const std::map<int, std::string>& role_of);
 
+/// `report` narrowed to one role's processes (their reads and their records), for a role's own
+/// `expect` (env-read, env-not-read).
+EnvTraceReport only_role(const EnvTraceReport& report, const std::map<int, std::string>& role_of,
+                         const std::string& role);
+
 /// Reads every *.jsonl trace file in trace_dir, and rewrites a file that holds a secret (a command
 /// line's --api-key X, a value a recipe marked secret) with it hidden (core/redact.h). Never fails:
 /// a missing folder, an unreadable file or a malformed line becomes a warning naming the file and

@@ -62,10 +62,15 @@ class ExpectParser {
           spec.server_metrics = prefix_list(value, p);
         } else if (name == "spec-acceptance") {
           spec.spec_acceptance = spec_acceptance(value, p);
+        } else if ((name == "prefill" || name == "decode" || name == "router") && !in_role_) {
+          role(std::string(name), value, p, &spec);
         } else {
-          error(p,
-                "unknown field (expected log-contains, log-absent, settings, probes, env-read, "
-                "env-not-read, server-metrics or spec-acceptance)");
+          error(p, in_role_
+                       ? "unknown field in a role's expect (expected log-contains, log-absent, "
+                         "settings, probes, env-read or env-not-read)"
+                       : "unknown field (expected log-contains, log-absent, settings, probes, "
+                         "env-read, env-not-read, server-metrics, spec-acceptance, or a role: "
+                         "prefill, decode, router)");
         }
       }
     }
@@ -76,6 +81,26 @@ class ExpectParser {
   }
 
  private:
+  // One role's block: the checks that are about a process (a point's metrics are the
+  // deployment's: server-metrics and spec-acceptance stay at the top).
+  void role(std::string name, const json::value& v, const std::string& p, ExpectSpec* spec) {
+    ExpectParser inner(p);
+    inner.in_role_ = true;
+    auto parsed = inner.parse(v);
+    if (!parsed) {
+      errors_.push_back(parsed.error().message);
+      return;
+    }
+    if (!parsed->server_metrics.empty() || parsed->spec_acceptance) {
+      error(p,
+            "server-metrics and spec-acceptance are about the deployment's points: give them "
+            "at the top of expect, not in a role");
+      return;
+    }
+    spec->probes.insert(spec->probes.end(), parsed->probes.begin(), parsed->probes.end());
+    spec->roles.emplace_back(std::move(name), std::move(*parsed));
+  }
+
   void error(std::string_view p, std::string_view message) {
     errors_.push_back(fmt::format("{}: {}", p, message));
   }
@@ -281,6 +306,7 @@ class ExpectParser {
   }
 
   std::string path_;
+  bool in_role_ = false;  // parsing a role's block: no nested roles
   std::vector<std::string> errors_;
 };
 

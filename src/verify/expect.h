@@ -51,9 +51,14 @@ struct ExpectSpec {
   /// required prefix); checked after the point, on its scrapes (docs/telemetry.md).
   std::vector<std::string> server_metrics;
   std::optional<SpecAcceptanceExpect> spec_acceptance;  // checked after each point, on /metrics
+  /// A disaggregated deployment's assertions by role (`expect: {prefill: {...}, decode: {...},
+  /// router: {...}}`): log-contains, log-absent, settings, probes, env-read and env-not-read,
+  /// checked on every process of that role (its log, its effective configuration, its reads).
+  std::vector<std::pair<std::string, ExpectSpec>> roles;
   bool empty() const {
     return log_contains.empty() && log_absent.empty() && settings.empty() && probes.empty() &&
-           env_read.empty() && env_not_read.empty() && server_metrics.empty() && !spec_acceptance;
+           env_read.empty() && env_not_read.empty() && server_metrics.empty() && !spec_acceptance &&
+           roles.empty();
   }
 };
 

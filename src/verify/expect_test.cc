@@ -60,7 +60,13 @@ INSTANTIATE_TEST_SUITE_P(
         BadExpect{"[1]", "k1.expect: expected a mapping, got a list"},
         BadExpect{R"j({"log-contain": ["x"]})j",
                   "k1.expect.log-contain: unknown field (expected log-contains, log-absent, "
-                  "settings, probes, env-read, env-not-read, server-metrics or spec-acceptance)"},
+                  "settings, probes, env-read, env-not-read, server-metrics, spec-acceptance, or "
+                  "a role: prefill, decode, router)"},
+        BadExpect{R"j({"prefill": {"server-metrics": ["vllm:"]}})j",
+                  "k1.expect.prefill: server-metrics and spec-acceptance are about the "
+                  "deployment's points"},
+        BadExpect{R"j({"decode": {"router": {}}})j",
+                  "k1.expect.decode.router: unknown field in a role's expect"},
         BadExpect{R"j({"env-read": ["OK_NAME", "not a name"]})j",
                   "k1.expect.env-read[1]: 'not a name' is not a variable name"},
         BadExpect{R"j({"log-contains": 3})j",

@@ -211,6 +211,11 @@ std::string disagg_recipe(const std::string& model, const std::string& decode_ex
       command: [inferbench, serve-sim, --role, router, --model, "{{served-model}}",
                 --prefill, "{{prefill-urls}}", --decode, "{{decode-urls}}",
                 --host, "{{host}}", --port, "{{port}}"]
+  expect:
+    prefill: {{ env-read: [VLLM_NIXL_ABORT_REQUEST_TIMEOUT],
+               settings: {{ kv_transfer_config.kv_role: kv_producer }} }}
+    decode: {{ env-not-read: [VLLM_NIXL_ABORT_REQUEST_TIMEOUT],
+              settings: {{ kv_transfer_config.kv_role: kv_consumer }} }}
   workload: {{ prompts-per-conc: 2, min-prompts: 6, warmups-per-conc: 0 }}
   scenarios:
     fixed-seq-len:
@@ -283,11 +288,26 @@ TEST(DisaggSweep, OnePrefillOneDecodeAndTwoPrefillOneDecodeFromAnInferenceXShape
     const auto& names = j.at("telemetry").at("server").at("metric_names").as_array();
     EXPECT_NE(std::find(names.begin(), names.end(), boost::json::value("vllm:prompt_tokens_total")),
               names.end());
+    // And each role's alone: a prefill worker's figures are not lost in the deployment's sum.
+    const auto& roles = j.at("telemetry").at("roles").as_object();
+    ASSERT_TRUE(roles.contains("prefill-0") && roles.contains("decode-0"))
+        << boost::json::serialize(roles);
+    EXPECT_GT(roles.at("prefill-0").at("prompt_tokens").to_number<double>(), 0);
     // Each role's effective configuration and log, beside the deployment's.
     EXPECT_TRUE(fs::exists(file.parent_path() / "effective_config.decode-0.json"));
     EXPECT_TRUE(fs::exists(file.parent_path() / "server.router.log"));
   }
   EXPECT_TRUE(fs::exists(result_file(runs, "02-", "effective_config.prefill-1.json")));
+  // expect by role: checked on every process of the role, each result named by it.
+  auto expect_file = read_file(result_file(runs, "02-", "expect.json"));
+  ASSERT_TRUE(expect_file.ok());
+  const std::string checked = *expect_file;
+  for (const char* a : {"prefill-1: env-read VLLM_NIXL_ABORT_REQUEST_TIMEOUT",
+                        "decode-0: env-not-read VLLM_NIXL_ABORT_REQUEST_TIMEOUT",
+                        "prefill-0: settings.kv_transfer_config.kv_role"}) {
+    EXPECT_NE(checked.find(a), std::string::npos) << a << "\n" << checked;
+  }
+  EXPECT_EQ(checked.find("\"passed\":false"), std::string::npos) << checked;
   EXPECT_TRUE(role_pids(model, "prefill").empty() && role_pids(model, "decode").empty() &&
               role_pids(model, "router").empty());
 }
