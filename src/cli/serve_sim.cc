@@ -48,13 +48,13 @@ struct ServeSimOptions {
   CLI::Option *spec_k_opt = nullptr, *spec_p_opt = nullptr, *spec_al_opt = nullptr,
               *spec_draft_opt = nullptr;
   std::string per_request_spec;  // --per-request-spec-decode-metrics: summary
-  std::string spec_decoding;  // --spec-decoding: InferenceX's field (none | mtp | draft_model)
+  std::string spec_decoding;     // --spec-decoding: InferenceX's field (none | mtp | draft_model)
   // Disaggregation: the role, the KV link, the router's workers.
   std::string role = "both", kv_link, routing = "round_robin";
   double kv_bandwidth_gbs = 0, kv_latency_us = 0, router_timeout_s = 600;
   std::vector<std::string> prefill_urls, decode_urls;
-  CLI::Option *kv_link_opt = nullptr, *kv_bandwidth_opt = nullptr, *kv_latency_opt = nullptr,
-              *kv_port_opt = nullptr, *kv_lease_opt = nullptr;
+  CLI::Option *kv_bandwidth_opt = nullptr, *kv_latency_opt = nullptr, *kv_port_opt = nullptr,
+              *kv_lease_opt = nullptr;
   // Roofline settings.
   std::string hardware, model_preset, quantization, kv_cache_dtype;
   int tp = 1, max_num_seqs = 0, max_num_batched_tokens = 0, block_size = 0, num_gpu_blocks = 0;
@@ -64,6 +64,7 @@ struct ServeSimOptions {
   bool disable_custom_all_reduce = false;
   // Options by role, to tell which were given.
   std::vector<CLI::Option*> simple_only;
+  std::vector<CLI::Option*> worker_only, router_only;  // --kv-*; --prefill, --decode, --routing
   std::vector<CLI::Option*> roofline_only;
   CLI::Option* timing_model_opt = nullptr;
   CLI::Option* max_model_len_opt = nullptr;
@@ -197,15 +198,24 @@ int run(ServeSimOptions& o) {
           same_output_files({{"--port-file", o.port_file}, {"--truth-log", o.args.truth_log}})) {
     return fail("serve-sim", usage_error(*same));
   }
+  // An option of another role would be silently ignored: refused, naming it.
+  for (const auto& [opts, applies, roles] :
+       {std::tuple{&o.worker_only, o.role == "prefill" || o.role == "decode",
+                   "--role prefill or decode"},
+        std::tuple{&o.router_only, o.role == "router", "--role router"}}) {
+    for (const CLI::Option* opt : *opts) {
+      if (opt->count() > 0 && !applies) {
+        return fail("serve-sim", usage_error(fmt::format("{} applies with {}, not --role {}",
+                                                         opt->get_name(), roles, o.role)));
+      }
+    }
+  }
   if (o.role == "router") {
     if (o.prefill_urls.empty() || o.decode_urls.empty()) {
       return fail("serve-sim", usage_error("--role router needs --prefill URL and --decode URL "
                                            "(one of each at least)"));
     }
     return run_router(o);
-  }
-  if (!o.prefill_urls.empty() || !o.decode_urls.empty()) {
-    return fail("serve-sim", usage_error("--prefill and --decode apply with --role router"));
   }
   if (int rc = resolve(o); rc != kExitOk) return rc;
   if (int rc = resolve_spec(o); rc != kExitOk) return rc;
@@ -536,6 +546,15 @@ int resolve_spec(ServeSimOptions& o) {
 
 void add_disagg_options(CLI::App* app, ServeSimOptions& o) {
   auto group = [](CLI::Option* opt) { return opt->group("Disaggregated prefill/decode"); };
+  // Options of the workers and of the router, to refuse them where they do nothing.
+  auto kv_opt = [&](CLI::Option* opt) {
+    o.worker_only.push_back(opt);
+    return group(opt);
+  };
+  auto router_opt = [&](CLI::Option* opt) {
+    o.router_only.push_back(opt);
+    return group(opt);
+  };
   sim::KvRoleArgs& kv = o.args.kv;
   group(app->add_option("--role", o.role,
                         "both (an aggregated server), or one role of a disaggregated deployment: "
@@ -543,63 +562,71 @@ void add_disagg_options(CLI::App* app, ServeSimOptions& o) {
                         "KV, then decodes), router (the frontend: --prefill and --decode URLs)")
             ->capture_default_str()
             ->check(CLI::IsMember({"both", "prefill", "decode", "router"})));
-  o.kv_link_opt = group(app->add_option(
+  kv_opt(app->add_option(
       "--kv-link", o.kv_link,
       "The KV transfer link: nvlink (450 GB/s, 3 us), rdma (50 GB/s, 5 us), ethernet (12.5 GB/s, "
       "20 us) or tcp (1.25 GB/s, 50 us); default rdma, or UCX_TLS's on a decode worker"));
-  o.kv_bandwidth_opt = group(app->add_option("--kv-bandwidth-gbs", o.kv_bandwidth_gbs,
-                                             "The link's bandwidth in GB/s (overrides --kv-link's)")
-                                 ->transform(positive_real(1e6)));
-  o.kv_latency_opt = group(app->add_option("--kv-latency-us", o.kv_latency_us,
-                                           "The link's latency per transfer in microseconds")
-                               ->transform(real_in(0, 1e9)));
-  group(app->add_option("--kv-bytes-per-token", kv.bytes_per_token,
-                        "KV bytes a prompt token, all GPUs together (default: the model preset's "
-                        "with the roofline model, else Llama 3.1 8B's bf16 131072)")
-            ->transform(real_in(0, 1e9)));
+  o.kv_bandwidth_opt =
+      kv_opt(app->add_option("--kv-bandwidth-gbs", o.kv_bandwidth_gbs,
+                             "The link's bandwidth in GB/s (overrides --kv-link's)")
+                 ->transform(positive_real(1e6)));
+  o.kv_latency_opt = kv_opt(app->add_option("--kv-latency-us", o.kv_latency_us,
+                                            "The link's latency per transfer in microseconds")
+                                ->transform(real_in(0, 1e9)));
+  kv_opt(app->add_option("--kv-bytes-per-token", kv.bytes_per_token,
+                         "KV bytes a prompt token, all GPUs together (default: the model preset's "
+                         "with the roofline model, else Llama 3.1 8B's bf16 131072)")
+             ->transform(real_in(0, 1e9)));
   o.kv_port_opt = add_integer(app, "--kv-port", kv.port,
                               "prefill: the KV side channel's port (default "
                               "VLLM_NIXL_SIDE_CHANNEL_PORT, else a free one)",
                               0, 65535);
-  group(o.kv_port_opt);
-  group(add_integer(app, "--kv-wire-max-bytes", kv.channel.wire_max_bytes,
-                    "Bytes a KV transfer puts on the socket at most (the time is the link's for "
-                    "the whole KV)",
-                    0, int64_t{1} << 34)
-            ->capture_default_str());
-  o.kv_lease_opt = group(app->add_option("--kv-lease-s", kv.channel.lease_s,
-                                         "prefill: KV not pulled within this is dropped (default "
-                                         "VLLM_NIXL_ABORT_REQUEST_TIMEOUT, else 480)")
-                             ->transform(positive_real(1e6)));
-  group(app->add_option("--kv-pull-timeout-s", kv.pull_timeout_s,
-                        "decode: a KV pull that takes longer fails its request")
-            ->capture_default_str()
-            ->transform(positive_real(1e6)));
-  group(app->add_option("--prefill", o.prefill_urls,
-                        "router: a prefill worker's URL (repeat for each, or comma-separate)")
-            ->delimiter(','));
-  group(app->add_option("--decode", o.decode_urls,
-                        "router: a decode worker's URL (repeat for each, or comma-separate)")
-            ->delimiter(','));
-  group(app->add_option("--routing", o.routing,
-                        "router: how a prefill worker is picked: round_robin, or prefix (the "
-                        "worker that saw the longest prefix of the prompt, as cache-aware "
-                        "routers do)")
-            ->capture_default_str()
-            ->check(CLI::IsMember({"round_robin", "prefix"})));
-  group(app->add_option("--router-timeout-s", o.router_timeout_s,
-                        "router: a worker silent for longer fails the request")
-            ->capture_default_str()
-            ->transform(positive_real(1e6)));
+  kv_opt(o.kv_port_opt);
+  kv_opt(add_integer(app, "--kv-wire-max-bytes", kv.channel.wire_max_bytes,
+                     "Bytes a KV transfer puts on the socket at most (the time is the link's for "
+                     "the whole KV)",
+                     0, int64_t{1} << 34)
+             ->capture_default_str());
+  o.kv_lease_opt = kv_opt(app->add_option("--kv-lease-s", kv.channel.lease_s,
+                                          "prefill: KV not pulled within this is dropped (default "
+                                          "VLLM_NIXL_ABORT_REQUEST_TIMEOUT, else 480)")
+                              ->transform(positive_real(1e6)));
+  kv_opt(app->add_option("--kv-pull-timeout-s", kv.pull_timeout_s,
+                         "decode: a KV pull that takes longer fails its request")
+             ->capture_default_str()
+             ->transform(positive_real(1e6)));
+  router_opt(app->add_option("--prefill", o.prefill_urls,
+                             "router: a prefill worker's URL (repeat for each, or comma-separate)")
+                 ->delimiter(','));
+  router_opt(app->add_option("--decode", o.decode_urls,
+                             "router: a decode worker's URL (repeat for each, or comma-separate)")
+                 ->delimiter(','));
+  router_opt(app->add_option("--routing", o.routing,
+                             "router: how a prefill worker is picked: round_robin, or prefix (the "
+                             "worker that saw the longest prefix of the prompt, as cache-aware "
+                             "routers do)")
+                 ->capture_default_str()
+                 ->check(CLI::IsMember({"round_robin", "prefix"})));
+  router_opt(app->add_option("--router-timeout-s", o.router_timeout_s,
+                             "router: a worker silent for longer fails the request")
+                 ->capture_default_str()
+                 ->transform(positive_real(1e6)));
 }
 
-// A decimal integer and nothing else (an environment variable's value), or nullopt.
-std::optional<int64_t> whole_number(const std::string& text) {
+// Environment variable `name` as a decimal integer from `min` to `max` (read as the code path
+// that uses it reads it); nullopt when unset; a usage error naming it and `what` it must be.
+Expected<std::optional<int64_t>> env_whole(const char* name, int64_t min, int64_t max,
+                                           std::string_view what) {
+  const auto text = sim::sim_getenv(name);
+  if (!text) return std::optional<int64_t>();
   int64_t n = 0;
-  const char* end = text.data() + text.size();
-  auto [ptr, ec] = std::from_chars(text.data(), end, n);
-  if (ec != std::errc() || ptr != end || text.empty()) return std::nullopt;
-  return n;
+  const char* end = text->data() + text->size();
+  auto [ptr, ec] = std::from_chars(text->data(), end, n);
+  if (ec != std::errc() || ptr != end || text->empty() || n < min || n > max) {
+    return usage_error(fmt::format("{} must be {} ({} to {}), got '{}'", name, what, min, max,
+                                   printable(*text, 40)));
+  }
+  return std::optional<int64_t>(n);
 }
 
 // The KV link and the role's environment: what a real worker would take from vLLM's NIXL
@@ -635,37 +662,17 @@ int resolve_disagg(ServeSimOptions& o) {
     kv.channel.link.name = "custom";
   }
   kv.channel.time_scale = o.args.time_scale;
-  if (kv.bytes_per_token <= 0) {
-    // The model's KV a token, all tensor-parallel ranks together; without a model preset (the
-    // simple timing model), Llama 3.1 8B's in bf16: 32 layers x 8 KV heads x 128 x (K, V) x 2 B.
-    kv.bytes_per_token =
-        o.args.engine ? o.args.engine->kv_bytes_per_token * o.args.engine->tensor_parallel_size
-                      : 131072.0;
-  }
+  kv.bytes_per_token = sim::transfer_kv_bytes_per_token(o.args);  // printed resolved
   if (o.args.role == sim::SimRole::kPrefill) {
     if (o.kv_port_opt->count() == 0) {
-      if (auto port = sim::sim_getenv("VLLM_NIXL_SIDE_CHANNEL_PORT")) {
-        auto n = whole_number(*port);
-        if (!n || *n < 0 || *n > 65535) {
-          return fail("serve-sim", usage_error(fmt::format(
-                                       "VLLM_NIXL_SIDE_CHANNEL_PORT must be a port (0 to 65535), "
-                                       "got '{}'",
-                                       printable(*port, 40))));
-        }
-        kv.port = static_cast<uint16_t>(*n);
-      }
+      auto port = env_whole("VLLM_NIXL_SIDE_CHANNEL_PORT", 0, 65535, "a port");
+      if (!port) return fail("serve-sim", port.error());
+      if (*port) kv.port = static_cast<uint16_t>(**port);
     }
     if (o.kv_lease_opt->count() == 0) {
-      if (auto lease = sim::sim_getenv("VLLM_NIXL_ABORT_REQUEST_TIMEOUT")) {
-        auto n = whole_number(*lease);
-        if (!n || *n < 1) {
-          return fail("serve-sim",
-                      usage_error(fmt::format("VLLM_NIXL_ABORT_REQUEST_TIMEOUT must be seconds (at "
-                                              "least 1), got '{}'",
-                                              printable(*lease, 40))));
-        }
-        kv.channel.lease_s = static_cast<double>(*n);
-      }
+      auto lease = env_whole("VLLM_NIXL_ABORT_REQUEST_TIMEOUT", 1, 1'000'000, "seconds");
+      if (!lease) return fail("serve-sim", lease.error());
+      if (*lease) kv.channel.lease_s = static_cast<double>(**lease);
     }
   }
   return kExitOk;

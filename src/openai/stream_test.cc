@@ -77,6 +77,22 @@ TEST(StreamDecoder, PerRequestSpecDecodeMetrics) {
       << broken.error_message;
 }
 
+// serve-sim's TTFT parts: all eight, each a duration of at most a day, or none at all.
+TEST(StreamDecoder, DisaggregatedTtftParts) {
+  StreamDecoder d;
+  const std::string parts =
+      R"("router_ms":0.2,"prefill_queue_ms":0.4,"prefill_ms":2.2,"prefill_transport_ms":1.9,)"
+      R"("decode_receive_ms":0.1,"kv_transfer_ms":0.8,"decode_queue_ms":0.03,)";
+  auto c = d.decode(R"({"choices":[],"metrics":{"disagg":{)" + parts + R"("first_decode_ms":2}}})");
+  ASSERT_TRUE(c.ttft_parts);
+  EXPECT_DOUBLE_EQ((*c.ttft_parts)[5], 0.8);
+  EXPECT_DOUBLE_EQ((*c.ttft_parts)[7], 2.0);
+  EXPECT_FALSE(
+      d.decode(R"({"choices":[],"metrics":{"disagg":{)" + parts + R"("first_decode_ms":1e300}}})")
+          .ttft_parts);
+  EXPECT_FALSE(d.decode(R"({"choices":[],"metrics":{"disagg":{"router_ms":1}}})").ttft_parts);
+}
+
 TEST(StreamDecoder, NullUsageAndNullContent) {
   StreamDecoder d;
   auto c = d.decode(

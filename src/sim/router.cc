@@ -1,7 +1,6 @@
 #include "sim/router.h"
 
 #include <fmt/format.h>
-#include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -18,6 +17,7 @@
 
 #include "core/clock.h"
 #include "http/awaitable.h"
+#include "sim/log.h"
 
 // GCC 12 false positive, as in sim_server.cc: after inlining Asio's recycling allocator for
 // coroutine frames it reports mismatched new/delete.
@@ -36,13 +36,6 @@ namespace {
 constexpr std::string_view kJsonType = "application/json";
 constexpr size_t kPrefixBlockChars = 64;     // the prefix policy hashes the prompt in such blocks
 constexpr size_t kPrefixBlocksKept = 65536;  // per worker, least recently seen dropped first
-
-// The router's log goes to stderr, as the workers' do.
-spdlog::logger& router_log() {
-  static auto logger = std::make_shared<spdlog::logger>(
-      "serve-sim router", std::make_shared<spdlog::sinks::stderr_sink_mt>());
-  return *logger;
-}
 
 std::string error_json(int status, std::string_view type, std::string_view message) {
   json::object e{{"message", message}, {"type", type}, {"param", nullptr}, {"code", status}};
@@ -81,7 +74,7 @@ struct SimRouter::Worker {
   int64_t requests = 0;
   int64_t failed = 0;
   std::vector<std::unique_ptr<http::HttpConnection>> idle;  // kept-alive connections to it
-  std::list<uint64_t> lru;  // most recent first
+  std::list<uint64_t> lru;                                  // most recent first
   std::unordered_map<uint64_t, std::list<uint64_t>::iterator> seen;
 
   void remember(const std::vector<uint64_t>& blocks) {
@@ -313,8 +306,7 @@ void SimRouter::stop() {
   http_.stop();
 }
 
-SimRouter::Worker& SimRouter::pick_prefill(const std::string& prompt_key, int64_t* matched_blocks) {
-  *matched_blocks = 0;
+SimRouter::Worker& SimRouter::pick_prefill(const std::string& prompt_key) {
   const size_t n = prefill_.size();
   Worker* best = prefill_[next_prefill_++ % n].get();
   if (args_.policy != RoutingPolicy::kPrefix) return *best;
@@ -330,7 +322,6 @@ SimRouter::Worker& SimRouter::pick_prefill(const std::string& prompt_key, int64_
   prefix_queried_blocks_ += static_cast<int64_t>(blocks.size());
   prefix_hit_blocks_ += best_match;
   best->remember(blocks);
-  *matched_blocks = best_match;
   return *best;
 }
 
@@ -366,12 +357,11 @@ asio::awaitable<std::optional<json::object>> SimRouter::run_prefill(std::string_
   }
   if (pre->status != 200 || !pre->outcome.complete) {
     ++prefill.failed;
-    ++failed_;
     if (pre->status != 0 && pre->outcome.complete) {
       // The worker's own answer (a bad request, a context overflow) is the client's answer.
       co_await writer.send(pre->status, kJsonType, pre->buffer);
     } else {
-      router_log().warn("{}", pre->failure(prefill));
+      sim_log().warn("{}", pre->failure(prefill));
       co_await writer.send(502, kJsonType, error_json(502, "BadGateway", pre->failure(prefill)));
     }
     co_return std::nullopt;
@@ -382,7 +372,6 @@ asio::awaitable<std::optional<json::object>> SimRouter::run_prefill(std::string_
       !ec && answer.is_object() ? answer.as_object().if_contains("kv_transfer_params") : nullptr;
   if (params == nullptr || !params->is_object()) {
     ++prefill.failed;
-    ++failed_;
     co_await writer.send(
         502, kJsonType,
         error_json(502, "BadGateway",
@@ -397,7 +386,6 @@ asio::awaitable<std::optional<json::object>> SimRouter::run_prefill(std::string_
 asio::awaitable<void> SimRouter::handle_generate(std::string_view path,
                                                  const http::HttpRequest& request,
                                                  http::ResponseWriter& writer) {
-  ++requests_;
   boost::system::error_code ec;
   json::value parsed = json::parse(request.body, ec);
   if (ec || !parsed.is_object()) {
@@ -410,8 +398,7 @@ asio::awaitable<void> SimRouter::handle_generate(std::string_view path,
   const json::value* stream_v = body.if_contains("stream");
   const bool stream = stream_v && stream_v->is_bool() && stream_v->as_bool();
   const json::value* prompt = body.if_contains(path == "/v1/completions" ? "prompt" : "messages");
-  int64_t matched = 0;
-  Worker& prefill = pick_prefill(prompt ? json::serialize(*prompt) : std::string(), &matched);
+  Worker& prefill = pick_prefill(prompt ? json::serialize(*prompt) : std::string());
   auto executor = co_await asio::this_coro::executor;
 
   // 1. The prefill worker: one token, its KV kept; its answer says where.
@@ -451,8 +438,7 @@ asio::awaitable<void> SimRouter::handle_generate(std::string_view path,
     while (!dec->done) co_await dec->wait();
     if (dec->status == 0 || !dec->outcome.complete) {
       ++decode.failed;
-      ++failed_;
-      router_log().warn("{}", dec->failure(decode));
+      sim_log().warn("{}", dec->failure(decode));
       co_await writer.send(502, kJsonType, error_json(502, "BadGateway", dec->failure(decode)));
       co_return;
     }
@@ -475,8 +461,7 @@ asio::awaitable<void> SimRouter::handle_generate(std::string_view path,
     // The decode worker died mid-stream: the client sees a cut stream, as it would behind a
     // real router; the log says which worker.
     ++decode.failed;
-    ++failed_;
-    router_log().warn("{} mid-stream: the client's stream is cut", dec->failure(decode));
+    sim_log().warn("{} mid-stream: the client's stream is cut", dec->failure(decode));
     co_return;
   }
   co_await writer.end_stream();
@@ -487,34 +472,26 @@ asio::awaitable<void> SimRouter::handle_metrics(http::ResponseWriter& writer) {
   auto line = [&](std::string_view name, std::string_view labels, double v) {
     out += fmt::format("{}{{{}}} {}\n", name, labels, v);
   };
-  out +=
-      "# HELP inferbench_sim:router_requests_total Requests routed, by worker.\n"
-      "# TYPE inferbench_sim:router_requests_total counter\n";
-  for (const auto* group : {&prefill_, &decode_}) {
-    for (const auto& w : *group) {
-      line("inferbench_sim:router_requests_total",
-           fmt::format(R"(role="{}",worker="{}")", w->role, w->endpoint.url()),
-           static_cast<double>(w->requests));
-    }
-  }
-  out +=
-      "# HELP inferbench_sim:router_failed_total Requests a worker failed, by worker.\n"
-      "# TYPE inferbench_sim:router_failed_total counter\n";
-  for (const auto* group : {&prefill_, &decode_}) {
-    for (const auto& w : *group) {
-      line("inferbench_sim:router_failed_total",
-           fmt::format(R"(role="{}",worker="{}")", w->role, w->endpoint.url()),
-           static_cast<double>(w->failed));
-    }
-  }
-  out +=
-      "# HELP inferbench_sim:router_in_flight Requests in flight, by worker.\n"
-      "# TYPE inferbench_sim:router_in_flight gauge\n";
-  for (const auto* group : {&prefill_, &decode_}) {
-    for (const auto& w : *group) {
-      line("inferbench_sim:router_in_flight",
-           fmt::format(R"(role="{}",worker="{}")", w->role, w->endpoint.url()),
-           static_cast<double>(w->in_flight));
+  // Per worker: requests routed to it, requests it failed, requests in flight on it.
+  struct Series {
+    const char* name;
+    const char* type;
+    const char* help;
+    int64_t Worker::*value;
+  };
+  for (const Series& m : {Series{"router_requests_total", "counter", "Requests routed, by worker.",
+                                 &Worker::requests},
+                          Series{"router_failed_total", "counter",
+                                 "Requests a worker failed, by worker.", &Worker::failed},
+                          Series{"router_in_flight", "gauge", "Requests in flight, by worker.",
+                                 &Worker::in_flight}}) {
+    const std::string name = fmt::format("inferbench_sim:{}", m.name);
+    out += fmt::format("# HELP {0} {1}\n# TYPE {0} {2}\n", name, m.help, m.type);
+    for (const auto* group : {&prefill_, &decode_}) {
+      for (const auto& w : *group) {
+        line(name, fmt::format(R"(role="{}",worker="{}")", w->role, w->endpoint.url()),
+             static_cast<double>((*w).*m.value));
+      }
     }
   }
   const std::string policy = fmt::format(R"(policy="{}")", to_string(args_.policy));

@@ -66,14 +66,13 @@ class SimRouter {
   boost::asio::awaitable<std::optional<boost::json::object>> run_prefill(
       std::string_view path, const boost::json::object& body, Worker& prefill,
       http::ResponseWriter& writer);
-  Worker& pick_prefill(const std::string& prompt_key, int64_t* matched_blocks);
+  Worker& pick_prefill(const std::string& prompt_key);
   Worker& pick_decode();
 
   boost::asio::io_context& io_;
   RouterArgs args_;
   std::vector<std::unique_ptr<Worker>> prefill_, decode_;
   uint64_t next_prefill_ = 0;
-  int64_t requests_ = 0, failed_ = 0;
   int64_t prefix_queried_blocks_ = 0, prefix_hit_blocks_ = 0;
   http::HttpRouter router_;
   http::HttpServer http_;

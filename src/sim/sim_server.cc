@@ -26,6 +26,7 @@
 #include "core/json_text.h"
 #include "http/awaitable.h"
 #include "sim/batch_engine.h"
+#include "sim/log.h"
 #include "sim/perf_model.h"
 #include "sim/responses.h"
 #include "sim/tokens.h"
@@ -41,14 +42,13 @@ namespace ib::sim {
 namespace asio = boost::asio;
 namespace json = boost::json;
 
-namespace {
-
-// Server logs go to stderr: stdout is for results.
 spdlog::logger& sim_log() {
   static auto logger = std::make_shared<spdlog::logger>(
       "serve-sim", std::make_shared<spdlog::sinks::stderr_sink_mt>());
   return *logger;
 }
+
+namespace {
 
 // Python repr of a string: single quotes, backslash escapes.
 std::string py_str(std::string_view s) {
@@ -826,16 +826,16 @@ asio::awaitable<SimServer::EngineSnapshot> SimServer::engine_snapshot_coro() con
   co_return engine_snapshot_now();
 }
 
-// A prompt's KV in bytes, all GPUs together: --kv-bytes-per-token, else the model preset's (the
-// roofline's, per GPU, times the tensor-parallel size), else Llama 3.1 8B's in bf16 (32 layers x
-// 8 KV heads x 128 x K and V x 2 bytes).
-double SimServer::kv_bytes(int prompt_tokens) const {
-  double per_token = args_.kv.bytes_per_token;
-  if (per_token <= 0 && args_.engine) {
-    per_token = args_.engine->kv_bytes_per_token * args_.engine->tensor_parallel_size;
+double transfer_kv_bytes_per_token(const SimArgs& args) {
+  if (args.kv.bytes_per_token > 0) return args.kv.bytes_per_token;
+  if (args.engine && args.engine->kv_bytes_per_token > 0) {
+    return args.engine->kv_bytes_per_token * args.engine->tensor_parallel_size;
   }
-  if (per_token <= 0) per_token = 131072;
-  return per_token * prompt_tokens;
+  return 131072.0;  // Llama 3.1 8B in bf16: 32 layers x 8 KV heads x 128 x (K, V) x 2 bytes
+}
+
+double SimServer::kv_bytes(int prompt_tokens) const {
+  return transfer_kv_bytes_per_token(args_) * prompt_tokens;
 }
 
 KvTransferCounters SimServer::kv_counters() const {

@@ -63,6 +63,11 @@ struct KvRoleArgs {
   double pull_timeout_s = 30;  // decode: a pull that takes longer fails
 };
 
+struct SimArgs;
+/// KV bytes a prompt token, all GPUs together: --kv-bytes-per-token, else the model preset's (per
+/// GPU times the tensor-parallel size), else Llama 3.1 8B's in bf16 (131072).
+double transfer_kv_bytes_per_token(const SimArgs& args);
+
 /// Every setting of the simulated server (the `serve-sim` options).
 struct SimArgs {
   std::string host = "127.0.0.1";

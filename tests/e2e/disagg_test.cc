@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <thread>
 
 #include "e2e_util.h"
@@ -50,13 +51,21 @@ const std::vector<std::string> kWorker = {
     "--timing-model",       "simple", "--decode-base-ms",   "1",
     "--kv-bytes-per-token", "65536",  "--kv-bandwidth-gbs", "1"};
 
+// A serve-sim worker of `role` (kWorker's settings and `more`), in a folder of its own.
+std::unique_ptr<SimServer> worker(const TempDir& dir, const std::string& name,
+                                  const std::string& role, std::vector<std::string> more = {}) {
+  std::vector<std::string> args = kWorker;
+  args.insert(args.end(), {"--role", role});
+  args.insert(args.end(), more.begin(), more.end());
+  return std::make_unique<SimServer>(role_dir(dir, name), args);
+}
+
 TEST(Disagg, OnePrefillOneDecodeBehindARouterServeABenchWithTheKvOnTheLink) {
   TempDir dir;
-  std::vector<std::string> pre_args = kWorker, dec_args = kWorker;
-  pre_args.insert(pre_args.end(), {"--role", "prefill"});
-  dec_args.insert(dec_args.end(), {"--role", "decode"});
-  SimServer prefill(role_dir(dir, "prefill"), pre_args);
-  SimServer decode(role_dir(dir, "decode"), dec_args);
+  auto pre = worker(dir, "prefill", "prefill");
+  auto dec = worker(dir, "decode", "decode");
+  SimServer& prefill = *pre;
+  SimServer& decode = *dec;
   ASSERT_TRUE(prefill.running() && decode.running());
   SimServer router(role_dir(dir, "router"),
                    {"--role", "router", "--prefill", prefill.url(), "--decode", decode.url()});
@@ -101,11 +110,10 @@ TEST(Disagg, OnePrefillOneDecodeBehindARouterServeABenchWithTheKvOnTheLink) {
 // fails the request with the prefill instance's reason, and is counted.
 TEST(Disagg, BadKvTransferParamsAndAMissingKvAreAnswersNotHangs) {
   TempDir dir;
-  std::vector<std::string> pre_args = kWorker, dec_args = kWorker;
-  pre_args.insert(pre_args.end(), {"--role", "prefill", "--kv-port", "0"});
-  dec_args.insert(dec_args.end(), {"--role", "decode"});
-  SimServer prefill(role_dir(dir, "prefill"), pre_args);
-  SimServer decode(role_dir(dir, "decode"), dec_args);
+  auto p0 = worker(dir, "prefill", "prefill", {"--kv-port", "0"});
+  auto d0 = worker(dir, "decode", "decode");
+  SimServer& prefill = *p0;
+  SimServer& decode = *d0;
   ASSERT_TRUE(prefill.running() && decode.running());
   auto half = post(decode.endpoint(), "/v1/completions",
                    R"({"prompt":"a b c","max_tokens":2,"kv_transfer_params":{"remote_port":1234}})",
@@ -145,13 +153,18 @@ TEST(Disagg, BadKvTransferParamsAndAMissingKvAreAnswersNotHangs) {
 // to the worker that already holds it; its metrics say how many prompt blocks it found there.
 TEST(Disagg, APrefixAwareRouterSendsASharedPrefixToOnePrefillWorker) {
   TempDir dir;
-  std::vector<std::string> pre_args = kWorker, dec_args = kWorker;
-  pre_args.insert(pre_args.end(), {"--role", "prefill"});
-  dec_args.insert(dec_args.end(), {"--role", "decode"});
-  SimServer p1(role_dir(dir, "p1"), pre_args);
-  SimServer p2(role_dir(dir, "p2"), pre_args);
-  SimServer decode(role_dir(dir, "decode"), dec_args);
+  auto w1 = worker(dir, "p1", "prefill");
+  auto w2 = worker(dir, "p2", "prefill");
+  auto dec = worker(dir, "decode", "decode");
+  SimServer &p1 = *w1, &p2 = *w2, &decode = *dec;
   ASSERT_TRUE(p1.running() && p2.running() && decode.running());
+  // An option of another role is refused, not ignored.
+  auto wrong = run_inferbench({"serve-sim", "--role", "decode", "--routing", "prefix"},
+                              dir.path() / "wrong.log");
+  EXPECT_EQ(wrong.exit.code, 2);
+  EXPECT_NE(wrong.output.find("--routing applies with --role router, not --role decode"),
+            std::string::npos)
+      << wrong.output;
   SimServer router(role_dir(dir, "router"),
                    {"--role", "router", "--routing", "prefix", "--prefill", p1.url(), "--prefill",
                     p2.url(), "--decode", decode.url()});
