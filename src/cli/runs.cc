@@ -500,6 +500,51 @@ std::string attribution_section(const store::RunDetails& d, const ConfigKeys& ke
          table_text(rows);
 }
 
+// A disaggregated deployment's roles side by side (docs/telemetry.md, "Disaggregated
+// deployments"): which side requests wait for, each side's token rate per GPU and energy.
+std::string rate_match_section(const store::RunDetails& d, const ConfigKeys& key_of) {
+  const auto json_str = [](const boost::json::object& o, const char* k) {
+    const auto* v = o.if_contains(k);
+    return v && v->is_string() ? std::string(v->as_string()) : std::string("-");
+  };
+  std::vector<Row> rows;
+  rows.push_back({"POINT", "KEY", "CONC", "P:D", "P IN TOK/S/GPU", "D OUT TOK/S/GPU", "P QUEUE MS",
+                  "D QUEUE MS", "KV MS", "BOUND", "PREFILL J/IN TOK", "DECODE J/OUT TOK"});
+  std::vector<std::string> whys;
+  for (const auto& p : d.points) {
+    const auto* t = p.result.if_contains("telemetry");
+    const auto* rm = t && t->is_object() ? t->as_object().if_contains("rate_match") : nullptr;
+    if (rm == nullptr || !rm->is_object()) continue;
+    const auto& r = rm->as_object();
+    const auto side = [&](const char* k) {
+      const auto* v = r.if_contains(k);
+      return v && v->is_object() ? v->as_object() : boost::json::object{};
+    };
+    const auto pre = side("prefill"), dec = side("decode");
+    const auto* e = p.result.if_contains("energy");
+    const auto energy = e && e->is_object() ? e->as_object() : boost::json::object{};
+    rows.push_back(
+        {std::to_string(p.id), key_of(p.server_config_id), std::to_string(p.concurrency),
+         scaled_cell(pre, "workers", 1, "{:.0f}") + ":" + scaled_cell(dec, "workers", 1, "{:.0f}"),
+         scaled_cell(pre, "input_tokens_per_s_per_gpu", 1, "{:.0f}"),
+         scaled_cell(dec, "output_tokens_per_s_per_gpu", 1, "{:.0f}"),
+         scaled_cell(pre, "queue_ms_p50", 1, "{:.2f}"),
+         scaled_cell(dec, "queue_ms_p50", 1, "{:.2f}"),
+         scaled_cell(r, "kv_transfer_ms_p50", 1, "{:.2f}"), json_str(r, "bound"),
+         scaled_cell(energy, "prefill_joules_per_input_token", 1, "{:.5f}"),
+         scaled_cell(energy, "decode_joules_per_output_token", 1, "{:.4f}")});
+    whys.push_back(fmt::format("- point {}: {}", p.id, json_str(r, "why")));
+  }
+  if (rows.size() <= 1) return "";
+  std::string text =
+      "\nROLES (disaggregated: input tokens/s over the prefill GPUs, output over the decode GPUs; "
+      "queue medians from the TTFT attribution; energy from each role's GPUs; "
+      "docs/telemetry.md)\n" +
+      table_text(rows);
+  for (const auto& w : whys) text += w + "\n";
+  return text;
+}
+
 // What the server did meanwhile (docs/telemetry.md): one line per point with server metrics.
 std::string telemetry_section(const store::RunDetails& d, const ConfigKeys& key_of) {
   std::vector<Row> rows;
@@ -551,6 +596,7 @@ std::string show_text(const store::RunDetails& d) {
   out += accuracy_section(d, key_of);
   out += stream_section(d, key_of);
   out += attribution_section(d, key_of);
+  out += rate_match_section(d, key_of);
   out += telemetry_section(d, key_of);
   // Why each point that is not a success failed, in full (the first error of each cause).
   if (const std::string why = sweep::not_measured_text(results); !why.empty()) {

@@ -247,9 +247,11 @@ int run(const TuneCliOptions& o, const std::vector<std::string>& given) {
 void add_target_options(CLI::App* app, tune::TuneSettings& s) {
   app->add_option("recipe", s.recipe, "Recipe file");
   app->add_option("--key", s.key, "The config key to tune (needed when the file has several)");
-  app->add_option("--knob", s.knobs,
-                  "What to vary: env:NAME=a,b ('(unset)' removes it), arg:--flag=a,b ('(absent)' "
-                  "removes it), arg:--flag (toggle), field:tp=1,2; repeatable");
+  app->add_option(
+      "--knob", s.knobs,
+      "What to vary: env:NAME=a,b ('(unset)' removes it), arg:--flag=a,b ('(absent)' "
+      "removes it), arg:--flag (toggle), field:tp=1,2, field:pd=1:1,2:1 (disaggregated P:D), "
+      "env:decode.NAME=a (one role's); repeatable");
   app->add_option("--objective", s.objective,
                   "A headline metric (default tput_per_gpu), e2e-intvty[:p50|p90|p99|p99.9], "
                   "tput-at-slo (with --slo), or a formula over headline metrics");

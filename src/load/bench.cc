@@ -13,6 +13,7 @@
 #include "load/tokenize_check.h"
 #include "metrics/steady.h"
 #include "telemetry/dcgm.h"
+#include "telemetry/roles.h"
 
 namespace ib::load {
 
@@ -436,6 +437,8 @@ void PointSamplers::stop(BenchReport& report) {
   }
 }
 
+namespace {
+
 // A disaggregated deployment: each role's own server metrics over the window (its /metrics
 // alone), so that a prefill worker's queue is not hidden in the deployment's sum.
 boost::json::object role_summaries(const std::vector<telemetry::TimedScrape>& scrapes,
@@ -453,6 +456,31 @@ boost::json::object role_summaries(const std::vector<telemetry::TimedScrape>& sc
   return out;
 }
 
+// What the rate-match figure reads from the client: the point's token rates, and the TTFT
+// parts where the deployment reported them.
+telemetry::RateInputs rate_inputs(const metrics::BenchMetrics& m) {
+  telemetry::RateInputs q;
+  if (m.duration_s > 0) {
+    q.input_tokens_per_s = m.total_token_throughput - m.output_throughput;
+    q.output_tokens_per_s = m.output_throughput;
+  }
+  if (m.ttft_attributed <= 0) return q;
+  auto median = [&](std::string_view key) -> std::optional<double> {
+    for (size_t i = 0; i < metrics::kTtftPartCount; ++i) {
+      if (key == metrics::kTtftPartKeys[i] && std::isfinite(m.ttft_parts[i].median)) {
+        return m.ttft_parts[i].median;
+      }
+    }
+    return std::nullopt;
+  };
+  q.prefill_queue_ms_p50 = median("prefill_queue");
+  q.decode_queue_ms_p50 = median("decode_queue");
+  q.kv_transfer_ms_p50 = median("kv_transfer");
+  return q;
+}
+
+}  // namespace
+
 void add_telemetry(BenchReport& report, const BenchSpec& spec) {
   report.client_slices =
       telemetry::client_timeslices(report.run.measured, report.run.origin_ns, spec.slice_s);
@@ -460,6 +488,7 @@ void add_telemetry(BenchReport& report, const BenchSpec& spec) {
   t["slice_s"] = spec.slice_s;
   t["client_slices"] = static_cast<int64_t>(report.client_slices.size());
   std::optional<telemetry::PowerLog> dcgm;
+  std::vector<telemetry::RoleTelemetry> roles;
   if (spec.scrape_server_metrics) {
     auto scrapes = window_scrapes(report.scrapes, report.window_start_unix, report.window_end_unix);
     if (spec.power == PowerMode::kAuto || spec.power == PowerMode::kDcgm) {
@@ -469,7 +498,17 @@ void add_telemetry(BenchReport& report, const BenchSpec& spec) {
     report.server_summary = telemetry::summarize(report.server_slices);
     t["server_slices"] = static_cast<int64_t>(report.server_slices.size());
     t["server"] = telemetry::summary_to_json(report.server_summary);
-    if (!spec.server_metrics_roles.empty()) t["roles"] = role_summaries(scrapes, spec);
+    if (!spec.server_metrics_roles.empty()) {
+      t["roles"] = role_summaries(scrapes, spec);
+      roles = telemetry::role_telemetry(
+          scrapes, spec.server_metrics_roles,
+          {{"prefill", spec.metrics.prefill_gpus}, {"decode", spec.metrics.decode_gpus}},
+          spec.slice_s);
+      t["by_role"] = telemetry::roles_to_json(roles);
+      if (auto rm = telemetry::rate_match(roles, rate_inputs(report.metrics))) {
+        t["rate_match"] = telemetry::rate_match_to_json(*rm);
+      }
+    }
     if (scrapes.empty()) {
       t["server_note"] = report.scrape_cost.first_error.empty()
                              ? std::string("no server metrics were read")
@@ -515,6 +554,11 @@ void add_telemetry(BenchReport& report, const BenchSpec& spec) {
     energy["tool"] = report.power_tool;
     energy["power_column"] = report.power_log->power_column;
     if (!report.power_note.empty()) energy["note"] = report.power_note;
+    // A disaggregated deployment: each role's GPUs over its own tokens (InferenceX's keys).
+    for (auto& [k, v] :
+         telemetry::role_energy(roles, report.window_start_unix, report.window_end_unix, counts)) {
+      energy[k] = std::move(v);
+    }
   } else {
     energy["power_valid"] = false;
     energy["note"] = report.power_note.empty() ? "no GPU power sampler ran" : report.power_note;

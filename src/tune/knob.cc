@@ -71,7 +71,38 @@ Expected<std::vector<std::optional<std::string>>> split_values(
   return out;
 }
 
+Status check_count(std::string_view spec, const std::string& field, std::string_view v) {
+  int64_t n = 0;
+  const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (ec != std::errc() || p != v.data() + v.size() || n < 1 || n > recipe::limits::kMaxParallel) {
+    return knob_error(spec, fmt::format("{} must be an integer from 1 to {}, not '{}'", field,
+                                        recipe::limits::kMaxParallel, v));
+  }
+  return Status::Ok();
+}
+
+// A role's worker-pool field ("decode.tp"): the role and the pool's field; nullopt otherwise.
+std::optional<std::pair<std::string, std::string>> role_field(const std::string& field) {
+  for (const char* role : {"prefill", "decode"}) {
+    const std::string prefix = std::string(role) + ".";
+    if (field.starts_with(prefix)) return std::pair{std::string(role), field.substr(prefix.size())};
+  }
+  return std::nullopt;
+}
+
 Status check_field_value(std::string_view spec, const std::string& field, const std::string& v) {
+  if (field == "pd") {
+    const auto colon = v.find(':');
+    if (colon == std::string::npos) {
+      return knob_error(spec, fmt::format("pd is prefill:decode workers (2:1), not '{}'", v));
+    }
+    if (auto s = check_count(spec, "pd's prefill workers", std::string_view(v).substr(0, colon));
+        !s.ok()) {
+      return s;
+    }
+    return check_count(spec, "pd's decode workers", std::string_view(v).substr(colon + 1));
+  }
+  if (auto rf = role_field(field)) return check_field_value(spec, rf->second, v);
   if (field == "dp-attn") {
     if (v != "true" && v != "false") {
       return knob_error(spec, fmt::format("dp-attn is true or false, not '{}'", v));
@@ -85,13 +116,7 @@ Status check_field_value(std::string_view spec, const std::string& field, const 
     }
     return Status::Ok();
   }
-  int64_t n = 0;
-  const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-  if (ec != std::errc() || p != v.data() + v.size() || n < 1 || n > recipe::limits::kMaxParallel) {
-    return knob_error(spec, fmt::format("{} must be an integer from 1 to {}, not '{}'", field,
-                                        recipe::limits::kMaxParallel, v));
-  }
-  return Status::Ok();
+  return check_count(spec, field, v);
 }
 
 // Where a flag is in an argv: the element index, and whether it is "--flag=value".
@@ -136,13 +161,103 @@ json::object& raw_serve(recipe::ConfigEntry& e) {
   return s.as_object();
 }
 
+// "decode.NAME" -> {"decode", "NAME"}: a knob on one role of a serve block by role; a name
+// without a role's prefix -> {"", name}.
+std::pair<std::string, std::string> split_role(const std::string& name) {
+  const auto dot = name.find('.');
+  if (dot != std::string::npos) {
+    for (const char* role : recipe::kServeRoles) {
+      if (name.compare(0, dot, role) == 0 && std::string_view(role).size() == dot) {
+        return {std::string(role), name.substr(dot + 1)};
+      }
+    }
+  }
+  return {"", name};
+}
+
+// The serve block an env or arg knob changes, with its raw text: the entry's, or the named
+// role's where the entry starts each role with its own.
+struct ServeTarget {
+  recipe::ServeSpec* spec = nullptr;
+  json::object* raw = nullptr;
+  std::string name;  // the variable or the flag, without the role
+};
+
+Expected<ServeTarget> serve_target(recipe::ConfigEntry& e, const std::string& knob_name) {
+  auto [role, name] = split_role(knob_name);
+  if (!e.serve) {
+    return Error{
+        fmt::format("{}: no serve block: env and arg knobs change the server the recipe "
+                    "starts, and this entry starts none",
+                    e.key)};
+  }
+  if (!e.serve->has_roles()) {
+    if (!role.empty()) {
+      return Error{
+          fmt::format("{}: its serve block is one server, not roles; drop '{}.'", e.key, role)};
+    }
+    return ServeTarget{&*e.serve, &raw_serve(e), name};
+  }
+  if (role.empty()) {
+    return Error{
+        fmt::format("{}: its serve block starts each role (prefill, decode, router) with "
+                    "its own; name the role: {}.{}",
+                    e.key, e.serve->roles.front().first, name)};
+  }
+  for (auto& [r, spec] : e.serve->roles) {
+    if (r != role) continue;
+    json::value& raw = raw_serve(e)[role];
+    if (!raw.is_object()) raw = json::object();
+    return ServeTarget{&spec, &raw.as_object(), name};
+  }
+  return Error{fmt::format("{}: its serve block has no {} role", e.key, role)};
+}
+
 json::value field_json(const std::string& field, const std::string& v) {
   if (field == "dp-attn") return json::value(v == "true");
   if (field == "spec-decoding") return json::value(v);
   return json::value(std::stoll(v));
 }
 
+recipe::Worker* worker_of(recipe::SearchSpaceEntry& s, const std::string& role) {
+  auto& w = role == "prefill" ? s.prefill : s.decode;
+  return w ? &*w : nullptr;
+}
+
+void set_worker_field(recipe::Worker& w, const std::string& field, const std::string& v) {
+  if (field == "num-worker") w.num_worker = std::stoll(v);
+  if (field == "tp") w.tp = std::stoll(v);
+  if (field == "ep") w.ep = std::stoll(v);
+  if (field == "dp-attn") w.dp_attn = v == "true";
+}
+
+// A disaggregated row's worker pools (checked by the caller: both are there).
+// The same change in the recipe's own text: "pd" and role fields in the row's worker pools.
+void set_raw_field(json::object& row, const std::string& field, const std::string& v) {
+  auto pool = [&](const char* role) -> json::object& {
+    json::value& w = row[role];
+    if (!w.is_object()) w = json::object();
+    return w.as_object();
+  };
+  if (field == "pd") {
+    const auto colon = v.find(':');
+    pool("prefill")["num-worker"] = std::stoll(v.substr(0, colon));
+    pool("decode")["num-worker"] = std::stoll(v.substr(colon + 1));
+  } else if (auto rf = role_field(field)) {
+    pool(rf->first.c_str())[rf->second] = field_json(rf->second, v);
+  } else {
+    row[field] = field_json(field, v);
+  }
+}
+
 void set_field(recipe::SearchSpaceEntry& s, const std::string& field, const std::string& v) {
+  if (field == "pd") {
+    const auto colon = v.find(':');
+    s.prefill->num_worker = std::stoll(v.substr(0, colon));
+    s.decode->num_worker = std::stoll(v.substr(colon + 1));
+    return;
+  }
+  if (auto rf = role_field(field)) return set_worker_field(*worker_of(s, rf->first), rf->second, v);
   if (field == "tp") s.tp = std::stoll(v);
   if (field == "pp") s.pp = std::stoll(v);
   if (field == "ep") s.ep = std::stoll(v);
@@ -152,7 +267,20 @@ void set_field(recipe::SearchSpaceEntry& s, const std::string& field, const std:
   if (field == "spec-decoding") s.spec_decoding = v;
 }
 
-std::optional<std::string> field_of(const recipe::SearchSpaceEntry& s, const std::string& field) {
+std::optional<std::string> field_of(recipe::SearchSpaceEntry s, const std::string& field) {
+  if (field == "pd") {
+    if (!s.prefill || !s.decode) return std::nullopt;
+    return fmt::format("{}:{}", s.prefill->num_worker, s.decode->num_worker);
+  }
+  if (auto rf = role_field(field)) {
+    const recipe::Worker* w = worker_of(s, rf->first);
+    if (w == nullptr) return std::nullopt;
+    if (rf->second == "num-worker") return std::to_string(w->num_worker);
+    if (rf->second == "tp") return std::to_string(w->tp);
+    if (rf->second == "ep") return std::to_string(w->ep);
+    if (rf->second == "dp-attn") return w->dp_attn ? "true" : "false";
+    return std::nullopt;
+  }
   if (field == "tp") return s.tp ? std::optional(std::to_string(*s.tp)) : std::nullopt;
   if (field == "pp") return std::to_string(s.pp);
   if (field == "ep") return std::to_string(s.ep);
@@ -178,16 +306,17 @@ Expected<Knob> parse_knob(std::string_view spec) {
       return knob_error(spec, "env knobs need values (env:NAME=a,b; '(unset)' removes it)");
     }
     k.name = std::string(rest.substr(0, eq));
-    if (!recipe::is_env_name(k.name)) {
+    const std::string var = split_role(k.name).second;
+    if (!recipe::is_env_name(var)) {
       return knob_error(spec,
-                        fmt::format("'{}' is not an environment variable name", printable(k.name)));
+                        fmt::format("'{}' is not an environment variable name", printable(var)));
     }
-    auto v = split_values(spec, rest.substr(eq + 1), kUnset, is_secret_name(k.name));
+    auto v = split_values(spec, rest.substr(eq + 1), kUnset, is_secret_name(var));
     if (!v) return v.error();
     k.values = std::move(*v);
     // Values of a credential-looking variable are hidden in every output, as a recipe's are.
     for (const auto& value : k.values) {
-      if (value && is_secret_name(k.name)) add_secret(*value);
+      if (value && is_secret_name(var)) add_secret(*value);
     }
     return k;
   }
@@ -195,11 +324,13 @@ Expected<Knob> parse_knob(std::string_view spec) {
     k.kind = KnobKind::kArg;
     const auto eq = rest.find('=');
     k.name = std::string(rest.substr(0, eq));
-    if (!k.name.starts_with("-") || k.name == "-" || k.name == "--") {
+    const std::string flag = split_role(k.name).second;
+    if (!flag.starts_with("-") || flag == "-" || flag == "--") {
       return knob_error(spec, "a server argument starts with '-' (arg:--max-num-seqs=64,128)");
     }
-    if (std::any_of(k.name.begin(), k.name.end(),
-                    [](char c) { return std::isspace(static_cast<unsigned char>(c)) || c == ','; })) {
+    if (std::any_of(k.name.begin(), k.name.end(), [](char c) {
+          return std::isspace(static_cast<unsigned char>(c)) || c == ',';
+        })) {
       return knob_error(spec, "a server argument has no spaces or commas");
     }
     if (eq == std::string_view::npos) {
@@ -211,7 +342,7 @@ Expected<Knob> parse_knob(std::string_view spec) {
     k.values = std::move(*v);
     // `--api-key X` and its kin: hidden in every output.
     for (const auto& value : k.values) {
-      if (value) add_secrets_from_argv({k.name, *value});
+      if (value) add_secrets_from_argv({flag, *value});
     }
     return k;
   }
@@ -223,17 +354,19 @@ Expected<Knob> parse_knob(std::string_view spec) {
         std::end(kTunableFields)) {
       std::string all;
       for (auto f : kTunableFields) all += (all.empty() ? "" : ", ") + std::string(f);
-      std::string why = fmt::format("'{}' cannot be tuned; tunable fields: {}", printable(k.name),
-                                    all);
+      std::string why =
+          fmt::format("'{}' cannot be tuned; tunable fields: {}", printable(k.name), all);
       if (k.name == "image" || k.name == "model" || k.name == "precision" ||
           k.name == "framework" || k.name == "runner") {
-        why = fmt::format("{} is an identity field: a different {} is another recipe (a "
-                          "confounder), not a tuning; tunable fields: {}",
-                          k.name, k.name, all);
+        why = fmt::format(
+            "{} is an identity field: a different {} is another recipe (a "
+            "confounder), not a tuning; tunable fields: {}",
+            k.name, k.name, all);
       }
       return knob_error(spec, why);
     }
-    if (eq == std::string_view::npos) return knob_error(spec, "field knobs need values (field:tp=1,2)");
+    if (eq == std::string_view::npos)
+      return knob_error(spec, "field knobs need values (field:tp=1,2)");
     auto v = split_values(spec, rest.substr(eq + 1), std::nullopt, false);
     if (!v) return v.error();
     for (const auto& value : *v) {
@@ -263,18 +396,21 @@ std::string Change::describe() const {
 std::optional<std::string> base_value(const recipe::ConfigEntry& base, const Knob& knob) {
   switch (knob.kind) {
     case KnobKind::kEnv: {
-      if (!base.serve) return std::nullopt;
-      auto it = base.serve->env.find(knob.name);
-      if (it == base.serve->env.end()) return std::nullopt;
+      recipe::ConfigEntry e = base;
+      auto t = serve_target(e, knob.name);
+      if (!t) return std::nullopt;
+      auto it = t->spec->env.find(t->name);
+      if (it == t->spec->env.end()) return std::nullopt;
       return it->second;
     }
     case KnobKind::kArg: {
-      if (!base.serve) return std::nullopt;
-      recipe::ServeSpec serve = *base.serve;
-      auto at = find_flag(serve, knob.name);
+      recipe::ConfigEntry e = base;
+      auto t = serve_target(e, knob.name);
+      if (!t) return std::nullopt;
+      auto at = find_flag(*t->spec, t->name);
       if (at.empty()) return std::nullopt;
       if (knob.toggle) return std::string("present");
-      return value_at(at.front(), knob.name);
+      return value_at(at.front(), t->name);
     }
     case KnobKind::kField:
       for (const auto& s : base.fixed_seq_len) {
@@ -288,96 +424,138 @@ std::optional<std::string> base_value(const recipe::ConfigEntry& base, const Kno
   return std::nullopt;
 }
 
+namespace {
+
+// An arg knob's change in its serve block (typed and raw).
+Status apply_arg(const std::string& key, const ServeTarget& target, const Change& change) {
+  const std::string& flag = target.name;
+  recipe::ServeSpec& spec = *target.spec;
+  auto at = find_flag(spec, flag);
+  if (at.size() > 1) {
+    return Error{
+        fmt::format("{}: {} appears {} times in the serve command and extra-args; "
+                    "a knob changes one",
+                    key, flag, at.size())};
+  }
+  std::vector<std::string>* changed = nullptr;
+  if (at.empty()) {
+    if (change.value) {
+      spec.extra_args.push_back(flag);
+      if (!change.toggle) spec.extra_args.push_back(*change.value);
+      changed = &spec.extra_args;
+    }
+  } else {
+    auto& argv = *at[0].argv;
+    const size_t i = at[0].index;
+    const bool has_next = !at[0].joined && i + 1 < argv.size() && !argv[i + 1].starts_with("-");
+    if (change.toggle || !change.value) {
+      // Removed: the flag, and its value when it has one (a toggle has none).
+      const size_t n = (!change.toggle && has_next) ? 2 : 1;
+      argv.erase(argv.begin() + static_cast<std::ptrdiff_t>(i),
+                 argv.begin() + static_cast<std::ptrdiff_t>(i + n));
+    } else if (at[0].joined) {
+      argv[i] = flag + "=" + *change.value;
+    } else if (has_next) {
+      argv[i + 1] = *change.value;
+    } else {
+      argv.insert(argv.begin() + static_cast<std::ptrdiff_t>(i + 1), *change.value);
+    }
+    changed = &argv;
+  }
+  if (changed != nullptr) {
+    json::object& serve = *target.raw;
+    const bool is_command = changed == &spec.command;
+    if (!is_command && changed->empty()) {
+      serve.erase("extra-args");
+    } else {
+      serve[is_command ? "command" : "extra-args"] = to_json_array(*changed);
+    }
+  }
+  return Status::Ok();
+}
+
+// A field knob's change in every search-space row (typed and raw).
+Status apply_field(recipe::ConfigEntry& e, const std::string& key, const Change& change) {
+  if (!change.value) return Error{fmt::format("field {}: a value is needed", change.name)};
+  bool any = false;
+  const bool by_role = change.name == "pd" || role_field(change.name).has_value();
+  const bool parallel = change.name != "spec-decoding" && !by_role;
+  auto set = [&](recipe::SearchSpaceEntry& sp) -> Status {
+    const bool disagg = sp.prefill && sp.decode;
+    if (by_role && !disagg) {
+      return Error{
+          fmt::format("field {}: {} is not disaggregated (no prefill and decode "
+                      "workers); its parallelism is tp, ep, ...",
+                      change.name, key)};
+    }
+    if (parallel && disagg) {
+      return Error{
+          fmt::format("field {}: {} is disaggregated; its workers' parallelism is "
+                      "prefill.{} and decode.{}, their counts pd",
+                      change.name, key, change.name, change.name)};
+    }
+    set_field(sp, change.name, *change.value);
+    any = true;
+    return Status::Ok();
+  };
+  for (auto& sc : e.fixed_seq_len) {
+    for (auto& sp : sc.search_space) {
+      if (auto st = set(sp); !st.ok()) return st;
+    }
+  }
+  for (auto& sc : e.agentic_coding) {
+    for (auto& sp : sc.search_space) {
+      if (auto st = set(sp); !st.ok()) return st;
+    }
+  }
+  if (!any) return Error{fmt::format("{}: no search-space row to set {} in", key, change.name)};
+  if (auto* sc = e.raw.is_object() ? e.raw.as_object().if_contains("scenarios") : nullptr;
+      sc && sc->is_object()) {
+    for (auto& kv : sc->as_object()) {
+      if (!kv.value().is_array()) continue;
+      for (auto& row : kv.value().as_array()) {
+        auto* space = row.is_object() ? row.as_object().if_contains("search-space") : nullptr;
+        if (space == nullptr || !space->is_array()) continue;
+        for (auto& sp : space->as_array()) {
+          if (sp.is_object()) set_raw_field(sp.as_object(), change.name, *change.value);
+        }
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Expected<recipe::ConfigEntry> apply_change(const recipe::ConfigEntry& base, const Change& change) {
   recipe::ConfigEntry e = base;
-  if (change.kind != KnobKind::kField && !e.serve) {
-    return Error{fmt::format("{}: no serve block: env and arg knobs change the server the recipe "
-                             "starts, and this entry starts none",
-                             base.key)};
+  ServeTarget target;
+  if (change.kind != KnobKind::kField) {
+    auto t = serve_target(e, change.name);
+    if (!t) return t.error();
+    target = *t;
   }
   switch (change.kind) {
     case KnobKind::kEnv: {
-      json::object& serve = raw_serve(e);
+      json::object& serve = *target.raw;
       json::value& env = serve["env"];
       if (!env.is_object()) env = json::object();
       if (change.value) {
-        e.serve->env[change.name] = *change.value;
-        env.as_object()[change.name] = *change.value;
+        target.spec->env[target.name] = *change.value;
+        env.as_object()[target.name] = *change.value;
       } else {
-        e.serve->env.erase(change.name);
-        env.as_object().erase(change.name);
+        target.spec->env.erase(target.name);
+        env.as_object().erase(target.name);
         if (env.as_object().empty()) serve.erase("env");
       }
       break;
     }
-    case KnobKind::kArg: {
-      auto at = find_flag(*e.serve, change.name);
-      if (at.size() > 1) {
-        return Error{fmt::format("{}: {} appears {} times in the serve command and extra-args; "
-                                 "a knob changes one",
-                                 base.key, change.name, at.size())};
-      }
-      std::vector<std::string>* changed = nullptr;
-      if (at.empty()) {
-        if (change.value) {
-          e.serve->extra_args.push_back(change.name);
-          if (!change.toggle) e.serve->extra_args.push_back(*change.value);
-          changed = &e.serve->extra_args;
-        }
-      } else {
-        auto& argv = *at[0].argv;
-        const size_t i = at[0].index;
-        const bool has_next = !at[0].joined && i + 1 < argv.size() && !argv[i + 1].starts_with("-");
-        if (change.toggle || !change.value) {
-          // Removed: the flag, and its value when it has one (a toggle has none).
-          const size_t n = (!change.toggle && has_next) ? 2 : 1;
-          argv.erase(argv.begin() + static_cast<std::ptrdiff_t>(i),
-                     argv.begin() + static_cast<std::ptrdiff_t>(i + n));
-        } else if (at[0].joined) {
-          argv[i] = change.name + "=" + *change.value;
-        } else if (has_next) {
-          argv[i + 1] = *change.value;
-        } else {
-          argv.insert(argv.begin() + static_cast<std::ptrdiff_t>(i + 1), *change.value);
-        }
-        changed = &argv;
-      }
-      if (changed != nullptr) {
-        json::object& serve = raw_serve(e);
-        const bool is_command = changed == &e.serve->command;
-        if (!is_command && changed->empty()) {
-          serve.erase("extra-args");
-        } else {
-          serve[is_command ? "command" : "extra-args"] = to_json_array(*changed);
-        }
-      }
+    case KnobKind::kArg:
+      if (auto st = apply_arg(base.key, target, change); !st.ok()) return st.error();
       break;
-    }
-    case KnobKind::kField: {
-      if (!change.value) return Error{fmt::format("field {}: a value is needed", change.name)};
-      bool any = false;
-      for (auto& s : e.fixed_seq_len) {
-        for (auto& sp : s.search_space) set_field(sp, change.name, *change.value), any = true;
-      }
-      for (auto& s : e.agentic_coding) {
-        for (auto& sp : s.search_space) set_field(sp, change.name, *change.value), any = true;
-      }
-      if (!any) return Error{fmt::format("{}: no search-space row to set {} in", base.key, change.name)};
-      if (auto* sc = e.raw.is_object() ? e.raw.as_object().if_contains("scenarios") : nullptr;
-          sc && sc->is_object()) {
-        for (auto& kv : sc->as_object()) {
-          if (!kv.value().is_array()) continue;
-          for (auto& row : kv.value().as_array()) {
-            auto* space = row.is_object() ? row.as_object().if_contains("search-space") : nullptr;
-            if (space == nullptr || !space->is_array()) continue;
-            for (auto& sp : space->as_array()) {
-              if (sp.is_object()) sp.as_object()[change.name] = field_json(change.name, *change.value);
-            }
-          }
-        }
-      }
+    case KnobKind::kField:
+      if (auto st = apply_field(e, base.key, change); !st.ok()) return st.error();
       break;
-    }
   }
   return e;
 }
@@ -421,8 +599,8 @@ Expected<CandidateSet> single_candidates(const recipe::ConfigEntry& base,
     for (const auto& v : values) {
       Change ch{k.kind, k.name, v, was, k.toggle};
       if (!k.toggle && v == was) {
-        out.notes.push_back(fmt::format("{}: the base has this already; not a candidate",
-                                        ch.describe()));
+        out.notes.push_back(
+            fmt::format("{}: the base has this already; not a candidate", ch.describe()));
         continue;
       }
       auto c = make_candidate(base, {ch});
@@ -435,9 +613,10 @@ Expected<CandidateSet> single_candidates(const recipe::ConfigEntry& base,
       }
       out.candidates.push_back(std::move(*c));
       if (out.candidates.size() > max_candidates) {
-        return Error{fmt::format("--knob: more than {} candidates (--max-candidates); fewer "
-                                 "values per knob, or raise the limit",
-                                 max_candidates)};
+        return Error{
+            fmt::format("--knob: more than {} candidates (--max-candidates); fewer "
+                        "values per knob, or raise the limit",
+                        max_candidates)};
       }
     }
   }
@@ -448,7 +627,14 @@ Expected<Candidate> pair_candidate(const recipe::ConfigEntry& base, const Candid
                                    const Candidate& b) {
   for (const auto& x : a.changes) {
     for (const auto& y : b.changes) {
-      if (x.kind == y.kind && x.name == y.name) {
+      // pd sets both pools' worker counts: it and prefill.num-worker change the same field.
+      const auto counts = [](const std::string& n) {
+        return n == "pd" || n == "prefill.num-worker" || n == "decode.num-worker";
+      };
+      const bool same_count = x.kind == KnobKind::kField && y.kind == KnobKind::kField &&
+                              counts(x.name) && counts(y.name) &&
+                              (x.name == "pd" || y.name == "pd");
+      if ((x.kind == y.kind && x.name == y.name) || same_count) {
         return Error{fmt::format("{} and {} change the same {} '{}'", a.describe(), b.describe(),
                                  to_string(x.kind), x.name)};
       }

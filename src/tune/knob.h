@@ -19,16 +19,36 @@ namespace ib::tune {
 enum class KnobKind { kEnv, kArg, kField };
 std::string_view to_string(KnobKind kind);  // "env" | "arg" | "field"
 
-/// The search-space fields a `field:` knob may set.
-inline constexpr std::string_view kTunableFields[] = {"tp", "pp", "ep", "dcp-size", "pcp-size",
-                                                      "dp-attn", "spec-decoding"};
+/// The search-space fields a `field:` knob may set. A disaggregated entry's worker pools are set
+/// by role ("prefill.num-worker", "decode.tp"), and "pd" sets both pools' worker counts at once
+/// (P:D, "2:1").
+inline constexpr std::string_view kTunableFields[] = {"tp",
+                                                      "pp",
+                                                      "ep",
+                                                      "dcp-size",
+                                                      "pcp-size",
+                                                      "dp-attn",
+                                                      "spec-decoding",
+                                                      "pd",
+                                                      "prefill.num-worker",
+                                                      "decode.num-worker",
+                                                      "prefill.tp",
+                                                      "decode.tp",
+                                                      "prefill.ep",
+                                                      "decode.ep",
+                                                      "prefill.dp-attn",
+                                                      "decode.dp-attn"};
 
 /// One `--knob SPEC`:
 ///   env:NAME=a,b,c        the variable set to each value; "(unset)" removes it
 ///   arg:--flag=a,b        the server argument's value ("--flag a" or "--flag=a" where the base
-///                         command has it, else appended to serve.extra-args); "(absent)" removes it
+///                         command has it, else appended to serve.extra-args); "(absent)" removes
+///                         it
 ///   arg:--flag            a toggle: removed where the base has it, else added
 ///   field:tp=1,2          a search-space field of every scenario row
+///   field:pd=1:1,2:1      a disaggregated entry's prefill:decode worker counts
+///   env:decode.NAME=a,b   an entry whose serve block is by role: that role's variable (and
+///   arg:decode.--flag=a   argument); every role of the entry that names it is the role's own
 struct Knob {
   std::string spec;  // as given
   KnobKind kind = KnobKind::kEnv;

@@ -174,5 +174,109 @@ TEST(Knob, EnvAndArgKnobsNeedAServeBlock) {
   EXPECT_NE(e.error().message.find("no serve block"), std::string::npos);
 }
 
+// A disaggregated entry in InferenceX's shape, its serve block by role.
+constexpr const char* kDisaggRecipe = R"(d:
+  image: inferbench/serve-sim
+  model: meta-llama/Llama-3.1-8B-Instruct
+  model-prefix: llama8b
+  precision: bf16
+  framework: serve-sim
+  runner: local
+  multinode: true
+  disagg: true
+  kv-p2p-transfer: sim-tcp
+  serve:
+    prefill:
+      command: [inferbench, serve-sim, --role, prefill, --port, "{port}"]
+      env: { UCX_TLS: "rc" }
+    decode:
+      command: [inferbench, serve-sim, --role, decode, --max-num-seqs, "8", --port, "{port}"]
+      env: { UCX_TLS: "rc" }
+    router:
+      command: [inferbench, serve-sim, --role, router, --prefill, "{prefill-urls}",
+                --decode, "{decode-urls}", --port, "{port}"]
+  scenarios:
+    fixed-seq-len:
+    - isl: 512
+      osl: 64
+      search-space:
+      - { conc-list: [8], prefill: { num-worker: 1, tp: 1 }, decode: { num-worker: 1, tp: 2 } }
+)";
+
+recipe::ConfigEntry disagg_base() {
+  auto e = recipe::load_master_texts({{"d.yaml", kDisaggRecipe}});
+  EXPECT_TRUE(e.ok()) << (e.ok() ? "" : e.error().message);
+  return e.ok() ? (*e)[0] : recipe::ConfigEntry{};
+}
+
+TEST(Knob, PdSetsBothWorkerPoolsOfADisaggregatedEntry) {
+  const recipe::ConfigEntry b = disagg_base();
+  auto k = parse_knob("field:pd=1:1,2:1,1:2");
+  ASSERT_TRUE(k.ok()) << k.error().message;
+  EXPECT_EQ(base_value(b, *k), "1:1");
+  auto set = single_candidates(b, {*k}, 10);
+  ASSERT_TRUE(set.ok()) << set.error().message;
+  ASSERT_EQ(set->candidates.size(), 2u);  // 1:1 is the base
+  const auto& c = set->candidates[0];
+  EXPECT_EQ(c.describe(), "field pd=2:1");
+  const auto& row = c.entry.fixed_seq_len[0].search_space[0];
+  EXPECT_EQ(row.prefill->num_worker, 2);
+  EXPECT_EQ(row.decode->num_worker, 1);
+  const auto diff = govern::diff_fields(b.raw, c.entry.raw);
+  ASSERT_EQ(diff.size(), 1u);
+  EXPECT_NE(diff[0].path.find("prefill.num-worker"), std::string::npos) << diff[0].path;
+  // A role's own parallelism.
+  auto e = apply_change(b, Change{KnobKind::kField, "decode.tp", "4", "2"});
+  ASSERT_TRUE(e.ok()) << e.error().message;
+  EXPECT_EQ(e->fixed_seq_len[0].search_space[0].decode->tp, 4);
+  EXPECT_EQ(e->fixed_seq_len[0].search_space[0].prefill->tp, 1);
+}
+
+TEST(Knob, RoleFieldsAndSingleServerFieldsDoNotCross) {
+  auto e = apply_change(disagg_base(), Change{KnobKind::kField, "tp", "4", std::nullopt});
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.error().message.find("prefill.tp and decode.tp"), std::string::npos)
+      << e.error().message;
+  e = apply_change(base(), Change{KnobKind::kField, "pd", "2:1", std::nullopt});
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.error().message.find("not disaggregated"), std::string::npos) << e.error().message;
+  EXPECT_NE(error_of("field:pd=2").find("prefill:decode workers"), std::string::npos);
+  EXPECT_NE(error_of("field:pd=2:0").find("decode workers must be an integer"), std::string::npos);
+  EXPECT_NE(error_of("field:decode.dp-attn=yes").find("true or false"), std::string::npos);
+  // pd and a pool's worker count change the same field: not a pair.
+  const recipe::ConfigEntry b = disagg_base();
+  auto pd = single_candidates(b, {*parse_knob("field:pd=2:1")}, 10);
+  auto nw = single_candidates(b, {*parse_knob("field:decode.num-worker=2")}, 10);
+  ASSERT_TRUE(pd.ok() && nw.ok());
+  EXPECT_FALSE(pair_candidate(b, pd->candidates[0], nw->candidates[0]).ok());
+}
+
+TEST(Knob, EnvAndArgKnobsOnARoleOfARoleByRoleServeBlock) {
+  const recipe::ConfigEntry b = disagg_base();
+  auto k = parse_knob("env:decode.UCX_TLS=tcp");
+  ASSERT_TRUE(k.ok()) << k.error().message;
+  EXPECT_EQ(base_value(b, *k), "rc");
+  auto e = apply_change(b, Change{KnobKind::kEnv, "decode.UCX_TLS", "tcp", "rc"});
+  ASSERT_TRUE(e.ok()) << e.error().message;
+  EXPECT_EQ(e->serve->roles[1].second.env.at("UCX_TLS"), "tcp");
+  EXPECT_EQ(e->serve->roles[0].second.env.at("UCX_TLS"), "rc");  // prefill's own is untouched
+  auto diff = govern::diff_fields(b.raw, e->raw);
+  ASSERT_EQ(diff.size(), 1u);
+  EXPECT_EQ(diff[0].path, "serve.decode.env.UCX_TLS");
+  e = apply_change(b, Change{KnobKind::kArg, "decode.--max-num-seqs", "16", "8"});
+  ASSERT_TRUE(e.ok()) << e.error().message;
+  EXPECT_EQ(e->serve->roles[1].second.command[5], "16");
+  // Without the role, or on a server that has no roles: refused, saying what to write.
+  e = apply_change(b, Change{KnobKind::kEnv, "UCX_TLS", "tcp", std::nullopt});
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.error().message.find("name the role: prefill.UCX_TLS"), std::string::npos)
+      << e.error().message;
+  e = apply_change(base(), Change{KnobKind::kEnv, "decode.X", "1", std::nullopt});
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.error().message.find("drop 'decode.'"), std::string::npos) << e.error().message;
+  EXPECT_NE(error_of("env:decode.1X=a").find("'1X' is not an environment variable"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace ib::tune

@@ -55,7 +55,13 @@ RowFacts row_facts(const recipe::ConfigEntry& entry, const recipe::RecipeRow& ro
         row_field_of(r, "tp") != row_field_of(row, "tp")) {
       continue;
     }
+    // A multi-node row carries its whole conc list (InferenceX's matrix shape).
     if (const int64_t c = row_field_of(r, "conc"); c > 0) out.concs.push_back(c);
+    if (const auto* list = r.fields.if_contains("conc"); list && list->is_array()) {
+      for (const auto& c : list->as_array()) {
+        if (c.is_int64() && c.as_int64() > 0) out.concs.push_back(c.as_int64());
+      }
+    }
     const auto* e = r.fields.if_contains("run-eval");
     out.eval = out.eval || (e && e->is_bool() && e->as_bool());
   }

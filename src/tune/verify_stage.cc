@@ -74,20 +74,22 @@ Expected<VerifyStage> verify_candidates(const recipe::ConfigEntry& base,
   };
   // Every variable any side sets is watched on every server, so "never read" is known for each.
   std::vector<std::string> watch;
+  auto watch_name = [&](const std::string& name) {
+    if (std::find(watch.begin(), watch.end(), name) == watch.end()) watch.push_back(name);
+  };
   auto add_watch = [&](const recipe::ConfigEntry& e) {
     if (!e.serve) return;
-    for (const auto& [name, value] : e.serve->env) {
-      if (std::find(watch.begin(), watch.end(), name) == watch.end()) watch.push_back(name);
+    for (const auto& [name, value] : e.serve->env) watch_name(name);
+    for (const auto& [role, block] : e.serve->roles) {
+      for (const auto& [name, value] : block.env) watch_name(name);
     }
   };
   add_watch(base);
   for (const auto& c : candidates) {
     add_watch(c.entry);
     for (const auto& ch : c.changes) {
-      if (ch.kind == KnobKind::kEnv &&
-          std::find(watch.begin(), watch.end(), ch.name) == watch.end()) {
-        watch.push_back(ch.name);
-      }
+      // A role's variable ("decode.NAME") is watched by its name: a variable name has no dot.
+      if (ch.kind == KnobKind::kEnv) watch_name(ch.name.substr(ch.name.find('.') + 1));
     }
   }
   const auto base_rows = recipe::expand({base}, nullptr);

@@ -306,6 +306,19 @@ TEST(DisaggSweep, OnePrefillOneDecodeAndTwoPrefillOneDecodeFromAnInferenceXShape
     ASSERT_TRUE(roles.contains("prefill-0") && roles.contains("decode-0"))
         << boost::json::serialize(roles);
     EXPECT_GT(roles.at("prefill-0").at("prompt_tokens").to_number<double>(), 0);
+    // By role (the workers of a role together), and which side requests waited for.
+    const auto& by_role = j.at("telemetry").at("by_role").as_object();
+    EXPECT_EQ(by_role.at("prefill").at("workers").as_array().size(),
+              static_cast<size_t>(prefill_gpus));
+    EXPECT_EQ(by_role.at("decode").at("gpus").as_int64(), 2);
+    EXPECT_TRUE(by_role.contains("router"));
+    const auto& rm = j.at("telemetry").at("rate_match").as_object();
+    EXPECT_EQ(rm.at("basis").as_string(), "ttft attribution") << boost::json::serialize(rm);
+    EXPECT_EQ(rm.at("prefill").at("workers").as_int64(), prefill_gpus);
+    EXPECT_NEAR(num(rm.at("decode").as_object(), "output_tokens_per_s_per_gpu"), out / 2,
+                1e-6 * out);
+    const std::string bound(rm.at("bound").as_string());
+    EXPECT_TRUE(bound == "prefill" || bound == "decode" || bound == "balanced") << bound;
     // Each role's effective configuration and log, beside the deployment's.
     EXPECT_TRUE(fs::exists(file.parent_path() / "effective_config.decode-0.json"));
     EXPECT_TRUE(fs::exists(file.parent_path() / "server.router.log"));
@@ -363,6 +376,33 @@ TEST(DisaggSweep, VerifyJudgesEachVariableOnTheRoleItWasSetFor) {
   EXPECT_NE(evidence["serve.prefill.env.UCX_TLS"].find("set on prefill, read only by decode"),
             std::string::npos);
   EXPECT_EQ(verdicts["serve.prefill.env.SIM_UNUSED_KNOB"], "never read");
+}
+
+// tune on a disaggregated recipe: P:D is a knob, and a role's variable is judged on its role in
+// stage 1 (set on decode, read only by prefill: a no-op dropped before any measurement). The
+// objective's concurrency is the row's own (a multi-node row carries its conc list).
+TEST(DisaggTune, PdIsAKnobAndARoleVariableIsJudgedOnItsRole) {
+  TempDir dir;
+  const std::string model = fmt::format("sim-disagg-tune-{}", ::getpid());
+  std::ofstream(dir.path() / "d.yaml") << disagg_recipe(
+      model, "",
+      R"(      - { spec-decoding: none, conc-list: [3], prefill: { num-worker: 1, tp: 1 }, decode: { num-worker: 1, tp: 1 } })");
+  auto r = run_inferbench(
+      {"tune", (dir.path() / "d.yaml").string(), "--knob", "field:pd=2:1", "--knob",
+       "env:decode.VLLM_NIXL_ABORT_REQUEST_TIMEOUT=30", "--stop-after", "verify", "--runs-dir",
+       (dir.path() / "runs").string(), "--startup-timeout", "30", "--json"},
+      dir.path() / "tune.log");
+  ASSERT_EQ(r.exit.code, 0) << r.output;
+  const auto j = boost::json::parse(r.output.substr(r.output.find('{'))).as_object();
+  EXPECT_EQ(j.at("objective").at("conc").as_int64(), 3);
+  std::map<std::string, std::string> outcome;
+  for (const auto& c : j.at("candidates").as_array()) {
+    outcome[std::string(c.at("change").as_string())] =
+        std::string(c.at("verify").at("outcome").as_string());
+  }
+  EXPECT_EQ(outcome["field pd=2:1"], "survives") << r.output;
+  EXPECT_EQ(outcome["env decode.VLLM_NIXL_ABORT_REQUEST_TIMEOUT=30"], "no-op") << r.output;
+  EXPECT_TRUE(role_pids(model, "prefill").empty() && role_pids(model, "router").empty());
 }
 
 // A decode worker killed mid-point: the point fails naming it, the other roles are stopped, and
