@@ -500,6 +500,34 @@ std::string attribution_section(const store::RunDetails& d, const ConfigKeys& ke
          table_text(rows);
 }
 
+// The engine's own timing of each request (docs/metrics.md, "Server timing"): medians, one line per
+// point whose responses carried it.
+std::string server_timing_section(const store::RunDetails& d, const ConfigKeys& key_of) {
+  std::vector<Row> rows;
+  rows.push_back({"POINT", "KEY", "CONC", "REQUESTS", "P50 TTFT MS", "QUEUE", "ENGINE TTFT",
+                  "OUTSIDE ENGINE", "GENERATION"});
+  for (const auto& p : d.points) {
+    const auto* st = p.result.if_contains("server_timing");
+    if (st == nullptr || !st->is_object()) continue;
+    const auto& o = st->as_object();
+    auto median = [&](const char* k) {
+      const auto* v = o.if_contains(k);
+      return v && v->is_object() ? scaled_cell(v->as_object(), "median_ms", 1, "{:.2f}")
+                                 : std::string("-");
+    };
+    rows.push_back({std::to_string(p.id), key_of(p.server_config_id), std::to_string(p.concurrency),
+                    scaled_cell(o, "requests", 1, "{:.0f}"),
+                    scaled_cell(p.result, "median_ttft_ms", 1, "{:.2f}"), median("queue"),
+                    median("engine_ttft"), median("outside_engine"), median("generation")});
+  }
+  if (rows.size() <= 1) return "";
+  return std::string(
+             "\nSERVER TIMING (median ms per request, as the engine reported each: vLLM's "
+             "--enable-per-request-metrics; OUTSIDE ENGINE is TTFT minus queue and engine TTFT: "
+             "the frontend, tokenization, network and HTTP)\n") +
+         table_text(rows);
+}
+
 // A disaggregated deployment's roles side by side (docs/telemetry.md, "Disaggregated
 // deployments"): which side requests wait for, each side's token rate per GPU and energy.
 std::string rate_match_section(const store::RunDetails& d, const ConfigKeys& key_of) {
@@ -597,6 +625,7 @@ std::string show_text(const store::RunDetails& d) {
   out += stream_section(d, key_of);
   out += attribution_section(d, key_of);
   out += rate_match_section(d, key_of);
+  out += server_timing_section(d, key_of);
   out += telemetry_section(d, key_of);
   // Why each point that is not a success failed, in full (the first error of each cause).
   if (const std::string why = sweep::not_measured_text(results); !why.empty()) {

@@ -483,6 +483,10 @@ void add_simple_options(CLI::App* app, ServeSimOptions& o) {
                   "turns speculation off (whatever --spec-decode says), mtp or draft_model turn it "
                   "on (default --spec-decode 3 --spec-acceptance 0.7)")
       ->check(CLI::IsMember({"none", "mtp", "draft_model"}));
+  app->add_flag("--enable-per-request-metrics", o.args.per_request_metrics,
+                "Each response (a stream's final usage event) carries the request's timing, as "
+                "vLLM's option of that name: metrics {queue_time_ms, time_to_first_token_ms (from "
+                "scheduling), generation_time_ms, mean_itl_ms, tokens_per_second}");
   spec_group(app->add_option("--per-request-spec-decode-metrics", o.per_request_spec,
                              "summary: each response (a stream's final usage event) carries "
                              "its own speculative decoding, as vLLM's option of that name: "

@@ -101,6 +101,11 @@ void StreamingResponse::on_event(const http::SseEvent& event, int64_t t_ns) {
   if (chunk.ttft_parts) {
     record_->ttft_parts.assign(chunk.ttft_parts->begin(), chunk.ttft_parts->end());
   }
+  if (chunk.timing) {
+    record_->server_queue_ms = static_cast<float>(chunk.timing->queue_ms);
+    record_->server_ttft_ms = static_cast<float>(chunk.timing->ttft_ms);
+    record_->server_generation_ms = static_cast<float>(chunk.timing->generation_ms);
+  }
   if (!chunk.finish_reason.empty()) record_->finish_reason = std::move(chunk.finish_reason);
 }
 

@@ -68,6 +68,9 @@ struct RequestRecord {
   /// A disaggregated deployment's time to first token by part (kTtftPartKeys order, ms), as its
   /// decode worker reported it; empty when it did not.
   std::vector<float> ttft_parts;
+  /// The engine's own timing of the request as the response carried it (vLLM's
+  /// --enable-per-request-metrics, openai::ServerTiming), ms; negative where absent.
+  float server_queue_ms = -1, server_ttft_ms = -1, server_generation_ms = -1;
   int http_status = 0;
   int retries = 0;  // re-sends after a failure before any response byte
   FailureCause failure = FailureCause::kNone;

@@ -23,6 +23,7 @@ struct LatencySamples {
   std::vector<double> ttft, tpot, itl, e2el, sched_ttft, sched_e2el, queue, norm;
   std::vector<double> icl, tokens_per_event, stall, request_al;
   std::array<std::vector<double>, kTtftPartCount> ttft_parts;
+  std::vector<double> server_queue, server_ttft, outside_engine, server_generation;
   std::vector<double> ttft_unattributed;
   std::vector<int32_t> counts;  // scratch: one request's tokens per event
 };
@@ -125,6 +126,13 @@ void add_latencies(const RequestRecord& r, const GoodputSlo& slo, LatencySamples
     s.ttft_unattributed.push_back(ttft_ms - sum);
     ++m.ttft_attributed;
   }
+  if (r.server_queue_ms >= 0 && r.server_ttft_ms >= 0) {
+    s.server_queue.push_back(r.server_queue_ms);
+    s.server_ttft.push_back(r.server_ttft_ms);
+    s.outside_engine.push_back(ttft_ms - r.server_queue_ms - r.server_ttft_ms);
+    if (r.server_generation_ms >= 0) s.server_generation.push_back(r.server_generation_ms);
+    ++m.server_timed;
+  }
   s.sched_ttft.push_back(ns_to_ms(first - r.sched_ns));
   s.sched_e2el.push_back(ns_to_ms(last - r.sched_ns));
   s.queue.push_back(ns_to_ms(r.send_ns - r.sched_ns));
@@ -173,6 +181,10 @@ void summarize_latencies(LatencySamples& s, const std::vector<double>& q, BenchM
   m.request_acceptance_length = summarize(s.request_al, q);
   for (size_t i = 0; i < kTtftPartCount; ++i) m.ttft_parts[i] = summarize(s.ttft_parts[i], q);
   m.ttft_unattributed = summarize(s.ttft_unattributed, q);
+  m.server_queue_ms = summarize(s.server_queue, q);
+  m.server_ttft_ms = summarize(s.server_ttft, q);
+  m.outside_engine_ms = summarize(s.outside_engine, q);
+  m.server_generation_ms = summarize(s.server_generation, q);
 }
 
 // What a reader of the numbers must know: estimated output tokens, usage that disagrees with the
@@ -365,6 +377,19 @@ void put_stream(boost::json::object& o, const BenchMetrics& m, const MetricsOpti
         {"unattributed",
          boost::json::object{
              {"mean_ms", u.mean}, {"median_ms", u.median}, {"min_ms", u.min}, {"max_ms", u.max}}}};
+  }
+  // The engine's own per-request timing (docs/metrics.md, "Server timing").
+  if (m.server_timed > 0) {
+    auto part = [](const Summary& p) {
+      return boost::json::object{
+          {"mean_ms", p.mean}, {"median_ms", p.median}, {"min_ms", p.min}, {"max_ms", p.max}};
+    };
+    boost::json::object st{{"requests", m.server_timed},
+                           {"queue", part(m.server_queue_ms)},
+                           {"engine_ttft", part(m.server_ttft_ms)},
+                           {"outside_engine", part(m.outside_engine_ms)}};
+    if (m.server_generation_ms.count > 0) st["generation"] = part(m.server_generation_ms);
+    o["server_timing"] = std::move(st);
   }
 }
 

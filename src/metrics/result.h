@@ -85,6 +85,12 @@ struct BenchMetrics {
   int64_t ttft_attributed = 0;
   std::array<Summary, kTtftPartCount> ttft_parts;
   Summary ttft_unattributed;
+  // The engine's own timing per request (vLLM's --enable-per-request-metrics), over the requests
+  // whose response carried both its queue and its time to first token: the queue, the engine's
+  // scheduling-to-first-token, and what the client's TTFT holds beyond them (the frontend,
+  // tokenization, the network, HTTP: outside the engine); the generation time where given.
+  int64_t server_timed = 0;
+  Summary server_queue_ms, server_ttft_ms, outside_engine_ms, server_generation_ms;
 
   int64_t requests_without_usage = 0;   // output tokens estimated from content events
   int64_t usage_length_mismatches = 0;  // |completion_tokens − requested| > 5% of requested

@@ -54,6 +54,33 @@ TEST(ComputeMetrics, SingleRequestByHand) {
   EXPECT_TRUE(j.contains("std_itl_ms"));
 }
 
+// The engine's own timing (vLLM's --enable-per-request-metrics), joined with the client's TTFT
+// request by request: what is left of it is outside the engine. A response without both its
+// queue and its engine TTFT is not counted.
+TEST(ComputeMetrics, ServerTimingJoinsTheClientsTtft) {
+  RequestRecord a = ok_request(0, {100, 150}, 2);  // TTFT 100 ms
+  a.server_queue_ms = 30;
+  a.server_ttft_ms = 60;
+  a.server_generation_ms = 50;
+  RequestRecord b = ok_request(0, {40, 90}, 2);  // TTFT 40 ms
+  b.server_queue_ms = 0;
+  b.server_ttft_ms = 35;
+  RequestRecord c = ok_request(0, {70, 90}, 2);
+  c.server_ttft_ms = 20;  // no queue: not joined
+  BenchMetrics m = compute_metrics(std::vector<RequestRecord>{a, b, c}, {});
+  EXPECT_EQ(m.server_timed, 2);
+  EXPECT_DOUBLE_EQ(m.outside_engine_ms.max, 10);  // 100 - 30 - 60
+  EXPECT_DOUBLE_EQ(m.outside_engine_ms.min, 5);   // 40 - 0 - 35
+  EXPECT_EQ(m.server_generation_ms.count, 1u);
+  const auto j = metrics_to_json(m, {});
+  const auto& st = j.at("server_timing").as_object();
+  EXPECT_EQ(st.at("requests").as_int64(), 2);
+  EXPECT_DOUBLE_EQ(st.at("queue").at("mean_ms").as_double(), 15);
+  EXPECT_DOUBLE_EQ(st.at("engine_ttft").at("max_ms").as_double(), 60);
+  EXPECT_FALSE(metrics_to_json(compute_metrics(std::vector<RequestRecord>{c}, {}), {})
+                   .contains("server_timing"));
+}
+
 // Tokens, not events (issue 31): an event's gap is shared by the tokens it carried.
 TEST(ComputeMetrics, PerTokenItlFromContinuousUsageCounts) {
   // 10 tokens in events of 1, 4, 4, 1 tokens, 10 ms apart (a server streaming 4 tokens an event).

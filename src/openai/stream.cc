@@ -144,11 +144,25 @@ std::optional<std::array<double, kTtftParts>> read_ttft_parts(od::value v) {
   return parts;
 }
 
+// One of vLLM's per-request timing fields: a finite duration in ms, at least 0 and at most a day;
+// anything else (null, a string, a negative time) claims nothing.
+double* timing_slot(ServerTiming& t, std::string_view key) {
+  return key == "queue_time_ms"            ? &t.queue_ms
+         : key == "time_to_first_token_ms" ? &t.ttft_ms
+         : key == "generation_time_ms"     ? &t.generation_ms
+         : key == "mean_itl_ms"            ? &t.mean_itl_ms
+                                           : nullptr;
+}
+
 // vLLM's per-request metrics: {"speculative_decoding":{"num_spec_steps":...,
-// "num_accepted_draft_tokens":...,"num_draft_tokens":...}} (other keys and metrics ignored).
-// Counts below zero, or more accepted than drafted, are a broken server (`bad`).
+// "num_accepted_draft_tokens":...,"num_draft_tokens":...}} (--per-request-spec-decode-metrics)
+// and the timing fields of --enable-per-request-metrics; serve-sim's disaggregated "disagg".
+// Other keys are ignored. Counts below zero, or more accepted than drafted, are a broken server
+// (`bad`).
 void read_metrics(od::value v, StreamChunk& out, std::string& bad) {
   if (v.type() != od::json_type::object) return;
+  ServerTiming timing;
+  bool timed = false;
   for (auto field : v.get_object()) {
     std::string_view key = field.unescaped_key();
     od::value sd = field.value();
@@ -156,8 +170,16 @@ void read_metrics(od::value v, StreamChunk& out, std::string& bad) {
       out.spec = read_spec_decoding(sd, bad);
     } else if (key == "disagg" && sd.type() == od::json_type::object) {
       out.ttft_parts = read_ttft_parts(sd);
+    } else if (double* slot = timing_slot(timing, key);
+               slot != nullptr && sd.type() == od::json_type::number) {
+      const double d = sd.get_double();
+      if (d >= 0 && d <= 86'400'000.0) {
+        *slot = d;
+        timed = true;
+      }
     }
   }
+  if (timed) out.timing = timing;
 }
 
 std::string read_error_object(od::value v) {

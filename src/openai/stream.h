@@ -38,6 +38,18 @@ inline constexpr const char* kTtftPartNames[] = {
     "decode_receive_ms", "kv_transfer_ms",   "decode_queue_ms", "first_decode_ms"};
 inline constexpr size_t kTtftParts = 8;
 
+/// One request's timing as the engine reports it in the response (vLLM's
+/// --enable-per-request-metrics, PR 46768: a top-level "metrics" object on the final usage chunk
+/// or the full response), ms; negative where absent. vLLM's time_to_first_token_ms runs from the
+/// request's scheduling to its first token (its own test: queued 1.0 s, scheduled 1.5 s, first
+/// token 2.0 s gives 500 ms), so it leaves out queue_time_ms (queued to scheduled).
+struct ServerTiming {
+  double queue_ms = -1;       // queue_time_ms
+  double ttft_ms = -1;        // time_to_first_token_ms: scheduled to first token
+  double generation_ms = -1;  // generation_time_ms: first to last token
+  double mean_itl_ms = -1;    // mean_itl_ms
+};
+
 /// What one stream event means for measurement ("content event" in docs/metrics.md).
 struct StreamChunk {
   enum class Kind {
@@ -53,6 +65,7 @@ struct StreamChunk {
   std::optional<SpecDecodeFigures> spec;  // metrics.speculative_decoding, when present
   /// metrics.disagg, every part present (kTtftPartNames order), when present.
   std::optional<std::array<double, kTtftParts>> ttft_parts;
+  std::optional<ServerTiming> timing;  // metrics' timing fields, when any is present
   std::string finish_reason;   // non-empty on the chunk that carried one
   std::string error_message;   // for kError and kMalformed
   std::string text;            // the content text, with StreamDecoder::keep_text (else empty)

@@ -77,6 +77,29 @@ TEST(StreamDecoder, PerRequestSpecDecodeMetrics) {
       << broken.error_message;
 }
 
+// vLLM's --enable-per-request-metrics: the timing fields on the final usage chunk, each a duration
+// of at most a day; a null or negative one claims nothing.
+TEST(StreamDecoder, PerRequestTimingMetrics) {
+  StreamDecoder d;
+  auto c = d.decode(
+      R"({"choices":[],"usage":{"prompt_tokens":2,"completion_tokens":10},"metrics":)"
+      R"({"time_to_first_token_ms":500.0,"generation_time_ms":1000.0,"queue_time_ms":500.0,)"
+      R"("mean_itl_ms":111.1,"tokens_per_second":6.67}})");
+  ASSERT_TRUE(c.timing);
+  EXPECT_DOUBLE_EQ(c.timing->queue_ms, 500);
+  EXPECT_DOUBLE_EQ(c.timing->ttft_ms, 500);
+  EXPECT_DOUBLE_EQ(c.timing->generation_ms, 1000);
+  EXPECT_DOUBLE_EQ(c.timing->mean_itl_ms, 111.1);
+  // All null (the guard on, no engine stats): nothing.
+  EXPECT_FALSE(d.decode(R"({"choices":[],"metrics":{"time_to_first_token_ms":null,)"
+                        R"("queue_time_ms":null}})")
+                   .timing);
+  auto partial = d.decode(R"({"choices":[],"metrics":{"queue_time_ms":-3,"mean_itl_ms":2}})");
+  ASSERT_TRUE(partial.timing);
+  EXPECT_LT(partial.timing->queue_ms, 0);  // absent, not -3
+  EXPECT_DOUBLE_EQ(partial.timing->mean_itl_ms, 2);
+}
+
 // serve-sim's TTFT parts: all eight, each a duration of at most a day, or none at all.
 TEST(StreamDecoder, DisaggregatedTtftParts) {
   StreamDecoder d;

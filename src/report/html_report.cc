@@ -228,6 +228,76 @@ json::object env_reads_summary(const json::object& env_reads) {
   return out;
 }
 
+// A disaggregated deployment's point (docs/telemetry.md, "Disaggregated deployments"): where
+// TTFT went, which side requests waited for, each role's energy, and each role's queue and token
+// rate over time. Empty for one server.
+json::object disagg_view(const json::object& result) {
+  json::object out;
+  if (const auto* att = obj_at(result, "ttft_attribution")) out["ttft_attribution"] = *att;
+  const auto* t = obj_at(result, "telemetry");
+  if (t != nullptr) {
+    if (const auto* rm = obj_at(*t, "rate_match")) out["rate_match"] = *rm;
+    if (const auto* by_role = obj_at(*t, "by_role")) {
+      static const std::vector<std::string_view> kColumns = {"start_s",
+                                                             "running_mean",
+                                                             "waiting_mean",
+                                                             "prompt_tokens_per_s",
+                                                             "generation_tokens_per_s",
+                                                             "kv_usage"};
+      json::object roles;
+      for (const auto& kv : *by_role) {
+        if (!kv.value().is_object()) continue;
+        const auto& r = kv.value().as_object();
+        json::array slices;
+        if (const auto* sl = r.if_contains("slices"); sl && sl->is_array()) {
+          for (const auto& row : sl->as_array()) {
+            if (!row.is_object()) continue;
+            json::object keep;
+            for (auto k : kColumns) {
+              const auto* v = row.as_object().if_contains(k);
+              keep[k] = v != nullptr ? *v : json::value(nullptr);
+            }
+            slices.push_back(std::move(keep));
+          }
+        }
+        json::object role{{"slices", std::move(slices)}};
+        if (const auto* w = r.if_contains("workers")) role["workers"] = *w;
+        if (const auto* g = r.if_contains("gpus")) role["gpus"] = *g;
+        roles[kv.key()] = std::move(role);
+      }
+      out["roles"] = std::move(roles);
+    }
+  }
+  if (const auto* e = obj_at(result, "energy")) {
+    json::object energy;
+    for (const char* k :
+         {"prefill_gpu_energy_j", "prefill_avg_power_w", "prefill_joules_per_input_token",
+          "decode_gpu_energy_j", "decode_avg_power_w", "decode_joules_per_output_token"}) {
+      if (auto v = num_at(*e, k)) energy[k] = *v;
+    }
+    if (!energy.empty()) out["energy"] = std::move(energy);
+  }
+  if (out.size() == 1 && out.contains("energy")) return {};
+  return out;
+}
+
+// An accuracy eval's figures as the page shows them (docs/evals.md).
+json::object eval_view(const metrics::EvalSummary& summary) {
+  const metrics::EvalSummary* ev = &summary;
+  auto num = [](double v) { return std::isfinite(v) ? json::value(v) : json::value(nullptr); };
+  json::object e{{"task", ev->task},
+                 {"em_strict", num(ev->em_strict)},
+                 {"em_strict_se", num(ev->em_strict_se)},
+                 {"em_flexible", num(ev->em_flexible)},
+                 {"em_flexible_se", num(ev->em_flexible_se)},
+                 {"n_eff", ev->n_eff},
+                 {"problems", ev->problems},
+                 {"threshold", num(ev->threshold)},
+                 {"threshold_source", ev->threshold_source}};
+  e["gate_passed"] = ev->gate_passed ? json::value(*ev->gate_passed) : json::value(nullptr);
+  return e;
+}
+
 std::string time_text(int64_t unix_s) {
   if (unix_s == 0) return "";
   return utc_time_text("%Y-%m-%d %H:%M:%SZ", static_cast<std::time_t>(unix_s));
@@ -273,8 +343,7 @@ void add_run(json::array& runs, json::array& configs, json::array& points, const
   }
   for (const auto& p : rr.points) {
     const auto it = by_id.find(p.server_config_id);
-    const metrics::Identity id =
-        it != by_id.end() ? it->second->identity() : metrics::Identity{};
+    const metrics::Identity id = it != by_id.end() ? it->second->identity() : metrics::Identity{};
     json::object o;
     o["uid"] = fmt::format("{}p{}", prefix, p.id);
     o["id"] = p.id;
@@ -304,25 +373,14 @@ void add_run(json::array& runs, json::array& configs, json::array& points, const
     }
     if (const auto* e = obj_at(p.result, "energy")) o["energy"] = *e;
     // An accuracy eval (docs/evals.md): shown in the Accuracy section, not on throughput charts.
-    if (auto ev = metrics::eval_summary(p.result)) {
-      auto num = [](double v) { return std::isfinite(v) ? json::value(v) : json::value(nullptr); };
-      json::object e{{"task", ev->task},
-                     {"em_strict", num(ev->em_strict)},
-                     {"em_strict_se", num(ev->em_strict_se)},
-                     {"em_flexible", num(ev->em_flexible)},
-                     {"em_flexible_se", num(ev->em_flexible_se)},
-                     {"n_eff", ev->n_eff},
-                     {"problems", ev->problems},
-                     {"threshold", num(ev->threshold)},
-                     {"threshold_source", ev->threshold_source}};
-      e["gate_passed"] = ev->gate_passed ? json::value(*ev->gate_passed) : json::value(nullptr);
-      o["eval"] = std::move(e);
-    }
+    if (auto ev = metrics::eval_summary(p.result)) o["eval"] = eval_view(*ev);
     if (const auto* w = p.result.if_contains("warnings")) o["warnings"] = *w;
     if (const auto* a = obj_at(p.result, "agentic")) {
       if (const auto* sc = obj_at(*a, "server_prefix_cache")) o["server_prefix_cache"] = *sc;
       if (auto th = num_at(*a, "theoretical_prefix_cache_hit_pct")) o["theoretical_hit_pct"] = *th;
     }
+    if (auto dis = disagg_view(p.result); !dis.empty()) o["disagg"] = std::move(dis);
+    if (const auto* st = obj_at(p.result, "server_timing")) o["server_timing"] = *st;
     const auto ts = rr.timeslices.find(p.id);
     if (ts != rr.timeslices.end()) {
       o["slices"] = json::object{{"server", slice_rows(ts->second, "server")},

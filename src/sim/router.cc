@@ -416,10 +416,11 @@ asio::awaitable<void> SimRouter::handle_generate(std::string_view path,
     return v && v->is_number() ? v->to_number<double>() : 0.0;
   };
   const double round_trip_ms = static_cast<double>(prefill_done - prefill_sent) / 1e6;
-  const double prefill_ttft = prefill_ms("time_to_first_token_ms");
-  json::object upstream{{"prefill_queue_ms", prefill_ms("queue_time_ms")},
-                        {"prefill_ms", prefill_ms("prefill_time_ms")},
-                        {"prefill_transport_ms", std::max(0.0, round_trip_ms - prefill_ttft)}};
+  // vLLM's fields: the queue, then scheduling to the first token (the prefill itself).
+  const double queue = prefill_ms("queue_time_ms"), compute = prefill_ms("time_to_first_token_ms");
+  json::object upstream{{"prefill_queue_ms", queue},
+                        {"prefill_ms", compute},
+                        {"prefill_transport_ms", std::max(0.0, round_trip_ms - queue - compute)}};
 
   // 2. The decode worker: pulls the KV, decodes; its response is relayed as it comes.
   Worker& decode = pick_decode();

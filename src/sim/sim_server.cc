@@ -243,6 +243,7 @@ std::string format_sim_args(const SimArgs& args) {
   }
   out += fmt::format("per_request_spec_decode_metrics={}, ",
                      args.per_request_spec_metrics ? "'summary'" : "None");
+  out += fmt::format("enable_per_request_metrics={}, ", py_bool(args.per_request_metrics));
   out += fmt::format(
       "stream_interval={}, metrics_engine={}, time_scale={}, truth_log={}, seed={}, "
       "keep_alive_timeout_s={}, threads={})",
@@ -396,6 +397,7 @@ struct RequestPlan {
   bool continuous_usage;
   int stream_interval = 1;  // tokens per SSE event (the first event has one)
   int spec_metrics_k = 0;   // > 0: report the request's speculative decoding (K drafts a step)
+  bool timing_metrics = false;  // --enable-per-request-metrics: vLLM's timing fields
   // A disaggregated worker's request: where its time to first token went, in the response's
   // metrics (docs/serve-sim.md, "Disaggregated prefill and decode").
   struct Timing {
@@ -442,6 +444,10 @@ class RequestReceiver final : public NewsReceiver {
       admitted_ns_ = news.admitted ? news.admitted_ns : news.due_ns;
     }
     if (news.tokens > 0 && first_due_ns_ == 0) first_due_ns_ = news.due_ns;
+    if (news.tokens > 0) {
+      last_due_ns_ = news.due_ns;
+      tokens_due_ += news.tokens;
+    }
     if (news.tokens > 0) trace_.tokens_due(news.tokens, news.due_ns);
     if (news.accepted >= 0 && plan_.spec_metrics_k > 0) {
       spec_.count(news.accepted, plan_.spec_metrics_k);
@@ -522,26 +528,41 @@ class RequestReceiver final : public NewsReceiver {
   // The response's "metrics" value: the request's speculative decoding, and a disaggregated
   // worker's timing (a prefill's queue and prefill; a decode's KV transfer, queue and first
   // decode, after the router's parts); empty when there is nothing to say.
+  //
+  // The timing fields are vLLM's (--enable-per-request-metrics): queue_time_ms from arrival (a
+  // decode worker: from its KV's arrival) to scheduling, time_to_first_token_ms from scheduling to
+  // the first token, generation_time_ms from the first token to the last. A prefill worker always
+  // gives its queue and time to first token (the router reads them).
   std::string metrics_json() const {
     const RequestPlan::Timing& t = plan_.timing;
     const std::string spec = spec_metrics();
-    if (!t.prefill && !t.decode) return spec;
+    if (!t.prefill && !t.decode && !plan_.timing_metrics) return spec;
     json::object o;
     if (!spec.empty()) o = json::parse(spec).as_object();
     auto ms = [](int64_t from, int64_t to) {
       return from > 0 && to >= from ? static_cast<double>(to - from) / 1e6 : 0.0;
     };
-    if (t.prefill) {
-      o["time_to_first_token_ms"] = ms(t.arrival_ns, first_due_ns_);
-      o["queue_time_ms"] = ms(t.arrival_ns, admitted_ns_);
-      o["prefill_time_ms"] = ms(admitted_ns_, first_due_ns_);
-    } else {
+    const int64_t queued_ns = t.decode ? t.kv_done_ns : t.arrival_ns;
+    if (t.prefill || plan_.timing_metrics) {
+      o["queue_time_ms"] = ms(queued_ns, admitted_ns_);
+      o["time_to_first_token_ms"] = ms(admitted_ns_, first_due_ns_);
+    }
+    if (plan_.timing_metrics && !t.prefill) {
+      const double generation = ms(first_due_ns_, last_due_ns_);
+      o["generation_time_ms"] = generation;
+      o["mean_itl_ms"] = tokens_due_ > 1
+                             ? json::value(generation / static_cast<double>(tokens_due_ - 1))
+                             : json::value(nullptr);
+      const double inference_s = ms(admitted_ns_, last_due_ns_) / 1e3;
+      o["tokens_per_second"] =
+          inference_s > 0 ? json::value(tokens_due_ / inference_s) : json::value(nullptr);
+    }
+    if (t.decode) {
       json::object d;
       for (const auto& [name, value] : t.upstream_ms) d[name] = value;
       d["kv_transfer_ms"] = t.kv_transfer_ms;
       d["decode_queue_ms"] = ms(t.kv_done_ns, admitted_ns_);
       d["first_decode_ms"] = ms(admitted_ns_, first_due_ns_);
-      o["time_to_first_token_ms"] = ms(t.arrival_ns, first_due_ns_);
       o["disagg"] = std::move(d);
     }
     return json::serialize(o);
@@ -626,6 +647,8 @@ class RequestReceiver final : public NewsReceiver {
   bool admitted_ = false;
   int64_t admitted_ns_ = 0;   // the first admission (steady-clock ns)
   int64_t first_due_ns_ = 0;  // when the first token came to exist
+  int64_t last_due_ns_ = 0;   // when the latest token came to exist
+  int64_t tokens_due_ = 0;    // tokens generated so far
   bool finished_ = false;     // every token arrived
   bool end_queued_ = false;   // the final events were formatted
   bool end_written_ = false;  // the write ending the body was started
@@ -989,6 +1012,7 @@ void fill_plan(RequestPlan& plan, Api api, const GenerateRequest& req, const Sim
   plan.continuous_usage = req.continuous_usage;
   plan.stream_interval = args.stream_interval;
   if (args.per_request_spec_metrics) plan.spec_metrics_k = args.spec.num_speculative_tokens;
+  plan.timing_metrics = args.per_request_metrics;
   plan.output =
       plan_output(req.prompt_hash, args.seed, req.max_tokens, req.min_tokens, req.ignore_eos);
   plan.stream_seed = mix64(req.prompt_hash ^ mix64(args.seed + 1));

@@ -94,6 +94,10 @@ struct SimArgs {
   /// --per-request-spec-decode-metrics summary (vLLM's): with speculative decoding, each
   /// response (a stream's final usage event) carries "metrics":{"speculative_decoding":{...}}.
   bool per_request_spec_metrics = false;
+  /// --enable-per-request-metrics (vLLM's): each response (a stream's final usage event) carries
+  /// the request's timing: metrics {queue_time_ms, time_to_first_token_ms, generation_time_ms,
+  /// mean_itl_ms, tokens_per_second}.
+  bool per_request_metrics = false;
   /// --role: an aggregated server, or one worker of a disaggregated deployment.
   SimRole role = SimRole::kBoth;
   KvRoleArgs kv;

@@ -144,6 +144,34 @@ PairResult compare_eval_pair(const std::vector<const SidePoint*>& base,
   return pr;
 }
 
+// Each TTFT part either side reported, in the order first seen: the mean of each side's repeats'
+// medians (NaN where none of them has it).
+std::vector<PartDelta> part_deltas(const std::vector<const SidePoint*>& base,
+                                   const std::vector<const SidePoint*>& head) {
+  std::vector<PartDelta> out;
+  auto mean = [](const std::vector<const SidePoint*>& side, const std::string& part) {
+    double sum = 0;
+    int n = 0;
+    for (const auto* p : side) {
+      for (const auto& [name, v] : p->ttft_parts) {
+        if (name == part) sum += v, ++n;
+      }
+    }
+    return n > 0 ? sum / n : std::numeric_limits<double>::quiet_NaN();
+  };
+  for (const auto* side : {&base, &head}) {
+    for (const auto* p : *side) {
+      for (const auto& [name, v] : p->ttft_parts) {
+        if (std::none_of(out.begin(), out.end(),
+                         [&](const PartDelta& d) { return d.part == name; })) {
+          out.push_back({name, mean(base, name), mean(head, name)});
+        }
+      }
+    }
+  }
+  return out;
+}
+
 PairResult compare_pair(const std::vector<const SidePoint*>& base,
                         const std::vector<const SidePoint*>& head, const CompareOptions& o) {
   PairResult pr = pair_of(base, head);
@@ -214,6 +242,7 @@ PairResult compare_pair(const std::vector<const SidePoint*>& base,
     }
     pr.metrics.push_back(std::move(d));
   }
+  pr.ttft_parts = part_deltas(base, head);
   return pr;
 }
 
@@ -542,6 +571,34 @@ std::string curves_text(const Comparison& c, bool markdown) {
   return out;
 }
 
+// Where TTFT went on each side, per pair that reported it (medians, ms; no interval: the TTFT
+// row above judges the change, these say which part moved).
+std::string parts_text(const Comparison& c, bool markdown) {
+  std::string out;
+  for (const auto& pr : c.pairs) {
+    if (pr.ttft_parts.empty()) continue;
+    const std::string config =
+        pr.base_key == pr.head_key ? pr.base_key : pr.base_key + " \u2192 " + pr.head_key;
+    std::vector<std::string> cells;
+    for (const auto& d : pr.ttft_parts) {
+      const std::string delta = std::isfinite(d.base) && std::isfinite(d.head)
+                                    ? fmt::format("{:+.2f}", d.head - d.base)
+                                    : std::string("-");
+      auto ms = [](double v) { return std::isfinite(v) ? fmt::format("{:.2f}", v) : "-"; };
+      cells.push_back(fmt::format("{} {} \u2192 {} ({})", d.part, ms(d.base), ms(d.head), delta));
+    }
+    const std::string line = fmt::format("{} {} conc {}: {}", config, pr.workload_label,
+                                         pr.concurrency, fmt::join(cells, "; "));
+    out += markdown ? "- " + markdown_cell(line) + "\n" : "  " + line + "\n";
+  }
+  if (out.empty()) return "";
+  return (markdown ? std::string("\n**TTFT by part** (medians in ms, base \u2192 head; which part "
+                                 "moved the TTFT above)\n\n")
+                   : std::string("\nTTFT BY PART (medians in ms, base \u2192 head (change); which "
+                                 "part moved the TTFT above)\n")) +
+         out;
+}
+
 }  // namespace
 
 std::string comparison_text(const Comparison& c) {
@@ -563,6 +620,7 @@ std::string comparison_text(const Comparison& c) {
   report::Table table(std::move(cols));
   for (auto& r : metric_rows(c)) table.add_row(std::move(r));
   out += table.rows() > 0 ? table.render() : "  none paired\n";
+  out += parts_text(c, false);
   out += "\nCURVES (Pareto frontier per configuration)\n";
   out += c.curves.empty() ? "  none\n" : curves_text(c, false);
   out += fmt::format(
@@ -620,6 +678,7 @@ std::string comparison_markdown(const Comparison& c) {
     out += "\n";
   }
   if (c.pairs.empty()) out += "\nNo pairs.\n";
+  out += parts_text(c, true);
   out += "\n**Curves** (Pareto frontier, throughput per GPU vs interactivity)\n\n";
   out += c.curves.empty() ? "none\n" : curves_text(c, true);
   out += "\n**Confounders** (identity fields that differ besides the change)\n\n";
@@ -712,6 +771,16 @@ json::array pairs_json(const std::vector<PairResult>& pairs) {
                    {"records", pr.records}};
     p["metrics"] = pair_metrics_json(pr);
     if (!pr.accuracy.empty()) p["accuracy"] = pair_accuracy_json(pr);
+    if (!pr.ttft_parts.empty()) {
+      json::array parts;
+      for (const auto& d : pr.ttft_parts) {
+        parts.push_back(json::object{{"part", d.part},
+                                     {"base_ms", num_or_null(d.base)},
+                                     {"head_ms", num_or_null(d.head)},
+                                     {"delta_ms", num_or_null(d.head - d.base)}});
+      }
+      p["ttft_parts"] = std::move(parts);
+    }
     out.push_back(std::move(p));
   }
   return out;

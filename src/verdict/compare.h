@@ -53,6 +53,10 @@ struct SidePoint {
   metrics::Identity identity;  // "" where unknown
   /// An accuracy eval's scores (docs/evals.md); nullopt for throughput points.
   std::optional<metrics::EvalSummary> eval;
+  /// Where its TTFT went, medians in ms (docs/metrics.md): a disaggregated deployment's parts
+  /// ("kv_transfer", ..., "unattributed") and the engine's own timing ("engine queue", "engine
+  /// ttft", "outside engine"), in the result's order; empty when it reported none.
+  std::vector<std::pair<std::string, double>> ttft_parts;
 
   /// Measured and valid. An eval below its threshold is still compared (its accuracy change is
   /// the point of comparing it): invalid only by its gate counts as usable.
@@ -101,6 +105,13 @@ struct AccuracyDelta {
   Verdict verdict = Verdict::kNoInterval;
 };
 
+/// One part of the TTFT on both sides: the mean over repeats of its median (NaN where a side has
+/// none). Descriptive: it says what moved a TTFT change, the TTFT row judges it.
+struct PartDelta {
+  std::string part;
+  double base = 0, head = 0;  // ms
+};
+
 struct PairResult {
   std::string base_key, head_key, workload_key, workload_label;
   int64_t concurrency = 0;
@@ -108,6 +119,7 @@ struct PairResult {
   bool records = false;                 // both sides had per-request records
   std::vector<MetricDelta> metrics;     // throughput points
   std::vector<AccuracyDelta> accuracy;  // eval points
+  std::vector<PartDelta> ttft_parts;    // where either side reported its TTFT's parts
 };
 
 struct Excluded {

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "metrics/result.h"
+#include "verdict/sources.h"
 
 namespace ib::verdict {
 namespace {
@@ -148,6 +149,43 @@ TEST(VerdictCompare, WithoutRecordsOnlyThePointEstimate) {
   EXPECT_EQ(tpot.verdict, Verdict::kNoInterval);
   EXPECT_NE(tpot.note.find("no per-request records"), std::string::npos);
   EXPECT_LT(tpot.delta_pct, 0);
+}
+
+// Where the TTFT went on each side: descriptive, beside the TTFT row that judges the change; a
+// part one side lacks is shown with no change. And the parts are read from a result as stored.
+TEST(VerdictCompare, TtftPartsShowWhichPartMoved) {
+  auto a = point(10, 1), b = point(10, 2), b2 = point(10, 3);
+  a.ttft_parts = {{"kv_transfer", 2.0}, {"prefill", 5.0}};
+  b.ttft_parts = {{"kv_transfer", 6.0}, {"prefill", 5.0}, {"unattributed", 1.0}};
+  b2.ttft_parts = {{"kv_transfer", 8.0}, {"prefill", 5.0}};
+  b2.run = "r2";
+  const auto c = compare(side({a}), side({b, b2}), fast());
+  ASSERT_EQ(c.pairs.size(), 1u);
+  const auto& parts = c.pairs[0].ttft_parts;
+  ASSERT_EQ(parts.size(), 3u);
+  EXPECT_EQ(parts[0].part, "kv_transfer");
+  EXPECT_DOUBLE_EQ(parts[0].base, 2.0);
+  EXPECT_DOUBLE_EQ(parts[0].head, 7.0);  // the mean of the head's repeats
+  EXPECT_TRUE(std::isnan(parts[2].base));
+  EXPECT_NE(comparison_text(c).find("kv_transfer 2.00 \u2192 7.00 (+5.00)"), std::string::npos)
+      << comparison_text(c);
+  const auto j = comparison_json(c);
+  const auto& jp = j.at("pairs").at(0).at("ttft_parts").as_array();
+  EXPECT_DOUBLE_EQ(jp.at(0).at("delta_ms").as_double(), 5.0);
+  EXPECT_TRUE(jp.at(2).at("base_ms").is_null());
+
+  const auto read = point_from_result(
+      boost::json::parse(
+          R"({"ttft_attribution":{"parts":{"router":{"median_ms":0.5}},)"
+          R"("unattributed":{"median_ms":0.25}},)"
+          R"("server_timing":{"queue":{"median_ms":3},"engine_ttft":{"median_ms":9},)"
+          R"("outside_engine":{"median_ms":1}}})")
+          .as_object(),
+      "f.json");
+  ASSERT_EQ(read.ttft_parts.size(), 5u);
+  EXPECT_EQ(read.ttft_parts[1].first, "unattributed");
+  EXPECT_EQ(read.ttft_parts[3].first, "engine ttft");
+  EXPECT_DOUBLE_EQ(read.ttft_parts[3].second, 9);
 }
 
 TEST(VerdictCompare, RepeatsGiveAWelchInterval) {

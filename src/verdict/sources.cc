@@ -62,6 +62,26 @@ void fill_from_result(SidePoint& p, const json::object& r) {
     }
   }
   p.eval = metrics::eval_summary(r);
+  // Where the TTFT went: the disaggregated parts, the engine's own timing (medians, ms).
+  auto median_of = [&](const json::object& o, const std::string& key, const std::string& name) {
+    const auto* v = o.if_contains(key);
+    if (v == nullptr || !v->is_object()) return;
+    const double m = num_of(v->as_object(), "median_ms");
+    if (std::isfinite(m)) p.ttft_parts.emplace_back(name, m);
+  };
+  if (const auto* a = r.if_contains("ttft_attribution"); a && a->is_object()) {
+    if (const auto* parts = a->as_object().if_contains("parts"); parts && parts->is_object()) {
+      for (const auto& kv : parts->as_object()) {
+        median_of(parts->as_object(), std::string(kv.key()), std::string(kv.key()));
+      }
+    }
+    median_of(a->as_object(), "unattributed", "unattributed");
+  }
+  if (const auto* st = r.if_contains("server_timing"); st && st->is_object()) {
+    median_of(st->as_object(), "queue", "engine queue");
+    median_of(st->as_object(), "engine_ttft", "engine ttft");
+    median_of(st->as_object(), "outside_engine", "outside engine");
+  }
   if (const auto* st = r.if_contains("steady"); st && st->is_object()) {
     p.steady_headline = metrics::Headline::from_json(st->as_object());
   }

@@ -122,7 +122,7 @@ TEST(MultiToken, SpeculativeDecodingRealisesItsAcceptanceLength) {
   SimServer sim(dir.path(),
                 {"--timing-model", "simple", "--decode-base-ms", "1", "--decode-per-running-ms",
                  "0", "--spec-decode", "3", "--spec-acceptance-length", "2.5",
-                 "--per-request-spec-decode-metrics", "summary"});
+                 "--per-request-spec-decode-metrics", "summary", "--enable-per-request-metrics"});
   ASSERT_TRUE(sim.running());
   const auto j = bench_multi_token(sim, dir, "spec", {"--continuous-usage"}, 200, 16);
   ASSERT_FALSE(j.empty());
@@ -142,6 +142,13 @@ TEST(MultiToken, SpeculativeDecodingRealisesItsAcceptanceLength) {
   // /metrics counters' increase over the window, so the same acceptance length.
   EXPECT_NEAR(num(j, "response_acceptance_length"), server_al, 0.01 * server_al);
   EXPECT_EQ(j.at("response_spec_decoding").at("requests").as_int64(), 16);
+  // And its timing (vLLM's --enable-per-request-metrics), beside the speculative decoding on the
+  // same final chunk: every request's queue and engine TTFT, joined with the client's TTFT.
+  const auto& st = j.at("server_timing").as_object();
+  EXPECT_EQ(st.at("requests").as_int64(), 16);
+  EXPECT_GT(num(st.at("engine_ttft").as_object(), "median_ms"), 0);
+  EXPECT_GT(num(st.at("generation").as_object(), "median_ms"), 0);
+  EXPECT_TRUE(st.contains("outside_engine"));
   // Without /metrics, those responses are what the golden check reads, and it says so.
   const auto blind = bench_multi_token(
       sim, dir, "blind", {"--no-server-metrics", "--expect-spec-acceptance", "2.5"}, 200, 16);

@@ -495,6 +495,62 @@ TEST(Report, SweepReportAndChromium) {
   EXPECT_TRUE(leaks.empty()) << "the report fetched: " << fmt::format("{}", fmt::join(leaks, "\n"));
 }
 
+// A disaggregated point's detail: where TTFT went by part, which side requests waited for, each
+// role's energy, and each role's queues over time.
+TEST(Report, DisaggregatedPointShowsItsRoles) {
+  TempDir dir;
+  const std::string worker =
+      "[inferbench, serve-sim, --role, {0}, --timing-model, roofline, --hardware, H100, "
+      "--model-preset, llama-3.1-8b, --time-scale, \"20\", --power-model, --model, "
+      "\"{{served-model}}\", --host, \"{{host}}\", --port, \"{{port}}\"]";
+  const std::string text = fmt::format(
+      "dis:\n  image: inferbench/serve-sim\n  model: {0}\n  model-prefix: sim\n"
+      "  precision: bf16\n  framework: serve-sim\n  runner: local\n  multinode: true\n"
+      "  disagg: true\n  kv-p2p-transfer: sim-tcp\n  serve:\n    prefill:\n      command: {1}\n"
+      "    decode:\n      command: {2}\n    router:\n"
+      "      command: [inferbench, serve-sim, --role, router, --model, \"{{served-model}}\",\n"
+      "                --prefill, \"{{prefill-urls}}\", --decode, \"{{decode-urls}}\",\n"
+      "                --host, \"{{host}}\", --port, \"{{port}}\"]\n"
+      "  workload: {{ prompts-per-conc: 4, min-prompts: 16, warmups-per-conc: 1 }}\n"
+      "  scenarios:\n    fixed-seq-len:\n    - isl: 1024\n      osl: 64\n      search-space:\n"
+      "      - {{ conc-list: [4], prefill: {{ num-worker: 1, tp: 1 }}, decode: {{ num-worker: 1, "
+      "tp: 1 }} }}\n",
+      own_model(), fmt::format(fmt::runtime(worker), "prefill"),
+      fmt::format(fmt::runtime(worker), "decode"));
+  const fs::path file = dir.path() / "dis.yaml";
+  std::ofstream(file) << text;
+  const fs::path runs = dir.path() / "runs";
+  auto s = run_inferbench(
+      {"sweep", file.string(), "--runs-dir", runs.string(), "--startup-timeout", "30"},
+      dir.path() / "sweep.log");
+  ASSERT_EQ(s.exit.code, 0) << s.output;
+  auto st = store::Store::open_existing(runs / "inferbench.db");
+  ASSERT_TRUE(st.ok());
+  auto list = st->list_runs();
+  ASSERT_TRUE(list.ok() && list->size() == 1u);
+  auto points = st->points(list->front().run.id);
+  ASSERT_TRUE(points.ok() && points->size() == 1u);
+  const fs::path page = dir.path() / "dis.html";
+  auto r = run_inferbench({"report", list->front().run.name, "--db",
+                           (runs / "inferbench.db").string(), "-o", page.string()},
+                          dir.path() / "report.log");
+  ASSERT_EQ(r.exit.code, 0) << r.output;
+  REQUIRE_CHROMIUM(chromium);
+  Browser browser{*chromium, dir.path()};
+  std::vector<std::string> leaks;
+  const std::string uid = "hp" + std::to_string(points->front().id);
+  const std::string dom = browser.load("file://" + page.string() + "#point=" + uid, leaks);
+  ASSERT_NE(dom.find("data-disagg=\"1\""), std::string::npos) << dom.substr(0, 3000);
+  EXPECT_NE(dom.find("data-ttft-parts=\"1\""), std::string::npos);
+  for (const char* part : {"prefill queue", "kv transfer", "first decode", "unattributed"}) {
+    EXPECT_NE(dom.find(fmt::format("<td>{}</td>", part)), std::string::npos) << part;
+  }
+  EXPECT_NE(dom.find("rate match"), std::string::npos);
+  EXPECT_NE(dom.find("J/input token"), std::string::npos);  // the prefill role's energy
+  EXPECT_NE(dom.find("Requests at the decode workers"), std::string::npos);
+  EXPECT_TRUE(leaks.empty()) << fmt::format("{}", fmt::join(leaks, "\n"));
+}
+
 }  // namespace
 }  // namespace ib::e2e
 
