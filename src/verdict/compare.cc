@@ -20,7 +20,8 @@ namespace json = boost::json;
 
 namespace {
 
-using GroupKey = std::tuple<std::string, std::string, int64_t>;  // config, workload, conc
+// config, parallelism (the topology: "TP8", "P2xTP4 D1xTP8"), workload, conc
+using GroupKey = std::tuple<std::string, std::string, std::string, int64_t>;
 
 double mean_finite(const std::vector<const SidePoint*>& pts, size_t i) {
   double sum = 0;
@@ -291,7 +292,11 @@ PointGroups group_usable(const Side& s, const char* name, std::vector<Excluded>&
       excluded.push_back({name, p.source, p.config_key, p.workload_label, p.concurrency, why});
       continue;
     }
-    g[{p.config_key, p.workload_key, p.concurrency}].push_back(&p);
+    // Another parallelism or topology under one key is another configuration (1P1D and 2P1D,
+    // TP4 and TP8), never a repeat.
+    g[{p.config_key, p.identity.get(metrics::IdentityField::kParallelism), p.workload_key,
+       p.concurrency}]
+        .push_back(&p);
   }
   return g;
 }
@@ -302,35 +307,91 @@ std::string partner_key(const CompareOptions& o, const std::string& config) {
   return pair_it == o.pairs.end() ? config : pair_it->second;
 }
 
+using GroupMatch = std::pair<const GroupKey*, const GroupKey*>;  // base group, head group
+
+// Each base group's partner in head: the group of the partner key, workload and concurrency with
+// the same parallelism; else, where exactly one base group and one head group of that key,
+// workload and concurrency are left, those two (the parallelism is then the change compared: TP4
+// against TP8, 1P1D against 2P1D). `unmatched` gets why a base group found none.
+std::vector<GroupMatch> match_groups(const PointGroups& gb, const PointGroups& gh,
+                                     const CompareOptions& o,
+                                     std::map<const GroupKey*, std::string>* unmatched) {
+  std::vector<GroupMatch> out;
+  std::set<const GroupKey*> used;
+  std::vector<const GroupKey*> left;
+  for (const auto& [key, pts] : gb) {
+    const auto& [config, par, workload, conc] = key;
+    auto it = gh.find({partner_key(o, config), par, workload, conc});
+    if (it == gh.end()) {
+      left.push_back(&key);
+      continue;
+    }
+    out.emplace_back(&key, &it->first);
+    used.insert(&it->first);
+  }
+  for (const GroupKey* b : left) {
+    const auto& [config, par, workload, conc] = *b;
+    const std::string head_key = partner_key(o, config);
+    auto same_place = [&](const GroupKey& k) {
+      return std::get<0>(k) == head_key && std::get<2>(k) == workload && std::get<3>(k) == conc;
+    };
+    std::vector<const GroupKey*> heads;
+    std::set<std::string> pars;
+    for (const auto& [hk, pts] : gh) {
+      if (!same_place(hk)) continue;
+      pars.insert(std::get<1>(hk).empty() ? std::string("unknown") : std::get<1>(hk));
+      if (!used.count(&hk)) heads.push_back(&hk);
+    }
+    const auto bases = std::count_if(left.begin(), left.end(), [&](const GroupKey* k) {
+      return std::get<0>(*k) == config && std::get<2>(*k) == workload && std::get<3>(*k) == conc;
+    });
+    if (heads.size() == 1 && bases == 1) {
+      out.emplace_back(b, heads.front());
+      used.insert(heads.front());
+      continue;
+    }
+    std::string why = fmt::format("no partner in head ({} at conc {})", head_key, conc);
+    if (!pars.empty()) {
+      why = fmt::format("no partner in head ({} at conc {} has {}, not {})", head_key, conc,
+                        fmt::join(pars, ", "), par.empty() ? std::string("unknown") : par);
+    }
+    (*unmatched)[b] = why;
+  }
+  return out;
+}
+
 // Compares each base group with its partner in head; groups of either side without one are
 // excluded.
 void compare_groups(const PointGroups& gb, const PointGroups& gh, const CompareOptions& o,
                     Comparison& c) {
-  std::set<GroupKey> matched_head;
-  for (const auto& [key, pts] : gb) {
-    const auto& [config, workload, conc] = key;
-    const std::string head_key = partner_key(o, config);
-    auto it = gh.find({head_key, workload, conc});
-    if (it == gh.end()) {
-      for (const auto* p : pts) {
-        c.excluded.push_back({"base", p->source, config, p->workload_label, conc,
-                              fmt::format("no partner in head ({} at conc {})", head_key, conc)});
-      }
-      continue;
+  std::map<const GroupKey*, std::string> unmatched;
+  std::set<const GroupKey*> matched_head;
+  for (const auto& [b, h] : match_groups(gb, gh, o, &unmatched)) {
+    const auto& pts = gb.at(*b);
+    const auto& hpts = gh.at(*h);
+    matched_head.insert(h);
+    PairResult pr = pts.front()->eval && hpts.front()->eval ? compare_eval_pair(pts, hpts, o)
+                                                            : compare_pair(pts, hpts, o);
+    pr.base_parallelism = std::get<1>(*b);
+    pr.head_parallelism = std::get<1>(*h);
+    c.pairs.push_back(std::move(pr));
+  }
+  for (const auto& [key, pts] : gb) {  // in the groups' order
+    const auto why = unmatched.find(&key);
+    if (why == unmatched.end()) continue;
+    for (const auto* p : pts) {
+      c.excluded.push_back(
+          {"base", p->source, std::get<0>(key), p->workload_label, std::get<3>(key), why->second});
     }
-    matched_head.insert(it->first);
-    c.pairs.push_back(pts.front()->eval && it->second.front()->eval
-                          ? compare_eval_pair(pts, it->second, o)
-                          : compare_pair(pts, it->second, o));
   }
   // Read in the order people look for: configuration, workload, then concurrency ascending (the
   // workload key may differ per concurrency, e.g. its prompt count, so the map's order is not it).
   std::stable_sort(c.pairs.begin(), c.pairs.end(), [](const PairResult& a, const PairResult& b) {
-    return std::tie(a.base_key, a.workload_label, a.concurrency) <
-           std::tie(b.base_key, b.workload_label, b.concurrency);
+    return std::tie(a.base_key, a.workload_label, a.base_parallelism, a.concurrency) <
+           std::tie(b.base_key, b.workload_label, b.base_parallelism, b.concurrency);
   });
   for (const auto& [key, pts] : gh) {
-    if (matched_head.count(key)) continue;
+    if (matched_head.count(&key)) continue;
     for (const auto* p : pts) {
       c.excluded.push_back({"head", p->source, p->config_key, p->workload_label, p->concurrency,
                             "no partner in base"});
@@ -370,12 +431,14 @@ void count_verdicts(Comparison& c) {
 std::vector<CurveResult> compare_curves(const PointGroups& gb, const PointGroups& gh,
                                         const CompareOptions& o) {
   std::map<std::tuple<std::string, std::string, std::string>, CurveResult> curves;
-  for (const auto& [key, pts] : gb) {
-    const auto& [config, workload, conc] = key;
+  std::map<const GroupKey*, std::string> unmatched;
+  for (const auto& [b, h] : match_groups(gb, gh, o, &unmatched)) {
+    const auto& pts = gb.at(*b);
+    const std::string& config = std::get<0>(*b);
+    const int64_t conc = std::get<3>(*b);
     if (pts.front()->eval) continue;  // an eval has no throughput curve
-    const std::string head_key = partner_key(o, config);
-    auto it = gh.find({head_key, workload, conc});
-    if (it == gh.end()) continue;
+    const std::string head_key = std::get<0>(*h);
+    const auto it = gh.find(*h);
     // One curve per configuration and workload shape: the workload key also names the
     // concurrency's prompt count, so the curve groups by the label ("isl 1024 / osl 1024").
     CurveResult& cr = curves[{config, head_key, pts.front()->workload_label}];
@@ -487,6 +550,20 @@ std::string Comparison::verdict_line() const {
 
 namespace {
 
+// A pair's configuration as tables name it: "key", "base → head", and its parallelism where
+// known: "key [TP8]", "key [P1xTP1 D1xTP1 → P2xTP1 D1xTP1]".
+std::string pair_config(const PairResult& pr) {
+  std::string out =
+      pr.base_key == pr.head_key ? pr.base_key : pr.base_key + " \u2192 " + pr.head_key;
+  if (pr.base_parallelism == pr.head_parallelism) {
+    if (!pr.base_parallelism.empty()) out += " [" + pr.base_parallelism + "]";
+  } else {
+    auto shown = [](const std::string& p) { return p.empty() ? std::string("?") : p; };
+    out += " [" + shown(pr.base_parallelism) + " \u2192 " + shown(pr.head_parallelism) + "]";
+  }
+  return out;
+}
+
 std::string pct_text(double v) {
   if (!std::isfinite(v)) return "-";
   return fmt::format("{:+.1f}%", v);
@@ -510,8 +587,7 @@ std::string decided_interval(const MetricDelta& m) {
 std::vector<std::vector<std::string>> metric_rows(const Comparison& c) {
   std::vector<std::vector<std::string>> rows;
   for (const auto& pr : c.pairs) {
-    const std::string config =
-        pr.base_key == pr.head_key ? pr.base_key : pr.base_key + " \u2192 " + pr.head_key;
+    const std::string config = pair_config(pr);
     for (size_t i = 0; i < pr.metrics.size(); ++i) {
       const auto& m = pr.metrics[i];
       rows.push_back({config, pr.workload_label, std::to_string(pr.concurrency),
@@ -577,8 +653,7 @@ std::string parts_text(const Comparison& c, bool markdown) {
   std::string out;
   for (const auto& pr : c.pairs) {
     if (pr.ttft_parts.empty()) continue;
-    const std::string config =
-        pr.base_key == pr.head_key ? pr.base_key : pr.base_key + " \u2192 " + pr.head_key;
+    const std::string config = pair_config(pr);
     std::vector<std::string> cells;
     for (const auto& d : pr.ttft_parts) {
       const std::string delta = std::isfinite(d.base) && std::isfinite(d.head)
@@ -763,6 +838,8 @@ json::array pairs_json(const std::vector<PairResult>& pairs) {
   for (const auto& pr : pairs) {
     json::object p{{"base_config", pr.base_key},
                    {"head_config", pr.head_key},
+                   {"base_parallelism", pr.base_parallelism},
+                   {"head_parallelism", pr.head_parallelism},
                    {"workload_key", pr.workload_key},
                    {"workload", pr.workload_label},
                    {"concurrency", pr.concurrency},

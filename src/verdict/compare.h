@@ -114,6 +114,8 @@ struct PartDelta {
 
 struct PairResult {
   std::string base_key, head_key, workload_key, workload_label;
+  /// The sides' parallelism ("TP8", "P2xTP4 D1xTP8"; "" unknown): equal unless it is the change.
+  std::string base_parallelism, head_parallelism;
   int64_t concurrency = 0;
   size_t base_repeats = 0, head_repeats = 0;
   bool records = false;                 // both sides had per-request records

@@ -188,6 +188,38 @@ TEST(VerdictCompare, TtftPartsShowWhichPartMoved) {
   EXPECT_DOUBLE_EQ(read.ttft_parts[3].second, 9);
 }
 
+// Another topology under one config key is another configuration: 1P1D and 2P1D at the same
+// concurrency are two pairs, never two repeats of one; a side with one parallelism against a side
+// with another pairs them, and says so.
+TEST(VerdictCompare, TopologyIsPartOfTheConfiguration) {
+  using F = metrics::IdentityField;
+  auto at = [](SidePoint p, const char* par) {
+    p.identity.set(F::kParallelism, par);
+    return p;
+  };
+  const auto c =
+      compare(side({at(point(10, 1), "P1xTP1 D1xTP1"), at(point(10, 2), "P2xTP1 D1xTP1")}),
+              side({at(point(10, 3), "P1xTP1 D1xTP1"), at(point(10, 4), "P2xTP1 D1xTP1")}), fast());
+  ASSERT_EQ(c.pairs.size(), 2u);
+  for (const auto& pr : c.pairs) {
+    EXPECT_EQ(pr.base_repeats, 1u);
+    EXPECT_EQ(pr.base_parallelism, pr.head_parallelism);
+  }
+  EXPECT_NE(comparison_text(c).find("[P2xTP1 D1xTP1]"), std::string::npos);
+
+  const auto tp = compare(side({at(point(10, 1), "TP4")}), side({at(point(7, 2), "TP8")}), fast());
+  ASSERT_EQ(tp.pairs.size(), 1u);
+  EXPECT_NE(comparison_text(tp).find("[TP4 \u2192 TP8]"), std::string::npos);
+  EXPECT_EQ(comparison_json(tp).at("pairs").at(0).at("head_parallelism").as_string(), "TP8");
+
+  // Two base topologies, one head topology that matches neither: no guess, each says why.
+  const auto two = compare(side({at(point(10, 1), "TP4"), at(point(10, 2), "TP2")}),
+                           side({at(point(10, 3), "TP8")}), fast());
+  EXPECT_TRUE(two.pairs.empty());
+  ASSERT_EQ(two.excluded.size(), 3u);
+  EXPECT_NE(two.excluded[0].why.find("has TP8, not TP2"), std::string::npos) << two.excluded[0].why;
+}
+
 TEST(VerdictCompare, RepeatsGiveAWelchInterval) {
   auto rep = [](double gap, uint64_t seed, const std::string& run) {
     auto p = point(gap, seed);

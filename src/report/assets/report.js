@@ -583,7 +583,9 @@
   // Base and head points at the same configuration and concurrency.
   function matchedTable(panel) {
     const q = panelPct(panel), X = XS[state.x];
-    const key = (p) => p.config_key + '\u0000' + p.concurrency;
+    // Another parallelism under one key (TP4 and TP8, 1P1D and 2P1D) is another configuration.
+    const par = (p) => (p.cfg && p.cfg.identity.parallelism) || '';
+    const key = (p) => p.config_key + '\u0000' + par(p) + '\u0000' + p.concurrency;
     const base = new Map(), head = new Map();
     for (const p of panel.points) (p.role === 'base' ? base : head).set(key(p), p);
     let matchBySeries = false;
@@ -598,7 +600,7 @@
       if (!b) continue;
       const mark = (p) => (p.valid ? '' : ' \u2715');
       rows.push(el('tr', { class: (b.valid && h.valid ? '' : 'invalid') },
-        cell(matchBySeries ? h.series : h.config_key), cell(h.concurrency, true),
+        cell(matchBySeries ? h.series : h.config_key + (par(h) ? ' [' + par(h) + ']' : '')), cell(h.concurrency, true),
         cell(fmt(b.m.tput_per_gpu) + mark(b), true), cell(fmt(h.m.tput_per_gpu) + mark(h), true),
         deltaCell(pctDelta(b.m.tput_per_gpu, h.m.tput_per_gpu), true),
         cell(fmt(X.get(b, q)), true), cell(fmt(X.get(h, q)), true), deltaCell(pctDelta(X.get(b, q), X.get(h, q)), X.higher),
