@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <limits>
 #include <memory>
+#include <set>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -34,6 +35,7 @@ namespace {
 
 // Raw option values; which ones were given is read from the CLI11 options after parsing.
 struct ServeSimOptions {
+  CLI::App* app = nullptr;  // for the options a router refuses
   sim::SimArgs args;
   std::string port_file;
   std::string timing_model;
@@ -211,6 +213,27 @@ int run(ServeSimOptions& o) {
     }
   }
   if (o.role == "router") {
+    // The router computes nothing: an engine's option given to it would be ignored.
+    static const std::set<std::string> kRouterOptions = {"--help",
+                                                         "--role",
+                                                         "--prefill",
+                                                         "--decode",
+                                                         "--routing",
+                                                         "--host",
+                                                         "--port",
+                                                         "--model",
+                                                         "--api-key",
+                                                         "--port-file",
+                                                         "--router-timeout-s",
+                                                         "--keep-alive-timeout-s"};
+    for (const CLI::Option* opt : o.app->get_options()) {
+      if (opt->count() > 0 && !kRouterOptions.count(opt->get_name())) {
+        return fail("serve-sim", usage_error(fmt::format(
+                                     "{} is an engine's option: the router (--role router) "
+                                     "computes nothing; give it to the prefill and decode workers",
+                                     opt->get_name())));
+      }
+    }
     if (o.prefill_urls.empty() || o.decode_urls.empty()) {
       return fail("serve-sim", usage_error("--role router needs --prefill URL and --decode URL "
                                            "(one of each at least)"));
@@ -725,6 +748,7 @@ RunFn register_serve_sim(CLI::App& root) {
   auto o = std::make_shared<ServeSimOptions>();
   CLI::App* app = root.add_subcommand(
       "serve-sim", "Run the embedded simulated OpenAI-compatible inference server");
+  o->app = app;
   add_sim_server_options(app, *o);
   add_gsm8k_options(app, *o);
   add_tokenizer_options(app, o->tokenizer,

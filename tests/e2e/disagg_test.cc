@@ -165,6 +165,13 @@ TEST(Disagg, APrefixAwareRouterSendsASharedPrefixToOnePrefillWorker) {
   EXPECT_NE(wrong.output.find("--routing applies with --role router, not --role decode"),
             std::string::npos)
       << wrong.output;
+  auto engine = run_inferbench({"serve-sim", "--role", "router", "--prefill", p1.url(), "--decode",
+                                decode.url(), "--enable-per-request-metrics"},
+                               dir.path() / "engine.log");
+  EXPECT_EQ(engine.exit.code, 2);
+  EXPECT_NE(engine.output.find("--enable-per-request-metrics is an engine's option"),
+            std::string::npos)
+      << engine.output;
   SimServer router(role_dir(dir, "router"),
                    {"--role", "router", "--routing", "prefix", "--prefill", p1.url(), "--prefill",
                     p2.url(), "--decode", decode.url()});
