@@ -29,6 +29,10 @@ stop_pidfile() {
   rm -f "$pidfile"
 }
 
-stop_pidfile slurmd /run/slurmd.pid
+# One slurmd per node of the test cluster (slurmd.pid: an older single-node cluster's).
+for f in /run/slurmd.pid /run/slurmd-*.pid; do
+  [ -e "$f" ] || continue
+  stop_pidfile slurmd "$f"
+done
 stop_pidfile slurmctld /run/slurmctld.pid
 stop_pidfile munged /run/munge/munged.pid
