@@ -11,6 +11,7 @@
 #include <set>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "core/json_text.h"
 #include "core/redact.h"
 #include "core/strings.h"
@@ -31,6 +32,8 @@ struct PlanOptions {
   std::vector<std::string> keys;
   std::vector<std::string> labels;
   bool json = false;
+  std::string launcher = "local";  // slurm: each disaggregated topology's job and steps
+  int gpus_per_node = 8;
 };
 
 // Recipe files under the default directories, when none are named.
@@ -115,7 +118,7 @@ std::string plan_table_text(const std::vector<recipe::RecipeRow>& rows) {
 
 // The processes of each disaggregated server configuration (serve blocks by role), one line a
 // role as the local launcher starts them: workers first, the router last.
-std::string topology_text(const std::vector<recipe::RecipeRow>& rows) {
+std::string topology_text(const std::vector<recipe::RecipeRow>& rows, const PlanOptions& o) {
   std::string out;
   std::set<std::string> shown;
   for (const auto& row : rows) {
@@ -145,6 +148,10 @@ std::string topology_text(const std::vector<recipe::RecipeRow>& rows) {
                          redact_text(fmt::format("{}", fmt::join(r.argv, " "))),
                          env.empty() ? "" : "  env ",
                          redact_text(fmt::format("{}", fmt::join(env, " "))));
+    }
+    if (o.launcher == "slurm") {
+      // Where each role would run: the job, its nodes, each step's srun line.
+      out += sweep::slurm_placement_text(*spec, o.gpus_per_node);
     }
   }
   return out;
@@ -217,7 +224,7 @@ int run(PlanOptions o) {
     for (const auto& row : rows) out.push_back(redacted(row.to_json()));
     text = json_text(out) + "\n";
   } else {
-    text = plan_table_text(rows) + topology_text(rows);
+    text = plan_table_text(rows) + topology_text(rows, o);
   }
   // One write; a reader that stops early (`| head`) is not an error worth reporting.
   std::fwrite(text.data(), 1, text.size(), stdout);
@@ -252,6 +259,14 @@ RunFn register_plan(CLI::App& root) {
                   "all-evals, evals-only, agentx-fast): print the sweep plan")
       ->delimiter(',');
   app->add_flag("--json", o->json, "Print rows (or the sweep plan) as JSON");
+  app->add_option("--launcher", o->launcher,
+                  "slurm: also print each disaggregated topology's job, the node of each role and "
+                  "its srun line")
+      ->check(CLI::IsMember({"local", "slurm", "endpoint"}));
+  add_integer(app, "--slurm-gpus-per-node", o->gpus_per_node,
+              "With --launcher slurm: GPUs of one node (a worker spans ceil(its GPUs / this) "
+              "nodes)",
+              1, 1024);
   return [o]() { return run(*o); };
 }
 

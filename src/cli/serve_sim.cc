@@ -191,16 +191,8 @@ int resolve_spec(ServeSimOptions& o);
 int resolve_disagg(ServeSimOptions& o);
 int run_router(ServeSimOptions& o);
 
-int run(ServeSimOptions& o) {
-  if (o.list_presets) {
-    print_presets();
-    return kExitOk;
-  }
-  if (auto same =
-          same_output_files({{"--port-file", o.port_file}, {"--truth-log", o.args.truth_log}})) {
-    return fail("serve-sim", usage_error(*same));
-  }
-  // An option of another role would be silently ignored: refused, naming it.
+// An option of another role would be silently ignored: refused, naming it.
+int check_role_options(const ServeSimOptions& o) {
   for (const auto& [opts, applies, roles] :
        {std::tuple{&o.worker_only, o.role == "prefill" || o.role == "decode",
                    "--role prefill or decode"},
@@ -234,6 +226,21 @@ int run(ServeSimOptions& o) {
                                      opt->get_name())));
       }
     }
+  }
+  return kExitOk;
+}
+
+int run(ServeSimOptions& o) {
+  if (o.list_presets) {
+    print_presets();
+    return kExitOk;
+  }
+  if (auto same =
+          same_output_files({{"--port-file", o.port_file}, {"--truth-log", o.args.truth_log}})) {
+    return fail("serve-sim", usage_error(*same));
+  }
+  if (int rc = check_role_options(o); rc != kExitOk) return rc;
+  if (o.role == "router") {
     if (o.prefill_urls.empty() || o.decode_urls.empty()) {
       return fail("serve-sim", usage_error("--role router needs --prefill URL and --decode URL "
                                            "(one of each at least)"));

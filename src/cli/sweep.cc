@@ -381,6 +381,10 @@ void add_sweep_launcher_options(CLI::App* app, SweepCliOptions& c) {
       ->transform(endpoint_url());
   app->add_option("--slurm-partition", c.slurm_partition, "Slurm partition");
   app->add_option("--slurm-account", c.slurm_account, "Slurm account");
+  add_integer(app, "--slurm-gpus-per-node", o.slurm.gpus_per_node,
+              "GPUs of one Slurm node: a disaggregated deployment's worker spans ceil(its GPUs / "
+              "this) nodes (default 8)",
+              1, 1024);
 }
 
 // The options that replace the recipes' workload values: concurrencies, requests, lengths,

@@ -26,6 +26,9 @@ struct RoleSpec {
   std::map<std::string, std::string> env;
   std::string health_path = "/health";
   int gpus = 0;
+  /// The router's node on a multi-node launcher: "first-decode" (the first decode worker's node,
+  /// AMD's convention; the default), "first-prefill", or "own" (a node of its own).
+  std::string node = "first-decode";
   /// "prefill-0", "decode-1", "router".
   std::string label() const { return role == "router" ? role : role + "-" + std::to_string(index); }
 };
@@ -55,6 +58,10 @@ struct RoleProcess {
   std::filesystem::path log;
   std::vector<int> pids;
   int gpus = 0;
+  std::string node;  // the node it runs on (Slurm); "" on this machine
+  /// Where its environment trace goes when the launcher traces each role in a folder of its own
+  /// (LauncherCaps::can_trace_roles); "" otherwise.
+  std::filesystem::path trace_dir;
 };
 
 /// A started server. Destruction stops it (as stop()).
@@ -78,6 +85,11 @@ class Server {
   virtual std::vector<int> pids() const { return {}; }
   /// A disaggregated deployment's roles, in start order; empty for one server.
   virtual std::vector<RoleProcess> roles() const { return {}; }
+  /// Every process on the node of each role (label -> "pid ppid command line" lines), listed on
+  /// the node while the deployment runs; nullopt where the launcher cannot list them.
+  virtual std::optional<std::map<std::string, std::vector<std::string>>> role_node_processes() {
+    return std::nullopt;
+  }
 };
 
 /// What a launcher can observe of the servers it starts, asked instead of its name: what it
@@ -86,6 +98,10 @@ struct LauncherCaps {
   bool starts_server = true;   // runs the recipe's server command (false: attaches to a URL)
   bool has_log = true;         // captures the server's output in a log file
   bool can_trace_env = false;  // can trace which environment variables the server reads
+  /// Can trace a disaggregated deployment's roles where they run (other nodes): each role's
+  /// processes write to a trace folder of their own (RoleSpec::env's IB_ENVTRACE_DIR), and the
+  /// launcher lists the processes of each role's node at stop (Server::role_node_processes).
+  bool can_trace_roles = false;
 };
 
 class Launcher {

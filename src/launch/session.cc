@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <cstdio>
+#include <set>
+
 #include "core/files.h"
 #include "core/json_text.h"
 #include "core/process.h"
@@ -56,13 +59,24 @@ Expected<std::unique_ptr<ServerSession>> ServerSession::start(Launcher& launcher
   // process started on this machine can be traced.
   s->trace_dir_ = o.dir / "envtrace";
   if (o.env_trace && !o.watch.empty()) {
-    if (!s->caps_.can_trace_env) {
+    // A disaggregated deployment on other nodes: each role traced where it runs.
+    const bool by_role = !spec.roles.empty() && s->caps_.can_trace_roles;
+    if (!s->caps_.can_trace_env && !by_role) {
       s->tracing_off_ = fmt::format(
           "environment tracing off: the {} launcher cannot trace a server's reads", s->launcher_);
     } else if (auto assets = verify::find_env_trace_assets(); assets) {
-      verify::add_env_trace(*assets, s->trace_dir_, o.watch, &spec.env);
-      // A disaggregated deployment: every role's processes, each with its own environment.
-      for (RoleSpec& r : spec.roles) verify::add_env_trace(*assets, s->trace_dir_, o.watch, &r.env);
+      if (by_role) {
+        s->remote_roles_ = true;
+        for (RoleSpec& r : spec.roles) {
+          verify::add_env_trace(*assets, s->trace_dir_ / r.label(), o.watch, &r.env);
+        }
+      } else {
+        verify::add_env_trace(*assets, s->trace_dir_, o.watch, &spec.env);
+        // A disaggregated deployment: every role's processes, each with its own environment.
+        for (RoleSpec& r : spec.roles) {
+          verify::add_env_trace(*assets, s->trace_dir_, o.watch, &r.env);
+        }
+      }
       s->tracing_ = true;
     } else {
       s->tracing_off_ = fmt::format("environment tracing off: {}", assets.error().message);
@@ -179,7 +193,8 @@ void ServerSession::check_role_expect(const std::string& role, const verify::Exp
     if (!spec.env_read.empty() || !spec.env_not_read.empty()) {
       if (tracing_) {
         const auto trace = verify::collect_env_trace(trace_dir_, watch_);
-        const auto mine = verify::only_role(trace, role_pids(), role);
+        const auto mine = verify::only_role(
+            trace, remote_roles_ ? remote_role_pids(nullptr, nullptr) : role_pids(), role);
         auto env = verify::check_env_expect(spec, &mine);
         results.insert(results.end(), env.begin(), env.end());
       } else {
@@ -211,7 +226,14 @@ std::string ServerSession::stop(std::chrono::milliseconds grace) {
   // (a static or setuid binary, one that lost LD_PRELOAD) is a blind spot of the tracer.
   std::vector<verify::TracedProcess> running;
   std::map<int, std::string> role_of;  // a role's processes as they run: pid -> role
-  if (tracing_) {
+  bool listed = false;
+  if (tracing_ && remote_roles_) {
+    // Each role's node, listed there while the deployment runs: a descendant of a traced process
+    // that left no record of its own is a blind spot, as a local one is.
+    const auto listing = server_->role_node_processes();
+    listed = listing.has_value();
+    role_of = remote_role_pids(listing ? &*listing : nullptr, &running);
+  } else if (tracing_) {
     role_of = role_pids();
     for (int pid : server_->pids()) {
       for (const auto& p : process_group_members(pid)) {
@@ -234,10 +256,80 @@ std::string ServerSession::stop(std::chrono::milliseconds grace) {
     write_json(dir_ / "env_reads.json", env_reads_->to_json());
     if (!roles_.empty()) {
       role_reads_ = verify::reads_by_role(*env_reads_, watch_, role_of);
+      if (remote_roles_) remote_role_reads(role_of, listed);
       write_json(dir_ / "env_reads_by_role.json", role_reads_->to_json());
     }
   }
   return ended_;
+}
+
+std::map<int, std::string> ServerSession::remote_role_pids(
+    const std::map<std::string, std::vector<std::string>>* listing,
+    std::vector<verify::TracedProcess>* untraced) const {
+  std::map<int, std::string> role_of;
+  for (const RoleProcess& r : roles_) {
+    const auto mine = verify::collect_env_trace(trace_dir_ / r.label, watch_);
+    std::set<int> traced;
+    for (const auto& [pid, p] : mine.processes) {
+      role_of[pid] = r.role;
+      traced.insert(pid);
+    }
+    if (listing == nullptr || untraced == nullptr) continue;
+    const auto it = listing->find(r.label);
+    if (it == listing->end()) continue;
+    // The node's process tree: the descendants of the role's traced processes.
+    std::map<int, std::vector<std::pair<int, std::string>>> children;
+    for (const std::string& line : it->second) {
+      int pid = 0, ppid = 0, used = 0;
+      if (std::sscanf(line.c_str(), " %d %d %n", &pid, &ppid, &used) < 2) continue;
+      children[ppid].emplace_back(pid, line.substr(static_cast<size_t>(used)));
+    }
+    std::vector<int> todo(traced.begin(), traced.end());
+    std::set<int> seen(traced.begin(), traced.end());
+    while (!todo.empty()) {
+      const int pid = todo.back();
+      todo.pop_back();
+      for (const auto& [child, cmdline] : children[pid]) {
+        if (!seen.insert(child).second) continue;
+        todo.push_back(child);
+        if (traced.count(child) != 0) continue;
+        verify::TracedProcess t;
+        t.pid = child;
+        t.ppid = pid;
+        t.cmdline = cmdline;
+        untraced->push_back(std::move(t));
+        role_of[child] = r.role;
+      }
+    }
+  }
+  return role_of;
+}
+
+void ServerSession::remote_role_reads(const std::map<int, std::string>& role_of, bool listed) {
+  std::map<std::string, bool> traced;  // role -> some process of it left a record
+  for (const RoleProcess& r : roles_) traced.emplace(r.role, false);
+  for (const auto& [pid, role] : role_of) {
+    if (env_reads_ && env_reads_->processes.count(pid) && env_reads_->processes.at(pid).traced) {
+      traced[role] = true;
+    }
+  }
+  for (const RoleProcess& r : roles_) {
+    auto& reads = role_reads_->read[r.role];
+    for (const auto& var : watch_) reads.emplace(var, false);
+    auto& blind = role_reads_->blind_spots[r.role];
+    if (!traced[r.role]) {
+      blind.push_back(fmt::format(
+          "no process of {} (on {}) left a trace record: the tracer did not load there (the "
+          "inferbench installation must be visible on the node)",
+          r.label, r.node.empty() ? std::string("its node") : r.node));
+    }
+    if (!listed) {
+      blind.push_back(
+          fmt::format("the processes of {} could not be listed: one that did not "
+                      "load the tracer would not be seen",
+                      r.node.empty() ? r.label : r.node));
+    }
+  }
 }
 
 std::optional<std::map<std::string, bool>> ServerSession::env_read_flags() const {

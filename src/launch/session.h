@@ -104,6 +104,15 @@ class ServerSession {
   void write_json(const std::filesystem::path& file, const boost::json::value& v);
   /// A disaggregated deployment's processes as they run (each role's process group): pid -> role.
   std::map<int, std::string> role_pids() const;
+  /// A deployment traced where it runs (LauncherCaps::can_trace_roles): pid -> role of the
+  /// processes that wrote to each role's trace folder, and (with `listing`, each role's node's
+  /// processes) their untraced descendants, which go into `untraced`.
+  std::map<int, std::string> remote_role_pids(
+      const std::map<std::string, std::vector<std::string>>* listing,
+      std::vector<verify::TracedProcess>* untraced) const;
+  /// The role reads of a deployment traced where it runs, with a role that left no trace record
+  /// (or whose node could not be listed) blind.
+  void remote_role_reads(const std::map<int, std::string>& role_of, bool listed);
   void check_role_expect(const std::string& role, const verify::ExpectSpec& spec);
 
   std::unique_ptr<Server> server_;
@@ -114,6 +123,7 @@ class ServerSession {
   std::vector<std::string> watch_;
   bool log_available_ = false;
   bool tracing_ = false;
+  bool remote_roles_ = false;  // each role traced where it runs, in a folder of its own
   std::string tracing_off_;
   bool stopped_ = false;
   std::string ended_;

@@ -18,6 +18,8 @@
 #include "core/interrupt.h"
 #include "core/process.h"
 #include "core/redact.h"
+#include "launch/slurm_jobs.h"
+#include "launch/slurm_topology.h"
 #include "telemetry/power.h"
 
 namespace ib::launch {
@@ -67,6 +69,10 @@ Expected<std::string> sbatch_word(std::string_view what, std::string_view value)
   return out;
 }
 
+}  // namespace
+
+namespace jobs {
+
 /// Job names are labels in squeue; keep them to characters no tool mangles.
 std::string job_name(std::string_view name) {
   std::string out = "ib-";
@@ -103,23 +109,13 @@ bool is_terminal(std::string_view state) {
   return false;
 }
 
-/// What slurmctld knows of a job. `known` is false once the job was purged from its memory
-/// (MinJobAge after the end): it has then certainly left the queue.
-struct JobInfo {
-  bool known = false;
-  std::string state;       // RUNNING, PENDING, FAILED, ...
-  std::string batch_host;  // node running the batch script, once running
-  std::string reason;
-  std::string exit_code;  // "1:0" (exit code : signal)
-  bool active() const { return known && !is_terminal(state); }
-  std::string describe(const std::string& id) const {
-    if (!known) return fmt::format("slurm job {} no longer known to slurmctld", id);
-    std::string s = fmt::format("slurm job {} state {}", id, state);
-    if (!exit_code.empty() && exit_code != "0:0") s += fmt::format(", exit code {}", exit_code);
-    if (!reason.empty() && reason != "None") s += fmt::format(", reason {}", reason);
-    return s;
-  }
-};
+std::string JobInfo::describe(const std::string& id) const {
+  if (!known) return fmt::format("slurm job {} no longer known to slurmctld", id);
+  std::string s = fmt::format("slurm job {} state {}", id, state);
+  if (!exit_code.empty() && exit_code != "0:0") s += fmt::format(", exit code {}", exit_code);
+  if (!reason.empty() && reason != "None") s += fmt::format(", reason {}", reason);
+  return s;
+}
 
 Expected<JobInfo> query_job(const std::string& id) {
   CommandOptions co;
@@ -135,6 +131,7 @@ Expected<JobInfo> query_job(const std::string& id) {
   info.known = true;
   info.state = field(r->out, "JobState");
   info.batch_host = field(r->out, "BatchHost");
+  info.node_list = field(r->out, "NodeList");
   info.reason = field(r->out, "Reason");
   info.exit_code = field(r->out, "ExitCode");
   if (info.state.empty()) {
@@ -180,6 +177,35 @@ Expected<CommandResult> scancel(const std::string& id, std::vector<std::string> 
   co.timeout = kCommandTimeout;
   return run_command(argv, co);
 }
+
+Expected<std::vector<std::string>> expand_hostlist(const std::string& list) {
+  CommandOptions co;
+  co.timeout = kCommandTimeout;
+  auto r = run_command({"scontrol", "show", "hostnames", list}, co);
+  if (!r) return r.error();
+  if (!r->ok()) {
+    return Error{fmt::format("scontrol show hostnames {} failed ({}): {}", list, r->exit.describe(),
+                             r->err)};
+  }
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start < r->out.size()) {
+    size_t end = r->out.find('\n', start);
+    if (end == std::string::npos) end = r->out.size();
+    std::string name = r->out.substr(start, end - start);
+    while (!name.empty() && (name.back() == '\r' || name.back() == ' ')) name.pop_back();
+    if (!name.empty()) out.push_back(std::move(name));
+    start = end + 1;
+  }
+  if (out.empty()) return Error{fmt::format("scontrol show hostnames {}: no node", list)};
+  return out;
+}
+
+}  // namespace jobs
+
+namespace {
+
+using namespace jobs;  // NOLINT(google-build-using-namespace): this file's own helpers
 
 std::string with_job_log_tail(std::string message, const fs::path& log) {
   std::string tail = file_tail(log);
@@ -290,6 +316,9 @@ class SlurmLauncher final : public Launcher {
  public:
   explicit SlurmLauncher(SlurmOptions o) : o_(std::move(o)) {}
   std::string name() const override { return "slurm"; }
+  // A disaggregated deployment's roles are traced where they run (each in a folder of its own);
+  // one server's batch job is not (its shell would be the blind spot).
+  LauncherCaps caps() const override { return {true, true, false, true}; }
 
   Expected<std::unique_ptr<Server>> start(const ServerSpec& spec) override {
     if (spec.log_path.empty())
@@ -308,6 +337,7 @@ class SlurmLauncher final : public Launcher {
     if (ec)
       return Error{fmt::format("slurm: cannot create {}: {}", work_dir.string(), ec.message())};
 
+    if (!s.roles.empty()) return start_slurm_topology(s, o_, work_dir);
     // The port is picked here, on the submitting host: a best guess for the compute node.
     auto port = pick_free_port();
     if (!port) return port.error();

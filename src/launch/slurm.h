@@ -29,7 +29,53 @@ struct SlurmOptions {
   /// into the log's folder (telemetry::kPowerFile*), read by the client after each point.
   std::string gpu_power = "auto";
   double power_interval_s = 0.5;
+  /// A disaggregated deployment: the GPUs of one node, for how many nodes a worker spans
+  /// (ceil(its GPUs / this)).
+  int gpus_per_node = 8;
 };
+
+/// One job step of a disaggregated deployment on Slurm: a worker on one of its nodes, or the
+/// router (docs/slurm.md, "Disaggregated deployments").
+struct StepPlan {
+  std::string label;  // "prefill-0"; a worker's rank r > 0 on its r-th node: "prefill-0.r1"
+  std::string role;   // prefill | decode | router
+  size_t spec = 0;    // its RoleSpec (index into ServerSpec::roles)
+  int node = 0;       // index into the job's nodes
+  int rank = 0;       // the node's rank within its worker ({node-rank})
+  int ranks = 1;      // the worker's nodes ({nnodes})
+  int leader = 0;     // the node of the worker's rank 0 ({leader-host})
+  int gpus = 0;       // GPUs of this step on its node
+};
+
+/// Where each role runs: every worker on nodes of its own (ceil(GPUs / gpus_per_node), at least
+/// one), prefill workers first, then decode workers; the router on the node its RoleSpec::node
+/// names (the first decode worker's by default) or on one more. Steps in start order: the
+/// workers, then the router. Errors: no router, no worker, an unknown router node.
+struct TopologyPlan {
+  int nodes = 0;          // nodes the job asks for
+  int gpus_per_node = 0;  // GPUs it asks of each node (the most any step takes; 0: none)
+  std::vector<StepPlan> steps;
+};
+Expected<TopologyPlan> plan_topology(const std::vector<RoleSpec>& roles, int gpus_per_node);
+
+/// salloc's argv for the job that holds the deployment's nodes (no shell: its steps are srun'd
+/// from here): --no-shell, the job name, --nodes, --exclusive, --gpus-per-node, then the time
+/// limit, partition, account and extra sbatch arguments of `o`.
+std::vector<std::string> salloc_argv(const TopologyPlan& plan, const SlurmOptions& o,
+                                     const std::string& job_name);
+
+/// srun's argv for one step: --jobid, one task on its node (--nodelist), --overlap (the router
+/// and the samplers share the workers' nodes), --kill-on-bad-exit, --gpus when it has any, then
+/// `env NAME=VALUE... ` for `env_args` (what the step's processes must see but srun itself must
+/// not: the environment tracer) and the command.
+std::vector<std::string> srun_step_argv(const StepPlan& step, const std::string& job_id,
+                                        const std::string& node,
+                                        const std::map<std::string, std::string>& env_args,
+                                        const std::vector<std::string>& argv);
+
+/// The plan as `inferbench plan` shows it: one line per step with its node and srun command
+/// (the job id and node names as placeholders: $JOB, node<N>).
+std::string topology_plan_text(const TopologyPlan& plan, const std::vector<RoleSpec>& roles);
 
 /// One /bin/sh word (core/strings.h).
 using ::ib::shell_quote;

@@ -33,7 +33,10 @@ const std::set<std::string>& serve_placeholders() {
       "port", "kv-offloading", "kv-offload-backend", "total-cpu-dram-gb", "duration",
       // Per-role serve blocks of a disaggregated entry (docs/recipes.md, "Disaggregated
       // deployments"): the role and the worker, and (router) where the workers listen.
-      "role", "worker-index", "num-worker", "prefill-urls", "decode-urls"};
+      "role", "worker-index", "num-worker", "prefill-urls", "decode-urls",
+      // A worker over several nodes (the Slurm launcher): its node's rank, its node count, the
+      // address of its rank 0.
+      "node-rank", "nnodes", "leader-host"};
   return kNames;
 }
 
@@ -324,7 +327,8 @@ class MasterParser {
         ok = false;
         continue;
       }
-      auto block = server_block(f->at(role), field_path(path, role));
+      auto block =
+          server_block(f->at(role), field_path(path, role), std::string_view(role) == "router");
       if (!block) {
         ok = false;
         continue;
@@ -335,10 +339,23 @@ class MasterParser {
     return out;
   }
 
-  std::optional<ServeSpec> server_block(const YAML::Node& node, const std::string& path) {
-    auto f = r_.mapping(node, path, {"command", "env", "extra-args", "health-path"});
+  std::optional<ServeSpec> server_block(const YAML::Node& node, const std::string& path,
+                                        bool router = false) {
+    std::set<std::string> keys = {"command", "env", "extra-args", "health-path"};
+    if (router) keys.insert("node");
+    auto f = r_.mapping(node, path, keys);
     if (!f) return std::nullopt;
     ServeSpec out;
+    if (router && f->has("node")) {
+      // Where a multi-node launcher runs the router (docs/recipes.md).
+      if (auto n = r_.string(f->at("node"), field_path(path, "node"))) {
+        if (*n != "first-decode" && *n != "first-prefill" && *n != "own") {
+          r_.error(f->at("node"), field_path(path, "node"),
+                   fmt::format("is first-decode, first-prefill or own, not '{}'", printable(*n)));
+        }
+        out.node = *n;
+      }
+    }
     if (r_.require(*f, path, "command")) {
       if (auto argv = arg_list(f->at("command"), field_path(path, "command"))) {
         if (argv->empty())

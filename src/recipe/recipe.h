@@ -99,6 +99,9 @@ struct ServeSpec {
   std::map<std::string, std::string> env;
   std::vector<std::string> extra_args;
   std::string health_path = "/health";
+  /// The router's block only: the node a multi-node launcher runs it on (first-decode,
+  /// first-prefill, own); "" for the default (first-decode).
+  std::string node;
   std::vector<std::pair<std::string, ServeSpec>> roles;  // "prefill", "decode", "router"
   bool has_roles() const { return !roles.empty(); }
 };

@@ -103,6 +103,25 @@ TEST(RecipeLoad, ServeBlocksByRoleAreForDisaggregatedEntries) {
   EXPECT_EQ(roles[0].first, "prefill");
   EXPECT_EQ(roles[1].second.env.at("UCX_TLS"), "rc");
   EXPECT_EQ(roles[2].second.command[2], "{prefill-urls}");
+  EXPECT_EQ(roles[2].second.node, "");  // the launcher's default: the first decode node
+
+  // Where a multi-node launcher runs the router: the router's block only, one of three words.
+  std::string own = disagg;
+  own.replace(own.find("    router: { command:"), 22, "    router: { node: own, command:");
+  entries.clear();
+  d = parse(own, &entries);
+  ASSERT_TRUE(d.empty()) << join_diagnostics(d);
+  EXPECT_EQ(entries.at(0).serve->roles[2].second.node, "own");
+  std::string head = disagg;
+  head.replace(head.find("    router: { command:"), 22, "    router: { node: head, command:");
+  EXPECT_NE(join_diagnostics(parse(head)).find("first-decode, first-prefill or own, not 'head'"),
+            std::string::npos)
+      << join_diagnostics(parse(head));
+  std::string on_worker = disagg;
+  on_worker.replace(on_worker.find("    decode: { command:"), 22,
+                    "    decode: { node: own, command:");
+  EXPECT_NE(join_diagnostics(parse(on_worker)).find("k1.serve.decode.node"), std::string::npos)
+      << join_diagnostics(parse(on_worker));
 
   std::string missing = disagg;
   missing.erase(missing.find("    router:"),

@@ -185,11 +185,13 @@ std::unique_ptr<launch::ServerSession> ConfigRunner::start_session(
     boost::json::object roles;
     for (const auto& r : session->roles()) {
       boost::json::object o{{"role", r.role}, {"url", r.url}, {"gpus", r.gpus}};
+      if (!r.node.empty()) o["node"] = r.node;
       if (auto it = session->role_effective().find(r.label);
           it != session->role_effective().end()) {
         o["effective_config"] = it->second.to_json();
       }
       roles[r.label] = std::move(o);
+      if (r.url.empty()) continue;  // a worker's rank on another node: served by its rank 0
       role_metrics_urls_.push_back(r.url + "/metrics");
       role_metrics_labels_[r.url + "/metrics"] = r.label;
     }

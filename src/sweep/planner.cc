@@ -390,18 +390,18 @@ Expected<std::vector<ConfigPlan>> group_configs(
       } else if (agentic && o.workload.traces.empty() && !has_recipe_traces(row, entries)) {
         c.unsupported = agentic_needs_traces(row);
       } else if (row.multinode && c.launcher != "endpoint" &&
-                 !(c.launcher == "local" && serves_by_role(row))) {
+                 !((c.launcher == "local" || c.launcher == "slurm") && serves_by_role(row))) {
         c.unsupported =
             serves_by_role(row)
                 ? fmt::format(
-                      "a disaggregated deployment runs on the local launcher here (its "
-                      "roles as processes on this machine), not on {}; use --launcher "
-                      "local, or --launcher endpoint with a running deployment",
+                      "a disaggregated deployment runs on the local launcher (its roles as "
+                      "processes on this machine) or the slurm launcher (on the nodes of one "
+                      "job), not on {}; or use --launcher endpoint with a running deployment",
                       c.launcher)
                 : "multi-node rows need a multi-node launch (prefill and decode workers): give "
                   "the recipe serve blocks by role (serve: {prefill, decode, router}; "
-                  "docs/recipes.md) for the local launcher, or use --launcher endpoint with a "
-                  "running deployment";
+                  "docs/recipes.md) for the local or slurm launcher, or use --launcher endpoint "
+                  "with a running deployment";
       } else {
         auto e = entries.find(row.config_key);
         auto w = sweep::workload_for_row(row, e == entries.end() ? nullptr : e->second, o.workload);

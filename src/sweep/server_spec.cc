@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/redact.h"
+#include "launch/slurm.h"
 #include "core/sha256.h"
 #include "recipe/fingerprint.h"
 #include "recipe/recipe.h"
@@ -173,7 +174,8 @@ Expected<std::vector<launch::RoleSpec>> role_specs(const json::object& serve,
         }
       }
       const std::set<std::string> late =
-          router ? std::set<std::string>{"prefill-urls", "decode-urls"} : std::set<std::string>{};
+          router ? std::set<std::string>{"prefill-urls", "decode-urls"}
+                 : std::set<std::string>{"node-rank", "nnodes", "leader-host"};
       auto c = command_of(block->as_object(), row, values,
                           router ? std::vector<std::string>{} : extra_args, self,
                           fmt::format("serve.{}", role), late);
@@ -184,6 +186,9 @@ Expected<std::vector<launch::RoleSpec>> role_specs(const json::object& serve,
       r.argv = std::move(c->argv);
       r.env = std::move(c->env);
       r.health_path = std::move(c->health_path);
+      if (const auto* n = block->as_object().if_contains("node"); router && n && n->is_string()) {
+        r.node = std::string(n->as_string());
+      }
       if (worker != nullptr) {
         // InferenceX's additional-settings are KEY=VALUE exports for that role's workers.
         if (const auto* extra = worker->if_contains("additional-settings");
@@ -244,6 +249,12 @@ std::string config_fingerprint(const recipe::RecipeRow& row,
   for (const auto& a : extra_args) args.emplace_back(a);
   json::object o{{"recipe-fingerprint", row.fingerprint}, {"extra-server-args", std::move(args)}};
   return sha256_hex(recipe::canonical_json(o));
+}
+
+std::string slurm_placement_text(const launch::ServerSpec& spec, int gpus_per_node) {
+  auto plan = launch::plan_topology(spec.roles, gpus_per_node);
+  if (!plan) return fmt::format("  cannot be placed: {}\n", plan.error().message);
+  return redact_text(launch::topology_plan_text(*plan, spec.roles));
 }
 
 }  // namespace ib::sweep

@@ -32,6 +32,10 @@ Expected<launch::ServerSpec> server_spec_for_row(const recipe::RecipeRow& row,
                                                  const std::vector<std::string>& extra_args,
                                                  const std::filesystem::path& self);
 
+/// Where a disaggregated deployment's roles would run on Slurm (launch::plan_topology), as
+/// `inferbench plan --launcher slurm` prints it: the job and each step's node and srun line.
+std::string slurm_placement_text(const launch::ServerSpec& spec, int gpus_per_node);
+
 /// The identity of a server configuration: the row's fingerprint, or, when the command line adds
 /// server arguments, a sha256 over both (so that results measured with different arguments are
 /// never resumed or reused for each other).

@@ -270,7 +270,8 @@ void collect_file(const fs::path& path, const std::set<std::string>& watched,
 std::vector<std::string> scrub_env_trace(const fs::path& trace_dir) {
   EnvTraceReport report;
   std::error_code ec;
-  for (fs::directory_iterator it(trace_dir, ec), end; !ec && it != end; it.increment(ec)) {
+  for (fs::recursive_directory_iterator it(trace_dir, ec), end; !ec && it != end;
+       it.increment(ec)) {
     if (!it->is_regular_file(ec)) continue;
     if (auto text = read_file(it->path()); text) scrub(it->path(), &*text, &report);
   }
@@ -294,7 +295,9 @@ EnvTraceReport collect_env_trace(const fs::path& trace_dir, const std::vector<st
     report.warnings.push_back(fmt::format(
         "{}: trace folder missing: no process wrote a trace record", trace_dir.string()));
   } else {
-    for (fs::directory_iterator it(trace_dir, ec), end; !ec && it != end; it.increment(ec)) {
+    // Recursive: a deployment traced where it runs has a folder per role.
+    for (fs::recursive_directory_iterator it(trace_dir, ec), end; !ec && it != end;
+         it.increment(ec)) {
       const fs::path& p = it->path();
       std::string name = p.filename().string();
       if (name == "loaded-c.json") report.c_tracer_loaded = true;

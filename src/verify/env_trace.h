@@ -115,7 +115,8 @@ RoleReads reads_by_role(const EnvTraceReport& report, const std::vector<std::str
 EnvTraceReport only_role(const EnvTraceReport& report, const std::map<int, std::string>& role_of,
                          const std::string& role);
 
-/// Reads every *.jsonl trace file in trace_dir, and rewrites a file that holds a secret (a command
+/// Reads every *.jsonl trace file in trace_dir and its subfolders (one per role where each role is
+/// traced where it runs), and rewrites a file that holds a secret (a command
 /// line's --api-key X, a value a recipe marked secret) with it hidden (core/redact.h). Never fails:
 /// a missing folder, an unreadable file or a malformed line becomes a warning naming the file and
 /// line; a partial last line (a process killed mid-write) is skipped with a warning. Readers are

@@ -1,6 +1,6 @@
-// The slurm launcher against a real Slurm cluster (scripts/slurm-up.sh starts a single-node one):
-// serve-sim runs as a batch job, is reached over the network, and is gone after stop().
-// Without a cluster the tests skip, unless IB_REQUIRE_SLURM=1 (CI), where they fail.
+// The slurm launcher against a real Slurm cluster (scripts/slurm-up.sh starts one of three nodes on
+// this machine): serve-sim runs as a batch job, is reached over the network, and is gone after
+// stop(). Without a cluster the tests skip, unless IB_REQUIRE_SLURM=1 (CI), where they fail.
 #include "launch/slurm.h"
 
 #include <unistd.h>
@@ -13,6 +13,7 @@
 #include "core/command.h"
 #include "core/interrupt.h"
 #include "e2e_util.h"
+#include "slurm_util.h"
 #include "store/store.h"
 
 namespace ib::e2e {
@@ -20,51 +21,6 @@ namespace {
 
 // Recipe strings a careless batch script would execute, split or expand.
 const std::string kHostileModel = "sim $(touch PWNED) `touch PWNED` 'q' \"dq\" * ; # %j\nline2";
-
-std::optional<std::string> why_no_slurm() {
-  CommandOptions co;
-  co.timeout = std::chrono::seconds(20);
-  auto v = run_command({"sbatch", "--version"}, co);
-  if (!v) return "sbatch is not on PATH (" + v.error().message + ")";
-  auto s = run_command({"sinfo", "-h", "-o", "%T"}, co);
-  if (!s) return "sinfo could not run: " + s.error().message;
-  if (!s->ok()) return "sinfo failed (" + s->exit.describe() + "): " + s->err;
-  if (s->out.find("idle") == std::string::npos && s->out.find("mixed") == std::string::npos) {
-    return "no idle Slurm node (sinfo says: " + s->out + ")";
-  }
-  return std::nullopt;
-}
-
-#define REQUIRE_SLURM_OR_SKIP()                                                              \
-  do {                                                                                       \
-    if (auto why = why_no_slurm()) {                                                         \
-      const char* require = std::getenv("IB_REQUIRE_SLURM");                                 \
-      if (require != nullptr && std::string(require) == "1") {                               \
-        FAIL() << "IB_REQUIRE_SLURM=1 but " << *why << " (run scripts/slurm-up.sh as root)"; \
-      }                                                                                      \
-      GTEST_SKIP() << "no Slurm cluster: " << *why << " (scripts/slurm-up.sh starts one)";   \
-    }                                                                                        \
-  } while (false)
-
-/// Ids of jobs still in the queue (pending, running, completing) with this name.
-std::string queued_jobs(const std::string& job_name) {
-  auto r = run_command({"squeue", "-h", "-n", job_name, "-o", "%i %T"});
-  if (!r || !r->ok()) return "squeue failed";
-  return r->out;
-}
-
-/// Processes whose command line contains `needle` (the server and srun carry the model name).
-int processes_with(const std::string& needle) {
-  int n = 0;
-  for (const auto& entry : fs::directory_iterator("/proc")) {
-    const std::string pid = entry.path().filename().string();
-    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(entry.path() / "cmdline", std::ios::binary);
-    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (cmdline.find(needle) != std::string::npos) ++n;
-  }
-  return n;
-}
 
 std::vector<std::string> sim_argv(const std::string& model) {
   return {INFERBENCH_BIN,

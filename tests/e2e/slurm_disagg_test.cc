@@ -1,0 +1,200 @@
+// Disaggregated deployments on a multi-node Slurm cluster (scripts/slurm-up.sh starts three nodes
+// on this machine): a 1P1D and a 2P1D topology from an InferenceX-shaped recipe, each role a job
+// step on its own node, the router on the first decode worker's node; each role's environment
+// reads traced where it ran; nothing left queued or running afterwards; Ctrl-C cancels the job.
+#include <fmt/format.h>
+#include <signal.h>
+
+#include <fstream>
+#include <set>
+
+#include "core/command.h"
+#include "core/files.h"
+#include "e2e_util.h"
+#include "slurm_util.h"
+#include "store/store.h"
+
+namespace ib::e2e {
+namespace {
+
+// An InferenceX-shaped disaggregated recipe served by serve-sim roles (simple timing model).
+std::string slurm_disagg_recipe(const std::string& key, const std::string& model,
+                                const std::string& search_space) {
+  return fmt::format(R"({0}:
+  image: inferbench/serve-sim
+  model: {1}
+  model-prefix: sim
+  precision: bf16
+  framework: serve-sim
+  runner: slurm
+  router: {{ name: serve-sim-router, version: "0.1.0" }}
+  kv-p2p-transfer: sim-tcp
+  multinode: true
+  disagg: true
+  serve:
+    prefill:
+      command: [inferbench, serve-sim, --role, prefill, --timing-model, simple,
+                --decode-base-ms, "1", --model, "{{served-model}}", --host, "{{host}}",
+                --port, "{{port}}"]
+      env: {{ VLLM_NIXL_ABORT_REQUEST_TIMEOUT: "60", UCX_TLS: "tcp" }}
+    decode:
+      command: [inferbench, serve-sim, --role, decode, --timing-model, simple,
+                --decode-base-ms, "2", --model, "{{served-model}}", --host, "{{host}}",
+                --port, "{{port}}"]
+      env: {{ UCX_TLS: "tcp" }}
+    router:
+      command: [inferbench, serve-sim, --role, router, --model, "{{served-model}}",
+                --prefill, "{{prefill-urls}}", --decode, "{{decode-urls}}",
+                --host, "{{host}}", --port, "{{port}}"]
+  workload: {{ prompts-per-conc: 3, min-prompts: 6, warmups-per-conc: 0 }}
+  scenarios:
+    fixed-seq-len:
+    - isl: 256
+      osl: 16
+      search-space:
+{2}
+)",
+                     key, model, search_space);
+}
+
+// Jobs in the queue whose name starts with `prefix` (the launcher names its jobs ib-<key>-...).
+std::string queued_like(const std::string& prefix) {
+  auto r = run_command({"squeue", "-h", "-o", "%i %j %T"});
+  if (!r || !r->ok()) return "squeue failed";
+  std::string out;
+  size_t start = 0;
+  while (start < r->out.size()) {
+    size_t end = r->out.find('\n', start);
+    if (end == std::string::npos) end = r->out.size();
+    const std::string line = r->out.substr(start, end - start);
+    const size_t space = line.find(' ');
+    if (space != std::string::npos && line.compare(space + 1, prefix.size(), prefix) == 0) {
+      out += line + "\n";
+    }
+    start = end + 1;
+  }
+  return out;
+}
+
+std::string node_of(const boost::json::object& roles, const char* label) {
+  const auto* r = roles.if_contains(label);
+  if (r == nullptr || !r->is_object() || !r->as_object().contains("node")) return "";
+  return std::string(r->as_object().at("node").as_string());
+}
+
+TEST(SlurmDisagg, OnePrefillOneDecodeAndTwoPrefillOneDecodeOnThreeNodes) {
+  REQUIRE_SLURM_OR_SKIP();
+  TempDir dir;
+  const std::string model = fmt::format("sim-slurm-disagg-{}", ::getpid());
+  const fs::path recipe = dir.path() / "disagg.yaml";
+  std::ofstream(recipe) << slurm_disagg_recipe(
+      "slurm-disagg", model,
+      R"(      - { spec-decoding: none, conc-list: [2], prefill: { num-worker: 1, tp: 1 }, decode: { num-worker: 1, tp: 1 } }
+      - { spec-decoding: none, conc-list: [2], prefill: { num-worker: 2, tp: 1 }, decode: { num-worker: 1, tp: 1 } })");
+  auto plan =
+      run_inferbench({"plan", recipe.string(), "--launcher", "slurm"}, dir.path() / "plan.log");
+  ASSERT_EQ(plan.exit.code, 0) << plan.output;
+  EXPECT_NE(plan.output.find("one job of 3 nodes"), std::string::npos) << plan.output;
+  EXPECT_NE(plan.output.find("srun --jobid=$JOB --nodes=1 --ntasks=1 --nodelist=node<3>"),
+            std::string::npos)
+      << plan.output;
+  const fs::path runs = dir.path() / "runs";
+  auto r = run_inferbench({"sweep", recipe.string(), "--launcher", "slurm", "--runs-dir",
+                           runs.string(), "--startup-timeout", "60", "--point-timeout", "60"},
+                          dir.path() / "sweep.log", std::chrono::seconds(240));
+  ASSERT_FALSE(r.timed_out) << r.output;
+  ASSERT_EQ(r.exit.code, 0) << r.output;
+
+  auto db = store::Store::open_existing(runs / "inferbench.db");
+  ASSERT_TRUE(db.ok()) << db.error().message;
+  auto listed = db->list_runs();
+  ASSERT_TRUE(listed.ok() && listed->size() == 1u);
+  EXPECT_EQ(listed->front().points.ok, 2);
+  auto configs = db->server_configs(listed->front().run.id);
+  ASSERT_TRUE(configs.ok());
+  ASSERT_EQ(configs->size(), 2u);
+  for (const auto& c : *configs) {
+    EXPECT_EQ(c.launcher, "slurm");
+    const auto& roles = c.effective_config.at("roles").as_object();
+    const bool two = roles.contains("prefill-1");
+    // Each worker on a node of its own; the router on the first decode worker's (AMD's way).
+    std::set<std::string> nodes = {node_of(roles, "prefill-0"), node_of(roles, "decode-0")};
+    if (two) nodes.insert(node_of(roles, "prefill-1"));
+    EXPECT_EQ(nodes.size(), two ? 3u : 2u) << boost::json::serialize(roles);
+    EXPECT_FALSE(nodes.count(""));
+    EXPECT_EQ(node_of(roles, "router"), node_of(roles, "decode-0"));
+    // Each role's reads, traced where it ran: prefill reads the NIXL timeout, decode UCX_TLS.
+    const auto& by_role = c.env_reads.at("by_role").as_object();
+    EXPECT_EQ(by_role.at("prefill").at("read").at("VLLM_NIXL_ABORT_REQUEST_TIMEOUT"), true)
+        << boost::json::serialize(by_role);
+    EXPECT_EQ(by_role.at("prefill").at("read").at("UCX_TLS"), false);
+    EXPECT_EQ(by_role.at("decode").at("read").at("UCX_TLS"), true);
+    EXPECT_TRUE(by_role.at("decode").at("blind_spots").as_array().empty())
+        << boost::json::serialize(by_role);
+  }
+  // Each role's log, from its node.
+  for (const char* log : {"server.prefill-0.log", "server.prefill-1.log", "server.decode-0.log",
+                          "server.router.log"}) {
+    bool found = false;
+    for (const auto& e : fs::recursive_directory_iterator(runs)) {
+      found = found || e.path().filename() == log;
+    }
+    EXPECT_TRUE(found) << log;
+  }
+  EXPECT_EQ(queued_like("ib-slurm-disagg"), "");
+  EXPECT_EQ(processes_with(model), 0);
+}
+
+// Ctrl-C during a multi-node point: the job is cancelled, the run is interrupted and keeps what
+// it measured, nothing is left on any node.
+TEST(SlurmDisagg, InterruptCancelsTheJobAndKeepsWhatWasMeasured) {
+  REQUIRE_SLURM_OR_SKIP();
+  TempDir dir;
+  const std::string model = fmt::format("sim-slurm-disagg-int-{}", ::getpid());
+  const fs::path recipe = dir.path() / "disagg.yaml";
+  std::ofstream(recipe) << slurm_disagg_recipe(
+      "slurm-disagg-int", model,
+      R"(      - { spec-decoding: none, conc-list: [1, 4], prefill: { num-worker: 1, tp: 1 }, decode: { num-worker: 1, tp: 1 } })");
+  const fs::path runs = dir.path() / "runs";
+  SpawnOptions so;
+  so.argv = {INFERBENCH_BIN,
+             "sweep",
+             recipe.string(),
+             "--launcher",
+             "slurm",
+             "--runs-dir",
+             runs.string(),
+             "--startup-timeout",
+             "60",
+             "--prompts-per-conc",
+             "60"};
+  so.log_path = dir.path() / "sweep.log";
+  auto child = ChildProcess::spawn(so);
+  ASSERT_TRUE(child.ok()) << child.error().message;
+  ASSERT_TRUE(wait_for(
+      [&] {
+        if (!fs::exists(runs)) return false;
+        for (const auto& e : fs::recursive_directory_iterator(runs)) {
+          if (e.path().filename() == "conc_1.json") return true;
+        }
+        return false;
+      },
+      std::chrono::seconds(120)))
+      << file_tail(so.log_path);
+  // The second point (240 requests on 4 lanes, about 2 s) is running.
+  ASSERT_FALSE(queued_like("ib-slurm-disagg-int").empty());
+  ::kill(child->pid(), SIGINT);
+  ASSERT_TRUE(wait_for([&] { return child->poll().has_value(); }, std::chrono::seconds(60)))
+      << file_tail(so.log_path);
+  EXPECT_EQ(child->poll()->code, 130) << file_tail(so.log_path);
+  EXPECT_EQ(queued_like("ib-slurm-disagg-int"), "");
+  EXPECT_EQ(processes_with(model), 0);
+  auto db = store::Store::open_existing(runs / "inferbench.db");
+  ASSERT_TRUE(db.ok()) << db.error().message;
+  auto run = db->list_runs()->front();
+  EXPECT_EQ(run.run.status, store::RunStatus::kInterrupted);
+  EXPECT_EQ(run.points.ok, 1);
+}
+
+}  // namespace
+}  // namespace ib::e2e
