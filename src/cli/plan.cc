@@ -33,6 +33,7 @@ struct PlanOptions {
   std::vector<std::string> labels;
   bool json = false;
   std::string launcher = "local";  // slurm: each disaggregated topology's job and steps
+  std::string stand_in;            // serve-sim: rows without a serve block get serve-sim
   int gpus_per_node = 8;
 };
 
@@ -198,6 +199,7 @@ int run(PlanOptions o) {
   }
   *entries = std::move(*selected);
   auto rows = recipe::expand(*entries, runners ? &*runners : nullptr);
+  if (o.stand_in == "serve-sim") sweep::stand_in_serve_sim(rows);
   if (rows.empty()) {
     return fail("plan", usage_error("the recipes expand into no benchmark rows"));
   }
@@ -263,6 +265,10 @@ RunFn register_plan(CLI::App& root) {
                   "slurm: also print each disaggregated topology's job, the node of each role and "
                   "its srun line")
       ->check(CLI::IsMember({"local", "slurm", "endpoint"}));
+  app->add_option("--stand-in", o->stand_in,
+                  "serve-sim: rows without a serve block are served by serve-sim standing in for "
+                  "their engine (as sweep --stand-in)")
+      ->check(CLI::IsMember({"serve-sim"}));
   add_integer(app, "--slurm-gpus-per-node", o->gpus_per_node,
               "With --launcher slurm: GPUs of one node (a worker spans ceil(its GPUs / this) "
               "nodes)",

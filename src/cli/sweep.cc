@@ -379,6 +379,11 @@ void add_sweep_launcher_options(CLI::App* app, SweepCliOptions& c) {
                   "Base URL of a running server, http://HOST:PORT with or without a trailing /v1 "
                   "(implies --launcher endpoint)")
       ->transform(endpoint_url());
+  app->add_option("--stand-in", o.stand_in,
+                  "serve-sim: rows without a serve block (InferenceX's master configs) are served "
+                  "by serve-sim standing in for their engine, a disaggregated row role by role; "
+                  "results are the simulator's (framework serve-sim)")
+      ->check(CLI::IsMember({"serve-sim"}));
   app->add_option("--slurm-partition", c.slurm_partition, "Slurm partition");
   app->add_option("--slurm-account", c.slurm_account, "Slurm account");
   add_integer(app, "--slurm-gpus-per-node", o.slurm.gpus_per_node,

@@ -86,6 +86,9 @@ json::object serve_json(const ServeSpec& s) {
   for (const auto& a : s.extra_args) extra.push_back(json::string(a));
   o["extra-args"] = extra;
   o["health-path"] = s.health_path;
+  // The router's node on a multi-node launcher; absent when not given (fingerprints of recipes
+  // without it stay as they were).
+  if (!s.node.empty()) o["node"] = s.node;
   return o;
 }
 

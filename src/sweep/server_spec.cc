@@ -257,4 +257,58 @@ std::string slurm_placement_text(const launch::ServerSpec& spec, int gpus_per_no
   return redact_text(launch::topology_plan_text(*plan, spec.roles));
 }
 
+namespace {
+
+json::array words(std::initializer_list<const char*> list) {
+  json::array out;
+  for (const char* w : list) out.emplace_back(w);
+  return out;
+}
+
+// serve-sim in `role` ("" for one server) as a serve block's command.
+json::object sim_block(const std::string& role) {
+  json::array argv = words({"inferbench", "serve-sim"});
+  if (!role.empty()) {
+    argv.emplace_back("--role");
+    argv.emplace_back(role);
+  }
+  if (role == "router") {
+    for (const auto& w :
+         words({"--model", "{served-model}", "--prefill", "{prefill-urls}", "--decode",
+                "{decode-urls}", "--host", "{host}", "--port", "{port}"})) {
+      argv.push_back(w);
+    }
+    return json::object{{"command", std::move(argv)}};
+  }
+  for (const auto& w : words({"--model", "{served-model}", "--tp", "{tp}", "--spec-decoding",
+                              "{spec-decoding}", "--host", "{host}", "--port", "{port}"})) {
+    argv.push_back(w);
+  }
+  return json::object{{"command", std::move(argv)}};
+}
+
+}  // namespace
+
+size_t stand_in_serve_sim(std::vector<recipe::RecipeRow>& rows) {
+  size_t changed = 0;
+  for (auto& row : rows) {
+    if (row.fields.contains("serve")) continue;
+    const auto* prefill = row.fields.if_contains("prefill");
+    const auto* decode = row.fields.if_contains("decode");
+    if (prefill && decode && prefill->is_object() && decode->is_object()) {
+      row.fields["serve"] = json::object{{"prefill", sim_block("prefill")},
+                                         {"decode", sim_block("decode")},
+                                         {"router", sim_block("router")}};
+    } else {
+      row.fields["serve"] = sim_block("");
+    }
+    const auto* fw = row.fields.if_contains("framework");
+    row.fields["stand-in-for"] = fw != nullptr ? *fw : json::value("unknown");
+    row.fields["framework"] = "serve-sim";
+    row.fingerprint = recipe::recipe_fingerprint(row.fields);
+    ++changed;
+  }
+  return changed;
+}
+
 }  // namespace ib::sweep

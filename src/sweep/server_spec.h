@@ -32,6 +32,14 @@ Expected<launch::ServerSpec> server_spec_for_row(const recipe::RecipeRow& row,
                                                  const std::vector<std::string>& extra_args,
                                                  const std::filesystem::path& self);
 
+/// `--stand-in serve-sim` (docs/sweep.md): every row without a serve block (InferenceX's master
+/// configs have none) is served by serve-sim standing in for its engine: one server, or a
+/// disaggregated row's prefill and decode workers and router, each its own serve-sim role, with
+/// the row's parallelism, speculative decoding and additional-settings. Its framework becomes
+/// serve-sim (`stand-in-for` keeps the engine it stands for), so its fingerprint and identity are
+/// the simulator's, never the engine's. Returns how many rows it changed.
+size_t stand_in_serve_sim(std::vector<recipe::RecipeRow>& rows);
+
 /// Where a disaggregated deployment's roles would run on Slurm (launch::plan_topology), as
 /// `inferbench plan --launcher slurm` prints it: the job and each step's node and srun line.
 std::string slurm_placement_text(const launch::ServerSpec& spec, int gpus_per_node);

@@ -241,6 +241,7 @@ Expected<SweepOutcome> run_sweep(const SweepOptions& o, std::FILE* table_out) {
   std::map<std::string, const recipe::ConfigEntry*> by_key;
   for (const auto& e : *entries) by_key.emplace(e.key, &e);
   auto rows = recipe::expand(*entries, runners ? &*runners : nullptr);
+  if (o.stand_in == "serve-sim") stand_in_serve_sim(rows);
   govern::Labels labels;
   labels.primary = "non-canary-full-sweep-enabled";
   if (!o.labels.empty()) {

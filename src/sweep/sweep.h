@@ -28,6 +28,9 @@ struct SweepOptions {
   std::filesystem::path runners;               // optional runners file
   std::vector<std::string> keys;               // fnmatch globs; empty: all keys
   std::vector<std::string> labels;             // sweep labels (govern/labels.h); empty: full sweep
+  /// "serve-sim": rows without a serve block are served by serve-sim standing in for their
+  /// engine (stand_in_serve_sim); "": such rows need --launcher endpoint.
+  std::string stand_in;
   std::filesystem::path runs_dir = "runs";
   std::filesystem::path db;  // empty: <runs_dir>/inferbench.db (database())
   std::string resume;        // run id or name to continue

@@ -4,6 +4,7 @@
 
 #include <fstream>
 #include <map>
+#include <set>
 
 #include "e2e_util.h"
 
@@ -222,6 +223,68 @@ TEST(Plan, LabelsPrintTheSweepPlan) {
   EXPECT_EQ(bad.exit.code, 2);
   EXPECT_NE(bad.output.find("exactly one primary label is allowed"), std::string::npos)
       << bad.output;
+}
+
+// InferenceX's multi-node rows plan into topologies (issue 33): with serve-sim standing in for
+// every engine, each disaggregated row of the bundled master configs is a set of roles, placed
+// on Slurm nodes with one srun line a step; none is refused.
+TEST(Plan, TheMasterConfigsMultiNodeRowsPlanIntoSlurmTopologies) {
+  TempDir dir;
+  auto r = run_inferbench({"plan", kData + "/amd-master.yaml", kData + "/nvidia-master.yaml",
+                           "--stand-in", "serve-sim", "--launcher", "slurm"},
+                          dir.path() / "plan.log");
+  ASSERT_EQ(r.exit.code, 0) << r.output.substr(0, 2000);
+  std::set<std::string> keys;
+  for (size_t at = r.output.find("\ntopology of "); at != std::string::npos;
+       at = r.output.find("\ntopology of ", at + 1)) {
+    const size_t start = at + 13;
+    keys.insert(r.output.substr(start, r.output.find(' ', start) - start));
+  }
+  EXPECT_EQ(keys.size(), 94u);  // every multi-node key with prefill and decode workers
+  EXPECT_EQ(r.output.find("cannot"), std::string::npos);
+  EXPECT_NE(r.output.find("slurm: one job of 8 nodes"), std::string::npos);
+  EXPECT_NE(r.output.find("--nodelist=node<8>"), std::string::npos);
+  // The simulator's fingerprint, not the engine's: a stand-in is never the engine's result.
+  auto engine = run_inferbench(
+      {"plan", kData + "/nvidia-master.yaml", "--keys", "dsr1-fp8-h200-dynamo-trt", "--json"},
+      dir.path() / "engine.log");
+  auto sim = run_inferbench({"plan", kData + "/nvidia-master.yaml", "--keys",
+                             "dsr1-fp8-h200-dynamo-trt", "--stand-in", "serve-sim", "--json"},
+                            dir.path() / "sim.log");
+  ASSERT_EQ(engine.exit.code, 0);
+  ASSERT_EQ(sim.exit.code, 0);
+  const auto e = boost::json::parse(engine.output).as_array().at(0).as_object();
+  const auto s = boost::json::parse(sim.output).as_array().at(0).as_object();
+  EXPECT_NE(e.at("recipe-fingerprint"), s.at("recipe-fingerprint"));
+  EXPECT_EQ(s.at("framework").as_string(), "serve-sim");
+  EXPECT_EQ(s.at("stand-in-for").as_string(), "dynamo-trt");
+
+  // A worker of more GPUs than a node has spans nodes (a step a node, its rank in {node-rank});
+  // the router's block may give it a node of its own.
+  const fs::path recipe = dir.path() / "mn.yaml";
+  std::ofstream(recipe) << R"(k1:
+  image: img:1
+  model: org/m
+  model-prefix: m
+  precision: fp8
+  framework: sglang
+  runner: h200
+  multinode: true
+  disagg: true
+  kv-p2p-transfer: nixl
+  serve:
+    prefill: { command: [srv, --node-rank, "{node-rank}", --nnodes, "{nnodes}", --port, "{port}"] }
+    decode: { command: [srv, --port, "{port}"] }
+    router: { node: own, command: [rt, --p, "{prefill-urls}", --d, "{decode-urls}"] }
+  scenarios:
+    fixed-seq-len:
+    - { isl: 1024, osl: 1024, search-space: [{ conc-list: [4], prefill: { num-worker: 1, tp: 16 }, decode: { num-worker: 1, tp: 8 } }] }
+)";
+  auto mn = run_inferbench({"plan", recipe.string(), "--launcher", "slurm"}, dir.path() / "mn.log");
+  ASSERT_EQ(mn.exit.code, 0) << mn.output;
+  EXPECT_NE(mn.output.find("one job of 4 nodes"), std::string::npos) << mn.output;
+  EXPECT_NE(mn.output.find("prefill-0.r1  node<2>"), std::string::npos) << mn.output;
+  EXPECT_NE(mn.output.find("router        node<4>"), std::string::npos) << mn.output;
 }
 
 TEST(Changed, ListsAffectedKeysWithReasonsAsTextAndJson) {

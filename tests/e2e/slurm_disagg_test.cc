@@ -145,6 +145,59 @@ TEST(SlurmDisagg, OnePrefillOneDecodeAndTwoPrefillOneDecodeOnThreeNodes) {
   EXPECT_EQ(processes_with(model), 0);
 }
 
+// A row of InferenceX's shape as its master configs write it (no serve block: srt-slurm starts
+// the engine), run with serve-sim standing in for the engine role by role on the cluster; its
+// additional-settings reach its role's environment; the stored row says what it stood in for.
+TEST(SlurmDisagg, AnInferenceXRowWithServeSimStandingIn) {
+  REQUIRE_SLURM_OR_SKIP();
+  TempDir dir;
+  const std::string model = fmt::format("sim-ix-{}", ::getpid());
+  const fs::path recipe = dir.path() / "ix.yaml";
+  std::ofstream(recipe) << fmt::format(R"(ix-dynamo-trt:
+  image: nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime:0.8.1.post1
+  model: {}
+  model-prefix: dsr1
+  runner: h200-multinode
+  precision: fp8
+  framework: dynamo-trt
+  router: {{ name: dynamo-router, version: "0.8.1.post1" }}
+  kv-p2p-transfer: nixl
+  multinode: true
+  disagg: true
+  workload: {{ prompts-per-conc: 4, min-prompts: 4, warmups-per-conc: 0 }}
+  scenarios:
+    fixed-seq-len:
+    - isl: 128
+      osl: 8
+      search-space:
+      - spec-decoding: "mtp"
+        conc-list: [1]
+        prefill: {{ num-worker: 1, tp: 8, ep: 8, dp-attn: false,
+                   additional-settings: ["CONFIG_FILE=recipes/trtllm/h200/c1.yaml"] }}
+        decode: {{ num-worker: 1, tp: 8, ep: 8, dp-attn: false }}
+)",
+                                       model);
+  const fs::path runs = dir.path() / "runs";
+  auto r = run_inferbench({"sweep", recipe.string(), "--launcher", "slurm", "--stand-in",
+                           "serve-sim", "--runs-dir", runs.string(), "--startup-timeout", "60"},
+                          dir.path() / "sweep.log", std::chrono::seconds(120));
+  ASSERT_FALSE(r.timed_out) << r.output;
+  ASSERT_EQ(r.exit.code, 0) << r.output;
+  auto db = store::Store::open_existing(runs / "inferbench.db");
+  ASSERT_TRUE(db.ok()) << db.error().message;
+  auto run = db->list_runs()->front();
+  EXPECT_EQ(run.points.ok, 1);
+  auto configs = db->server_configs(run.run.id);
+  ASSERT_TRUE(configs.ok() && configs->size() == 1u);
+  const auto& c = configs->front();
+  EXPECT_EQ(c.row.at("framework").as_string(), "serve-sim");
+  EXPECT_EQ(c.row.at("stand-in-for").as_string(), "dynamo-trt");
+  const auto& roles = c.effective_config.at("roles").as_object();
+  EXPECT_NE(node_of(roles, "prefill-0"), node_of(roles, "decode-0"));
+  EXPECT_EQ(queued_like("ib-ix-dynamo-trt"), "");
+  EXPECT_EQ(processes_with(model), 0);
+}
+
 // Ctrl-C during a multi-node point: the job is cancelled, the run is interrupted and keeps what
 // it measured, nothing is left on any node.
 TEST(SlurmDisagg, InterruptCancelsTheJobAndKeepsWhatWasMeasured) {
