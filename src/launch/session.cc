@@ -110,7 +110,7 @@ void ServerSession::observe(const SessionOptions& o) {
                role_effective_[r.label].to_json());
   }
   for (const RoleProcess& r : roles_) {
-    if (r.role == "decode") {
+    if (r.role == "decode" && !r.url.empty()) {  // a worker's rank 0 (the one that serves)
       log_path = r.log;
       break;
     }

@@ -50,7 +50,9 @@ struct StepPlan {
 /// Where each role runs: every worker on nodes of its own (ceil(GPUs / gpus_per_node), at least
 /// one), prefill workers first, then decode workers; the router on the node its RoleSpec::node
 /// names (the first decode worker's by default) or on one more. Steps in start order: the
-/// workers, then the router. Errors: no router, no worker, an unknown router node.
+/// workers (a worker over several nodes: its other ranks, then its rank 0, which answers health
+/// only once every rank has joined), then the router. Errors: no router, no worker, an unknown
+/// router node.
 struct TopologyPlan {
   int nodes = 0;          // nodes the job asks for
   int gpus_per_node = 0;  // GPUs it asks of each node (the most any step takes; 0: none)

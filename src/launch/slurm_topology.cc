@@ -43,12 +43,15 @@ Expected<TopologyPlan> plan_topology(const std::vector<RoleSpec>& roles, int gpu
       const int leader = plan.nodes;
       if (r.role == "prefill" && first_prefill < 0) first_prefill = leader;
       if (r.role == "decode" && first_decode < 0) first_decode = leader;
-      for (int k = 0; k < ranks; ++k) {
+      // Its other ranks first: a multi-node engine's rank 0 answers its health path only once
+      // every rank has joined.
+      for (int step = 0; step < ranks; ++step) {
+        const int k = (step + 1) % ranks;
         StepPlan s;
         s.label = k == 0 ? r.label() : fmt::format("{}.r{}", r.label(), k);
         s.role = r.role;
         s.spec = i;
-        s.node = plan.nodes++;
+        s.node = leader + k;
         s.rank = k;
         s.ranks = ranks;
         s.leader = leader;
@@ -57,6 +60,7 @@ Expected<TopologyPlan> plan_topology(const std::vector<RoleSpec>& roles, int gpu
         plan.gpus_per_node = std::max(plan.gpus_per_node, s.gpus);
         plan.steps.push_back(std::move(s));
       }
+      plan.nodes += ranks;
     }
   }
   for (size_t i = 0; i < roles.size(); ++i) {

@@ -27,11 +27,14 @@ TEST(SlurmTopologyPlan, EachWorkerOnItsOwnNodesAndTheRouterOnTheFirstDecodeNode)
   ASSERT_EQ(plan->steps.size(), 5u);
   EXPECT_EQ(plan->steps[0].label, "prefill-0");
   EXPECT_EQ(plan->steps[1].node, 1);
-  EXPECT_EQ(plan->steps[2].label, "decode-0");
-  EXPECT_EQ(plan->steps[3].label, "decode-0.r1");
-  EXPECT_EQ(plan->steps[3].rank, 1);
-  EXPECT_EQ(plan->steps[3].ranks, 2);
-  EXPECT_EQ(plan->steps[3].leader, 2);
+  // decode-0's rank 1 starts before its rank 0 (which is healthy only once rank 1 has joined).
+  EXPECT_EQ(plan->steps[2].label, "decode-0.r1");
+  EXPECT_EQ(plan->steps[2].node, 3);
+  EXPECT_EQ(plan->steps[2].rank, 1);
+  EXPECT_EQ(plan->steps[2].ranks, 2);
+  EXPECT_EQ(plan->steps[2].leader, 2);
+  EXPECT_EQ(plan->steps[3].label, "decode-0");
+  EXPECT_EQ(plan->steps[3].node, 2);
   EXPECT_EQ(plan->steps[4].label, "router");
   EXPECT_EQ(plan->steps[4].node, 2);  // decode rank 0's node (AMD's convention)
   EXPECT_EQ(plan->steps[4].gpus, 0);
