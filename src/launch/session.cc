@@ -226,13 +226,12 @@ std::string ServerSession::stop(std::chrono::milliseconds grace) {
   // (a static or setuid binary, one that lost LD_PRELOAD) is a blind spot of the tracer.
   std::vector<verify::TracedProcess> running;
   std::map<int, std::string> role_of;  // a role's processes as they run: pid -> role
-  bool listed = false;
+  std::map<std::string, std::vector<std::string>> listing;  // role label -> its node's processes
   if (tracing_ && remote_roles_) {
     // Each role's node, listed there while the deployment runs: a descendant of a traced process
     // that left no record of its own is a blind spot, as a local one is.
-    const auto listing = server_->role_node_processes();
-    listed = listing.has_value();
-    role_of = remote_role_pids(listing ? &*listing : nullptr, &running);
+    if (auto listed = server_->role_node_processes()) listing = std::move(*listed);
+    role_of = remote_role_pids(&listing, &running);
   } else if (tracing_) {
     role_of = role_pids();
     for (int pid : server_->pids()) {
@@ -256,7 +255,7 @@ std::string ServerSession::stop(std::chrono::milliseconds grace) {
     write_json(dir_ / "env_reads.json", env_reads_->to_json());
     if (!roles_.empty()) {
       role_reads_ = verify::reads_by_role(*env_reads_, watch_, role_of);
-      if (remote_roles_) remote_role_reads(role_of, listed);
+      if (remote_roles_) remote_role_reads(role_of, listing);
       write_json(dir_ / "env_reads_by_role.json", role_reads_->to_json());
     }
   }
@@ -305,7 +304,9 @@ std::map<int, std::string> ServerSession::remote_role_pids(
   return role_of;
 }
 
-void ServerSession::remote_role_reads(const std::map<int, std::string>& role_of, bool listed) {
+void ServerSession::remote_role_reads(
+    const std::map<int, std::string>& role_of,
+    const std::map<std::string, std::vector<std::string>>& listing) {
   std::map<std::string, bool> traced;  // role -> some process of it left a record
   for (const RoleProcess& r : roles_) traced.emplace(r.role, false);
   for (const auto& [pid, role] : role_of) {
@@ -323,11 +324,11 @@ void ServerSession::remote_role_reads(const std::map<int, std::string>& role_of,
           "inferbench installation must be visible on the node)",
           r.label, r.node.empty() ? std::string("its node") : r.node));
     }
-    if (!listed) {
+    if (!listing.count(r.label)) {
       blind.push_back(
-          fmt::format("the processes of {} could not be listed: one that did not "
-                      "load the tracer would not be seen",
-                      r.node.empty() ? r.label : r.node));
+          fmt::format("the processes of {} (on {}) could not be listed: one that did "
+                      "not load the tracer would not be seen",
+                      r.label, r.node.empty() ? std::string("its node") : r.node));
     }
   }
 }

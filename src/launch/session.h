@@ -111,8 +111,9 @@ class ServerSession {
       const std::map<std::string, std::vector<std::string>>* listing,
       std::vector<verify::TracedProcess>* untraced) const;
   /// The role reads of a deployment traced where it runs, with a role that left no trace record
-  /// (or whose node could not be listed) blind.
-  void remote_role_reads(const std::map<int, std::string>& role_of, bool listed);
+  /// (or whose node could not be listed: absent from `listing`) blind.
+  void remote_role_reads(const std::map<int, std::string>& role_of,
+                         const std::map<std::string, std::vector<std::string>>& listing);
   void check_role_expect(const std::string& role, const verify::ExpectSpec& spec);
 
   std::unique_ptr<Server> server_;

@@ -308,15 +308,17 @@ Expected<std::unique_ptr<ChildServer>> start_step(const ServerSpec& spec, const 
   return server;
 }
 
-// Every process on `node`, listed there by a step of the job ("pid ppid command line").
-std::vector<std::string> node_processes(const std::string& job, const std::string& node) {
+// Every process on `node`, listed there by a step of the job ("pid ppid command line");
+// nullopt when the listing failed.
+std::optional<std::vector<std::string>> node_processes(const std::string& job,
+                                                       const std::string& node) {
   CommandOptions co;
   co.timeout = milliseconds(30'000);
   auto r = run_command({"srun", "--jobid=" + job, "--nodes=1", "--ntasks=1", "--nodelist=" + node,
                         "--overlap", "--", "ps", "-eo", "pid=,ppid=,args="},
                        co);
+  if (!r || !r->ok()) return std::nullopt;
   std::vector<std::string> out;
-  if (!r || !r->ok()) return out;
   size_t start = 0;
   while (start < r->out.size()) {
     size_t end = r->out.find('\n', start);
@@ -348,10 +350,12 @@ class SlurmTopology final : public TopologyServer {
   }
 
   std::optional<std::map<std::string, std::vector<std::string>>> role_node_processes() override {
-    std::map<std::string, std::vector<std::string>> by_node, out;
+    // A role whose node could not be listed is left out: its untraced processes are unknown.
+    std::map<std::string, std::optional<std::vector<std::string>>> by_node;
+    std::map<std::string, std::vector<std::string>> out;
     for (const RoleProcess& r : roles()) {
       if (!by_node.count(r.node)) by_node[r.node] = node_processes(a_.id, r.node);
-      out[r.label] = by_node[r.node];
+      if (by_node[r.node] && !by_node[r.node]->empty()) out[r.label] = *by_node[r.node];
     }
     return out;
   }

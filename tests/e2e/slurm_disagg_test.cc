@@ -58,6 +58,7 @@ std::string slurm_disagg_recipe(const std::string& key, const std::string& model
 }
 
 // Jobs in the queue whose name starts with `prefix` (the launcher names its jobs ib-<key>-...).
+// The tests run at once under ctest: no test's key is a prefix of another's.
 std::string queued_like(const std::string& prefix) {
   auto r = run_command({"squeue", "-h", "-o", "%i %j %T"});
   if (!r || !r->ok()) return "squeue failed";
@@ -206,7 +207,7 @@ TEST(SlurmDisagg, InterruptCancelsTheJobAndKeepsWhatWasMeasured) {
   const std::string model = fmt::format("sim-slurm-disagg-int-{}", ::getpid());
   const fs::path recipe = dir.path() / "disagg.yaml";
   std::ofstream(recipe) << slurm_disagg_recipe(
-      "slurm-disagg-int", model,
+      "slurm-interrupt", model,
       R"(      - { spec-decoding: none, conc-list: [1, 4], prefill: { num-worker: 1, tp: 1 }, decode: { num-worker: 1, tp: 1 } })");
   const fs::path runs = dir.path() / "runs";
   SpawnOptions so;
@@ -235,12 +236,12 @@ TEST(SlurmDisagg, InterruptCancelsTheJobAndKeepsWhatWasMeasured) {
       std::chrono::seconds(120)))
       << file_tail(so.log_path);
   // The second point (240 requests on 4 lanes, about 2 s) is running.
-  ASSERT_FALSE(queued_like("ib-slurm-disagg-int").empty());
+  ASSERT_FALSE(queued_like("ib-slurm-interrupt").empty());
   ::kill(child->pid(), SIGINT);
   ASSERT_TRUE(wait_for([&] { return child->poll().has_value(); }, std::chrono::seconds(60)))
       << file_tail(so.log_path);
   EXPECT_EQ(child->poll()->code, 130) << file_tail(so.log_path);
-  EXPECT_EQ(queued_like("ib-slurm-disagg-int"), "");
+  EXPECT_EQ(queued_like("ib-slurm-interrupt"), "");
   EXPECT_EQ(processes_with(model), 0);
   auto db = store::Store::open_existing(runs / "inferbench.db");
   ASSERT_TRUE(db.ok()) << db.error().message;
