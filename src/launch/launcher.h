@@ -59,9 +59,6 @@ struct RoleProcess {
   std::vector<int> pids;
   int gpus = 0;
   std::string node;  // the node it runs on (Slurm); "" on this machine
-  /// Where its environment trace goes when the launcher traces each role in a folder of its own
-  /// (LauncherCaps::can_trace_roles); "" otherwise.
-  std::filesystem::path trace_dir;
 };
 
 /// A started server. Destruction stops it (as stop()).

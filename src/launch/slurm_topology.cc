@@ -395,7 +395,6 @@ Expected<std::unique_ptr<Server>> start_slurm_topology(const ServerSpec& spec,
     info.log = (*server)->log_path();
     info.gpus = s.gpus;
     info.node = a->nodes.at(s.node);
-    if (auto it = r.env.find("IB_ENVTRACE_DIR"); it != r.env.end()) info.trace_dir = it->second;
     topology->add(std::move(info), std::move(*server));
   }
   return std::unique_ptr<Server>(std::move(topology));

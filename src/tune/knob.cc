@@ -219,7 +219,9 @@ json::value field_json(const std::string& field, const std::string& v) {
   return json::value(std::stoll(v));
 }
 
-recipe::Worker* worker_of(recipe::SearchSpaceEntry& s, const std::string& role) {
+// A disaggregated row's pool of `role` ("prefill" | "decode"); nullptr when it has none.
+template <class Entry>
+auto worker_of(Entry& s, const std::string& role) {
   auto& w = role == "prefill" ? s.prefill : s.decode;
   return w ? &*w : nullptr;
 }
@@ -267,7 +269,7 @@ void set_field(recipe::SearchSpaceEntry& s, const std::string& field, const std:
   if (field == "spec-decoding") s.spec_decoding = v;
 }
 
-std::optional<std::string> field_of(recipe::SearchSpaceEntry s, const std::string& field) {
+std::optional<std::string> field_of(const recipe::SearchSpaceEntry& s, const std::string& field) {
   if (field == "pd") {
     if (!s.prefill || !s.decode) return std::nullopt;
     return fmt::format("{}:{}", s.prefill->num_worker, s.decode->num_worker);
