@@ -48,7 +48,9 @@ class SlurmLauncherE2E : public ::testing::Test {
 
   launch::SlurmOptions options() const {
     launch::SlurmOptions o;
-    o.allocation_timeout = std::chrono::seconds(20);
+    // Other tests' jobs may hold every node for a while (a disaggregated one takes three,
+    // exclusively): waiting for them is not a failure.
+    o.allocation_timeout = std::chrono::seconds(120);
     o.work_dir = dir.path() / "scripts";
     o.time_limit = "00:05:00";
     return o;

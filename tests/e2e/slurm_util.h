@@ -20,9 +20,13 @@ inline std::optional<std::string> why_no_slurm() {
   auto s = run_command({"sinfo", "-h", "-o", "%T"}, co);
   if (!s) return "sinfo could not run: " + s.error().message;
   if (!s->ok()) return "sinfo failed (" + s->exit.describe() + "): " + s->err;
-  if (s->out.find("idle") == std::string::npos && s->out.find("mixed") == std::string::npos) {
-    return "no idle Slurm node (sinfo says: " + s->out + ")";
+  // A node that runs another test's job (allocated, mixed, completing) is up: the job waits for
+  // it. Only a cluster without any usable node is missing.
+  bool usable = false;
+  for (const char* state : {"idle", "mixed", "allocated", "completing"}) {
+    usable = usable || s->out.find(state) != std::string::npos;
   }
+  if (!usable) return "no usable Slurm node (sinfo says: " + s->out + ")";
   return std::nullopt;
 }
 
