@@ -32,6 +32,7 @@ RunFn register_report(CLI::App& root);
 RunFn register_eval(CLI::App& root);
 RunFn register_tokenize(CLI::App& root);
 RunFn register_tune(CLI::App& root);
+RunFn register_sample_power(CLI::App& root);
 
 /// Kept for callers not yet on cli/options.h: a positive / non-negative finite number without
 /// an upper bound. New options use integer_in or real_in (cli/options.h), which bound both sides.

@@ -49,6 +49,7 @@ int main(int argc, char** argv) {
   add(&ib::cli::register_eval);
   add(&ib::cli::register_tokenize);
   add(&ib::cli::register_tune);
+  add(&ib::cli::register_sample_power);
 
   try {
     app.parse(argc, argv);

@@ -69,15 +69,26 @@ std::vector<std::string> salloc_argv(const TopologyPlan& plan, const SlurmOption
 /// srun's argv for one step: --jobid, one task on its node (--nodelist), --overlap (the router
 /// and the samplers share the workers' nodes), --kill-on-bad-exit, --gpus when it has any, then
 /// `env NAME=VALUE... ` for `env_args` (what the step's processes must see but srun itself must
-/// not: the environment tracer) and the command.
+/// not: the environment tracer) and the command; `sampler` (step_sampler_argv) goes before the
+/// env(1) words, so that it runs untraced.
 std::vector<std::string> srun_step_argv(const StepPlan& step, const std::string& job_id,
                                         const std::string& node,
                                         const std::map<std::string, std::string>& env_args,
-                                        const std::vector<std::string>& argv);
+                                        const std::vector<std::string>& argv,
+                                        const std::vector<std::string>& sampler = {});
+
+/// What a worker's step runs its command under when GPU power is sampled (o.gpu_power not
+/// "off"): `exe sample-power --gpu-power TOOL --power-interval S --output-dir DIR/LABEL --`,
+/// which samples the GPUs the step sees on its node and ends with the command. Empty for the
+/// router (it holds no GPU) and when sampling is off.
+std::vector<std::string> step_sampler_argv(const StepPlan& step, const SlurmOptions& o,
+                                           const std::filesystem::path& exe,
+                                           const std::filesystem::path& power_dir);
 
 /// The plan as `inferbench plan` shows it: one line per step with its node and srun command
 /// (the job id and node names as placeholders: $JOB, node<N>).
-std::string topology_plan_text(const TopologyPlan& plan, const std::vector<RoleSpec>& roles);
+std::string topology_plan_text(const TopologyPlan& plan, const std::vector<RoleSpec>& roles,
+                               const SlurmOptions& o = {});
 
 /// One /bin/sh word (core/strings.h).
 using ::ib::shell_quote;

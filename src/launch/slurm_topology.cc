@@ -103,10 +103,25 @@ std::vector<std::string> salloc_argv(const TopologyPlan& plan, const SlurmOption
   return argv;
 }
 
+std::vector<std::string> step_sampler_argv(const StepPlan& step, const SlurmOptions& o,
+                                           const fs::path& exe, const fs::path& power_dir) {
+  if (o.gpu_power == "off" || step.role == "router") return {};
+  return {exe.string(),
+          "sample-power",
+          "--gpu-power",
+          o.gpu_power,
+          "--power-interval",
+          fmt::format("{}", o.power_interval_s),
+          "--output-dir",
+          (power_dir / step.label).string(),
+          "--"};
+}
+
 std::vector<std::string> srun_step_argv(const StepPlan& step, const std::string& job_id,
                                         const std::string& node,
                                         const std::map<std::string, std::string>& env_args,
-                                        const std::vector<std::string>& argv) {
+                                        const std::vector<std::string>& argv,
+                                        const std::vector<std::string>& sampler) {
   std::vector<std::string> out = {"srun",
                                   "--jobid=" + job_id,
                                   "--nodes=1",
@@ -117,6 +132,7 @@ std::vector<std::string> srun_step_argv(const StepPlan& step, const std::string&
                                   "--job-name=" + step.label};
   if (step.gpus > 0) out.push_back(fmt::format("--gpus={}", step.gpus));
   out.push_back("--");
+  out.insert(out.end(), sampler.begin(), sampler.end());
   if (!env_args.empty()) {
     out.push_back("env");
     for (const auto& [k, v] : env_args) out.push_back(k + "=" + v);
@@ -125,7 +141,8 @@ std::vector<std::string> srun_step_argv(const StepPlan& step, const std::string&
   return out;
 }
 
-std::string topology_plan_text(const TopologyPlan& plan, const std::vector<RoleSpec>& roles) {
+std::string topology_plan_text(const TopologyPlan& plan, const std::vector<RoleSpec>& roles,
+                               const SlurmOptions& o) {
   std::string out = fmt::format(
       "  slurm: one job of {} node{} (salloc --no-shell --nodes={} --exclusive{}), each role a "
       "step:\n",
@@ -134,7 +151,8 @@ std::string topology_plan_text(const TopologyPlan& plan, const std::vector<RoleS
   for (const StepPlan& s : plan.steps) {
     const RoleSpec& r = roles.at(s.spec);
     std::vector<std::string> shown = redact_argv(r.argv);
-    const auto argv = srun_step_argv(s, "$JOB", fmt::format("node<{}>", s.node + 1), {}, shown);
+    const auto argv = srun_step_argv(s, "$JOB", fmt::format("node<{}>", s.node + 1), {}, shown,
+                                     step_sampler_argv(s, o, "inferbench", "$RUN/gpu_power"));
     out += fmt::format("    {:<14}node<{}>  {}\n", s.label, s.node + 1, fmt::join(argv, " "));
   }
   return out;
@@ -143,6 +161,11 @@ std::string topology_plan_text(const TopologyPlan& plan, const std::vector<RoleS
 namespace {
 
 constexpr milliseconds kStepPoll{200};
+
+// Where the workers' samplers write, a folder per step (load::read_step_power reads it).
+fs::path power_dir(const ServerSpec& spec) {
+  return spec.log_path.parent_path() / "gpu_power";
+}
 constexpr milliseconds kStepAliveInterval{1'000};
 
 // The variables the environment tracer adds (verify::add_env_trace): given to the step's
@@ -262,8 +285,8 @@ std::vector<std::string> step_command(const RoleSpec& r, const StepPlan& s, int 
 }
 
 // A running step: its srun child, healthy (rank 0) or only started (a worker's other ranks).
-Expected<std::unique_ptr<ChildServer>> start_step(const ServerSpec& spec, const StepPlan& s,
-                                                  const Allocation& a,
+Expected<std::unique_ptr<ChildServer>> start_step(const ServerSpec& spec, const SlurmOptions& o,
+                                                  const StepPlan& s, const Allocation& a,
                                                   const TopologyServer& started) {
   const RoleSpec& r = spec.roles.at(s.spec);
   auto port = pick_free_port();
@@ -278,7 +301,8 @@ Expected<std::unique_ptr<ChildServer>> start_step(const ServerSpec& spec, const 
                     s.label)};
   }
   SpawnOptions so;
-  so.argv = srun_step_argv(s, a.id, a.nodes.at(s.node), env_args, argv);
+  so.argv = srun_step_argv(s, a.id, a.nodes.at(s.node), env_args, argv,
+                           step_sampler_argv(s, o, self_executable(), power_dir(spec)));
   so.env_set = std::move(env);
   so.log_path = role_log(spec.log_path, s.label);
   auto child = ChildProcess::spawn(so);
@@ -331,7 +355,7 @@ std::optional<std::vector<std::string>> node_processes(const std::string& job,
 
 class SlurmTopology final : public TopologyServer {
  public:
-  explicit SlurmTopology(Allocation a) : a_(std::move(a)) {
+  SlurmTopology(Allocation a, std::optional<fs::path> power) : a_(std::move(a)), power_(power) {
     set_after_stop([this] { return cancel_job(a_.id); });
   }
   ~SlurmTopology() override { stop(milliseconds(10000)); }
@@ -349,6 +373,8 @@ class SlurmTopology final : public TopologyServer {
     return TopologyServer::stop(grace);
   }
 
+  std::optional<fs::path> power_dir() const override { return power_; }
+
   std::optional<std::map<std::string, std::vector<std::string>>> role_node_processes() override {
     // A role whose node could not be listed is left out: its untraced processes are unknown.
     std::map<std::string, std::optional<std::vector<std::string>>> by_node;
@@ -362,6 +388,7 @@ class SlurmTopology final : public TopologyServer {
 
  private:
   Allocation a_;
+  std::optional<fs::path> power_;
   bool signalled_ = false;
 };
 
@@ -377,10 +404,16 @@ Expected<std::unique_ptr<Server>> start_slurm_topology(const ServerSpec& spec,
       fmt::format("{}-{}-{}", jobs::job_name(spec.name), ::getpid(), counter++);
   auto a = allocate(*plan, o, name, work_dir / (name + ".salloc.log"));
   if (!a) return a.error();
-  auto topology = std::make_unique<SlurmTopology>(*a);
+  std::optional<fs::path> power;
+  if (o.gpu_power != "off") {
+    power = power_dir(spec);
+    std::error_code ec;
+    fs::remove_all(*power, ec);  // a previous start's samples are not this one's
+  }
+  auto topology = std::make_unique<SlurmTopology>(*a, power);
   topology->set_where([](const RoleProcess& r) { return " on " + r.node; });
   for (const StepPlan& s : plan->steps) {
-    auto server = start_step(spec, s, *a, *topology);
+    auto server = start_step(spec, o, s, *a, *topology);
     if (!server) {
       const std::string why = server.error().message;
       topology->stop(milliseconds(3000));

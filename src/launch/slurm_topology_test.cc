@@ -103,5 +103,37 @@ TEST(SlurmTopologyPlan, StepsAreArgvsWithTheTracerThroughEnvNeverAShell) {
   EXPECT_NE(text.find("router        node<2>"), std::string::npos) << text;
 }
 
+// Each worker's step samples its own GPUs on its node: the sampler wraps the command, before the
+// tracer's env(1), so it is not traced and ends with the step; the router holds no GPU.
+TEST(SlurmTopologyPlan, WorkerStepsRunUnderThePowerSampler) {
+  const std::vector<RoleSpec> roles = {role("prefill", 0, 4), role("decode", 0, 4),
+                                       role("router", 0, 0)};
+  auto plan = plan_topology(roles, 8);
+  ASSERT_TRUE(plan.ok());
+  SlurmOptions o;
+  o.gpu_power = "nvidia-smi";
+  o.power_interval_s = 0.25;
+  const auto sampler = step_sampler_argv(plan->steps[0], o, "/opt/ib/inferbench", "/runs/p");
+  const std::vector<std::string> want = {"/opt/ib/inferbench", "sample-power",      "--gpu-power",
+                                         "nvidia-smi",         "--power-interval",  "0.25",
+                                         "--output-dir",       "/runs/p/prefill-0", "--"};
+  EXPECT_EQ(sampler, want);
+  const auto argv =
+      srun_step_argv(plan->steps[0], "42", "node1", {{"LD_PRELOAD", "/x/t.so"}}, {"vllm"}, sampler);
+  const auto dashes = std::find(argv.begin(), argv.end(), "--");
+  ASSERT_NE(dashes, argv.end());
+  EXPECT_EQ(*(dashes + 1), "/opt/ib/inferbench");
+  const auto env = std::find(argv.begin(), argv.end(), "env");
+  ASSERT_NE(env, argv.end());
+  EXPECT_LT(std::find(argv.begin(), argv.end(), "sample-power"), env);
+  EXPECT_EQ(argv.back(), "vllm");
+  EXPECT_TRUE(step_sampler_argv(plan->steps[2], o, "ib", "/p").empty());  // the router
+  o.gpu_power = "off";
+  EXPECT_TRUE(step_sampler_argv(plan->steps[0], o, "ib", "/p").empty());
+  o.gpu_power = "auto";
+  EXPECT_NE(topology_plan_text(*plan, roles, o).find("inferbench sample-power --gpu-power auto"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace ib::launch

@@ -1,6 +1,7 @@
 #include "load/bench.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -417,6 +418,19 @@ void PointSamplers::stop(BenchReport& report) {
     // Let the remote sampler write the interval after the window (and the shared filesystem
     // show it).
     std::this_thread::sleep_for(std::chrono::duration<double>(remote_interval_s * 1.5));
+    if (auto steps = read_step_power(*remote_power_dir)) {
+      if (*steps) {
+        report.power_tool = (*steps)->tool;
+        report.power_log = std::move((*steps)->log);
+        report.role_power_logs = std::move((*steps)->by_role);
+        if (!(*steps)->missing.empty()) {
+          report.power_note = fmt::format("no samples from {}", fmt::join((*steps)->missing, "; "));
+        }
+      } else {
+        report.power_note = steps->error().message;
+      }
+      return;
+    }
     auto remote = read_remote_power(*remote_power_dir);
     if (remote) {
       report.power_tool = remote->tool;
@@ -530,6 +544,7 @@ void add_telemetry(BenchReport& report, const BenchSpec& spec) {
 
   // dcgm-exporter's readings come from the server's side (or serve-sim's power model): they
   // win over a sampler on this host, which may be watching GPUs that do not serve.
+  const bool from_dcgm = dcgm.has_value();
   if (dcgm) {
     report.power_note.clear();
     if (report.power_log) {
@@ -555,10 +570,15 @@ void add_telemetry(BenchReport& report, const BenchSpec& spec) {
     energy["power_column"] = report.power_log->power_column;
     if (!report.power_note.empty()) energy["note"] = report.power_note;
     // A disaggregated deployment: each role's GPUs over its own tokens (InferenceX's keys).
-    for (auto& [k, v] :
-         telemetry::role_energy(roles, report.window_start_unix, report.window_end_unix, counts)) {
-      energy[k] = std::move(v);
-    }
+    auto by_role =
+        from_dcgm || report.role_power_logs.empty()
+            ? telemetry::role_energy(roles, report.window_start_unix, report.window_end_unix,
+                                     counts)
+            : telemetry::role_energy(
+                  report.role_power_logs,
+                  {{"prefill", spec.metrics.prefill_gpus}, {"decode", spec.metrics.decode_gpus}},
+                  report.window_start_unix, report.window_end_unix, counts);
+    for (auto& [k, v] : by_role) energy[k] = std::move(v);
   } else {
     energy["power_valid"] = false;
     energy["note"] = report.power_note.empty() ? "no GPU power sampler ran" : report.power_note;

@@ -91,6 +91,8 @@ struct BenchReport {
   /// the measured window.
   std::string power_tool, power_note;
   std::optional<telemetry::PowerLog> power_log;
+  /// A deployment whose steps each sampled their own GPUs (read_step_power): each role's samples.
+  std::map<std::string, telemetry::PowerLog> role_power_logs;
   std::optional<telemetry::EnergyResult> energy;
   /// require_power and the energy is missing or not valid (load::judge fails the point).
   bool power_missing = false;

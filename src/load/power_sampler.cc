@@ -1,6 +1,7 @@
 #include "load/power_sampler.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -8,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <ctime>
+#include <set>
 #include <thread>
 
 #include "core/files.h"
@@ -89,13 +91,32 @@ std::optional<PowerMode> resolve_power_mode(PowerMode mode, const std::string& h
   return std::nullopt;
 }
 
-Expected<std::unique_ptr<PowerSampler>> PowerSampler::start(PowerMode mode, double interval_s) {
+Status write_utc_offset(const fs::path& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  const double off = local_utc_offset_s();
+  const long minutes = std::lround(std::abs(off) / 60);
+  return write_file_atomic(
+      dir / telemetry::kPowerFileUtcOffset,
+      fmt::format("{}{:02}{:02}\n", off < 0 ? '-' : '+', minutes / 60, minutes % 60));
+}
+
+Expected<std::unique_ptr<PowerSampler>> PowerSampler::start(PowerMode mode, double interval_s,
+                                                            const std::optional<fs::path>& dir) {
   std::unique_ptr<PowerSampler> s(new PowerSampler());
   s->mode_ = mode;
-  char tmpl[] = "/tmp/inferbench-power-XXXXXX";
-  if (::mkdtemp(tmpl) == nullptr) return Error{"--gpu-power: cannot create a temporary folder"};
-  s->dir_ = tmpl;
-  s->file_ = s->dir_ / "samples.csv";
+  if (dir) {
+    if (auto st = write_utc_offset(*dir); !st) return st.error();
+    s->keep_ = true;
+    s->dir_ = *dir;
+    s->file_ = *dir / (mode == PowerMode::kNvidiaSmi ? telemetry::kPowerFileNvidiaSmi
+                                                     : telemetry::kPowerFileAmdSmi);
+  } else {
+    char tmpl[] = "/tmp/inferbench-power-XXXXXX";
+    if (::mkdtemp(tmpl) == nullptr) return Error{"--gpu-power: cannot create a temporary folder"};
+    s->dir_ = tmpl;
+    s->file_ = s->dir_ / "samples.csv";
+  }
   s->utc_offset_s_ = local_utc_offset_s();
   SpawnOptions so;
   const int ms = std::max(100, static_cast<int>(std::lround(interval_s * 1000)));
@@ -135,7 +156,7 @@ Expected<std::unique_ptr<PowerSampler>> PowerSampler::start(PowerMode mode, doub
 PowerSampler::~PowerSampler() {
   if (child_) child_->stop(std::chrono::milliseconds(1000));
   std::error_code ec;
-  if (!dir_.empty()) fs::remove_all(dir_, ec);
+  if (!dir_.empty() && !keep_) fs::remove_all(dir_, ec);
 }
 
 Expected<telemetry::PowerLog> PowerSampler::stop() {
@@ -180,6 +201,58 @@ Expected<RemotePower> read_remote_power(const fs::path& dir) {
   }
   return Error{"the Slurm job started no GPU power sampler: the node has neither nvidia-smi nor "
                "amd-smi on its PATH"};
+}
+
+std::string role_of_step(const std::string& label) {
+  std::string base = label.substr(0, label.find('.'));
+  const size_t dash = base.rfind('-');
+  if (dash != std::string::npos && dash + 1 < base.size() &&
+      base.find_first_not_of("0123456789", dash + 1) == std::string::npos) {
+    base.resize(dash);
+  }
+  return base;
+}
+
+namespace {
+
+void append_step(telemetry::PowerLog& into, const telemetry::PowerLog& from, int place) {
+  for (telemetry::PowerSample s : from.samples) {
+    s.gpu += 100 * place;
+    into.samples.push_back(s);
+  }
+  if (into.power_column.empty()) into.power_column = from.power_column;
+  if (into.energy_column.empty()) into.energy_column = from.energy_column;
+}
+
+}  // namespace
+
+std::optional<Expected<StepPower>> read_step_power(const fs::path& dir) {
+  std::error_code ec;
+  if (fs::exists(dir / telemetry::kPowerFileUtcOffset, ec)) return std::nullopt;
+  std::vector<std::string> labels;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->is_directory(ec)) labels.push_back(it->path().filename().string());
+  }
+  if (labels.empty()) return std::nullopt;
+  std::sort(labels.begin(), labels.end());
+  StepPower out;
+  std::set<std::string> tools;
+  for (size_t i = 0; i < labels.size(); ++i) {
+    auto step = read_remote_power(dir / labels[i]);
+    if (!step) {
+      out.missing.push_back(fmt::format("{}: {}", labels[i], step.error().message));
+      continue;
+    }
+    tools.insert(step->tool.substr(0, step->tool.find(' ')));
+    append_step(out.log, step->log, static_cast<int>(i));
+    append_step(out.by_role[role_of_step(labels[i])], step->log, static_cast<int>(i));
+  }
+  if (tools.empty()) {
+    return Expected<StepPower>(
+        Error{fmt::format("no job step sampled GPU power: {}", fmt::join(out.missing, "; "))});
+  }
+  out.tool = fmt::format("{} (Slurm job, each step's GPUs)", fmt::join(tools, "+"));
+  return Expected<StepPower>(std::move(out));
 }
 
 }  // namespace ib::load

@@ -5,9 +5,11 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/expected.h"
 #include "core/process.h"
@@ -40,11 +42,35 @@ struct RemotePower {
 };
 Expected<RemotePower> read_remote_power(const std::filesystem::path& dir);
 
+/// A deployment whose every GPU-holding process sampled its own GPUs (`inferbench sample-power`
+/// around each Slurm step): `dir` holds one folder per step, named by its label ("prefill-0",
+/// "decode-0.r1"), each as read_remote_power reads it. The steps' samples merged (GPU ids made
+/// distinct: 100 x the step's place in label order + the tool's index) and each role's own
+/// ("prefill", "decode": its steps merged the same way). Steps without output are named in
+/// `missing` (their GPUs then lack from the logs, which the energy's validity reports).
+struct StepPower {
+  std::string tool;
+  telemetry::PowerLog log;                             // every step's
+  std::map<std::string, telemetry::PowerLog> by_role;  // role -> its steps'
+  std::vector<std::string> missing;                    // "decode-0: why"
+};
+/// nullopt when `dir` is not laid out by step (a folder with no step folder in it).
+std::optional<Expected<StepPower>> read_step_power(const std::filesystem::path& dir);
+
+/// The role of a step's label: "decode-0.r1" -> "decode", "prefill-2" -> "prefill".
+std::string role_of_step(const std::string& label);
+
+/// Writes `date +%z`'s answer for this host into dir/gpu_power.utc_offset (creating dir).
+Status write_utc_offset(const std::filesystem::path& dir);
+
 class PowerSampler {
  public:
   /// Starts `nvidia-smi ... -lms <interval>` or `amd-smi metric ... -w <interval>` writing to a
-  /// file in a fresh temporary folder. Error when the tool cannot be started.
-  static Expected<std::unique_ptr<PowerSampler>> start(PowerMode mode, double interval_s);
+  /// file in a fresh temporary folder, or into `dir` (gpu_power.<tool>.csv beside
+  /// gpu_power.utc_offset, as read_remote_power reads them; kept). Error when the tool cannot be
+  /// started.
+  static Expected<std::unique_ptr<PowerSampler>> start(
+      PowerMode mode, double interval_s, const std::optional<std::filesystem::path>& dir = {});
   ~PowerSampler();
 
   /// Stops the tool and parses what it wrote (errors name the line and column).
@@ -59,6 +85,7 @@ class PowerSampler {
   std::optional<ChildProcess> child_;
   double utc_offset_s_ = 0;
   double interval_s_ = 0.5;
+  bool keep_ = false;  // the output is the caller's (start's dir)
 };
 
 }  // namespace ib::load

@@ -251,10 +251,14 @@ std::string config_fingerprint(const recipe::RecipeRow& row,
   return sha256_hex(recipe::canonical_json(o));
 }
 
-std::string slurm_placement_text(const launch::ServerSpec& spec, int gpus_per_node) {
+std::string slurm_placement_text(const launch::ServerSpec& spec, int gpus_per_node,
+                                 const std::string& gpu_power) {
   auto plan = launch::plan_topology(spec.roles, gpus_per_node);
   if (!plan) return fmt::format("  cannot be placed: {}\n", plan.error().message);
-  return redact_text(launch::topology_plan_text(*plan, spec.roles));
+  launch::SlurmOptions o;
+  o.gpus_per_node = gpus_per_node;
+  o.gpu_power = gpu_power;
+  return redact_text(launch::topology_plan_text(*plan, spec.roles, o));
 }
 
 namespace {

@@ -42,7 +42,8 @@ size_t stand_in_serve_sim(std::vector<recipe::RecipeRow>& rows);
 
 /// Where a disaggregated deployment's roles would run on Slurm (launch::plan_topology), as
 /// `inferbench plan --launcher slurm` prints it: the job and each step's node and srun line.
-std::string slurm_placement_text(const launch::ServerSpec& spec, int gpus_per_node);
+std::string slurm_placement_text(const launch::ServerSpec& spec, int gpus_per_node,
+                                 const std::string& gpu_power = "auto");
 
 /// The identity of a server configuration: the row's fingerprint, or, when the command line adds
 /// server arguments, a sha256 over both (so that results measured with different arguments are

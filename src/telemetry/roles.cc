@@ -155,19 +155,35 @@ json::object roles_to_json(const std::vector<RoleTelemetry>& roles) {
 
 json::object role_energy(const std::vector<RoleTelemetry>& roles, double window_start_unix,
                          double window_end_unix, const TokenCounts& counts) {
-  json::object out, blocks;
+  std::map<std::string, PowerLog> logs;
+  std::map<std::string, int> gpus;
   for (const auto& r : roles) {
     if (r.gpus <= 0 || (r.role != "prefill" && r.role != "decode")) continue;
-    const auto log = dcgm_power_log(r.scrapes, window_start_unix);
+    auto log = dcgm_power_log(r.scrapes, window_start_unix);
     if (!log) continue;
+    logs[r.role] = std::move(*log);
+    gpus[r.role] = r.gpus;
+  }
+  return role_energy(logs, gpus, window_start_unix, window_end_unix, counts);
+}
+
+json::object role_energy(const std::map<std::string, PowerLog>& logs,
+                         const std::map<std::string, int>& gpus, double window_start_unix,
+                         double window_end_unix, const TokenCounts& counts) {
+  json::object out, blocks;
+  for (const char* role : {"prefill", "decode"}) {
+    const auto log = logs.find(role);
+    const auto n = gpus.find(role);
+    if (log == logs.end() || n == gpus.end() || n->second <= 0) continue;
     const EnergyResult e =
-        integrate_power(log->samples, window_start_unix, window_end_unix, r.gpus);
-    blocks[r.role] = energy_to_json(e, counts);
+        integrate_power(log->second.samples, window_start_unix, window_end_unix, n->second);
+    const std::string r = role;
+    blocks[r] = energy_to_json(e, counts);
     if (!e.power_valid || !e.total_energy_j) continue;
-    out[r.role + "_gpu_energy_j"] = *e.total_energy_j;
-    out[r.role + "_avg_power_w"] = *e.avg_power_per_gpu_w;
+    out[r + "_gpu_energy_j"] = *e.total_energy_j;
+    out[r + "_avg_power_w"] = *e.avg_power_per_gpu_w;
     // Prefill computes the prompts, decode the outputs: each role's energy over its own tokens.
-    const bool prefill = r.role == "prefill";
+    const bool prefill = r == "prefill";
     const int64_t tokens = prefill ? counts.input_tokens : counts.output_tokens;
     if (tokens > 0) {
       out[prefill ? "prefill_joules_per_input_token" : "decode_joules_per_output_token"] =

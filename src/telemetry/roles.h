@@ -81,4 +81,10 @@ boost::json::object roles_to_json(const std::vector<RoleTelemetry>& roles);
 boost::json::object role_energy(const std::vector<RoleTelemetry>& roles, double window_start_unix,
                                 double window_end_unix, const TokenCounts& counts);
 
+/// The same from each role's own power samples (role -> its GPUs' samples, as a sampler beside
+/// each of its processes wrote them) and its GPU count (role -> GPUs).
+boost::json::object role_energy(const std::map<std::string, PowerLog>& logs,
+                                const std::map<std::string, int>& gpus, double window_start_unix,
+                                double window_end_unix, const TokenCounts& counts);
+
 }  // namespace ib::telemetry

@@ -83,9 +83,30 @@ std::string node_of(const boost::json::object& roles, const char* label) {
   return std::string(r->as_object().at("node").as_string());
 }
 
+// A stand-in nvidia-smi for every node (the steps inherit the sweep's PATH): one GPU at `watts`
+// every 100 ms, as the real one prints it.
+fs::path fake_nvidia_smi(const fs::path& dir, const std::string& watts) {
+  const fs::path bin = dir / "bin";
+  fs::create_directories(bin);
+  std::ofstream(bin / "nvidia-smi")
+      << "#!/bin/sh\n"
+         "echo 'timestamp, index, power.draw [W], utilization.gpu [%], memory.used [MiB], "
+         "clocks.sm [MHz]'\n"
+         "while true; do\n"
+         "  echo \"$(date +'%Y/%m/%d %H:%M:%S.%3N'), 0, "
+      << watts
+      << ", 90, 70000, 1980\"\n"
+         "  sleep 0.1\n"
+         "done\n";
+  fs::permissions(bin / "nvidia-smi", fs::perms::owner_all, fs::perm_options::replace);
+  return bin;
+}
+
 TEST(SlurmDisagg, OnePrefillOneDecodeAndTwoPrefillOneDecodeOnThreeNodes) {
   REQUIRE_SLURM_OR_SKIP();
   TempDir dir;
+  const fs::path bin = fake_nvidia_smi(dir.path(), "250.00");
+  const char* path = std::getenv("PATH");
   const std::string model = fmt::format("sim-slurm-disagg-{}", ::getpid());
   const fs::path recipe = dir.path() / "disagg.yaml";
   std::ofstream(recipe) << slurm_disagg_recipe(
@@ -100,9 +121,13 @@ TEST(SlurmDisagg, OnePrefillOneDecodeAndTwoPrefillOneDecodeOnThreeNodes) {
             std::string::npos)
       << plan.output;
   const fs::path runs = dir.path() / "runs";
+  EXPECT_NE(plan.output.find("-- inferbench sample-power --gpu-power auto"), std::string::npos)
+      << plan.output;
   auto r = run_inferbench({"sweep", recipe.string(), "--launcher", "slurm", "--runs-dir",
-                           runs.string(), "--startup-timeout", "60", "--point-timeout", "60"},
-                          dir.path() / "sweep.log", std::chrono::seconds(240));
+                           runs.string(), "--startup-timeout", "60", "--point-timeout", "60",
+                           "--gpu-power", "nvidia-smi", "--require-power"},
+                          dir.path() / "sweep.log", std::chrono::seconds(240),
+                          {{"PATH", bin.string() + ":" + (path ? path : "/usr/bin:/bin")}});
   ASSERT_FALSE(r.timed_out) << r.output;
   ASSERT_EQ(r.exit.code, 0) << r.output;
 
@@ -142,8 +167,30 @@ TEST(SlurmDisagg, OnePrefillOneDecodeAndTwoPrefillOneDecodeOnThreeNodes) {
     }
     EXPECT_TRUE(found) << log;
   }
+  // GPU power sampled inside the job, by each worker's step on its node: each role's energy over
+  // its own GPUs (1 GPU a worker at 250 W).
+  auto points = db->points(listed->front().run.id);
+  ASSERT_TRUE(points.ok());
+  ASSERT_EQ(points->size(), 2u);
+  for (const auto& p : *points) {
+    const auto& e = p.result.at("energy").as_object();
+    ASSERT_TRUE(e.at("power_valid").as_bool()) << boost::json::serialize(e);
+    EXPECT_EQ(e.at("tool").as_string(), "nvidia-smi (Slurm job, each step's GPUs)");
+    EXPECT_NEAR(e.at("avg_power_w").to_number<double>(), 250.0, 1e-6);
+    EXPECT_NEAR(e.at("prefill_avg_power_w").to_number<double>(), 250.0, 1e-6)
+        << boost::json::serialize(e);
+    EXPECT_NEAR(e.at("decode_avg_power_w").to_number<double>(), 250.0, 1e-6);
+    const auto& prefill = e.at("roles").at("prefill").as_object();
+    const int64_t gpus = prefill.at("expected_gpu_count").to_number<int64_t>();
+    EXPECT_TRUE(gpus == 1 || gpus == 2) << boost::json::serialize(prefill);
+    // Each role's energy is its GPUs' power over the window.
+    EXPECT_NEAR(e.at("prefill_gpu_energy_j").to_number<double>(),
+                250.0 * static_cast<double>(gpus) * num(p.result, "duration"),
+                e.at("prefill_gpu_energy_j").to_number<double>() * 0.05);
+  }
   EXPECT_EQ(queued_like("ib-slurm-disagg"), "");
   EXPECT_EQ(processes_with(model), 0);
+  EXPECT_EQ(processes_with(bin.string()), 0);  // no sampler outlived its step
 }
 
 // A row of InferenceX's shape as its master configs write it (no serve block: srt-slurm starts
