@@ -521,6 +521,18 @@ void add_bench_agentic_options(CLI::App* app, BenchOptions& o) {
                   "serve-sim --time-scale K; not submission-valid)")
       ->capture_default_str()
       ->transform(positive_real(kMaxTimeScale));
+  app->add_option_function<std::string>(
+         "--session-routing",
+         [&o](const std::string& v) {
+           o.agentic.session_routing = *workload::parse_session_routing(v);
+         },
+         "agentic: what each request tells a router of its session: none | dynamo-header "
+         "(X-Dynamo-Session-ID) | dynamo-nvext (nvext.session_control bind/close) | "
+         "smg-routing-key (X-SMG-Routing-Key)")
+      ->check(CLI::IsMember({"none", "dynamo-header", "dynamo-nvext", "smg-routing-key"}));
+  add_integer(app, "--session-timeout", o.agentic.session_timeout_s,
+              "agentic: dynamo-nvext's session timeout in seconds", 1, 30 * 86400)
+      ->capture_default_str();
   app->add_option("--trace-idle-cap", o.agentic.trace_idle_cap_s,
                   "agentic: per-tree idle cap in recorded seconds (0 = off)")
       ->capture_default_str()

@@ -54,6 +54,7 @@ struct ServeSimOptions {
   // Disaggregation: the role, the KV link, the router's workers.
   std::string role = "both", kv_link, routing = "round_robin";
   double kv_bandwidth_gbs = 0, kv_latency_us = 0, router_timeout_s = 600;
+  double session_affinity_ttl_s = 0;
   std::vector<std::string> prefill_urls, decode_urls;
   CLI::Option *kv_bandwidth_opt = nullptr, *kv_latency_opt = nullptr, *kv_port_opt = nullptr,
               *kv_lease_opt = nullptr;
@@ -217,6 +218,7 @@ int check_role_options(const ServeSimOptions& o) {
                                                          "--api-key",
                                                          "--port-file",
                                                          "--router-timeout-s",
+                                                         "--router-session-affinity-ttl-secs",
                                                          "--keep-alive-timeout-s"};
     for (const CLI::Option* opt : o.app->get_options()) {
       if (opt->count() > 0 && !kRouterOptions.count(opt->get_name())) {
@@ -645,6 +647,13 @@ void add_disagg_options(CLI::App* app, ServeSimOptions& o) {
                              "router: a worker silent for longer fails the request")
                  ->capture_default_str()
                  ->transform(positive_real(1e6)));
+  router_opt(app->add_option("--router-session-affinity-ttl-secs", o.session_affinity_ttl_s,
+                             "router: a request naming its session (X-Dynamo-Session-ID, "
+                             "X-SMG-Routing-Key, nvext.session_control) goes to the workers of "
+                             "its session's first request until the session closes or is idle "
+                             "this long (Dynamo's option; 0: off)")
+                 ->capture_default_str()
+                 ->transform(real_in(0, 1e7)));
 }
 
 // Environment variable `name` as a decimal integer from `min` to `max` (read as the code path
@@ -723,6 +732,7 @@ int run_router(ServeSimOptions& o) {
   r.decode_urls = o.decode_urls;
   r.policy = *sim::parse_routing_policy(o.routing);
   r.timeout_s = o.router_timeout_s;
+  r.session_affinity_ttl_s = o.session_affinity_ttl_s;
   r.keep_alive_timeout_s = o.args.keep_alive_timeout_s;
   boost::asio::io_context io(1);
   auto router = sim::SimRouter::create(io, std::move(r));

@@ -50,6 +50,9 @@ struct SweepCliOptions {
   int warmup_requests_per_lane = -1;
   double agentic_duration = 0;
   double time_scale = 0;
+  std::string session_routing, flush_cache;
+  int64_t session_timeout = 0;
+  double flush_timeout = 0;
   std::string gpu_power = "auto";
   bool json = false;
   int repeat = 1;  // --repeat N: the whole sweep N times, one run each (one repeat group)
@@ -201,6 +204,10 @@ void set_sweep_workload_overrides(SweepCliOptions& c) {
     o.workload.warmup_requests_per_lane = c.warmup_requests_per_lane;
   if (c.agentic_duration > 0) o.workload.agentic_duration_s = c.agentic_duration;
   if (c.time_scale > 0) o.workload.time_scale = c.time_scale;
+  o.workload.session_routing = c.session_routing;
+  if (c.session_timeout > 0) o.workload.session_timeout = c.session_timeout;
+  o.workload.flush_cache = c.flush_cache;
+  if (c.flush_timeout > 0) o.workload.flush_timeout = c.flush_timeout;
 }
 
 // --gpu-power, and the Slurm options with the power tool a Slurm job runs (nullopt: go on;
@@ -434,6 +441,30 @@ void add_sweep_agentic_options(CLI::App* app, SweepCliOptions& c) {
                   "agentic-coding: divide every recorded delay, cap and duration by K (for "
                   "serve-sim --time-scale K; such points are not submission-valid)")
       ->transform(positive_real(kMaxTimeScale));
+  app->add_option("--session-routing", c.session_routing,
+                  "agentic-coding: what each request tells a router of its session: none | "
+                  "dynamo-header (X-Dynamo-Session-ID) | dynamo-nvext (nvext.session_control) | "
+                  "smg-routing-key (X-SMG-Routing-Key) (default: the recipe's "
+                  "workload.session-routing, else none)")
+      ->check(CLI::IsMember({"none", "dynamo-header", "dynamo-nvext", "smg-routing-key"}));
+  add_integer(app, "--session-timeout", c.session_timeout,
+              "agentic-coding: dynamo-nvext's session timeout in seconds (default 3600)", 1,
+              30 * 86400);
+  app->add_option("--flush-cache", c.flush_cache,
+                  "Empty every worker's prefix cache before each point: the endpoint to POST "
+                  "(/flush_cache as SGLang and serve-sim, /reset_prefix_cache as vLLM's dev "
+                  "mode), or off (default: the recipe's workload.flush-cache)")
+      ->check([](const std::string& v) -> std::string {
+        if (v == "off") return "";
+        if (v.size() < 2 || v[0] != '/' || v.find_first_of(" ?#\r\n\t") != std::string::npos) {
+          return "expected an endpoint path such as /flush_cache, or off";
+        }
+        return "";
+      });
+  app->add_option("--flush-timeout", c.flush_timeout,
+                  "Seconds to retry a cache flush while the previous point's requests drain "
+                  "(default 120)")
+      ->transform(positive_real(3600));
 }
 
 // What is observed beside each point: the servers' metrics and GPU power.

@@ -369,7 +369,8 @@ void HttpConnection::finish(boost::system::error_code ec, TimeoutKind timeout) {
 
 // The request head, written by hand into a reused buffer (Beast's serializer allocates).
 void HttpConnection::write_head(http::verb verb, std::string_view path, std::string_view body,
-                                std::string_view request_id, std::string_view correlation_id) {
+                                std::string_view request_id, std::string_view correlation_id,
+                                std::string_view extra_headers) {
   head_.clear();
   head_ += http::to_string(verb);
   head_ += ' ';
@@ -393,6 +394,7 @@ void HttpConnection::write_head(http::verb verb, std::string_view path, std::str
     head_ += correlation_id;
     head_ += "\r\n";
   }
+  head_ += extra_headers;
   if (!body.empty() || verb == http::verb::post) {
     head_ += "Content-Type: application/json\r\nAccept: text/event-stream, application/json\r\n";
     head_ += "Content-Length: ";
@@ -405,7 +407,8 @@ void HttpConnection::write_head(http::verb verb, std::string_view path, std::str
 asio::awaitable<HttpOutcome> HttpConnection::request(http::verb verb, std::string_view path,
                                                      std::string_view body, ResponseSink& sink,
                                                      std::string_view request_id,
-                                                     std::string_view correlation_id) {
+                                                     std::string_view correlation_id,
+                                                     std::string_view extra_headers) {
   HttpOutcome early;
   early.send_ns = mono_ns();  // replaced by the write time once connected
   if (!open_) {
@@ -420,7 +423,7 @@ asio::awaitable<HttpOutcome> HttpConnection::request(http::verb verb, std::strin
       co_return early;
     }
   }
-  write_head(verb, path, body, request_id, correlation_id);
+  write_head(verb, path, body, request_id, correlation_id, extra_headers);
 
   exchange_ = std::make_unique<Exchange>();
   Exchange& x = *exchange_;
@@ -667,7 +670,8 @@ namespace {
 
 Expected<SimpleResponse> simple_request(const Endpoint& endpoint, http::verb verb,
                                         std::string_view path, std::string_view body,
-                                        const ClientTimeouts& t) {
+                                        const ClientTimeouts& t,
+                                        std::string_view extra_headers = {}) {
   const char* method = verb == http::verb::get ? "GET" : "POST";
   auto addresses = resolve(endpoint);
   if (!addresses) return addresses.error();
@@ -678,7 +682,7 @@ Expected<SimpleResponse> simple_request(const Endpoint& endpoint, http::verb ver
   asio::co_spawn(
       io,
       [&]() -> asio::awaitable<void> {
-        outcome = co_await conn.request(verb, path, body, sink);
+        outcome = co_await conn.request(verb, path, body, sink, {}, {}, extra_headers);
         conn.close();
       },
       asio::detached);
@@ -722,8 +726,9 @@ Expected<SimpleResponse> http_get(const Endpoint& endpoint, std::string_view pat
 }
 
 Expected<SimpleResponse> http_post(const Endpoint& endpoint, std::string_view path,
-                                   std::string_view body, const ClientTimeouts& t) {
-  return simple_request(endpoint, http::verb::post, path, body, t);
+                                   std::string_view body, const ClientTimeouts& t,
+                                   std::string_view extra_headers) {
+  return simple_request(endpoint, http::verb::post, path, body, t, extra_headers);
 }
 
 }  // namespace ib::http

@@ -109,11 +109,13 @@ class HttpConnection {
   /// Sends one request (connecting first when needed) and streams the response into `sink`.
   /// `path` is appended to the endpoint's base path; `request_id`, when not empty, is sent as
   /// the X-Request-Id header; `correlation_id`, when not empty, as X-Correlation-ID (the session
-  /// an agentic request belongs to).
+  /// an agentic request belongs to); `extra_headers`: more header lines, each "Name: value\r\n"
+  /// (a router's session-affinity headers).
   boost::asio::awaitable<HttpOutcome> request(boost::beast::http::verb verb, std::string_view path,
                                               std::string_view body, ResponseSink& sink,
                                               std::string_view request_id = {},
-                                              std::string_view correlation_id = {});
+                                              std::string_view correlation_id = {},
+                                              std::string_view extra_headers = {});
 
   /// True when a connection is open and was used before (a keep-alive reuse may race the
   /// server closing an idle connection).
@@ -134,7 +136,8 @@ class HttpConnection {
 
  private:
   void write_head(boost::beast::http::verb verb, std::string_view path, std::string_view body,
-                  std::string_view request_id, std::string_view correlation_id);
+                  std::string_view request_id, std::string_view correlation_id,
+                  std::string_view extra_headers);
   enum class Phase { kIdle, kWriting, kReading, kDone };
   struct Exchange;
   boost::asio::awaitable<boost::system::error_code> connect();
@@ -188,8 +191,10 @@ Expected<SimpleResponse> http_get(const Endpoint& endpoint, std::string_view pat
 /// names the limit and its option ("no first byte within 5 s (--first-byte-timeout)").
 Expected<SimpleResponse> http_get(const Endpoint& endpoint, std::string_view path,
                                   const ClientTimeouts& timeouts);
-/// A blocking POST of a JSON body, with the same limits and messages.
+/// A blocking POST of a JSON body, with the same limits and messages; `extra_headers` as
+/// HttpConnection::request's.
 Expected<SimpleResponse> http_post(const Endpoint& endpoint, std::string_view path,
-                                   std::string_view body, const ClientTimeouts& timeouts);
+                                   std::string_view body, const ClientTimeouts& timeouts,
+                                   std::string_view extra_headers = {});
 
 }  // namespace ib::http

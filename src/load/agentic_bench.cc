@@ -92,6 +92,8 @@ agentic::AgenticRunConfig agentic_run_config(const BenchSpec& spec, const worklo
   rc.replay.warmup_grace_s = p.warmup_grace_s;
   rc.replay.time_scale = p.time_scale;
   rc.replay.use_think_time_only = p.use_think_time_only;
+  rc.session_routing = p.session_routing;
+  rc.session_timeout_s = p.session_timeout_s;
   if (spec.timeout_s > 0) rc.deadline_ns = mono_ns() + static_cast<int64_t>(spec.timeout_s * 1e9);
   return rc;
 }

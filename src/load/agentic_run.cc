@@ -130,6 +130,7 @@ class Driver {
   struct Session {
     std::unique_ptr<StreamPrompts> prompts;
     std::string correlation_id;
+    std::string headers;  // the router's session headers (session_headers)
   };
 
   static std::vector<const ReplayTree*> pointers(const std::vector<ReplayTree>& pool) {
@@ -166,8 +167,40 @@ class Driver {
     s.prompts = std::make_unique<StreamPrompts>(
         sched_.tree_of(d.instance), d.stream, config_.seed, marker,
         config_.corpus ? *config_.corpus : workload::agentic::Corpus::words(), marker_tokens);
-    s.correlation_id = uuid4();
+    s.correlation_id = correlation_of(key);
+    s.headers = session_headers(d, s.correlation_id);
     return sessions_.emplace(key, std::move(s)).first->second;
+  }
+
+  // A live session's id (X-Correlation-ID): a fresh UUID4 for each (AgentX), kept after the
+  // session ends so that a subagent spawned later still names its parent.
+  const std::string& correlation_of(const StreamKey& key) {
+    auto it = correlation_ids_.find(key);
+    if (it != correlation_ids_.end()) return it->second;
+    return correlation_ids_.emplace(key, uuid4()).first->second;
+  }
+
+  // What a session tells the router of itself in headers: Dynamo's session id (and a
+  // subagent's parent's), or SGLang Model Gateway's routing key; nothing else.
+  std::string session_headers(const Dispatch& d, const std::string& id) {
+    using workload::SessionRouting;
+    switch (config_.session_routing) {
+      case SessionRouting::kDynamoHeader: {
+        std::string h = "X-Dynamo-Session-ID: " + id + "\r\n";
+        const ReplayTree& tree = sched_.tree_of(d.instance);
+        const auto& stream = tree.streams[static_cast<size_t>(d.stream)];
+        if (stream.branch >= 0) {
+          const int parent = tree.branches[static_cast<size_t>(stream.branch)].spawn.stream;
+          h += "X-Dynamo-Parent-Session-ID: " + correlation_of(StreamKey{d.instance, parent}) +
+               "\r\n";
+        }
+        return h;
+      }
+      case SessionRouting::kSmgRoutingKey:
+        return "X-SMG-Routing-Key: " + id + "\r\n";
+      default:
+        return {};
+    }
   }
 
   // The request body: model, the stream's whole history, streaming with usage, the recorded
@@ -189,10 +222,22 @@ class Driver {
     body += ",\"stream\":true,\"stream_options\":{\"include_usage\":true},";
     body += config_.legacy_max_tokens ? "\"max_tokens\":" : "\"max_completion_tokens\":";
     body += std::to_string(d.max_tokens);
-    body += ",\"ignore_eos\":true}";
+    body += ",\"ignore_eos\":true";
+    const bool last_turn =
+        d.phase != ReplayPhase::kPrimer && d.turn + 1 >= static_cast<int>(stream.turns.size());
+    if (config_.session_routing == workload::SessionRouting::kDynamoNvext) {
+      // Bind on every turn (idempotent, refreshes the router's TTL), close on the last.
+      body += ",\"nvext\":{\"session_control\":{\"session_id\":";
+      append_json_string(body, s.correlation_id);
+      body += last_turn ? ",\"action\":\"close\"}}"
+                        : fmt::format(",\"action\":\"bind\",\"timeout\":{}}}}}",
+                                      config_.session_timeout_s);
+    }
+    body += '}';
     info.trace_id = tree.trace_id;
     info.session_id = stream.session_id;
     info.correlation_id = s.correlation_id;
+    info.headers = s.headers;
     info.messages = s.prompts->message_count();
     info.recorded_in = turn.in;
     info.recorded_out = turn.out;
@@ -203,7 +248,7 @@ class Driver {
     result_.body_bytes_built += info.body_bytes;
     result_.body_build_seconds += static_cast<double>(mono_ns() - t0) / 1e9;
     // The session's last turn: its history is not needed any more.
-    if (d.phase != ReplayPhase::kPrimer && d.turn + 1 >= static_cast<int>(stream.turns.size())) {
+    if (last_turn) {
       sessions_.erase(StreamKey{d.instance, d.stream});
     }
     return body;
@@ -246,6 +291,7 @@ class Driver {
     send.body = body;
     send.request_id = request_id;
     send.correlation_id = info.correlation_id;
+    send.extra_headers = info.headers;
     send.max_retries = 1;
     send.cut_reason = [this]() -> std::string_view {
       if (!cutting_) return "";
@@ -339,6 +385,7 @@ class Driver {
   std::vector<std::unique_ptr<Conn>> conns_;
   std::vector<Conn*> idle_, in_flight_;
   std::unordered_map<StreamKey, Session, KeyHash> sessions_;
+  std::unordered_map<StreamKey, std::string, KeyHash> correlation_ids_;  // correlation_of
   std::unordered_map<int64_t, std::string> markers_;
   AgenticRunResult result_;
   std::deque<metrics::RequestRecord> records_;

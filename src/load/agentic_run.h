@@ -18,6 +18,7 @@
 #include "metrics/record.h"
 #include "tokenizer/serving.h"
 #include "workload/agentic_prompts.h"
+#include "workload/agentic_workload.h"
 
 namespace ib::load::agentic {
 
@@ -39,12 +40,16 @@ struct AgenticRunConfig {
   /// (null: one token a word).
   std::shared_ptr<const workload::agentic::Corpus> corpus;
   std::shared_ptr<const tokenizer::ServingTokenizer> tokenizer;
+  /// What each request tells a router of its session (workload/agentic_workload.h).
+  workload::SessionRouting session_routing = workload::SessionRouting::kNone;
+  int64_t session_timeout_s = 3600;
 };
 
 /// What one sent request was, beside its measurement.
 struct ReplayRequest {
   Dispatch dispatch;
   std::string trace_id, session_id, correlation_id;
+  std::string headers;  // the session's routing headers ("Name: value\r\n" lines)
   int messages = 0;
   int64_t recorded_in = 0, recorded_out = 0;
   int64_t content_tokens = 0;  // corpus tokens in the messages (recorded in + marker)

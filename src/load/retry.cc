@@ -16,7 +16,7 @@ boost::asio::awaitable<bool> send_with_retry(http::HttpConnection& conn,
     response.reset(&record);
     http::HttpOutcome outcome =
         co_await conn.request(boost::beast::http::verb::post, request.path, request.body, response,
-                              request.request_id, request.correlation_id);
+                              request.request_id, request.correlation_id, request.extra_headers);
     record.send_ns = outcome.send_ns;
     const std::string_view cut = request.cut_reason ? request.cut_reason() : std::string_view();
     // A request that failed before any response byte arrived never reached the server's

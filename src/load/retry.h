@@ -21,6 +21,7 @@ struct RetriedRequest {
   std::string_view body;
   std::string_view request_id;      // X-Request-Id; empty: not sent
   std::string_view correlation_id;  // X-Correlation-ID; empty: not sent
+  std::string_view extra_headers;   // more header lines, each "Name: value\r\n"
   int max_retries = 1;              // re-sends of a request that failed before any response byte
   /// Why the run is being cut (an interrupt, the end of a grace period): the error of a request
   /// the cut ended; empty while the run is not cut. Asked once after each try.

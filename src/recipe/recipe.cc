@@ -155,10 +155,11 @@ class MasterParser {
   }
 
   std::optional<WorkloadSpec> workload(const YAML::Node& node, const std::string& path) {
-    auto f = r_.mapping(node, path,
-                        {"prompts-per-conc", "min-prompts", "warmups-per-conc", "seed", "range-ratio",
-                         "traces", "max-traces", "warmup-requests-per-lane", "duration",
-                         "time-scale", "tokenizer", "chat-template"});
+    auto f = r_.mapping(
+        node, path,
+        {"prompts-per-conc", "min-prompts", "warmups-per-conc", "seed", "range-ratio", "traces",
+         "max-traces", "warmup-requests-per-lane", "duration", "time-scale", "tokenizer",
+         "chat-template", "session-routing", "session-timeout", "flush-cache", "flush-timeout"});
     if (!f) return std::nullopt;
     WorkloadSpec out;
     auto count = [&](const char* name, int64_t min, int64_t max, std::optional<int64_t>* to) {
@@ -225,7 +226,59 @@ class MasterParser {
     };
     file_field("tokenizer", &out.tokenizer, &out.tokenizer_line);
     file_field("chat-template", &out.chat_template, &out.tokenizer_line);
+    routed_fields(*f, path, out);
     return out;
+  }
+
+  // session-routing, session-timeout, flush-cache, flush-timeout (recipe.h, WorkloadSpec).
+  template <typename Fields>
+  void routed_fields(Fields& f, const std::string& path, WorkloadSpec& out) {
+    if (f.has("session-routing")) {
+      const std::string p = field_path(path, "session-routing");
+      if (auto v = r_.string(f.at("session-routing"), p)) {
+        if (*v == "none" || *v == "dynamo-header" || *v == "dynamo-nvext" ||
+            *v == "smg-routing-key") {
+          out.session_routing = *v;
+        } else {
+          r_.error(f.at("session-routing"), p,
+                   fmt::format("expected none, dynamo-header, dynamo-nvext or smg-routing-key, "
+                               "got '{}'",
+                               printable(*v, 40)));
+        }
+      }
+    }
+    if (f.has("session-timeout")) {
+      out.session_timeout =
+          r_.integer(f.at("session-timeout"), field_path(path, "session-timeout"), 1, 30 * 86400);
+    }
+    if (f.has("flush-cache")) {
+      const std::string p = field_path(path, "flush-cache");
+      const YAML::Node& n = f.at("flush-cache");
+      const std::string text = n.IsScalar() ? n.Scalar() : std::string();
+      if (text == "true") {
+        out.flush_cache = "/flush_cache";
+      } else if (text == "false") {
+        out.flush_cache.clear();
+      } else if (n.IsScalar() && text.size() > 1 && text[0] == '/' &&
+                 text.find_first_of(" ?#\r\n\t") == std::string::npos) {
+        out.flush_cache = text;
+      } else {
+        r_.error(n, p,
+                 fmt::format("expected true, false or an endpoint path such as "
+                             "/reset_prefix_cache, got {}",
+                             n.IsScalar() ? "'" + printable(text, 40) + "'" : describe(n)));
+      }
+    }
+    if (f.has("flush-timeout")) {
+      const std::string p = field_path(path, "flush-timeout");
+      auto v = r_.number(f.at("flush-timeout"), p);
+      if (v && !(*v > 0 && *v <= 3600)) {
+        r_.error(f.at("flush-timeout"), p,
+                 fmt::format("expected seconds in (0, 3600], got {}", *v));
+      } else {
+        out.flush_timeout = v;
+      }
+    }
   }
 
   // A value that may be marked secret: the plain scalar, or {value: V, secret: true|false}. A

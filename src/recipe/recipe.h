@@ -123,6 +123,15 @@ struct WorkloadSpec {
   // Paths resolved against the recipe file's folder; the line is for messages.
   std::string tokenizer, chat_template;
   int tokenizer_line = 0;
+  // Routed deployments (docs/agentic.md, "Routed deployments"): what each replayed request tells
+  // the router of its session (none | dynamo-header | dynamo-nvext | smg-routing-key) and the
+  // nvext timeout; the prefix cache emptied on every worker before each point (true: SGLang's
+  // POST /flush_cache; a path: that endpoint), retried while requests drain, up to
+  // flush-timeout seconds.
+  std::string session_routing;
+  std::optional<int64_t> session_timeout;
+  std::string flush_cache;  // "": none; else the path
+  std::optional<double> flush_timeout;
 };
 
 /// One config key of a master-config file.

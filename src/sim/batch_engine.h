@@ -33,6 +33,7 @@ class BatchEngine final : public Engine {
   int running() const override { return scheduler_.running(); }
   int waiting() const override { return scheduler_.waiting(); }
   EngineStats stats() const override;
+  bool reset_prefix_cache() override { return !step_in_flight_ && scheduler_.reset_prefix_cache(); }
 
   const Scheduler& scheduler() const { return scheduler_; }
   /// Model seconds of all steps started so far (before time scaling).

@@ -135,6 +135,10 @@ class Engine {
   virtual int waiting() const = 0;
   /// State and counters.
   virtual EngineStats stats() const;
+  /// Empties the prefix cache, as SGLang's /flush_cache does: only when no request is waiting or
+  /// running (false then, and nothing is done). An engine without a prefix cache has nothing to
+  /// empty.
+  virtual bool reset_prefix_cache() { return running() == 0 && waiting() == 0; }
 };
 
 /// Times every request on its own: FIFO admission to at most `max_running` slots, then the first

@@ -107,4 +107,11 @@ void BlockPool::cache(int id, uint64_t hash) {
   b.hash = hash;
 }
 
+bool BlockPool::reset_prefix_cache() {
+  if (num_free_ != num_blocks()) return false;
+  for (Block& b : blocks_) b.hashed = false;
+  by_hash_.clear();
+  return true;
+}
+
 }  // namespace ib::sim

@@ -42,6 +42,12 @@ class BlockPool {
   /// before them). No effect with prefix caching off or when another block holds `hash`.
   void cache(int id, uint64_t hash);
 
+  /// Forgets every cached block's content (SGLang's /flush_cache, vLLM's reset_prefix_cache);
+  /// false, and nothing forgotten, while a request holds a block.
+  bool reset_prefix_cache();
+  /// Blocks whose content is cached (findable by lookup).
+  int cached_blocks() const { return static_cast<int>(by_hash_.size()); }
+
   /// Cached blocks evicted to make room so far.
   int64_t evictions() const { return evictions_; }
 

@@ -325,6 +325,80 @@ SimRouter::Worker& SimRouter::pick_prefill(const std::string& prompt_key) {
   return *best;
 }
 
+SimRouter::Binding* SimRouter::session_binding(const std::string& id) {
+  auto it = sessions_.find(id);
+  if (it == sessions_.end()) return nullptr;
+  if (it->second.expires_ns < mono_ns()) {
+    ++session_expiries_;
+    sessions_.erase(it);
+    return nullptr;
+  }
+  return &it->second;
+}
+
+namespace {
+
+// The session a request names, and what the body asks of it ("bind", "open", "close", or ""):
+// Dynamo's header first, then SGLang Model Gateway's routing key, then the body's
+// nvext.session_control (AIPerf's conversation-aware routing).
+struct NamedSession {
+  std::string id, action;
+};
+std::optional<NamedSession> named_session(const http::HttpRequest& request,
+                                          const json::object& body) {
+  NamedSession s;
+  if (const auto* nv = body.if_contains("nvext"); nv && nv->is_object()) {
+    if (const auto* sc = nv->as_object().if_contains("session_control"); sc && sc->is_object()) {
+      const auto& o = sc->as_object();
+      if (const auto* id = o.if_contains("session_id"); id && id->is_string()) {
+        s.id = std::string(id->as_string());
+      }
+      if (const auto* a = o.if_contains("action"); a && a->is_string()) {
+        s.action = std::string(a->as_string());
+      }
+    }
+  }
+  for (std::string_view h : {"X-Dynamo-Session-ID", "X-SMG-Routing-Key"}) {
+    const std::string_view v = request.header(h);
+    if (!v.empty()) {
+      s.id = std::string(v);
+      break;
+    }
+  }
+  if (s.id.empty()) return std::nullopt;
+  return s;
+}
+
+}  // namespace
+
+std::pair<SimRouter::Worker*, SimRouter::Worker*> SimRouter::pick_workers(
+    const http::HttpRequest& request, const json::object& body, const std::string& prompt_key) {
+  // Session affinity: a named session's requests go where its first one went.
+  std::optional<NamedSession> session;
+  Binding* bound = nullptr;
+  if (args_.session_affinity_ttl_s > 0) {
+    session = named_session(request, body);
+    if (!session) ++unnamed_requests_;
+    if (session) bound = session_binding(session->id);
+    if (bound != nullptr) ++session_hits_;
+  }
+  Worker* prefill = bound != nullptr ? bound->prefill : &pick_prefill(prompt_key);
+  Worker* decode = bound != nullptr ? bound->decode : &pick_decode();
+  if (session) {
+    if (session->action == "close") {
+      if (sessions_.erase(session->id) > 0) ++session_closes_;
+    } else {
+      if (bound == nullptr) ++session_binds_;
+      Binding& b = sessions_[session->id];
+      b.prefill = prefill;
+      b.decode = decode;
+      b.expires_ns =
+          mono_ns() + static_cast<int64_t>(args_.session_affinity_ttl_s * 1e9);  // refreshed
+    }
+  }
+  return {prefill, decode};
+}
+
 SimRouter::Worker& SimRouter::pick_decode() {
   Worker* best = decode_.front().get();
   for (const auto& w : decode_) {
@@ -398,7 +472,10 @@ asio::awaitable<void> SimRouter::handle_generate(std::string_view path,
   const json::value* stream_v = body.if_contains("stream");
   const bool stream = stream_v && stream_v->is_bool() && stream_v->as_bool();
   const json::value* prompt = body.if_contains(path == "/v1/completions" ? "prompt" : "messages");
-  Worker& prefill = pick_prefill(prompt ? json::serialize(*prompt) : std::string());
+  const auto [prefill_ptr, decode_ptr] =
+      pick_workers(request, body, prompt ? json::serialize(*prompt) : std::string());
+  Worker& prefill = *prefill_ptr;
+  Worker& decode = *decode_ptr;
   auto executor = co_await asio::this_coro::executor;
 
   // 1. The prefill worker: one token, its KV kept; its answer says where.
@@ -423,7 +500,6 @@ asio::awaitable<void> SimRouter::handle_generate(std::string_view path,
                         {"prefill_transport_ms", std::max(0.0, round_trip_ms - queue - compute)}};
 
   // 2. The decode worker: pulls the KV, decodes; its response is relayed as it comes.
-  Worker& decode = pick_decode();
   auto dec = std::make_shared<Upstream>(executor, decode, args_.timeout_s);
   CloseUnlessDone dec_guard{dec};
   InFlight in_flight{decode};
@@ -471,7 +547,8 @@ asio::awaitable<void> SimRouter::handle_generate(std::string_view path,
 asio::awaitable<void> SimRouter::handle_metrics(http::ResponseWriter& writer) {
   std::string out;
   auto line = [&](std::string_view name, std::string_view labels, double v) {
-    out += fmt::format("{}{{{}}} {}\n", name, labels, v);
+    out += labels.empty() ? fmt::format("{} {}\n", name, v)
+                          : fmt::format("{}{{{}}} {}\n", name, labels, v);
   };
   // Per worker: requests routed to it, requests it failed, requests in flight on it.
   struct Series {
@@ -504,6 +581,25 @@ asio::awaitable<void> SimRouter::handle_metrics(http::ResponseWriter& writer) {
        static_cast<double>(prefix_queried_blocks_));
   line("inferbench_sim:router_prefix_blocks_total", policy + R"(,result="hit")",
        static_cast<double>(prefix_hit_blocks_));
+  if (args_.session_affinity_ttl_s > 0) {
+    out +=
+        "# HELP inferbench_sim:router_session_requests_total Requests by what session affinity "
+        "did: hit (sent to its session's workers), bind (a new session), close, unnamed (no "
+        "session named); expired: sessions idle past the TTL.\n"
+        "# TYPE inferbench_sim:router_session_requests_total counter\n";
+    for (const auto& [result, n] : {std::pair<const char*, int64_t>{"hit", session_hits_},
+                                    {"bind", session_binds_},
+                                    {"close", session_closes_},
+                                    {"unnamed", unnamed_requests_},
+                                    {"expired", session_expiries_}}) {
+      line("inferbench_sim:router_session_requests_total", fmt::format(R"(result="{}")", result),
+           static_cast<double>(n));
+    }
+    out +=
+        "# HELP inferbench_sim:router_sessions Sessions bound to workers now.\n"
+        "# TYPE inferbench_sim:router_sessions gauge\n";
+    line("inferbench_sim:router_sessions", "", static_cast<double>(sessions_.size()));
+  }
   co_await writer.send(200, "text/plain; version=0.0.4; charset=utf-8", std::move(out));
 }
 

@@ -5,7 +5,10 @@
 // pulls the KV and decodes), and relays the decode worker's response, as vLLM's P/D proxy and
 // SGLang's router do. Prefill workers are picked round robin, or by the longest prompt prefix a
 // worker has already seen (its prefix cache: SGLang's cache-aware and Dynamo's KV-aware routing);
-// decode workers by the fewest requests in flight.
+// decode workers by the fewest requests in flight. With a session-affinity TTL (Dynamo's
+// --router-session-affinity-ttl-secs), a request that names its session (X-Dynamo-Session-ID,
+// X-SMG-Routing-Key, or the body's nvext.session_control) goes to the workers its session's first
+// request went to, until the session closes or idles past the TTL.
 #pragma once
 
 #include <boost/asio/awaitable.hpp>
@@ -17,6 +20,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "core/expected.h"
@@ -36,6 +40,7 @@ struct RouterArgs {
   std::vector<std::string> prefill_urls, decode_urls;  // http://host:port of each worker
   RoutingPolicy policy = RoutingPolicy::kRoundRobin;
   double timeout_s = 600;  // a worker's silence longer than this fails the request
+  double session_affinity_ttl_s = 0;  // > 0: sessions stick to their workers (see above)
   double keep_alive_timeout_s = 5.0;
 };
 
@@ -68,12 +73,26 @@ class SimRouter {
       http::ResponseWriter& writer);
   Worker& pick_prefill(const std::string& prompt_key);
   Worker& pick_decode();
+  /// The session's bound workers, or nullptr (then the caller binds them with bind_session).
+  struct Binding {
+    Worker* prefill = nullptr;
+    Worker* decode = nullptr;
+    int64_t expires_ns = 0;
+  };
+  Binding* session_binding(const std::string& id);
+  /// The prefill and decode workers of a request: its session's, else by the policy.
+  std::pair<Worker*, Worker*> pick_workers(const http::HttpRequest& request,
+                                           const boost::json::object& body,
+                                           const std::string& prompt_key);
 
   boost::asio::io_context& io_;
   RouterArgs args_;
   std::vector<std::unique_ptr<Worker>> prefill_, decode_;
   uint64_t next_prefill_ = 0;
   int64_t prefix_queried_blocks_ = 0, prefix_hit_blocks_ = 0;
+  std::unordered_map<std::string, Binding> sessions_;
+  int64_t session_hits_ = 0, session_binds_ = 0, session_closes_ = 0, session_expiries_ = 0;
+  int64_t unnamed_requests_ = 0;  // with affinity on, requests that named no session
   http::HttpRouter router_;
   http::HttpServer http_;
 };

@@ -108,6 +108,8 @@ class Scheduler {
   int waiting() const { return waiting_count_; }
   bool idle() const { return running_.empty() && waiting_count_ == 0; }
   const BlockPool& pool() const { return pool_; }
+  /// Empties the prefix cache when no request is waiting or running; false otherwise.
+  bool reset_prefix_cache() { return idle() && pool_.reset_prefix_cache(); }
   const SchedulerStats& stats() const { return stats_; }
   const SchedulerConfig& config() const { return config_; }
 

@@ -732,6 +732,9 @@ SimServer::SimServer(asio::io_context& io, SimArgs args, std::unique_ptr<Engine>
   router_.add("GET", "/metrics", [this](const http::HttpRequest& r, http::ResponseWriter& w) {
     return handle_metrics(r, w);
   });
+  router_.add("POST", "/flush_cache", [this](const http::HttpRequest& r, http::ResponseWriter& w) {
+    return handle_flush_cache(r, w);
+  });
   router_.add("POST", "/tokenize", [this](const http::HttpRequest& r, http::ResponseWriter& w) {
     return handle_tokenize(r, w);
   });
@@ -959,6 +962,29 @@ asio::awaitable<void> SimServer::handle_tokenize(const http::HttpRequest& reques
   for (int32_t id : req.prompt_ids) ids.emplace_back(id);
   o["tokens"] = std::move(ids);
   co_await writer.send(200, kJson, json_text(o));
+}
+
+asio::awaitable<bool> SimServer::reset_prefix_cache_coro() {
+  co_return engine_->reset_prefix_cache();
+}
+
+// SGLang's POST /flush_cache: the prefix cache emptied when no request is waiting or running
+// (200), else nothing done (400); clients drain and retry (InferenceX's trace_replay.sh).
+asio::awaitable<void> SimServer::handle_flush_cache(const http::HttpRequest&,
+                                                    http::ResponseWriter& writer) {
+  bool flushed = false;
+  if (io_threads_.empty()) {
+    flushed = engine_->reset_prefix_cache();
+  } else {
+    flushed = co_await asio::co_spawn(io_, reset_prefix_cache_coro(), asio::use_awaitable);
+  }
+  if (flushed) sim_log().info("prefix cache flushed");
+  co_await writer.send(
+      flushed ? 200 : 400, "text/plain; charset=utf-8",
+      flushed ? "Cache flushed.\nPlease check backend logs for more details. (When there are "
+                "running or waiting requests, the operation will not be performed.)\n"
+              : "Cache not flushed.\nPlease check backend logs for more details. (When there "
+                "are running or waiting requests, the operation will not be performed.)\n");
 }
 
 asio::awaitable<void> SimServer::handle_metrics(const http::HttpRequest&,

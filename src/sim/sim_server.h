@@ -178,6 +178,9 @@ class SimServer {
                                                http::ResponseWriter& writer);
   boost::asio::awaitable<void> handle_metrics(const http::HttpRequest& request,
                                               http::ResponseWriter& writer);
+  boost::asio::awaitable<void> handle_flush_cache(const http::HttpRequest& request,
+                                                  http::ResponseWriter& writer);
+  boost::asio::awaitable<bool> reset_prefix_cache_coro();
   boost::asio::awaitable<void> handle_generate(Api api, const http::HttpRequest& request,
                                                http::ResponseWriter& writer);
   std::string next_request_id(Api api);

@@ -280,6 +280,8 @@ void ConfigRunner::measure_points(const ConfigPlan& cfg, const fs::path& dir,
       return;
     }
     const Point& point = pending[i];
+    flush_.reset();
+    if (!cfg.flush_path.empty() && !point.eval) flush_before_point(cfg, session);
     metrics::PointResult p =
         measure(cfg, point, dir, session.url(), before, session.server().power_dir());
     std::string failure_kind = before.valid() ? "point" : "";
@@ -310,6 +312,23 @@ void ConfigRunner::measure_points(const ConfigPlan& cfg, const fs::path& dir,
       return;
     }
   }
+}
+
+// Every worker's prefix cache emptied (each worker directly: a router does not pass the flush
+// on), or the single server's.
+void ConfigRunner::flush_before_point(const ConfigPlan& cfg, launch::ServerSession& session) {
+  std::vector<FlushTarget> targets;
+  for (const auto& r : session.roles()) {
+    if (r.role != "router" && !r.url.empty()) targets.push_back({r.label, r.url});
+  }
+  if (targets.empty()) targets.push_back({"server", session.url()});
+  fmt::print(stderr, "{}: emptying the prefix cache of {} worker{} (POST {})\n", cfg.row.config_key,
+             targets.size(), targets.size() == 1 ? "" : "s", cfg.flush_path);
+  FlushOptions fo;
+  fo.path = cfg.flush_path;
+  fo.timeout_s = cfg.flush_timeout_s;
+  flush_ = flush_caches(targets, fo);
+  for (const auto& w : flush_->warnings) fmt::print(stderr, "warning: {}\n", w);
 }
 
 bool ConfigRunner::finish(launch::ServerSession& session, store::ServerConfigRecord& rec,

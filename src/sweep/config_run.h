@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "load/bench.h"
 #include "load/eval_run.h"
 #include "load/judge.h"
+#include "sweep/cache_flush.h"
 #include "sweep/planner.h"
 #include "sweep/recorder.h"
 #include "sweep/sweep.h"
@@ -93,6 +95,9 @@ class ConfigRunner {
   std::vector<std::string> role_metrics_urls_;
   std::map<std::string, std::string> role_metrics_labels_;  // url -> role label
   std::map<std::string, std::unique_ptr<launch::Launcher>> launchers_;
+  /// The cache flush before the point being measured (cfg.flush_path), for its result.
+  std::optional<FlushOutcome> flush_;
+  void flush_before_point(const ConfigPlan& cfg, launch::ServerSession& session);
 };
 
 }  // namespace ib::sweep

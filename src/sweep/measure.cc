@@ -139,6 +139,14 @@ void ConfigRunner::record_bench(const ConfigPlan& cfg, metrics::PointResult& p,
   if (rules.spec_acceptance) {
     result["spec_acceptance"] = load::spec_acceptance_json(report, *rules.spec_acceptance);
   }
+  if (flush_) {
+    // A point asked to start cold says whether it did.
+    result["cache_flush"] = flush_->json;
+    if (!result.contains("warnings") || !result.at("warnings").is_array()) {
+      result["warnings"] = json::array();
+    }
+    for (const auto& w : flush_->warnings) result["warnings"].as_array().emplace_back(w);
+  }
   apply_verdict(p, load::judge(report, rules), result);
   p.result = result;
   json::object aggregate = metrics::inferencex_aggregate(

@@ -118,6 +118,15 @@ Expected<std::shared_ptr<const tokenizer::ServingTokenizer>> tokenizer_for_row(
 
 // agentic-coding: the traces are loaded and turned into trees once per set of paths, whatever
 // the number of rows that replay them.
+// The recipe's flush-cache (or --flush-cache) on the configuration.
+void set_cache_flush(ConfigPlan& c, const recipe::ConfigEntry* entry, const WorkloadOverrides& ov) {
+  const recipe::WorkloadSpec* w = entry && entry->workload ? &*entry->workload : nullptr;
+  if (w) c.flush_path = w->flush_cache;
+  if (!ov.flush_cache.empty()) c.flush_path = ov.flush_cache == "off" ? "" : ov.flush_cache;
+  if (w && w->flush_timeout) c.flush_timeout_s = *w->flush_timeout;
+  if (ov.flush_timeout) c.flush_timeout_s = *ov.flush_timeout;
+}
+
 Expected<std::shared_ptr<const workload::Workload>> agentic_workload_for_row(
     const RecipeRow& row, const recipe::ConfigEntry* entry, const WorkloadOverrides& ov) {
   workload::AgenticParams p;
@@ -136,6 +145,21 @@ Expected<std::shared_ptr<const workload::Workload>> agentic_workload_for_row(
     if (w->time_scale) p.time_scale = *w->time_scale;
     if (w->seed) p.seed = static_cast<uint64_t>(*w->seed);
   }
+  const std::string routing = !ov.session_routing.empty() ? ov.session_routing
+                              : w                         ? w->session_routing
+                                                          : std::string();
+  if (!routing.empty()) {
+    auto r = workload::parse_session_routing(routing);
+    if (!r) {
+      return Error{fmt::format(
+          "{}: session-routing must be none, dynamo-header, dynamo-nvext or smg-routing-key (got "
+          "'{}')",
+          row.config_key, printable(routing, 40))};
+    }
+    p.session_routing = *r;
+  }
+  if (w && w->session_timeout) p.session_timeout_s = *w->session_timeout;
+  if (ov.session_timeout) p.session_timeout_s = *ov.session_timeout;
   if (ov.max_traces) p.max_traces = *ov.max_traces;
   if (ov.warmup_requests_per_lane) p.warmup_requests_per_lane = *ov.warmup_requests_per_lane;
   if (ov.agentic_duration_s) p.duration_s = *ov.agentic_duration_s;
@@ -383,11 +407,7 @@ Expected<std::vector<ConfigPlan>> group_configs(
         c.decode_gpus = role_gpus(row.fields, "decode");
       }
       const bool agentic = row.scenario == recipe::Scenario::kAgenticCoding;
-      if (agentic && row.multinode) {
-        c.unsupported =
-            "multi-node agentic-coding rows (disaggregated prefill/decode with AgentX) are not "
-            "run by the sweep yet";
-      } else if (agentic && o.workload.traces.empty() && !has_recipe_traces(row, entries)) {
+      if (agentic && o.workload.traces.empty() && !has_recipe_traces(row, entries)) {
         c.unsupported = agentic_needs_traces(row);
       } else if (row.multinode && c.launcher != "endpoint" &&
                  !((c.launcher == "local" || c.launcher == "slurm") && serves_by_role(row))) {
@@ -404,9 +424,11 @@ Expected<std::vector<ConfigPlan>> group_configs(
                   "with a running deployment";
       } else {
         auto e = entries.find(row.config_key);
-        auto w = sweep::workload_for_row(row, e == entries.end() ? nullptr : e->second, o.workload);
+        const recipe::ConfigEntry* entry = e == entries.end() ? nullptr : e->second;
+        auto w = sweep::workload_for_row(row, entry, o.workload);
         if (!w) return w.error();
         c.workload = std::move(*w);
+        set_cache_flush(c, entry, o.workload);
       }
       if (auto e = entries.find(row.config_key);
           o.check_expect && e != entries.end() && e->second) {

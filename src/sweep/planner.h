@@ -38,6 +38,12 @@ struct WorkloadOverrides {
   size_t eval_limit = 0;
   // --tokenizer / --chat-template: replace the recipe's workload.tokenizer / chat-template.
   std::string tokenizer, chat_template;
+  // Routed deployments: --session-routing, --session-timeout, --flush-cache[=PATH] ("" not
+  // given; "off": none), --flush-timeout.
+  std::string session_routing;
+  std::optional<int64_t> session_timeout;
+  std::string flush_cache;
+  std::optional<double> flush_timeout;
 };
 
 struct PlanOptions {
@@ -78,6 +84,10 @@ struct ConfigPlan {
   /// `expect: spec-acceptance`, resolved for this server (the golden value at its draft length);
   /// none when the block has none or the row does not speculate (spec-decoding none).
   std::optional<load::SpecAcceptanceTarget> spec_acceptance;
+  /// The prefix cache emptied on every worker before each point (`workload: flush-cache`): the
+  /// endpoint's path ("" none) and how long to retry while requests drain.
+  std::string flush_path;
+  double flush_timeout_s = 120;
 
   /// One point of the configuration: a throughput concurrency or an eval.
   struct Point {

@@ -277,9 +277,11 @@ json::object sim_block(const std::string& role) {
     argv.emplace_back(role);
   }
   if (role == "router") {
-    for (const auto& w :
-         words({"--model", "{served-model}", "--prefill", "{prefill-urls}", "--decode",
-                "{decode-urls}", "--host", "{host}", "--port", "{port}"})) {
+    for (const auto& w : words({"--model", "{served-model}", "--prefill", "{prefill-urls}",
+                                "--decode", "{decode-urls}", "--host", "{host}", "--port", "{port}",
+                                // As a Dynamo frontend configured for session affinity: a replayed
+                                // session that names itself stays on its workers.
+                                "--router-session-affinity-ttl-secs", "3600"})) {
       argv.push_back(w);
     }
     return json::object{{"command", std::move(argv)}};

@@ -12,6 +12,28 @@ namespace ib::workload {
 
 namespace json = boost::json;
 
+std::optional<SessionRouting> parse_session_routing(std::string_view text) {
+  if (text == "none") return SessionRouting::kNone;
+  if (text == "dynamo-header") return SessionRouting::kDynamoHeader;
+  if (text == "dynamo-nvext") return SessionRouting::kDynamoNvext;
+  if (text == "smg-routing-key") return SessionRouting::kSmgRoutingKey;
+  return std::nullopt;
+}
+
+std::string_view session_routing_name(SessionRouting r) {
+  switch (r) {
+    case SessionRouting::kNone:
+      return "none";
+    case SessionRouting::kDynamoHeader:
+      return "dynamo-header";
+    case SessionRouting::kDynamoNvext:
+      return "dynamo-nvext";
+    case SessionRouting::kSmgRoutingKey:
+      return "smg-routing-key";
+  }
+  return "none";
+}
+
 void AgenticParams::apply_fast() {
   fast = true;
   duration_s = 1200;
@@ -39,6 +61,10 @@ Status AgenticParams::validate(const std::string& where) const {
   if (warmup_requests_per_lane < 0) {
     return Error{fmt::format("{}warmup-requests-per-lane must be zero or more (got {})", at,
                              warmup_requests_per_lane)};
+  }
+  if (session_timeout_s < 1) {
+    return Error{
+        fmt::format("{}session-timeout must be at least 1 s (got {})", at, session_timeout_s)};
   }
   if (max_traces < 0) {
     return Error{fmt::format("{}max-traces must be zero (all) or more (got {})", at, max_traces)};
@@ -145,6 +171,13 @@ json::object AgenticWorkload::canonical(int64_t concurrency) const {
   o["time_scale"] = p.time_scale;
   o["seed"] = static_cast<int64_t>(p.seed);
   o["use_think_time_only"] = p.use_think_time_only;
+  // What the requests carry for a router: another wire, another measurement.
+  if (p.session_routing != SessionRouting::kNone) {
+    o["session_routing"] = std::string(session_routing_name(p.session_routing));
+    if (p.session_routing == SessionRouting::kDynamoNvext) {
+      o["session_timeout_s"] = p.session_timeout_s;
+    }
+  }
   if (p.tokenizer) o["tokenizer"] = p.tokenizer->identity();
   return o;
 }

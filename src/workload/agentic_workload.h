@@ -5,7 +5,9 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tokenizer/serving.h"
@@ -14,6 +16,20 @@
 #include "workload/workload.h"
 
 namespace ib::workload {
+
+/// How a replayed session tells a router which requests belong together, so that every turn of
+/// a conversation lands on the worker that holds its prefix (AgentX's extras for routed
+/// deployments, docs/agentic.md "Routed deployments"):
+///   dynamo-header    X-Dynamo-Session-ID: <session's correlation id> on each request, and
+///                    X-Dynamo-Parent-Session-ID: <parent's> on a subagent's (Dynamo's
+///                    --router-session-affinity-ttl-secs);
+///   dynamo-nvext     "nvext": {"session_control": {"session_id", "action": "bind", "timeout"}} in
+///                    the body, "action": "close" on the session's last turn (AIPerf's
+///                    --use-dynamo-conv-aware-routing, what InferenceX runs dynamo-* rows with);
+///   smg-routing-key  X-SMG-Routing-Key: <correlation id> (SGLang Model Gateway).
+enum class SessionRouting { kNone, kDynamoHeader, kDynamoNvext, kSmgRoutingKey };
+std::optional<SessionRouting> parse_session_routing(std::string_view text);
+std::string_view session_routing_name(SessionRouting r);
 
 /// Replay parameters, defaults as InferenceX runs AgentX (benchmark_lib.sh): 3600 s, 10 warmup
 /// requests per lane, t* in [0.25, 0.75], 300 s per-tree idle cap, seed 42.
@@ -31,6 +47,8 @@ struct AgenticParams {
   uint64_t seed = 42;
   bool use_think_time_only = false;
   bool fast = false;  // the agentx-fast preset: 1200 s, 1 warmup request per lane
+  SessionRouting session_routing = SessionRouting::kNone;
+  int64_t session_timeout_s = 3600;  // dynamo-nvext's "timeout" (InferenceX: 3600)
   /// --tokenizer: blocks are cut from the words that are single tokens for it, so a block is
   /// exactly block_size tokens and the marker is counted with it (docs/tokenizer.md).
   std::shared_ptr<const tokenizer::ServingTokenizer> tokenizer;

@@ -196,6 +196,143 @@ TEST(Disagg, APrefixAwareRouterSendsASharedPrefixToOnePrefillWorker) {
       << m->body;
 }
 
+// The value of `series` (name and labels, exactly) in a /metrics text; NaN when absent.
+double series_value(const std::string& text, const std::string& series) {
+  const size_t at = text.find("\n" + series + " ");  // a sample line, not its # HELP
+  return at == std::string::npos ? std::nan("") : std::atof(text.c_str() + at + series.size() + 2);
+}
+
+// The router's session affinity (as Dynamo's --router-session-affinity-ttl-secs): a request that
+// names its session (X-Dynamo-Session-ID, or nvext.session_control) goes where the session's
+// first went, until it closes; and a worker's /flush_cache empties its prefix cache only when it
+// is idle (SGLang's 400 otherwise).
+TEST(Disagg, SessionAffinityPinsASessionAndTheCacheFlushWaitsForIdle) {
+  TempDir dir;
+  auto p1 = worker(dir, "p1", "prefill");
+  auto p2 = worker(dir, "p2", "prefill");
+  auto dec = worker(dir, "decode", "decode");
+  ASSERT_TRUE(p1->running() && p2->running() && dec->running());
+  SimServer router(role_dir(dir, "router"),
+                   {"--role", "router", "--router-session-affinity-ttl-secs", "60", "--prefill",
+                    p1->url(), "--prefill", p2->url(), "--decode", dec->url()});
+  ASSERT_TRUE(router.running()) << router.log();
+  http::ClientTimeouts t;
+  t.total = std::chrono::seconds(10);
+  auto send = [&](const std::string& body, const std::string& headers) {
+    auto r = http::http_post(router.endpoint(), "/v1/completions", body, t, headers);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_EQ(r->status, 200) << r->body;
+  };
+  // Session s1 by Dynamo's header: three requests, one prefill worker (round robin would
+  // alternate).
+  for (int i = 0; i < 3; ++i) {
+    send(R"({"prompt":"a b c","max_tokens":2})", "X-Dynamo-Session-ID: s1\r\n");
+  }
+  EXPECT_EQ(worker_metric(*p1, "inferbench_sim:kv_served_total") +
+                worker_metric(*p2, "inferbench_sim:kv_served_total"),
+            3);
+  EXPECT_TRUE(worker_metric(*p1, "inferbench_sim:kv_served_total") == 3 ||
+              worker_metric(*p2, "inferbench_sim:kv_served_total") == 3);
+  // Session s2 in the body, as AIPerf's conversation-aware routing: bind, bind, close.
+  for (const char* action : {"bind", "bind", "close"}) {
+    send(fmt::format(R"({{"prompt":"x y","max_tokens":2,"nvext":{{"session_control":)"
+                     R"({{"session_id":"s2","action":"{}","timeout":60}}}}}})",
+                     action),
+         "");
+  }
+  send(R"({"prompt":"no session","max_tokens":2})", "");
+  auto m = http::http_get(router.endpoint(), "/metrics", std::chrono::seconds(5));
+  ASSERT_TRUE(m.ok());
+  auto count = [&](const char* result) {
+    return series_value(
+        m->body,
+        fmt::format(R"(inferbench_sim:router_session_requests_total{{result="{}"}})", result));
+  };
+  EXPECT_EQ(count("bind"), 2) << m->body;
+  EXPECT_EQ(count("hit"), 4);  // s1 twice, s2 twice (its close went where it was bound)
+  EXPECT_EQ(count("close"), 1);
+  EXPECT_EQ(count("unnamed"), 1);
+  EXPECT_EQ(series_value(m->body, "inferbench_sim:router_sessions"), 1);  // s1; s2 closed
+
+  // /flush_cache: refused while the decode worker runs a request, done once it is idle.
+  std::thread busy([&] {
+    (void)http::http_post(dec->endpoint(), "/v1/completions",
+                          R"({"prompt":"long","max_tokens":1000,"ignore_eos":true})", t);
+  });
+  std::optional<http::SimpleResponse> refused;
+  for (int i = 0; i < 200 && !refused; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    auto r = http::http_post(dec->endpoint(), "/flush_cache", "", t);
+    if (r.ok() && r->status == 400) refused = *r;
+  }
+  busy.join();
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_NE(refused->body.find("Cache not flushed"), std::string::npos) << refused->body;
+  auto done = http::http_post(dec->endpoint(), "/flush_cache", "", t);
+  ASSERT_TRUE(done.ok());
+  EXPECT_EQ(done->status, 200);
+  EXPECT_NE(done->body.find("Cache flushed"), std::string::npos);
+}
+
+// An AgentX replay behind the router with AIPerf's conversation-aware routing: every request's
+// body carries nvext.session_control (bind on a session's turns, close on its last), so the
+// router keeps each session on its workers; none arrives without its session.
+TEST(Disagg, AgenticReplayNamesEverySessionToTheRouter) {
+  TempDir dir;
+  // The link as fast as loopback: the traces' prompts run to 100k tokens.
+  const std::vector<std::string> args = {"--timing-model",  "simple", "--decode-base-ms", "1",
+                                         "--max-model-len", "262144"};
+  auto with_role = [&](const char* role) {
+    auto a = args;
+    a.insert(a.end(), {"--role", role});
+    return std::make_unique<SimServer>(role_dir(dir, role), a);
+  };
+  auto pre = with_role("prefill");
+  auto dec = with_role("decode");
+  ASSERT_TRUE(pre->running() && dec->running());
+  SimServer router(role_dir(dir, "router"),
+                   {"--role", "router", "--router-session-affinity-ttl-secs", "60", "--prefill",
+                    pre->url(), "--decode", dec->url()});
+  ASSERT_TRUE(router.running()) << router.log();
+  const fs::path out = dir.path() / "result.json";
+  auto r = run_inferbench({"bench",
+                           "--workload",
+                           "agentic",
+                           "--endpoint",
+                           router.url(),
+                           "--traces",
+                           std::string(INFERBENCH_TEST_DATA) + "/agentx-traces/trace_0460.json",
+                           "--concurrency",
+                           "2",
+                           "--time-scale",
+                           "100",
+                           "--duration",
+                           "200",
+                           "--warmup-requests-per-lane",
+                           "1",
+                           "--session-routing",
+                           "dynamo-nvext",
+                           "--session-timeout",
+                           "90",
+                           "--output",
+                           out.string()},
+                          dir.path() / "bench.log", std::chrono::seconds(120));
+  ASSERT_FALSE(r.timed_out) << r.output;
+  ASSERT_EQ(r.exit.code, 0) << r.output;
+  EXPECT_GT(read_json(out).at("completed").as_int64(), 0);
+  EXPECT_EQ(read_json(out).at("session_routing").as_string(), "dynamo-nvext");
+  auto m = http::http_get(router.endpoint(), "/metrics", std::chrono::seconds(5));
+  ASSERT_TRUE(m.ok());
+  auto count = [&](const char* result) {
+    return series_value(
+        m->body,
+        fmt::format(R"(inferbench_sim:router_session_requests_total{{result="{}"}})", result));
+  };
+  EXPECT_GT(count("bind"), 1) << m->body;  // a session a lane at least
+  EXPECT_GT(count("hit"), 0);
+  EXPECT_EQ(count("unnamed"), 0);
+}
+
 }  // namespace
 }  // namespace ib::e2e
 

@@ -253,4 +253,31 @@ inline int unused_port() {
   return a.local_endpoint().port();
 }
 
+/// A stand-in nvidia-smi in dir/bin, as the real one prints `--query-gpu=... --format=csv,nounits
+/// --loop-ms=N`: a header, then every 100 ms a line per GPU (`gpus` of them) at `watts` (or a
+/// token such as [N/A]). Returns the bin folder (put it first on PATH; a Slurm step inherits it).
+inline fs::path fake_nvidia_smi(const fs::path& dir, const std::string& watts, int gpus = 1) {
+  const fs::path bin = dir / "bin";
+  fs::create_directories(bin);
+  std::string script =
+      "#!/bin/sh\n"
+      "echo 'timestamp, index, power.draw [W], utilization.gpu [%], memory.used [MiB], "
+      "clocks.sm [MHz]'\n"
+      "while true; do\n"
+      "  t=$(date +'%Y/%m/%d %H:%M:%S.%3N')\n";
+  for (int g = 0; g < gpus; ++g) {
+    script += "  echo \"$t, " + std::to_string(g) + ", " + watts + ", 87, 70000, 1980\"\n";
+  }
+  script += "  sleep 0.1\ndone\n";
+  (void)write_file_atomic(bin / "nvidia-smi", script);
+  fs::permissions(bin / "nvidia-smi", fs::perms::owner_all, fs::perm_options::replace);
+  return bin;
+}
+
+/// PATH with `bin` first, for run_inferbench's environment.
+inline std::map<std::string, std::string> path_with(const fs::path& bin) {
+  const char* path = std::getenv("PATH");
+  return {{"PATH", bin.string() + ":" + (path ? path : "/usr/bin:/bin")}};
+}
+
 }  // namespace ib::e2e

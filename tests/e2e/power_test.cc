@@ -10,38 +10,11 @@
 namespace ib::e2e {
 namespace {
 
-// A stand-in nvidia-smi: two GPUs at `watts` each (or [N/A]), every 100 ms until killed.
-fs::path fake_nvidia_smi(const fs::path& dir, const std::string& watts) {
-  const fs::path bin = dir / "bin";
-  fs::create_directories(bin);
-  const fs::path tool = bin / "nvidia-smi";
-  std::ofstream f(tool);
-  f << "#!/bin/sh\n"
-       "echo 'timestamp, index, power.draw [W], utilization.gpu [%], memory.used [MiB], "
-       "clocks.sm [MHz]'\n"
-       "while true; do\n"
-       "  t=$(date +'%Y/%m/%d %H:%M:%S.%3N')\n"
-       "  echo \"$t, 0, "
-    << watts << ", 87, 70000, 1980\"\n"
-    << "  echo \"$t, 1, " << watts
-    << ", 85, 70000, 1980\"\n"
-       "  sleep 0.1\n"
-       "done\n";
-  f.close();
-  ::chmod(tool.c_str(), 0755);
-  return bin;
-}
-
-std::map<std::string, std::string> path_with(const fs::path& bin) {
-  const char* path = std::getenv("PATH");
-  return {{"PATH", bin.string() + ":" + (path ? path : "/usr/bin:/bin")}};
-}
-
 TEST(GpuPower, EnergyPerTokenFromTheSamplerOverTheMeasuredWindow) {
   TempDir dir;
   SimServer sim(dir.path());
   ASSERT_TRUE(sim.running());
-  const fs::path bin = fake_nvidia_smi(dir.path(), "350.00");
+  const fs::path bin = fake_nvidia_smi(dir.path(), "350.00", 2);
   const fs::path out = dir.path() / "r.json";
   auto r =
       run_inferbench({"bench", "--endpoint", sim.url(), "--isl", "256", "--osl", "32",
@@ -66,7 +39,7 @@ TEST(GpuPower, RequirePowerFailsThePointWhenPowerIsNotAvailable) {
   TempDir dir;
   SimServer sim(dir.path());
   ASSERT_TRUE(sim.running());
-  const fs::path bin = fake_nvidia_smi(dir.path(), "[N/A]");
+  const fs::path bin = fake_nvidia_smi(dir.path(), "[N/A]", 2);
   auto r = run_inferbench(
       {"bench", "--endpoint", sim.url(), "--isl", "64", "--osl", "8", "--num-prompts", "16",
        "--concurrency", "4", "--num-gpus", "2", "--gpu-power", "nvidia-smi", "--require-power"},

@@ -10,6 +10,7 @@
 
 #include "core/command.h"
 #include "core/files.h"
+#include "core/gzip.h"
 #include "e2e_util.h"
 #include "slurm_util.h"
 #include "store/store.h"
@@ -77,36 +78,26 @@ std::string queued_like(const std::string& prefix) {
   return out;
 }
 
+// The values of a series in stored scrapes (their text JSON-escaped): what follows each `needle`.
+std::vector<double> series_values(const std::string& scrapes, const std::string& needle) {
+  std::vector<double> out;
+  for (size_t at = scrapes.find(needle); at != std::string::npos;
+       at = scrapes.find(needle, at + 1)) {
+    out.push_back(std::strtod(scrapes.c_str() + at + needle.size(), nullptr));
+  }
+  return out;
+}
+
 std::string node_of(const boost::json::object& roles, const char* label) {
   const auto* r = roles.if_contains(label);
   if (r == nullptr || !r->is_object() || !r->as_object().contains("node")) return "";
   return std::string(r->as_object().at("node").as_string());
 }
 
-// A stand-in nvidia-smi for every node (the steps inherit the sweep's PATH): one GPU at `watts`
-// every 100 ms, as the real one prints it.
-fs::path fake_nvidia_smi(const fs::path& dir, const std::string& watts) {
-  const fs::path bin = dir / "bin";
-  fs::create_directories(bin);
-  std::ofstream(bin / "nvidia-smi")
-      << "#!/bin/sh\n"
-         "echo 'timestamp, index, power.draw [W], utilization.gpu [%], memory.used [MiB], "
-         "clocks.sm [MHz]'\n"
-         "while true; do\n"
-         "  echo \"$(date +'%Y/%m/%d %H:%M:%S.%3N'), 0, "
-      << watts
-      << ", 90, 70000, 1980\"\n"
-         "  sleep 0.1\n"
-         "done\n";
-  fs::permissions(bin / "nvidia-smi", fs::perms::owner_all, fs::perm_options::replace);
-  return bin;
-}
-
 TEST(SlurmDisagg, OnePrefillOneDecodeAndTwoPrefillOneDecodeOnThreeNodes) {
   REQUIRE_SLURM_OR_SKIP();
   TempDir dir;
   const fs::path bin = fake_nvidia_smi(dir.path(), "250.00");
-  const char* path = std::getenv("PATH");
   const std::string model = fmt::format("sim-slurm-disagg-{}", ::getpid());
   const fs::path recipe = dir.path() / "disagg.yaml";
   std::ofstream(recipe) << slurm_disagg_recipe(
@@ -126,8 +117,7 @@ TEST(SlurmDisagg, OnePrefillOneDecodeAndTwoPrefillOneDecodeOnThreeNodes) {
   auto r = run_inferbench({"sweep", recipe.string(), "--launcher", "slurm", "--runs-dir",
                            runs.string(), "--startup-timeout", "60", "--point-timeout", "60",
                            "--gpu-power", "nvidia-smi", "--require-power"},
-                          dir.path() / "sweep.log", std::chrono::seconds(240),
-                          {{"PATH", bin.string() + ":" + (path ? path : "/usr/bin:/bin")}});
+                          dir.path() / "sweep.log", std::chrono::seconds(240), path_with(bin));
   ASSERT_FALSE(r.timed_out) << r.output;
   ASSERT_EQ(r.exit.code, 0) << r.output;
 
@@ -243,6 +233,86 @@ TEST(SlurmDisagg, AnInferenceXRowWithServeSimStandingIn) {
   const auto& roles = c.effective_config.at("roles").as_object();
   EXPECT_NE(node_of(roles, "prefill-0"), node_of(roles, "decode-0"));
   EXPECT_EQ(queued_like("ib-ix-dynamo-trt"), "");
+  EXPECT_EQ(processes_with(model), 0);
+}
+
+// A multi-node agentic row as InferenceX's master configs write it (AgentX replay on a
+// disaggregated deployment), serve-sim standing in, with AgentX's extras for routed deployments:
+// each request names its session to the router (Dynamo's header), and every worker's prefix
+// cache is emptied before each concurrency point (POST /flush_cache, drain-retry).
+TEST(SlurmDisagg, AMultiNodeAgenticRowWithSessionAffinityAndACacheFlushPerPoint) {
+  REQUIRE_SLURM_OR_SKIP();
+  TempDir dir;
+  const std::string model = fmt::format("sim-ix-agentic-{}", ::getpid());
+  const fs::path recipe = dir.path() / "ix-agentic.yaml";
+  std::ofstream(recipe) << fmt::format(R"(ix-agentic-sglang:
+  image: lmsysorg/sglang:v0.5.17
+  model: {}
+  model-prefix: dsv4
+  runner: cluster:mi355x
+  precision: fp4
+  framework: sglang-disagg
+  kv-p2p-transfer: mori
+  multinode: true
+  disagg: true
+  workload:
+    traces: {}/agentx-traces/trace_0460.json
+    time-scale: 100
+    duration: 300
+    warmup-requests-per-lane: 1
+    session-routing: dynamo-header
+    flush-cache: true
+    flush-timeout: 30
+  scenarios:
+    agentic-coding:
+    - search-space:
+      - spec-decoding: "none"
+        conc-list: [ 1, 2 ]
+        kv-offloading: none
+        prefill: {{ num-worker: 1, tp: 8, ep: 1, dp-attn: false }}
+        decode: {{ num-worker: 1, tp: 8, ep: 1, dp-attn: false }}
+)",
+                                       model, INFERBENCH_TEST_DATA);
+  const fs::path runs = dir.path() / "runs";
+  auto r = run_inferbench({"sweep", recipe.string(), "--launcher", "slurm", "--stand-in",
+                           "serve-sim", "--runs-dir", runs.string(), "--startup-timeout", "60"},
+                          dir.path() / "sweep.log", std::chrono::seconds(240));
+  ASSERT_FALSE(r.timed_out) << r.output;
+  // Time-scaled and shorter than AgentX's floor: measured, not submission-valid, exit 0.
+  ASSERT_EQ(r.exit.code, 0) << r.output;
+  EXPECT_NE(r.output.find("emptying the prefix cache of 2 workers (POST /flush_cache)"),
+            std::string::npos)
+      << r.output;
+  auto db = store::Store::open_existing(runs / "inferbench.db");
+  ASSERT_TRUE(db.ok()) << db.error().message;
+  auto run = db->list_runs()->front();
+  auto points = db->points(run.run.id);
+  ASSERT_TRUE(points.ok());
+  ASSERT_EQ(points->size(), 2u);
+  for (const auto& p : *points) {
+    EXPECT_GT(num(p.result, "completed"), 0) << boost::json::serialize(p.result);
+    // Each point started cold: both workers confirmed their prefix cache empty.
+    const auto& flush = p.result.at("cache_flush").as_object();
+    EXPECT_TRUE(flush.at("all_flushed").as_bool()) << boost::json::serialize(flush);
+    std::set<std::string> flushed;
+    for (const auto& w : flush.at("workers").as_array()) {
+      if (w.at("flushed").as_bool()) flushed.insert(std::string(w.at("worker").as_string()));
+    }
+    EXPECT_EQ(flushed, (std::set<std::string>{"prefill-0", "decode-0"}));
+    // The router bound each session on its first request and sent the rest where it went; no
+    // request came without its session's name.
+    const std::string scrapes = *gzip_decompress(
+        *read_file(fs::path(p.artifacts_dir) /
+                   fmt::format("server_metrics_conc_{}.jsonl.gz",
+                               p.result.at("max_concurrency").to_number<int64_t>())));
+    const auto hits = series_values(scrapes, R"(router_session_requests_total{result=\"hit\"} )");
+    const auto unnamed =
+        series_values(scrapes, R"(router_session_requests_total{result=\"unnamed\"} )");
+    ASSERT_FALSE(hits.empty()) << "the router's session counters were not scraped";
+    EXPECT_GT(hits.back(), 0);
+    for (double u : unnamed) EXPECT_EQ(u, 0);
+  }
+  EXPECT_EQ(queued_like("ib-ix-agentic-sglang"), "");
   EXPECT_EQ(processes_with(model), 0);
 }
 

@@ -210,28 +210,14 @@ namespace {
 // integrates them over the point's window.
 TEST_F(SlurmLauncherE2E, SweepSamplesGpuPowerInsideTheJob) {
   REQUIRE_SLURM_OR_SKIP();
-  const fs::path bin = dir.path() / "bin";
-  fs::create_directories(bin);
-  {
-    std::ofstream f(bin / "nvidia-smi");
-    f << "#!/bin/sh\n"
-         "echo 'timestamp, index, power.draw [W], utilization.gpu [%], memory.used [MiB], "
-         "clocks.sm [MHz]'\n"
-         "while true; do\n"
-         "  echo \"$(date +'%Y/%m/%d %H:%M:%S.%3N'), 0, 300.00, 90, 70000, 1980\"\n"
-         "  sleep 0.1\n"
-         "done\n";
-  }
-  fs::permissions(bin / "nvidia-smi", fs::perms::owner_all, fs::perm_options::replace);
+  const fs::path bin = fake_nvidia_smi(dir.path(), "300.00");
   const std::string model = unique_name("slurm-power-model");
   const fs::path recipe = dir.path() / "recipe.yaml";
   write_sim_recipe(recipe, "sim-power", model, "5", 64, "2");
   const fs::path runs = dir.path() / "runs";
-  const char* path = std::getenv("PATH");
   auto r = run_inferbench({"sweep", recipe.string(), "--launcher", "slurm", "--runs-dir",
                            runs.string(), "--startup-timeout", "60", "--require-power"},
-                          dir.path() / "sweep.log", std::chrono::seconds(120),
-                          {{"PATH", bin.string() + ":" + (path ? path : "/usr/bin:/bin")}});
+                          dir.path() / "sweep.log", std::chrono::seconds(120), path_with(bin));
   ASSERT_FALSE(r.timed_out) << r.output;
   ASSERT_EQ(r.exit.code, 0) << r.output;
   auto db = store::Store::open_existing(runs / "inferbench.db");
