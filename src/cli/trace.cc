@@ -9,8 +9,10 @@
 
 #include "cli/commands.h"
 #include "core/json_text.h"
+#include "core/strings.h"
 #include "report/table.h"
 #include "workload/agentic_dag.h"
+#include "workload/timed_trace.h"
 #include "workload/weka_trace.h"
 
 namespace ib::cli {
@@ -20,7 +22,81 @@ namespace {
 struct TraceStatsOptions {
   std::vector<std::string> paths;
   bool json = false;
+  std::string format = "weka";  // weka | mooncake | bailian | burstgpt | azure
+  int64_t block_size = 0;
+  double bucket_s = 0;
 };
+
+boost::json::object timed_stats_json(const workload::TimedTrace& t,
+                                     const workload::TimedTraceStats& s) {
+  auto lengths = [](const workload::TimedTraceStats::Lengths& l) {
+    return boost::json::object{{"min", l.min}, {"p50", l.p50}, {"p90", l.p90},
+                               {"p99", l.p99}, {"max", l.max}, {"mean", l.mean}};
+  };
+  boost::json::array buckets;
+  for (int64_t n : s.arrivals_per_bucket) buckets.emplace_back(n);
+  boost::json::array notes;
+  for (const auto& n : t.notes) notes.emplace_back(n);
+  boost::json::object o{{"file", t.source},
+                        {"format", std::string(workload::trace_format_name(t.format))},
+                        {"sha256", t.digest},
+                        {"requests", s.requests},
+                        {"span_s", s.span_s},
+                        {"mean_rate", s.mean_rate},
+                        {"peak_rate_1s", s.peak_rate_1s},
+                        {"input_tokens", s.input_tokens},
+                        {"output_tokens", s.output_tokens},
+                        {"input_length", lengths(s.input)},
+                        {"output_length", lengths(s.output)},
+                        {"bucket_s", s.bucket_s},
+                        {"arrivals_per_bucket", std::move(buckets)},
+                        {"notes", std::move(notes)}};
+  if (t.has_prefix()) {
+    o["block_size"] = t.block_size;
+    o["distinct_blocks"] = s.distinct_blocks;
+    o["reused_blocks"] = s.reused_blocks;
+    o["total_blocks"] = s.total_blocks;
+    o["theoretical_hit_tokens"] = s.hit_tokens;
+    o["theoretical_prefix_hit_pct"] = s.theoretical_hit_pct;
+  }
+  return o;
+}
+
+// `trace stats --format mooncake|bailian|burstgpt|azure FILE...`: timed request traces.
+int run_timed_stats(const TraceStatsOptions& o, workload::TraceFormat format) {
+  boost::json::array all;
+  report::Table table({{"trace", report::Align::kLeft},
+                       {"requests"},
+                       {"span s"},
+                       {"req/s"},
+                       {"peak/s"},
+                       {"input p50/p99/max"},
+                       {"output p50/p99/max"},
+                       {"block"},
+                       {"reused blocks"},
+                       {"prefix hit % (theoretical)"}});
+  std::string notes;
+  for (const auto& path : o.paths) {
+    auto t = workload::load_timed_trace(path, format, o.block_size);
+    if (!t) return fail("trace stats", with_kind(t.error(), ErrorKind::kUsage));
+    const auto s = workload::timed_trace_stats(*t, o.bucket_s);
+    all.push_back(timed_stats_json(*t, s));
+    const bool prefix = t->has_prefix();
+    table.add_row({path, std::to_string(s.requests), report::fixed(s.span_s, 1),
+                   report::fixed(s.mean_rate, 2), report::fixed(s.peak_rate_1s, 0),
+                   fmt::format("{}/{}/{}", s.input.p50, s.input.p99, s.input.max),
+                   fmt::format("{}/{}/{}", s.output.p50, s.output.p99, s.output.max),
+                   prefix ? std::to_string(t->block_size) : "-",
+                   prefix ? fmt::format("{} of {}", s.reused_blocks, s.distinct_blocks) : "-",
+                   prefix ? report::fixed(s.theoretical_hit_pct, 1) : "- (no hash ids)"});
+    for (const auto& n : t->notes) notes += fmt::format("note: {}: {}\n", path, n);
+  }
+  const std::string text = o.json
+                               ? json_text(boost::json::object{{"traces", std::move(all)}}) + "\n"
+                               : table.render() + notes;
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  return kExitOk;
+}
 
 boost::json::object dag_json(const workload::agentic::DagSummary& d) {
   return {{"sessions", d.sessions()},
@@ -75,6 +151,19 @@ boost::json::object stats_json(const TraceRow& r) {
 }
 
 int run_stats(const TraceStatsOptions& o) {
+  if (o.format != "weka") {
+    auto format = workload::parse_trace_format(o.format);
+    if (!format) {
+      return fail("trace stats",
+                  usage_error(fmt::format("--format must be weka, mooncake, bailian, burstgpt or "
+                                          "azure (got '{}')",
+                                          printable(o.format, 40))));
+    }
+    return run_timed_stats(o, *format);
+  }
+  if (o.block_size > 0) {
+    return fail("trace stats", usage_error("--block-size applies to --format mooncake or bailian"));
+  }
   std::vector<std::filesystem::path> paths(o.paths.begin(), o.paths.end());
   auto traces = workload::load_weka_traces(paths);
   if (!traces) {
@@ -144,7 +233,8 @@ int run_stats(const TraceStatsOptions& o) {
 
 RunFn register_trace(CLI::App& root) {
   auto o = std::make_shared<TraceStatsOptions>();
-  CLI::App* app = root.add_subcommand("trace", "Recorded agentic traces (Weka format)");
+  CLI::App* app = root.add_subcommand(
+      "trace", "Recorded traces: agentic sessions (Weka) and timed request logs (Mooncake, ...)");
   app->require_subcommand(1);
   CLI::App* stats = app->add_subcommand("stats",
                                         "Requests, subagents, tokens, theoretical prefix-cache hit "
@@ -153,6 +243,15 @@ RunFn register_trace(CLI::App& root) {
       ->required()
       ->check(existing_path());
   stats->add_flag("--json", o->json, "Print the statistics as JSON");
+  stats
+      ->add_option("--format", o->format,
+                   "weka (AgentX sessions) | mooncake | bailian | burstgpt | azure (timed "
+                   "request traces: arrivals, lengths, block reuse)")
+      ->capture_default_str();
+  add_integer(stats, "--block-size", o->block_size,
+              "Tokens per hash id (default: mooncake 512, bailian 16)", 1, 1 << 20);
+  stats->add_option("--bucket", o->bucket_s, "Seconds per arrival-rate bucket (JSON)")
+      ->transform(positive_real(86400));
   return [o]() { return run_stats(*o); };
 }
 

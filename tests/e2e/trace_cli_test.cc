@@ -58,3 +58,40 @@ TEST(TraceCli, StatsAsTableAndJson) {
 
 }  // namespace
 }  // namespace ib::e2e
+
+namespace ib::e2e {
+namespace {
+
+// Timed request traces in the four formats: requests, rates, lengths and, with hash ids, the
+// theoretical prefix hit of the committed traces (figures of tests/data/timed-traces/README.md).
+TEST(TraceCli, StatsOfTimedTraces) {
+  TempDir dir;
+  const std::string data = std::string(INFERBENCH_TEST_DATA) + "/timed-traces/";
+  auto js = run_inferbench({"trace", "stats", "--format", "mooncake",
+                            data + "mooncake_conversation_300.jsonl", "--json"},
+                           dir.path() / "m.log");
+  ASSERT_EQ(js.exit.code, 0) << js.output;
+  const auto m = boost::json::parse(js.output).at("traces").at(0).as_object();
+  EXPECT_EQ(m.at("requests").as_int64(), 300);
+  EXPECT_EQ(m.at("block_size").as_int64(), 512);
+  EXPECT_NEAR(m.at("theoretical_prefix_hit_pct").as_double(), 8.1, 0.05);
+  EXPECT_NEAR(m.at("span_s").as_double(), 102.0, 1e-9);
+  auto table = run_inferbench(
+      {"trace", "stats", "--format", "burstgpt", data + "burstgpt_synthetic_200.csv"},
+      dir.path() / "b.log");
+  ASSERT_EQ(table.exit.code, 0) << table.output;
+  EXPECT_NE(table.output.find("- (no hash ids)"), std::string::npos) << table.output;
+  // The wrong format is an error naming the file, line and field.
+  auto wrong =
+      run_inferbench({"trace", "stats", "--format", "mooncake", data + "azure_synthetic_200.csv"},
+                     dir.path() / "w.log");
+  EXPECT_EQ(wrong.exit.code, 2);
+  EXPECT_NE(wrong.output.find("azure_synthetic_200.csv:1: not JSON"), std::string::npos)
+      << wrong.output;
+  auto bad = run_inferbench({"trace", "stats", "--format", "sharegpt", data}, dir.path() / "f.log");
+  EXPECT_EQ(bad.exit.code, 2);
+  EXPECT_NE(bad.output.find("--format must be weka, mooncake"), std::string::npos) << bad.output;
+}
+
+}  // namespace
+}  // namespace ib::e2e
