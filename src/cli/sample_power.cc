@@ -54,9 +54,9 @@ std::unique_ptr<load::PowerSampler> start_sampler(const SamplePowerOptions& o,
 int run_sample_power(const SamplePowerOptions& o) {
   auto mode = load::parse_power_mode(o.gpu_power);
   if (!mode || *mode == load::PowerMode::kOff || *mode == load::PowerMode::kDcgm) {
-    return fail("sample-power", usage_error(fmt::format(
-                                    "--gpu-power must be auto, nvidia-smi or amd-smi (got '{}')",
-                                    o.gpu_power)));
+    return fail("sample-power",
+                usage_error(fmt::format(
+                    "--gpu-power must be auto, nvidia-smi or amd-smi (got '{}')", o.gpu_power)));
   }
   install_interrupt_handlers();
   auto sampler = start_sampler(o, *mode);

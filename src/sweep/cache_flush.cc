@@ -19,8 +19,8 @@ namespace {
 struct WorkerFlush {
   bool flushed = false;
   int tries = 0;
-  int status = 0;     // the last answer's HTTP status (0: none)
-  std::string said;   // the last answer's body, or the connection error
+  int status = 0;    // the last answer's HTTP status (0: none)
+  std::string said;  // the last answer's body, or the connection error
   double seconds = 0;
 };
 

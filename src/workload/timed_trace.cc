@@ -4,8 +4,8 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <charconv>
 #include <boost/json.hpp>
+#include <charconv>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -94,7 +94,8 @@ Expected<int64_t> whole(const json::object& o, const char* key, const Where& at,
              v->as_double() == std::floor(v->as_double()) && std::abs(v->as_double()) < 1e15) {
     n = static_cast<int64_t>(v->as_double());
   } else {
-    return at(key, fmt::format("expected a whole number, got {}", printable(json::serialize(*v), 40)));
+    return at(key,
+              fmt::format("expected a whole number, got {}", printable(json::serialize(*v), 40)));
   }
   if (n < min || n > kMaxTokens) {
     return at(key, fmt::format("expected {} to {}, got {}", min, kMaxTokens, n));
@@ -126,10 +127,10 @@ Expected<double> seconds_field(const json::object& o, const char* key, const Whe
 Status check_ids(const TimedRequest& r, int64_t block, const Where& at) {
   const int64_t want = (r.input_len + block - 1) / block;
   if (static_cast<int64_t>(r.hash_ids.size()) != want) {
-    return at("hash_ids", fmt::format("{} ids for input_length {}: {}-token blocks need "
-                                      "ceil({} / {}) = {}",
-                                      r.hash_ids.size(), r.input_len, block, r.input_len, block,
-                                      want));
+    return at("hash_ids",
+              fmt::format("{} ids for input_length {}: {}-token blocks need "
+                          "ceil({} / {}) = {}",
+                          r.hash_ids.size(), r.input_len, block, r.input_len, block, want));
   }
   return Status::Ok();
 }
@@ -225,11 +226,13 @@ Expected<double> azure_time(const std::string& text, const Where& at) {
   char* end = nullptr;
   const double s = std::strtod(rest.c_str(), &end);
   if (rest.empty() || !std::isfinite(s) || s < 0 || s >= 61) {
-    return at("TIMESTAMP", fmt::format("expected seconds after HH:MM:, got '{}'", printable(text, 40)));
+    return at("TIMESTAMP",
+              fmt::format("expected seconds after HH:MM:, got '{}'", printable(text, 40)));
   }
   std::string zone(end);
   if (!zone.empty() && zone != "Z" && zone != "+00:00") {
-    return at("TIMESTAMP", fmt::format("unexpected text after the time: '{}'", printable(zone, 20)));
+    return at("TIMESTAMP",
+              fmt::format("unexpected text after the time: '{}'", printable(zone, 20)));
   }
   // Days from the civil date (Howard Hinnant's algorithm).
   const int yy = y - (mo <= 2 ? 1 : 0);
@@ -298,7 +301,8 @@ Status parse_csv(std::string_view text, TimedTrace& out) {
     return Status::Ok();
   });
   if (!st) return st;
-  if (column.empty()) return Error{fmt::format("{}: empty (no header row)", out.source), ErrorKind::kInput};
+  if (column.empty())
+    return Error{fmt::format("{}: empty (no header row)", out.source), ErrorKind::kInput};
   if (zero_rows > 0) {
     out.notes.push_back(fmt::format(
         "{} row{} with 0 {} or 0 {} left out (a request of no tokens cannot be replayed{})",
@@ -351,7 +355,8 @@ Expected<TimedTrace> parse_timed_trace(std::string_view text, TraceFormat format
 Expected<TimedTrace> load_timed_trace(const std::filesystem::path& path, TraceFormat format,
                                       int64_t block_size) {
   auto text = read_file(path);
-  if (!text) return Error{fmt::format("{}: {}", path.string(), text.error().message), ErrorKind::kInput};
+  if (!text)
+    return Error{fmt::format("{}: {}", path.string(), text.error().message), ErrorKind::kInput};
   return parse_timed_trace(*text, format, path.string(), block_size);
 }
 
@@ -467,9 +472,9 @@ TimedTraceStats timed_trace_stats(const TimedTrace& trace, double bucket_s) {
     s.distinct_blocks = static_cast<int64_t>(uses.size());
     for (const auto& [id, n] : uses) s.reused_blocks += n > 1 ? 1 : 0;
     for (int64_t h : theoretical_hits(trace)) s.hit_tokens += h;
-    s.theoretical_hit_pct =
-        s.input_tokens > 0 ? 100.0 * static_cast<double>(s.hit_tokens) / static_cast<double>(s.input_tokens)
-                           : 0;
+    s.theoretical_hit_pct = s.input_tokens > 0 ? 100.0 * static_cast<double>(s.hit_tokens) /
+                                                     static_cast<double>(s.input_tokens)
+                                               : 0;
   }
   return s;
 }

@@ -40,9 +40,9 @@ struct TimedRequest {
 
 struct TimedTrace {
   TraceFormat format = TraceFormat::kMooncake;
-  std::string source;        // the file's path as given
-  std::string digest;        // SHA-256 of the file's bytes
-  int64_t block_size = 0;    // tokens per hash id; 0: no prefix data
+  std::string source;                  // the file's path as given
+  std::string digest;                  // SHA-256 of the file's bytes
+  int64_t block_size = 0;              // tokens per hash id; 0: no prefix data
   std::vector<TimedRequest> requests;  // in arrival order (stable for equal times)
   /// What was left out or changed, one line each (rows BurstGPT logged with 0 response tokens,
   /// a file whose times were not in order).
@@ -72,9 +72,9 @@ TimedTrace cut_window(const TimedTrace& trace, const TraceWindow& window);
 /// What a trace holds (`inferbench trace stats`).
 struct TimedTraceStats {
   int64_t requests = 0;
-  double span_s = 0;          // last arrival - first
-  double mean_rate = 0;       // requests / span (0 when the span is 0)
-  double peak_rate_1s = 0;    // most arrivals in any 1 s window starting at an arrival
+  double span_s = 0;        // last arrival - first
+  double mean_rate = 0;     // requests / span (0 when the span is 0)
+  double peak_rate_1s = 0;  // most arrivals in any 1 s window starting at an arrival
   int64_t input_tokens = 0, output_tokens = 0;
   struct Lengths {
     int64_t min = 0, p50 = 0, p90 = 0, p99 = 0, max = 0;

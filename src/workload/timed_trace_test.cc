@@ -7,10 +7,13 @@ namespace {
 
 TEST(TimedTrace, MooncakeMillisecondsAnd512TokenBlocks) {
   auto t = parse_timed_trace(
-      "{\"timestamp\": 27482, \"input_length\": 655, \"output_length\": 52, \"hash_ids\": [46, 47]}\n"
-      "{\"timestamp\": 10535, \"input_length\": 672, \"output_length\": 26, \"hash_ids\": [46, 47]}\n"
+      "{\"timestamp\": 27482, \"input_length\": 655, \"output_length\": 52, \"hash_ids\": [46, "
+      "47]}\n"
+      "{\"timestamp\": 10535, \"input_length\": 672, \"output_length\": 26, \"hash_ids\": [46, "
+      "47]}\n"
       "\n"
-      "{\"timestamp\": 12000, \"input_length\": 1100, \"output_length\": 9, \"hash_ids\": [46, 48, 49]}\n",
+      "{\"timestamp\": 12000, \"input_length\": 1100, \"output_length\": 9, \"hash_ids\": [46, 48, "
+      "49]}\n",
       TraceFormat::kMooncake, "m.jsonl");
   ASSERT_TRUE(t.ok()) << t.error().message;
   EXPECT_EQ(t->block_size, 512);
@@ -78,11 +81,13 @@ TEST(TimedTrace, ErrorsNameTheFileLineAndField) {
     ASSERT_FALSE(t.ok()) << text;
     EXPECT_NE(t.error().message.find(want), std::string::npos) << t.error().message;
   };
-  expect_error("{\"timestamp\": 0, \"input_length\": 2000, \"output_length\": 5, \"hash_ids\": [1]}",
-               TraceFormat::kMooncake, "t.jsonl:1: hash_ids: 1 ids for input_length 2000");
-  expect_error("{\"timestamp\": 0, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [1]}\n"
-               "{\"timestamp\": -3, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [1]}",
-               TraceFormat::kMooncake, "t.jsonl:2: timestamp: expected a time >= 0");
+  expect_error(
+      "{\"timestamp\": 0, \"input_length\": 2000, \"output_length\": 5, \"hash_ids\": [1]}",
+      TraceFormat::kMooncake, "t.jsonl:1: hash_ids: 1 ids for input_length 2000");
+  expect_error(
+      "{\"timestamp\": 0, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [1]}\n"
+      "{\"timestamp\": -3, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [1]}",
+      TraceFormat::kMooncake, "t.jsonl:2: timestamp: expected a time >= 0");
   expect_error("{\"timestamp\": 0, \"input_length\": 0, \"output_length\": 1, \"hash_ids\": []}",
                TraceFormat::kMooncake, "t.jsonl:1: input_length: expected 1 to");
   expect_error("{\"timestamp\": 0, \"input_length\": 3, \"output_length\": 1.5, \"hash_ids\": [1]}",
