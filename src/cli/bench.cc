@@ -20,6 +20,7 @@
 #include "load/judge.h"
 #include "load/point_run.h"
 #include "workload/agentic_workload.h"
+#include "workload/trace_workload.h"
 
 namespace ib::cli {
 
@@ -48,6 +49,11 @@ struct BenchOptions {
   std::string gpu_power = "auto";
   CLI::Option* warmup_per_lane_option = nullptr;
   TokenizerOptions tokenizer;
+  // --workload trace (timed trace replay).
+  workload::TraceReplayParams trace;
+  std::string trace_format = "mooncake";
+  std::string window;
+  int64_t max_concurrency = 0;
   // --expect-spec-acceptance: the golden acceptance length the server must realise.
   double expect_al = 0;
   double al_tolerance = 0.1;
@@ -367,6 +373,54 @@ int run_bench_fixed(BenchOptions& o) {
   return finish_point(o, *report);
 }
 
+// --workload trace: one replay of a timed trace at its recorded times (docs/trace-replay.md).
+int run_bench_trace(BenchOptions& o) {
+  workload::TraceReplayParams& p = o.trace;
+  if (!o.agentic.traces.empty())
+    return fail("bench", usage_error("--traces needs --workload agentic"));
+  if (p.path.empty()) {
+    return fail("bench", usage_error("--workload trace needs --trace FILE (and --trace-format)"));
+  }
+  if (o.request_rate != 0) {
+    return fail("bench", usage_error("--request-rate does not apply to --workload trace: the "
+                                     "trace's times drive it (--time-scale scales them; "
+                                     "--max-concurrency caps the requests in flight)"));
+  }
+  // --concurrency / --max-concurrency: the cap (vLLM's meaning in open loop); none by default.
+  o.max_concurrency = o.concurrency_option->count() > 0 ? o.spec.shape.concurrency : 0;
+  auto format = workload::parse_trace_format(o.trace_format);
+  if (!format) {
+    return fail("bench", usage_error(fmt::format("--trace-format must be mooncake, bailian, "
+                                                 "burstgpt or azure (got '{}')",
+                                                 printable(o.trace_format, 40))));
+  }
+  p.format = *format;
+  if (!o.window.empty()) {
+    auto w = workload::parse_trace_window(o.window);
+    if (!w) return fail("bench", w.error());
+    p.window = *w;
+  }
+  p.time_scale = o.agentic.time_scale;
+  if (auto rc = set_bench_request_options(o)) return *rc;
+  if (auto rc = set_bench_client_options(o)) return *rc;
+  p.chat = o.spec.api == openai::Api::kChat;
+  p.tokenizer = o.spec.workload.tokenizer;
+  p.seed = o.spec.workload.seed;
+  auto wl = workload::TraceWorkload::load(p);
+  if (!wl) return fail("bench", with_kind(wl.error(), ErrorKind::kUsage));
+  auto plan = (*wl)->plan(o.max_concurrency);
+  if (!plan) return fail("bench", with_kind(plan.error(), ErrorKind::kUsage));
+  for (const auto& n : (*wl)->trace().notes) fmt::print(stderr, "note: {}: {}\n", p.path, n);
+  o.spec.shape.mode = load::LoadMode::kOpenLoop;
+  o.spec.shape.schedule_ns = plan->requests()->schedule_ns;
+  o.spec.shape.concurrency = static_cast<int>(o.max_concurrency);
+  o.spec.show_progress = true;
+  install_interrupt_handlers();
+  auto run = load::run_point(o.spec, *plan);
+  if (!run) return fail("bench", with_kind(run.error(), ErrorKind::kUsage));
+  return finish_point(o, std::get<load::BenchReport>(*run));
+}
+
 int run(BenchOptions& o) {
   // Checked before anything runs: a point can take hours, and its result must not be lost.
   if (auto same = same_output_files({{"--output", o.output}, {"--details", o.details}})) {
@@ -381,9 +435,12 @@ int run(BenchOptions& o) {
   }
   o.spec.power = *power;
   if (o.workload == "agentic") return run_agentic(o);
+  if (o.workload == "trace") return run_bench_trace(o);
+  if (!o.trace.path.empty()) return fail("bench", usage_error("--trace needs --workload trace"));
   if (o.workload != "fixed") {
-    return fail("bench", usage_error(fmt::format(
-                             "--workload must be 'fixed' or 'agentic' (got '{}')", o.workload)));
+    return fail("bench",
+                usage_error(fmt::format(
+                    "--workload must be 'fixed', 'agentic' or 'trace' (got '{}')", o.workload)));
   }
   return run_bench_fixed(o);
 }
@@ -504,8 +561,20 @@ void add_bench_tokenizer_options(CLI::App* app, BenchOptions& o) {
 // --workload and the AgentX replay's options (--workload agentic).
 void add_bench_agentic_options(CLI::App* app, BenchOptions& o) {
   app->add_option("--workload", o.workload,
-                  "fixed (random prompts of --isl/--osl) | agentic (AgentX replay of --traces)")
+                  "fixed (random prompts of --isl/--osl) | agentic (AgentX replay of --traces) | "
+                  "trace (a timed trace at its recorded times: --trace, --trace-format)")
       ->capture_default_str();
+  app->add_option("--trace", o.trace.path,
+                  "trace: the timed trace file (Mooncake/Bailian JSONL, BurstGPT/Azure CSV)")
+      ->check(input_file());
+  app->add_option("--trace-format", o.trace_format, "trace: mooncake | bailian | burstgpt | azure")
+      ->capture_default_str();
+  add_integer(app, "--block-size", o.trace.block_size,
+              "trace: tokens per hash id (default: mooncake 512, bailian 16)", 1, 1 << 20);
+  app->add_option("--window", o.window,
+                  "trace: only the requests in START:END seconds of the trace (':600', '300:')");
+  add_integer(app, "--max-requests", o.trace.max_requests,
+              "trace: replay the first N requests (of the window) only (0: all)", 0, kMaxRequests);
   app->add_option("--traces", o.agentic.traces,
                   "agentic: Weka traces to replay (files, .jsonl corpora or folders)")
       ->check(existing_path());
@@ -518,7 +587,8 @@ void add_bench_agentic_options(CLI::App* app, BenchOptions& o) {
           ->capture_default_str();
   app->add_option("--time-scale", o.agentic.time_scale,
                   "agentic: divide every recorded delay, cap and duration by K (pair with "
-                  "serve-sim --time-scale K; not submission-valid)")
+                  "serve-sim --time-scale K; not submission-valid); trace: multiply every "
+                  "recorded time by K (0.5 replays at twice the rate)")
       ->capture_default_str()
       ->transform(positive_real(kMaxTimeScale));
   app->add_option_function<std::string>(

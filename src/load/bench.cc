@@ -12,6 +12,7 @@
 #include "core/clock.h"
 #include "core/progress.h"
 #include "load/tokenize_check.h"
+#include "load/trace_fidelity.h"
 #include "metrics/steady.h"
 #include "telemetry/dcgm.h"
 #include "telemetry/roles.h"
@@ -215,7 +216,10 @@ struct RequestPointFacts {
 // The load shape's keys of the result JSON (as vLLM's benchmark_serving names them).
 void add_load_shape_json(boost::json::object& j, const LoadShape& shape) {
   const bool open_loop = shape.mode == LoadMode::kOpenLoop;
-  if (open_loop) {
+  if (open_loop && !shape.schedule_ns.empty()) {
+    j["request_rate"] = "trace";  // the trace's own arrival times
+    j["arrival"] = "trace";
+  } else if (open_loop) {
     j["request_rate"] = shape.arrivals.rate;
     j["burstiness"] = shape.arrivals.burstiness;
     j["arrival"] = arrival_name(shape.arrivals.process);
@@ -324,9 +328,17 @@ Expected<BenchReport> run_bench(const BenchSpec& spec) {
   return run_request_bench(spec, *plan);
 }
 
-Expected<BenchReport> run_request_bench(const BenchSpec& spec, const workload::PointPlan& plan) {
+Expected<BenchReport> run_request_bench(const BenchSpec& given, const workload::PointPlan& plan) {
   const workload::RequestPlan* requests = plan.requests();
   if (requests == nullptr) return Error{"run_request_bench: the plan has no requests"};
+  BenchSpec spec = given;
+  if (!requests->schedule_ns.empty()) {
+    // A timed trace: its own arrival times, the point's concurrency as the cap (0: none).
+    spec.shape.mode = LoadMode::kOpenLoop;
+    spec.shape.schedule_ns = requests->schedule_ns;
+    spec.shape.concurrency = plan.shape.concurrency;
+    spec.shape.duration_s = 0;
+  }
   auto endpoint = http::parse_endpoint(spec.endpoint_url);
   if (!endpoint) return endpoint.error();
   endpoint->bearer = spec.api_key;
@@ -366,6 +378,18 @@ Expected<BenchReport> run_request_bench(const BenchSpec& spec, const workload::P
                              report.run.measured, *window, spec.metrics, report.run.origin_ns))
                        : boost::json::value(nullptr);
   finish_result(report, spec, std::move(j), client_health_json(report.run.health));
+  if (requests->trace) {
+    FidelityInput in;
+    in.records = &report.run.measured;
+    in.plan = requests->trace.get();
+    in.scheduled = static_cast<int64_t>(requests->schedule_ns.size());
+    in.cap = plan.shape.concurrency;
+    in.peak_in_flight = report.run.health.peak_in_flight;
+    in.server_prefix_hit_rate = report.server_summary.prefix_hit_rate;
+    Fidelity f = trace_fidelity(in);
+    report.json["trace_fidelity"] = std::move(f.json);
+    report.trace_invalid = std::move(f.invalid);
+  }
   return report;
 }
 

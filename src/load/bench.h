@@ -75,6 +75,9 @@ struct BenchReport {
   std::vector<metrics::AgenticInvalid> agentic_invalid;
   bool aborted = false;  // a root warmup primer failed: nothing was measured
   std::string abort_reason;
+  /// A timed trace's replay outside its fidelity bounds (load/trace_fidelity.h); load::judge
+  /// makes each a reason the point is not valid.
+  std::vector<metrics::AgenticInvalid> trace_invalid;
   /// InferenceX's agentic aggregate keys (metrics::inferencex_agentic_json).
   boost::json::object inferencex;
   /// The server's metrics during the point (raw; parsed into slices after it) and what the

@@ -125,6 +125,15 @@ void judge_agentx(const BenchReport& r, metrics::Validity& v) {
   }
 }
 
+// A timed trace replayed outside its fidelity bounds (load/trace_fidelity.h).
+void judge_trace(const BenchReport& r, metrics::Validity& v) {
+  for (const auto& a : r.trace_invalid) {
+    v.add(InvalidKind::kWorkload, fmt::format("{}: {}", a.reason, a.message),
+          "the replay is not the trace's: see trace_fidelity in the result");
+    v.reasons.back().rule = a.reason;
+  }
+}
+
 PointVerdict verdict_of(metrics::Validity v) {
   PointVerdict out;
   out.status = status_of(v, &out.error);
@@ -184,6 +193,7 @@ PointVerdict judge(const BenchReport& report, const JudgeRules& rules) {
   judge_server_metrics(report, rules, v);
   judge_spec_acceptance(report, rules, v);
   judge_agentx(report, v);
+  judge_trace(report, v);
   return verdict_of(std::move(v));
 }
 

@@ -38,8 +38,13 @@ Status validate(const RunnerConfig& config) {
   if (s.concurrency < 0) {
     return Error{fmt::format("--concurrency must not be negative (got {})", s.concurrency)};
   }
-  if (s.mode == LoadMode::kOpenLoop) {
+  if (s.mode == LoadMode::kOpenLoop && s.schedule_ns.empty()) {
     if (auto st = validate(s.arrivals); !st) return st;
+  }
+  if (!s.schedule_ns.empty() &&
+      (s.mode != LoadMode::kOpenLoop || s.duration_s > 0 || s.schedule_ns.front() < 0 ||
+       !std::is_sorted(s.schedule_ns.begin(), s.schedule_ns.end()))) {
+    return Error{"a request schedule needs the open loop, no --duration, and non-decreasing times"};
   }
   if (s.duration_s < 0 || !std::isfinite(s.duration_s)) {
     return Error{
@@ -460,7 +465,10 @@ Phase measured_phase(const RunnerConfig& config, const std::vector<PreparedReque
   if (config.shape.duration_s > 0) {
     m.end_ns = m.origin_ns + static_cast<int64_t>(config.shape.duration_s * 1e9);
   }
-  if (config.shape.mode == LoadMode::kOpenLoop && !measured.empty()) {
+  if (config.shape.mode == LoadMode::kOpenLoop && !config.shape.schedule_ns.empty()) {
+    m.offsets = config.shape.schedule_ns;
+    if (m.offsets.size() > measured.size()) m.offsets.resize(measured.size());
+  } else if (config.shape.mode == LoadMode::kOpenLoop && !measured.empty()) {
     if (config.shape.duration_s > 0) {
       // As many arrivals as fit in the duration (the list is cycled).
       const auto n = static_cast<size_t>(

@@ -34,6 +34,9 @@ struct LoadShape {
   int concurrency = 1;
   ArrivalSpec arrivals;   // open loop only
   double duration_s = 0;  // > 0: stop sending after this long; requests cycle through the list
+  /// Open loop: when each measured request is sent, as offsets from the run's start (a timed
+  /// trace's arrivals); non-empty replaces `arrivals`. One per request, non-decreasing.
+  std::vector<int64_t> schedule_ns;
 };
 
 struct RunnerConfig {

@@ -30,10 +30,18 @@ struct PointShape {
 };
 
 /// Independent requests: the warmups are sent first and excluded from statistics, then the
-/// measured ones, in closed loop at the shape's concurrency (or the caller's open-loop arrivals).
+/// measured ones, in closed loop at the shape's concurrency (or the caller's open-loop arrivals,
+/// or the plan's own schedule).
+struct TracePlanInfo;  // workload/trace_workload.h
+
 struct RequestPlan {
   std::vector<PromptSpec> warmup;
   std::vector<PromptSpec> measured;
+  /// A timed trace: when each measured request is sent (offsets from the run's start, one per
+  /// request; the shape's concurrency caps the requests in flight, 0: none), and what the
+  /// fidelity report checks against. Empty / null for other workloads.
+  std::vector<int64_t> schedule_ns;
+  std::shared_ptr<const TracePlanInfo> trace;
 };
 
 /// AgentX replay: the recorded trees and the replay parameters, on `shape.concurrency` lanes; the

@@ -1,0 +1,88 @@
+// Timed trace replay end to end (docs/trace-replay.md): the committed Mooncake trace's first
+// requests against serve-sim (roofline, prefix caching with room for every block), at four and
+// at two times the trace's rate: every input and output as the server counted them is the
+// trace's, serve-sim's prefix-cache hit is the trace's theoretical hit, and the result says what
+// rate it aimed at.
+#include "e2e_util.h"
+
+namespace ib::e2e {
+namespace {
+
+const std::string kMooncake =
+    std::string(INFERBENCH_TEST_DATA) + "/timed-traces/mooncake_conversation_300.jsonl";
+
+boost::json::object replay(const SimServer& sim, const fs::path& dir, const std::string& scale,
+                           const std::string& name) {
+  const fs::path out = dir / (name + ".json");
+  auto r = run_inferbench({"bench", "--workload", "trace", "--trace", kMooncake, "--trace-format",
+                           "mooncake", "--endpoint", sim.url(), "--time-scale", scale,
+                           "--max-requests", "40", "--output", out.string()},
+                          dir / (name + ".log"), std::chrono::seconds(120));
+  EXPECT_FALSE(r.timed_out) << r.output;
+  EXPECT_EQ(r.exit.code, 0) << r.output;
+  return fs::exists(out) ? read_json(out) : boost::json::object();
+}
+
+TEST(TraceReplay, MooncakeRequestsReachTheServerExactlyAndHitItsCacheAsTheTraceSays) {
+  TempDir dir;
+  SimServer sim(dir.path(), {"--num-gpu-blocks-override", "400000", "--time-scale", "10"});
+  ASSERT_TRUE(sim.running());
+  const auto j = replay(sim, dir.path(), "0.25", "quarter");
+  ASSERT_TRUE(j.contains("trace_fidelity")) << boost::json::serialize(j);
+  EXPECT_EQ(j.at("status").as_string(), "ok") << boost::json::serialize(j.at("validity"));
+  EXPECT_EQ(j.at("request_rate").as_string(), "trace");
+  EXPECT_EQ(j.at("completed").as_int64(), 40);
+  const auto& f = j.at("trace_fidelity").as_object();
+  EXPECT_TRUE(f.at("valid").as_bool()) << boost::json::serialize(f);
+  EXPECT_EQ(f.at("prompt_mode").as_string(), "token-ids");
+  // Every input, as the server counted it, is the trace's input_length; every output its
+  // output_length (max_tokens with ignore_eos honoured).
+  const auto& in = f.at("input_tokens").as_object();
+  EXPECT_EQ(in.at("server_counted").as_int64(), 40);
+  EXPECT_EQ(in.at("exact").as_int64(), 40);
+  const auto& out = f.at("output_tokens").as_object();
+  EXPECT_EQ(out.at("exact").as_int64(), 40);
+  // The blocks the trace shares are shared exactly: serve-sim's hit is the theoretical one (its
+  // cache holds every block; only a request's last token is never a hit).
+  const auto& p = f.at("prefix_cache").as_object();
+  EXPECT_GT(p.at("theoretical_hit_pct").as_double(), 0);
+  EXPECT_NEAR(p.at("server_hit_pct").as_double(), p.at("theoretical_hit_pct").as_double(), 1.0)
+      << boost::json::serialize(p);
+  const auto& a = f.at("arrivals").as_object();
+  EXPECT_EQ(a.at("sent").as_int64(), 40);
+  EXPECT_EQ(a.at("not_sent").as_int64(), 0);
+  EXPECT_DOUBLE_EQ(a.at("rate_factor").as_double(), 4.0);
+  EXPECT_DOUBLE_EQ(j.at("rate_factor").as_double(), 4.0);
+
+  // Twice as slow a scale is half the rate, and the result says so.
+  const auto half = replay(sim, dir.path(), "0.5", "half");
+  ASSERT_TRUE(half.contains("trace_fidelity"));
+  EXPECT_DOUBLE_EQ(half.at("rate_factor").as_double(), 2.0);
+  EXPECT_NEAR(half.at("trace_fidelity").at("arrivals").at("target_rate").as_double() * 2,
+              a.at("target_rate").as_double(), 1e-9);
+  EXPECT_NEAR(half.at("replay_span_s").as_double() / 2, j.at("replay_span_s").as_double(), 1e-9);
+}
+
+TEST(TraceReplay, BadTraceOptionsAreUsageErrors) {
+  TempDir dir;
+  auto expect_usage = [&](std::vector<std::string> args, const std::string& want) {
+    args.insert(args.begin(), {"bench", "--endpoint", "http://127.0.0.1:9"});
+    auto r = run_inferbench(args, dir.path() / "bad.log");
+    EXPECT_EQ(r.exit.code, 2) << r.output;
+    EXPECT_NE(r.output.find(want), std::string::npos) << r.output;
+  };
+  expect_usage({"--workload", "trace"}, "--workload trace needs --trace FILE");
+  expect_usage({"--workload", "trace", "--trace", kMooncake, "--trace-format", "sharegpt"},
+               "--trace-format must be mooncake, bailian, burstgpt or azure");
+  expect_usage({"--workload", "trace", "--trace", kMooncake, "--window", "9:3"}, "--window must");
+  expect_usage({"--workload", "trace", "--trace", kMooncake, "--window", "5000:"},
+               "no request in the window");
+  expect_usage({"--workload", "trace", "--trace", kMooncake, "--request-rate", "3"},
+               "--request-rate does not apply to --workload trace");
+  expect_usage({"--trace", kMooncake}, "--trace needs --workload trace");
+  expect_usage({"--workload", "trace", "--trace", kMooncake, "--trace-format", "bailian"},
+               "mooncake_conversation_300.jsonl:1: hash_ids");
+}
+
+}  // namespace
+}  // namespace ib::e2e
