@@ -404,6 +404,13 @@ void HttpConnection::write_head(http::verb verb, std::string_view path, std::str
   head_ += "\r\n";
 }
 
+asio::awaitable<boost::system::error_code> HttpConnection::open() {
+  if (open_) co_return boost::system::error_code();
+  auto ec = co_await connect();
+  if (ec) close_socket();
+  co_return ec;
+}
+
 asio::awaitable<HttpOutcome> HttpConnection::request(http::verb verb, std::string_view path,
                                                      std::string_view body, ResponseSink& sink,
                                                      std::string_view request_id,

@@ -117,6 +117,10 @@ class HttpConnection {
                                               std::string_view correlation_id = {},
                                               std::string_view extra_headers = {});
 
+  /// Connects now (nothing when already open), so that a later request starts writing at once
+  /// (a timed trace's burst); the error when it failed (a request then connects again).
+  boost::asio::awaitable<boost::system::error_code> open();
+
   /// True when a connection is open and was used before (a keep-alive reuse may race the
   /// server closing an idle connection).
   bool reused() const { return open_ && requests_on_connection_ > 0; }

@@ -328,6 +328,21 @@ Expected<BenchReport> run_bench(const BenchSpec& spec) {
   return run_request_bench(spec, *plan);
 }
 
+// A timed trace's connections opened before its first arrival: the most requests its schedule
+// sends within any 10 s (at most the cap, and 256), so that a burst of simultaneous arrivals does
+// not wait for TCP connects.
+int burst_connections(const LoadShape& shape) {
+  const auto& s = shape.schedule_ns;
+  size_t most = 0, j = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    while (s[j] < s[i] - 10'000'000'000) ++j;
+    most = std::max(most, i - j + 1);
+  }
+  int n = static_cast<int>(std::min<size_t>(most, 256));
+  if (shape.concurrency > 0) n = std::min(n, shape.concurrency);
+  return n;
+}
+
 Expected<BenchReport> run_request_bench(const BenchSpec& given, const workload::PointPlan& plan) {
   const workload::RequestPlan* requests = plan.requests();
   if (requests == nullptr) return Error{"run_request_bench: the plan has no requests"};
@@ -349,7 +364,8 @@ Expected<BenchReport> run_request_bench(const BenchSpec& given, const workload::
   if (!prepared) return prepared.error();
 
   ProgressLine progress(progress_mode(spec.show_progress));
-  const RunnerConfig rc = point_runner_config(spec, *endpoint, &progress);
+  RunnerConfig rc = point_runner_config(spec, *endpoint, &progress);
+  if (!spec.shape.schedule_ns.empty()) rc.preconnect = burst_connections(spec.shape);
   auto samplers = PointSamplers::start(spec, *endpoint);
   if (!samplers) return samplers.error();
   auto run = run_load(rc, prepared->warmup, prepared->measured);

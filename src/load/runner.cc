@@ -142,6 +142,7 @@ struct Shared {
 // The current phase: which requests, under which shape.
 struct Phase {
   const std::vector<PreparedRequest>* requests = nullptr;
+  int preconnect = 0;  // > 0: this phase only opens that many connections (over all lanes)
   LoadShape shape;
   std::vector<int64_t> offsets;  // open loop: send offsets from origin, all requests
   int64_t origin_ns = 0;
@@ -214,8 +215,33 @@ class Lane {
     return new_conn();
   }
 
+  // Opens this lane's share of phase_->preconnect connections at once; they wait in the pool of
+  // the phases that follow.
+  asio::awaitable<void> preconnect() {
+    const int n = phase_->preconnect / lanes_ + (id_ < phase_->preconnect % lanes_ ? 1 : 0);
+    int pending = n;
+    asio::steady_timer all_done(io_, steady_time::max());
+    for (int k = 0; k < n; ++k) {
+      Conn& c = new_conn();
+      worker_conns_.push_back(&c);
+      asio::co_spawn(
+          io_,
+          [&c, &pending, &all_done]() -> asio::awaitable<void> {
+            (void)co_await c.http.open();
+            if (--pending == 0) all_done.cancel();
+          },
+          asio::detached);
+    }
+    if (pending > 0) {
+      boost::system::error_code ec;
+      co_await all_done.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    }
+  }
+
   asio::awaitable<void> phase_main() {
-    if (phase_->shape.mode == LoadMode::kOpenLoop && phase_->measured) {
+    if (phase_->preconnect > 0) {
+      co_await preconnect();
+    } else if (phase_->shape.mode == LoadMode::kOpenLoop && phase_->measured) {
       co_await open_loop();
     } else {
       co_await closed_loop();
@@ -280,9 +306,13 @@ class Lane {
     for (size_t i = static_cast<size_t>(id_); i < phase_->offsets.size();
          i += static_cast<size_t>(lanes_)) {
       const int64_t sched = phase_->origin_ns + phase_->offsets[i];
-      next.expires_at(to_steady(sched));
-      boost::system::error_code ec;
-      co_await next.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      // Due already (a burst of simultaneous arrivals, or a late loop): sent at once, without a
+      // round trip through the event loop's queue behind every response being read.
+      if (sched > mono_ns()) {
+        next.expires_at(to_steady(sched));
+        boost::system::error_code ec;
+        co_await next.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      }
       if (shared_.interrupted.load(std::memory_order_relaxed)) break;
       // Lateness of the dispatcher itself: the client's own delay, not the cap's queueing.
       schedule_lag_ms_.push_back(ns_to_ms(mono_ns() - sched));
@@ -597,6 +627,12 @@ Expected<RunnerResult> run_load(const RunnerConfig& config,
   for (int i = 0; i < threads; ++i) lanes.push_back(std::make_unique<Lane>(shared, i, threads));
 
   if (!warmup.empty()) run_phase_on(lanes, shared, warmup_phase(config, warmup));
+  if (config.preconnect > 0 && !shared.interrupted) {
+    Phase connect;
+    connect.requests = &measured;
+    connect.preconnect = config.preconnect;
+    run_phase_on(lanes, shared, connect);
+  }
 
   result.health.rss_before_kib = current_rss_kib();
   const double cpu0 = process_cpu_seconds();

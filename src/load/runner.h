@@ -51,6 +51,10 @@ struct RunnerConfig {
   /// > 0: the monotonic time (mono_ns) at which the run is cut short like an interrupt and
   /// marked `deadline_hit` (a sweep's per-point timeout).
   int64_t deadline_ns = 0;
+  /// Connections opened before the measured phase starts (spread over the lanes), so that the
+  /// first requests of a burst do not wait for a TCP connect (a timed trace's simultaneous
+  /// arrivals); 0: none beyond the warmup's.
+  int preconnect = 0;
   /// Called on the calling thread about ten times a second (progress display); may be empty.
   /// `total` is 0 for a time-bounded run.
   std::function<void(size_t done, size_t total, double elapsed_s)> on_progress;
