@@ -109,7 +109,8 @@ std::string plan_table_text(const std::vector<recipe::RecipeRow>& rows) {
     const auto& f = row.fields;
     std::string seq = f.contains("isl")
                           ? fmt::format("{}/{}", f.at("isl").as_int64(), f.at("osl").as_int64())
-                          : std::string("agentic");
+                      : f.contains("trace") ? std::string("trace")
+                                            : std::string("agentic");
     table.add_row({row.config_key, field_text(f, "runner"), seq, parallelism_text(row),
                    conc_text(f.at("conc")), field_text(f, "exp-name"),
                    f.at("run-eval").as_bool() ? "yes" : "", row.fingerprint.substr(0, 12)});

@@ -120,6 +120,7 @@ namespace {
 
 std::string seq_bucket(const RecipeRow& row) {
   if (row.scenario == recipe::Scenario::kAgenticCoding) return "agentic";
+  if (row.scenario == recipe::Scenario::kTimedTrace) return "trace";
   return recipe::seq_len_name(row.fields.at("isl").as_int64(), row.fields.at("osl").as_int64());
 }
 

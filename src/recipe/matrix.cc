@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <set>
 
@@ -27,7 +28,14 @@ int64_t total_cpu_dram_gb(const RunnerHardware& hw, double dram_utilization, int
 }
 
 std::string_view scenario_name(Scenario s) {
-  return s == Scenario::kAgenticCoding ? "agentic-coding" : "fixed-seq-len";
+  switch (s) {
+    case Scenario::kAgenticCoding:
+      return "agentic-coding";
+    case Scenario::kTimedTrace:
+      return "timed-trace";
+    default:
+      return "fixed-seq-len";
+  }
 }
 
 json::object RecipeRow::to_json() const {
@@ -156,6 +164,51 @@ int64_t dram_gb(const ConfigEntry& e, const AgenticCoding& a, const RunnersFile*
   return total_cpu_dram_gb(it->second, *a.dram_utilization, gpu_count);
 }
 
+// The timed-trace scenario's rows (our extension): the trace and how it is replayed, the
+// server's parallelism, and the cap on requests in flight as `conc`.
+template <typename Add>
+void expand_timed_trace(const ConfigEntry& e, Add& add) {
+  for (const auto& t : e.timed_trace) {
+    const std::string stem = std::filesystem::path(t.trace).stem().string();
+    for (const auto& s : t.search_space) {
+      const bool multinode = s.prefill.has_value();
+      for (int64_t conc : s.conc) {
+        json::object o = identity(e);
+        o["trace"] = t.trace;
+        o["trace-format"] = t.format;
+        if (t.block_size) o["block-size"] = *t.block_size;
+        if (!t.window.empty()) o["window"] = t.window;
+        if (t.time_scale) o["time-scale"] = *t.time_scale;
+        if (t.max_requests) o["max-requests"] = *t.max_requests;
+        o["spec-decoding"] = s.spec_decoding;
+        std::string exp_name;
+        if (!multinode) {
+          o["tp"] = *s.tp;
+          o["pp"] = s.pp;
+          o["dcp-size"] = s.dcp_size;
+          o["pcp-size"] = s.pcp_size;
+          o["ep"] = s.ep;
+          o["dp-attn"] = s.dp_attn;
+          o["conc"] = conc;
+          exp_name = fmt::format("{}_tp{}_trace-{}_conc{}", e.model_prefix, *s.tp, stem, conc);
+        } else {
+          o["prefill"] = worker_json(*s.prefill);
+          o["decode"] = worker_json(*s.decode);
+          o["conc"] = conc_list({conc});
+          exp_name = fmt::format("{}_p{}_d{}_trace-{}_conc{}", e.model_prefix,
+                                 worker_tag(*s.prefill), worker_tag(*s.decode), stem, conc);
+        }
+        o["scenario-type"] = "timed-trace";
+        o["exp-name"] = exp_name;
+        o["disagg"] = multinode && e.disagg;
+        o["run-eval"] = false;
+        append_optional(e, s, o, multinode);
+        add(Scenario::kTimedTrace, multinode, std::move(o));
+      }
+    }
+  }
+}
+
 void expand_entry(const ConfigEntry& e, const RunnersFile* runners, std::vector<RecipeRow>* rows) {
   auto add = [&](Scenario scenario, bool multinode, json::object fields) {
     RecipeRow row;
@@ -205,6 +258,7 @@ void expand_entry(const ConfigEntry& e, const RunnersFile* runners, std::vector<
       }
     }
   }
+  expand_timed_trace(e, add);
   for (const auto& a : e.agentic_coding) {
     for (const auto& s : a.search_space) {
       bool multinode = s.prefill.has_value();

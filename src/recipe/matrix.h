@@ -14,8 +14,8 @@ namespace ib::recipe {
 
 /// The scenarios a recipe declares (InferenceX's `scenarios:` keys); the recipe schema accepts no
 /// other.
-enum class Scenario { kFixedSeqLen, kAgenticCoding };
-/// "fixed-seq-len" | "agentic-coding".
+enum class Scenario { kFixedSeqLen, kAgenticCoding, kTimedTrace };
+/// "fixed-seq-len" | "agentic-coding" | "timed-trace".
 std::string_view scenario_name(Scenario s);
 
 /// One benchmark job. `fields` holds InferenceX's row fields under their names (image, model,

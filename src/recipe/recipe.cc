@@ -471,11 +471,19 @@ class MasterParser {
   }
 
   void scenarios(const YAML::Node& node, const std::string& path, ConfigEntry* e) {
-    auto f = r_.mapping(node, path, {"fixed-seq-len", "agentic-coding"});
+    auto f = r_.mapping(node, path, {"fixed-seq-len", "agentic-coding", "timed-trace"});
     if (!f) return;
-    if (!f->has("fixed-seq-len") && !f->has("agentic-coding")) {
-      r_.error(node, path, "at least one scenario (fixed-seq-len or agentic-coding) is required");
+    if (!f->has("fixed-seq-len") && !f->has("agentic-coding") && !f->has("timed-trace")) {
+      r_.error(node, path,
+               "at least one scenario (fixed-seq-len, agentic-coding or timed-trace) is required");
       return;
+    }
+    if (f->has("timed-trace")) {
+      std::string p = field_path(path, "timed-trace");
+      const YAML::Node& list = f->at("timed-trace");
+      if (r_.sequence(list, p)) {
+        for (size_t i = 0; i < list.size(); ++i) timed_trace(list[i], index_path(p, i), e);
+      }
     }
     if (f->has("fixed-seq-len")) {
       std::string p = field_path(path, "fixed-seq-len");
@@ -515,6 +523,68 @@ class MasterParser {
       }
     }
     e->fixed_seq_len.push_back(std::move(s));
+  }
+
+  void timed_trace(const YAML::Node& node, const std::string& path, ConfigEntry* e) {
+    auto f = r_.mapping(
+        node, path,
+        {"trace", "format", "block-size", "window", "time-scale", "max-requests", "search-space"});
+    if (!f) return;
+    TimedTraceScenario t;
+    t.line = node.Mark().line + 1;
+    if (r_.require(*f, path, "trace")) {
+      if (auto v = r_.string(f->at("trace"), field_path(path, "trace")); v && !v->empty()) {
+        const std::filesystem::path p(*v);
+        const std::filesystem::path base = std::filesystem::path(r_.file()).parent_path();
+        t.trace = p.is_absolute() ? *v : (base / p).lexically_normal().string();
+      } else if (v) {
+        r_.error(f->at("trace"), field_path(path, "trace"), "expected a path, got an empty string");
+      }
+    }
+    if (r_.require(*f, path, "format")) {
+      if (auto v = r_.string(f->at("format"), field_path(path, "format"))) {
+        if (*v == "mooncake" || *v == "bailian" || *v == "burstgpt" || *v == "azure") {
+          t.format = *v;
+        } else {
+          r_.error(f->at("format"), field_path(path, "format"),
+                   fmt::format("expected mooncake, bailian, burstgpt or azure, got '{}'",
+                               printable(*v, 40)));
+        }
+      }
+    }
+    if (f->has("block-size")) {
+      t.block_size = r_.integer(f->at("block-size"), field_path(path, "block-size"), 1, 1 << 20);
+    }
+    if (f->has("max-requests")) {
+      t.max_requests =
+          r_.integer(f->at("max-requests"), field_path(path, "max-requests"), 0, 10'000'000);
+    }
+    if (f->has("window")) {
+      if (auto v = r_.string(f->at("window"), field_path(path, "window"))) t.window = *v;
+    }
+    if (f->has("time-scale")) {
+      auto v = r_.number(f->at("time-scale"), field_path(path, "time-scale"));
+      if (v && !(*v > 0 && *v <= 1e6)) {
+        r_.error(f->at("time-scale"), field_path(path, "time-scale"),
+                 fmt::format("expected a positive number (0.5: twice the rate), got {}", *v));
+      } else {
+        t.time_scale = v;
+      }
+    }
+    if (r_.require(*f, path, "search-space")) {
+      std::string p = field_path(path, "search-space");
+      const YAML::Node& list = f->at("search-space");
+      if (r_.sequence(list, p)) {
+        if (list.size() == 0) r_.error(list, p, "search-space may not be empty");
+        for (size_t i = 0; i < list.size(); ++i) {
+          std::string ip = index_path(p, i);
+          auto entry = e->multinode ? multinode_entry(list[i], ip, *e, false)
+                                    : single_node_entry(list[i], ip, *e, false);
+          if (entry) t.search_space.push_back(std::move(*entry));
+        }
+      }
+    }
+    e->timed_trace.push_back(std::move(t));
   }
 
   void agentic(const YAML::Node& node, const std::string& path, ConfigEntry* e) {

@@ -88,6 +88,18 @@ struct AgenticCoding {
   std::vector<SearchSpaceEntry> search_space;
 };
 
+/// Our extension (docs/trace-replay.md): a timed request trace replayed at its recorded times;
+/// each search-space entry's concurrency caps the requests in flight.
+struct TimedTraceScenario {
+  std::string trace;   // the file, relative paths resolved against the recipe's folder
+  std::string format;  // mooncake | bailian | burstgpt | azure
+  std::optional<int64_t> block_size, max_requests;
+  std::string window;  // "START:END" seconds; empty: all
+  std::optional<double> time_scale;
+  int line = 0;  // 1-based line of the scenario entry
+  std::vector<SearchSpaceEntry> search_space;
+};
+
 /// Our extension: how to start the server. Placeholders such as {model}, {tp} and {port} in
 /// `command` and `extra_args` are substituted per row (docs/recipes.md lists them).
 ///
@@ -151,6 +163,7 @@ struct ConfigEntry {
   std::optional<std::string> kv_p2p_transfer;
   std::vector<FixedSeqLen> fixed_seq_len;
   std::vector<AgenticCoding> agentic_coding;
+  std::vector<TimedTraceScenario> timed_trace;
   std::optional<ServeSpec> serve;
   std::optional<boost::json::value> expect;  // kept as data; checked by `verify` later
   std::optional<WorkloadSpec> workload;

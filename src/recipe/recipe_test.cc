@@ -758,3 +758,74 @@ TEST(RecipeLoad, EchoedValuesAreEscapedAndCut) {
 
 }  // namespace
 }  // namespace ib::recipe
+
+namespace ib::recipe {
+namespace {
+
+std::string trace_entry(const std::string& scenario_lines) {
+  return "tk:\n"
+         "  image: img:1\n"
+         "  model: org/m\n"
+         "  model-prefix: m\n"
+         "  precision: fp8\n"
+         "  framework: vllm\n"
+         "  runner: h200\n"
+         "  multinode: false\n"
+         "  scenarios:\n"
+         "    timed-trace:\n" +
+         scenario_lines;
+}
+
+TEST(RecipeLoad, TimedTraceScenarioRowsOnePerCap) {
+  std::vector<ConfigEntry> entries;
+  std::vector<Diagnostic> d;
+  parse_master_config(trace_entry("    - trace: traces/m.jsonl\n"
+                                  "      format: mooncake\n"
+                                  "      window: '0:600'\n"
+                                  "      time-scale: 0.5\n"
+                                  "      search-space:\n"
+                                  "      - { tp: 2, conc-list: [8, 64] }\n"),
+                      "/r/recipes/t.yaml", &entries, &d);
+  ASSERT_TRUE(d.empty()) << d[0].message;
+  ASSERT_EQ(entries.size(), 1u);
+  ASSERT_EQ(entries[0].timed_trace.size(), 1u);
+  EXPECT_EQ(entries[0].timed_trace[0].trace, "/r/recipes/traces/m.jsonl");  // recipe-relative
+  const auto rows = expand(entries, nullptr);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].scenario, Scenario::kTimedTrace);
+  EXPECT_EQ(rows[1].fields.at("conc").as_int64(), 64);
+  EXPECT_EQ(rows[0].fields.at("trace-format").as_string(), "mooncake");
+  EXPECT_EQ(rows[0].fields.at("window").as_string(), "0:600");
+  EXPECT_EQ(rows[0].fields.at("exp-name").as_string(), "m_tp2_trace-m_conc8");
+  EXPECT_EQ(rows[0].to_json().at("scenario-type").as_string(), "timed-trace");
+}
+
+TEST(RecipeLoad, TimedTraceScenarioErrorsNameTheField) {
+  auto first = [](const std::string& text) {
+    std::vector<ConfigEntry> entries;
+    std::vector<Diagnostic> d;
+    parse_master_config(text, "t.yaml", &entries, &d);
+    return d.empty() ? Diagnostic{} : d[0];
+  };
+  auto d =
+      first(trace_entry("    - trace: m.jsonl\n      format: sharegpt\n"
+                        "      search-space: [{ tp: 1, conc-list: [1] }]\n"));
+  EXPECT_EQ(d.path, "tk.scenarios.timed-trace[0].format");
+  EXPECT_NE(d.message.find("mooncake, bailian, burstgpt or azure"), std::string::npos);
+  d = first(
+      trace_entry("    - format: mooncake\n      search-space: [{ tp: 1, conc-list: [1] }]\n"));
+  EXPECT_EQ(d.path, "tk.scenarios.timed-trace[0].trace");
+  EXPECT_NE(d.message.find("required field is missing"), std::string::npos) << d.message;
+  d =
+      first(trace_entry("    - trace: m.jsonl\n      format: azure\n      time-scale: 0\n"
+                        "      search-space: [{ tp: 1, conc-list: [1] }]\n"));
+  EXPECT_EQ(d.path, "tk.scenarios.timed-trace[0].time-scale");
+  d =
+      first(trace_entry("    - trace: m.jsonl\n      format: azure\n      isl: 5\n"
+                        "      search-space: [{ tp: 1, conc-list: [1] }]\n"));
+  EXPECT_EQ(d.path, "tk.scenarios.timed-trace[0].isl");
+  EXPECT_NE(d.message.find("unknown field"), std::string::npos) << d.message;
+}
+
+}  // namespace
+}  // namespace ib::recipe

@@ -13,6 +13,7 @@
 #include "sweep/server_spec.h"
 #include "workload/agentic_workload.h"
 #include "workload/fixed_seq_len.h"
+#include "workload/trace_workload.h"
 
 namespace ib::sweep {
 
@@ -118,6 +119,47 @@ Expected<std::shared_ptr<const tokenizer::ServingTokenizer>> tokenizer_for_row(
 
 // agentic-coding: the traces are loaded and turned into trees once per set of paths, whatever
 // the number of rows that replay them.
+// timed-trace rows: the trace read and its prompts built once per way of replaying it, whatever
+// the number of rows (caps) that replay it.
+Expected<std::shared_ptr<const workload::Workload>> trace_workload_for_row(
+    const RecipeRow& row, const recipe::ConfigEntry* entry, const WorkloadOverrides& ov) {
+  const json::object& f = row.fields;
+  const std::string where = entry ? fmt::format("{}:{}: {}.scenarios.timed-trace", entry->file,
+                                                entry->line, row.config_key)
+                                  : row.config_key;
+  workload::TraceReplayParams p;
+  p.path = std::string(f.at("trace").as_string());
+  p.format = *workload::parse_trace_format(f.at("trace-format").as_string());
+  if (const auto* b = f.if_contains("block-size")) p.block_size = b->as_int64();
+  if (const auto* m = f.if_contains("max-requests")) p.max_requests = m->as_int64();
+  if (const auto* t = f.if_contains("time-scale")) p.time_scale = t->to_number<double>();
+  if (const auto* w = f.if_contains("window")) {
+    auto window = workload::parse_trace_window(w->as_string());
+    if (!window) return Error{fmt::format("{}.window: {}", where, window.error().message)};
+    p.window = *window;
+  }
+  const recipe::WorkloadSpec* ws = entry && entry->workload ? &*entry->workload : nullptr;
+  if (ws && ws->seed) p.seed = static_cast<uint64_t>(*ws->seed);
+  if (ov.seed) p.seed = *ov.seed;
+  p.chat = ov.api == "chat";
+  auto tok = tokenizer_for_row(row, entry, ov);
+  if (!tok) return tok.error();
+  p.tokenizer = *tok;
+  if (auto st = p.validate(where); !st) return st.error();
+  static std::map<std::string, std::shared_ptr<workload::TraceWorkload>> loaded;
+  const std::string key = fmt::format(
+      "{}|{}|{}|{}|{}|{}|{}|{}|{}", p.path, f.at("trace-format").as_string(), p.block_size,
+      p.window ? fmt::format("{}:{}", p.window->start_s, p.window->end_s) : "", p.time_scale,
+      p.max_requests, p.seed, p.chat, p.tokenizer ? p.tokenizer->identity() : "");
+  auto it = loaded.find(key);
+  if (it == loaded.end()) {
+    auto wl = workload::TraceWorkload::load(p);
+    if (!wl) return Error{fmt::format("{}: {}", where, wl.error().message)};
+    it = loaded.emplace(key, std::move(*wl)).first;
+  }
+  return std::shared_ptr<const workload::Workload>(it->second);
+}
+
 // The recipe's flush-cache (or --flush-cache) on the configuration.
 void set_cache_flush(ConfigPlan& c, const recipe::ConfigEntry* entry, const WorkloadOverrides& ov) {
   const recipe::WorkloadSpec* w = entry && entry->workload ? &*entry->workload : nullptr;
@@ -194,6 +236,7 @@ Expected<std::shared_ptr<const workload::Workload>> workload_for_row(
   if (row.scenario == recipe::Scenario::kAgenticCoding) {
     return agentic_workload_for_row(row, entry, ov);
   }
+  if (row.scenario == recipe::Scenario::kTimedTrace) return trace_workload_for_row(row, entry, ov);
   workload::FixedSeqLenParams p;
   p.isl = static_cast<int>(row.fields.at("isl").as_int64());
   p.osl = static_cast<int>(row.fields.at("osl").as_int64());

@@ -3,6 +3,8 @@
 // at two times the trace's rate: every input and output as the server counted them is the
 // trace's, serve-sim's prefix-cache hit is the trace's theoretical hit, and the result says what
 // rate it aimed at.
+#include <fstream>
+
 #include "e2e_util.h"
 
 namespace ib::e2e {
@@ -82,6 +84,71 @@ TEST(TraceReplay, BadTraceOptionsAreUsageErrors) {
   expect_usage({"--trace", kMooncake}, "--trace needs --workload trace");
   expect_usage({"--workload", "trace", "--trace", kMooncake, "--trace-format", "bailian"},
                "mooncake_conversation_300.jsonl:1: hash_ids");
+}
+
+}  // namespace
+}  // namespace ib::e2e
+
+namespace ib::e2e {
+namespace {
+
+// The timed-trace recipe scenario in a sweep: one point per cap, each from a cold cache
+// (workload: flush-cache), each with its fidelity stored.
+TEST(TraceReplay, ARecipeScenarioSweepsCapsFromAColdCache) {
+  TempDir dir;
+  const fs::path recipe = dir.path() / "trace.yaml";
+  std::ofstream(recipe) << R"(sim-trace:
+  image: inferbench/serve-sim
+  model: sim-trace-model
+  model-prefix: sim
+  precision: bf16
+  framework: serve-sim
+  runner: local
+  multinode: false
+  serve:
+    command: [inferbench, serve-sim, --model, "{served-model}", --host, "{host}", --port, "{port}",
+              --num-gpu-blocks-override, "400000", --time-scale, "10"]
+  workload: { flush-cache: true }
+  scenarios:
+    timed-trace:
+    - trace: )" << kMooncake
+                        << R"(
+      format: mooncake
+      time-scale: 0.25
+      max-requests: 30
+      search-space:
+      - { tp: 1, conc-list: [2, 64] }
+)";
+  const fs::path runs = dir.path() / "runs";
+  auto r = run_inferbench({"sweep", recipe.string(), "--runs-dir", runs.string(), "--json"},
+                          dir.path() / "sweep.log", std::chrono::seconds(120));
+  ASSERT_FALSE(r.timed_out) << r.output;
+  ASSERT_EQ(r.exit.code, 0) << r.output;
+  const size_t brace = r.output.find('{');
+  ASSERT_NE(brace, std::string::npos) << r.output;
+  const auto v = boost::json::parse(r.output.substr(brace));
+  const auto& points = v.at("points").as_array();
+  ASSERT_EQ(points.size(), 2u) << r.output;
+  for (const auto& p : points) EXPECT_EQ(p.at("status").as_string(), "ok") << r.output;
+  // Each point's stored result: both started cold, so both hit as the trace says.
+  int seen = 0;
+  for (const auto& e : fs::recursive_directory_iterator(runs)) {
+    const std::string name = e.path().filename().string();
+    if (!name.starts_with("conc_") || e.path().extension() != ".json") continue;
+    const auto j = read_json(e.path());
+    const auto& f = j.at("trace_fidelity").as_object();
+    const auto& c = f.at("prefix_cache").as_object();
+    EXPECT_NEAR(c.at("server_hit_pct").as_double(), c.at("theoretical_hit_pct").as_double(), 1.0)
+        << name;
+    EXPECT_TRUE(j.at("cache_flush").at("all_flushed").as_bool()) << name;
+    EXPECT_EQ(f.at("input_tokens").at("exact").as_int64(), 30) << name;
+    // The cap of 2 held requests back: their lag is the cap's, not a replay error.
+    if (j.at("max_concurrency").as_int64() == 2) {
+      EXPECT_TRUE(f.at("arrivals").at("cap_reached").as_bool()) << name;
+    }
+    ++seen;
+  }
+  EXPECT_EQ(seen, 2);
 }
 
 }  // namespace
