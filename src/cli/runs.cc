@@ -528,6 +528,52 @@ std::string server_timing_section(const store::RunDetails& d, const ConfigKeys& 
          table_text(rows);
 }
 
+// A timed trace's replay (docs/trace-replay.md, "Fidelity"): how faithful each point was.
+std::string trace_fidelity_section(const store::RunDetails& d, const ConfigKeys& key_of) {
+  std::vector<Row> rows;
+  rows.push_back({"POINT", "KEY", "CAP", "SENT", "RATE ×", "LAG P50 MS", "LAG P99 MS",
+                  "INPUTS EXACT", "OUTPUTS EXACT", "HIT % THEORY", "HIT % SERVER", "VALID"});
+  std::vector<std::string> reasons;
+  for (const auto& p : d.points) {
+    const auto* f = p.result.if_contains("trace_fidelity");
+    if (f == nullptr || !f->is_object()) continue;
+    const auto& o = f->as_object();
+    const auto part = [&](const char* k) {
+      const auto* v = o.if_contains(k);
+      return v && v->is_object() ? v->as_object() : boost::json::object{};
+    };
+    const auto a = part("arrivals"), in = part("input_tokens"), out = part("output_tokens"),
+               c = part("prefix_cache");
+    const auto ratio = [](const boost::json::object& x) {
+      return scaled_cell(x, "exact", 1, "{:.0f}") + "/" +
+             scaled_cell(x, "server_counted", 1, "{:.0f}");
+    };
+    const bool valid = o.contains("valid") && o.at("valid").is_bool() && o.at("valid").as_bool();
+    rows.push_back(
+        {std::to_string(p.id), key_of(p.server_config_id),
+         p.concurrency > 0 ? std::to_string(p.concurrency) : "none",
+         scaled_cell(a, "sent", 1, "{:.0f}") + "/" + scaled_cell(a, "scheduled", 1, "{:.0f}"),
+         scaled_cell(a, "rate_factor", 1, "{:g}"), scaled_cell(a, "lag_p50_ms", 1, "{:.2f}"),
+         scaled_cell(a, "lag_p99_ms", 1, "{:.2f}"), ratio(in), ratio(out),
+         scaled_cell(c, "theoretical_hit_pct", 1, "{:.1f}"),
+         scaled_cell(c, "server_hit_pct", 1, "{:.1f}"), valid ? "yes" : "NO"});
+    if (const auto* rs = o.if_contains("invalid_reasons"); rs && rs->is_array()) {
+      for (const auto& r : rs->as_array()) {
+        const auto* m = r.is_object() ? r.as_object().if_contains("message") : nullptr;
+        if (m == nullptr || !m->is_string()) continue;
+        reasons.push_back(fmt::format("  point {}: {}", p.id, std::string(m->as_string())));
+      }
+    }
+  }
+  if (rows.size() <= 1) return "";
+  std::string text =
+      "\nTRACE FIDELITY (timed trace replay: inputs and outputs as the server counted them vs "
+      "the trace; the theoretical hit is an unbounded cache's)\n" +
+      table_text(rows);
+  for (const auto& r : reasons) text += r + "\n";
+  return text;
+}
+
 // A disaggregated deployment's roles side by side (docs/telemetry.md, "Disaggregated
 // deployments"): which side requests wait for, each side's token rate per GPU and energy.
 std::string rate_match_section(const store::RunDetails& d, const ConfigKeys& key_of) {
@@ -626,6 +672,7 @@ std::string show_text(const store::RunDetails& d) {
   out += attribution_section(d, key_of);
   out += rate_match_section(d, key_of);
   out += server_timing_section(d, key_of);
+  out += trace_fidelity_section(d, key_of);
   out += telemetry_section(d, key_of);
   // Why each point that is not a success failed, in full (the first error of each cause).
   if (const std::string why = sweep::not_measured_text(results); !why.empty()) {

@@ -149,6 +149,12 @@ TEST(TraceReplay, ARecipeScenarioSweepsCapsFromAColdCache) {
     ++seen;
   }
   EXPECT_EQ(seen, 2);
+  // `show` has a line per point.
+  auto show = run_inferbench({"show", "1", "--db", (runs / "inferbench.db").string()},
+                             dir.path() / "show.log");
+  ASSERT_EQ(show.exit.code, 0) << show.output;
+  EXPECT_NE(show.output.find("TRACE FIDELITY"), std::string::npos) << show.output;
+  EXPECT_NE(show.output.find("30/30"), std::string::npos) << show.output;
 }
 
 }  // namespace
