@@ -571,6 +571,10 @@ void add_bench_agentic_options(CLI::App* app, BenchOptions& o) {
       ->capture_default_str();
   add_integer(app, "--block-size", o.trace.block_size,
               "trace: tokens per hash id (default: mooncake 512, bailian 16)", 1, 1 << 20);
+  app->add_option("--max-lag-ms", o.trace.max_lag_ms,
+                  "trace: the arrival lag p99 beyond which the replay is invalid (fidelity bound)")
+      ->capture_default_str()
+      ->transform(positive_real(1e9));
   app->add_option("--window", o.window,
                   "trace: only the requests in START:END seconds of the trace (':600', '300:')");
   add_integer(app, "--max-requests", o.trace.max_requests,

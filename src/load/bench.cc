@@ -402,7 +402,9 @@ Expected<BenchReport> run_request_bench(const BenchSpec& given, const workload::
     in.cap = plan.shape.concurrency;
     in.peak_in_flight = report.run.health.peak_in_flight;
     in.server_prefix_hit_rate = report.server_summary.prefix_hit_rate;
-    Fidelity f = trace_fidelity(in);
+    FidelityBounds bounds;
+    bounds.lag_p99_ms = requests->trace->max_lag_ms;
+    Fidelity f = trace_fidelity(in, bounds);
     report.json["trace_fidelity"] = std::move(f.json);
     report.trace_invalid = std::move(f.invalid);
   }

@@ -180,6 +180,7 @@ void expand_timed_trace(const ConfigEntry& e, Add& add) {
         if (!t.window.empty()) o["window"] = t.window;
         if (t.time_scale) o["time-scale"] = *t.time_scale;
         if (t.max_requests) o["max-requests"] = *t.max_requests;
+        if (t.max_lag_ms) o["max-lag-ms"] = *t.max_lag_ms;
         o["spec-decoding"] = s.spec_decoding;
         std::string exp_name;
         if (!multinode) {

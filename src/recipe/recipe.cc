@@ -526,9 +526,9 @@ class MasterParser {
   }
 
   void timed_trace(const YAML::Node& node, const std::string& path, ConfigEntry* e) {
-    auto f = r_.mapping(
-        node, path,
-        {"trace", "format", "block-size", "window", "time-scale", "max-requests", "search-space"});
+    auto f = r_.mapping(node, path,
+                        {"trace", "format", "block-size", "window", "time-scale", "max-requests",
+                         "max-lag-ms", "search-space"});
     if (!f) return;
     TimedTraceScenario t;
     t.line = node.Mark().line + 1;
@@ -582,6 +582,15 @@ class MasterParser {
                                     : single_node_entry(list[i], ip, *e, false);
           if (entry) t.search_space.push_back(std::move(*entry));
         }
+      }
+    }
+    if (f->has("max-lag-ms")) {
+      auto v = r_.number(f->at("max-lag-ms"), field_path(path, "max-lag-ms"));
+      if (v && !(*v > 0 && *v <= 1e9)) {
+        r_.error(f->at("max-lag-ms"), field_path(path, "max-lag-ms"),
+                 fmt::format("expected a positive number of milliseconds, got {}", *v));
+      } else {
+        t.max_lag_ms = v;
       }
     }
     e->timed_trace.push_back(std::move(t));

@@ -95,7 +95,7 @@ struct TimedTraceScenario {
   std::string format;  // mooncake | bailian | burstgpt | azure
   std::optional<int64_t> block_size, max_requests;
   std::string window;  // "START:END" seconds; empty: all
-  std::optional<double> time_scale;
+  std::optional<double> time_scale, max_lag_ms;
   int line = 0;  // 1-based line of the scenario entry
   std::vector<SearchSpaceEntry> search_space;
 };

@@ -133,6 +133,7 @@ Expected<std::shared_ptr<const workload::Workload>> trace_workload_for_row(
   if (const auto* b = f.if_contains("block-size")) p.block_size = b->as_int64();
   if (const auto* m = f.if_contains("max-requests")) p.max_requests = m->as_int64();
   if (const auto* t = f.if_contains("time-scale")) p.time_scale = t->to_number<double>();
+  if (const auto* l = f.if_contains("max-lag-ms")) p.max_lag_ms = l->to_number<double>();
   if (const auto* w = f.if_contains("window")) {
     auto window = workload::parse_trace_window(w->as_string());
     if (!window) return Error{fmt::format("{}.window: {}", where, window.error().message)};
@@ -148,9 +149,9 @@ Expected<std::shared_ptr<const workload::Workload>> trace_workload_for_row(
   if (auto st = p.validate(where); !st) return st.error();
   static std::map<std::string, std::shared_ptr<workload::TraceWorkload>> loaded;
   const std::string key = fmt::format(
-      "{}|{}|{}|{}|{}|{}|{}|{}|{}", p.path, f.at("trace-format").as_string(), p.block_size,
+      "{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", p.path, f.at("trace-format").as_string(), p.block_size,
       p.window ? fmt::format("{}:{}", p.window->start_s, p.window->end_s) : "", p.time_scale,
-      p.max_requests, p.seed, p.chat, p.tokenizer ? p.tokenizer->identity() : "");
+      p.max_requests, p.seed, p.chat, p.tokenizer ? p.tokenizer->identity() : "", p.max_lag_ms);
   auto it = loaded.find(key);
   if (it == loaded.end()) {
     auto wl = workload::TraceWorkload::load(p);

@@ -17,6 +17,11 @@ Status TraceReplayParams::validate(const std::string& where) const {
                              at, time_scale),
                  ErrorKind::kUsage};
   }
+  if (!(max_lag_ms > 0) || !std::isfinite(max_lag_ms)) {
+    return Error{fmt::format("{}max-lag-ms must be a positive number of milliseconds, got {}", at,
+                             max_lag_ms),
+                 ErrorKind::kUsage};
+  }
   if (max_requests < 0) {
     return Error{fmt::format("{}max-requests must be 0 (all) or more, got {}", at, max_requests),
                  ErrorKind::kUsage};
@@ -58,6 +63,7 @@ Expected<std::shared_ptr<TraceWorkload>> TraceWorkload::load(TraceReplayParams p
   info->prompt_mode = trace_prompt_mode(po);
   info->theoretical_hit_tokens = theoretical_hits(t);
   info->span_s = t.requests.back().t_s - t.requests.front().t_s;
+  info->max_lag_ms = params.max_lag_ms;
   std::shared_ptr<TraceWorkload> w(new TraceWorkload());
   w->params_ = std::move(params);
   w->trace_ = std::make_shared<const TimedTrace>(std::move(t));

@@ -25,6 +25,9 @@ struct TraceReplayParams {
   /// Multiplies every recorded time: 0.5 replays the trace at twice its rate, 2 at half.
   double time_scale = 1.0;
   int64_t max_requests = 0;  // the first N requests (of the window); 0: all
+  /// The fidelity bound on the arrival lag's p99 (load/trace_fidelity.h): a replay later than
+  /// this, with no cap holding requests, is not the trace's.
+  double max_lag_ms = 10;
   uint64_t seed = 0;
   bool chat = false;  // the chat API (text in one user message)
   int vocab_size = 32000;
@@ -42,6 +45,7 @@ struct TracePlanInfo {
   TracePromptMode prompt_mode = TracePromptMode::kTokenIds;
   std::vector<int64_t> theoretical_hit_tokens;  // per request, in trace order
   double span_s = 0;                            // recorded span of the replayed requests
+  double max_lag_ms = 10;                       // TraceReplayParams::max_lag_ms
 };
 
 class TraceWorkload : public Workload {

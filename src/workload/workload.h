@@ -1,8 +1,9 @@
 // A workload is what a benchmark point sends (docs/architecture.md, "The point pipeline"): asked
 // for one concurrency, it gives its own kind of plan. Three kinds exist: independent requests with
-// a schedule (fixed ISL/OSL random prompts, fixed_seq_len.h), AgentX replay lanes (recorded
-// coding-agent traces, agentic_workload.h) and an accuracy eval (GSM8K, gsm8k.h). PointPlan is
-// their closed sum; load::run_point (load/point_run.h) dispatches it to the run loop that sends it.
+// a schedule (fixed ISL/OSL random prompts, fixed_seq_len.h; a timed trace's requests at their
+// recorded times, trace_workload.h), AgentX replay lanes (recorded coding-agent traces,
+// agentic_workload.h) and an accuracy eval (GSM8K, gsm8k.h). PointPlan is their closed sum;
+// load::run_point (load/point_run.h) dispatches it to the run loop that sends it.
 #pragma once
 
 #include <boost/json.hpp>
