@@ -411,9 +411,6 @@ int run_bench_trace(BenchOptions& o) {
   auto plan = (*wl)->plan(o.max_concurrency);
   if (!plan) return fail("bench", with_kind(plan.error(), ErrorKind::kUsage));
   for (const auto& n : (*wl)->trace().notes) fmt::print(stderr, "note: {}: {}\n", p.path, n);
-  o.spec.shape.mode = load::LoadMode::kOpenLoop;
-  o.spec.shape.schedule_ns = plan->requests()->schedule_ns;
-  o.spec.shape.concurrency = static_cast<int>(o.max_concurrency);
   o.spec.show_progress = true;
   install_interrupt_handlers();
   auto run = load::run_point(o.spec, *plan);

@@ -528,6 +528,12 @@ std::string server_timing_section(const store::RunDetails& d, const ConfigKeys& 
          table_text(rows);
 }
 
+// o[k] when it is an object, else an empty one.
+boost::json::object sub_object(const boost::json::object& o, const char* k) {
+  const auto* v = o.if_contains(k);
+  return v && v->is_object() ? v->as_object() : boost::json::object{};
+}
+
 // A timed trace's replay (docs/trace-replay.md, "Fidelity"): how faithful each point was.
 std::string trace_fidelity_section(const store::RunDetails& d, const ConfigKeys& key_of) {
   std::vector<Row> rows;
@@ -538,12 +544,8 @@ std::string trace_fidelity_section(const store::RunDetails& d, const ConfigKeys&
     const auto* f = p.result.if_contains("trace_fidelity");
     if (f == nullptr || !f->is_object()) continue;
     const auto& o = f->as_object();
-    const auto part = [&](const char* k) {
-      const auto* v = o.if_contains(k);
-      return v && v->is_object() ? v->as_object() : boost::json::object{};
-    };
-    const auto a = part("arrivals"), in = part("input_tokens"), out = part("output_tokens"),
-               c = part("prefix_cache");
+    const auto a = sub_object(o, "arrivals"), in = sub_object(o, "input_tokens"),
+               out = sub_object(o, "output_tokens"), c = sub_object(o, "prefix_cache");
     const auto ratio = [](const boost::json::object& x) {
       return scaled_cell(x, "exact", 1, "{:.0f}") + "/" +
              scaled_cell(x, "server_counted", 1, "{:.0f}");
@@ -590,13 +592,8 @@ std::string rate_match_section(const store::RunDetails& d, const ConfigKeys& key
     const auto* rm = t && t->is_object() ? t->as_object().if_contains("rate_match") : nullptr;
     if (rm == nullptr || !rm->is_object()) continue;
     const auto& r = rm->as_object();
-    const auto side = [&](const char* k) {
-      const auto* v = r.if_contains(k);
-      return v && v->is_object() ? v->as_object() : boost::json::object{};
-    };
-    const auto pre = side("prefill"), dec = side("decode");
-    const auto* e = p.result.if_contains("energy");
-    const auto energy = e && e->is_object() ? e->as_object() : boost::json::object{};
+    const auto pre = sub_object(r, "prefill"), dec = sub_object(r, "decode");
+    const auto energy = sub_object(p.result, "energy");
     rows.push_back(
         {std::to_string(p.id), key_of(p.server_config_id), std::to_string(p.concurrency),
          scaled_cell(pre, "workers", 1, "{:.0f}") + ":" + scaled_cell(dec, "workers", 1, "{:.0f}"),

@@ -78,7 +78,7 @@ Fidelity trace_fidelity(const FidelityInput& in, const FidelityBounds& bounds) {
   const workload::TracePlanInfo& plan = *in.plan;
   std::vector<double> lag_ms;
   Counts input, output;
-  int64_t late_1ms = 0, hit_tokens = 0, input_tokens = 0, finished = 0;
+  int64_t late_1ms = 0, hit_tokens = 0, input_tokens = 0;
   double first_send = 0, last_send = 0;
   for (const auto& r : records) {
     if (r.send_ns <= 0) continue;
@@ -95,10 +95,7 @@ Fidelity trace_fidelity(const FidelityInput& in, const FidelityBounds& bounds) {
     }
     if (r.prompt_tokens >= 0) input.add(r.prompt_tokens, r.input_len, r.index);
     // A request that finished normally ("length": max_tokens reached, as ignore_eos asks).
-    if (r.ok() && r.completion_tokens >= 0) {
-      ++finished;
-      output.add(r.completion_tokens, r.output_len, r.index);
-    }
+    if (r.ok() && r.completion_tokens >= 0) output.add(r.completion_tokens, r.output_len, r.index);
   }
   const bool capped = in.cap > 0 && in.peak_in_flight >= in.cap;
   json::object arrivals{
@@ -157,7 +154,6 @@ Fidelity trace_fidelity(const FidelityInput& in, const FidelityBounds& bounds) {
                    {"exact_inputs",
                     bounds.exact_inputs && plan.prompt_mode != workload::TracePromptMode::kWords},
                    {"exact_outputs", bounds.exact_outputs}};
-  (void)finished;
   return f;
 }
 

@@ -164,6 +164,16 @@ int64_t dram_gb(const ConfigEntry& e, const AgenticCoding& a, const RunnersFile*
   return total_cpu_dram_gb(it->second, *a.dram_utilization, gpu_count);
 }
 
+// A single-node entry's parallelism fields, in InferenceX's order.
+void add_parallelism(const SearchSpaceEntry& s, json::object& o) {
+  o["tp"] = *s.tp;
+  o["pp"] = s.pp;
+  o["dcp-size"] = s.dcp_size;
+  o["pcp-size"] = s.pcp_size;
+  o["ep"] = s.ep;
+  o["dp-attn"] = s.dp_attn;
+}
+
 // The timed-trace scenario's rows (our extension): the trace and how it is replayed, the
 // server's parallelism, and the cap on requests in flight as `conc`.
 template <typename Add>
@@ -184,12 +194,7 @@ void expand_timed_trace(const ConfigEntry& e, Add& add) {
         o["spec-decoding"] = s.spec_decoding;
         std::string exp_name;
         if (!multinode) {
-          o["tp"] = *s.tp;
-          o["pp"] = s.pp;
-          o["dcp-size"] = s.dcp_size;
-          o["pcp-size"] = s.pcp_size;
-          o["ep"] = s.ep;
-          o["dp-attn"] = s.dp_attn;
+          add_parallelism(s, o);
           o["conc"] = conc;
           exp_name = fmt::format("{}_tp{}_trace-{}_conc{}", e.model_prefix, *s.tp, stem, conc);
         } else {
@@ -267,12 +272,7 @@ void expand_entry(const ConfigEntry& e, const RunnersFile* runners, std::vector<
         json::object o = identity(e);
         std::string exp_name;
         if (!multinode) {
-          o["tp"] = *s.tp;
-          o["pp"] = s.pp;
-          o["dcp-size"] = s.dcp_size;
-          o["pcp-size"] = s.pcp_size;
-          o["ep"] = s.ep;
-          o["dp-attn"] = s.dp_attn;
+          add_parallelism(s, o);
           o["spec-decoding"] = s.spec_decoding;
           o["conc"] = conc;
           append_offload(s, o);

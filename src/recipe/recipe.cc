@@ -231,8 +231,7 @@ class MasterParser {
   }
 
   // session-routing, session-timeout, flush-cache, flush-timeout (recipe.h, WorkloadSpec).
-  template <typename Fields>
-  void routed_fields(Fields& f, const std::string& path, WorkloadSpec& out) {
+  void routed_fields(const Fields& f, const std::string& path, WorkloadSpec& out) {
     if (f.has("session-routing")) {
       const std::string p = field_path(path, "session-routing");
       if (auto v = r_.string(f.at("session-routing"), p)) {
@@ -269,16 +268,7 @@ class MasterParser {
                              n.IsScalar() ? "'" + printable(text, 40) + "'" : describe(n)));
       }
     }
-    if (f.has("flush-timeout")) {
-      const std::string p = field_path(path, "flush-timeout");
-      auto v = r_.number(f.at("flush-timeout"), p);
-      if (v && !(*v > 0 && *v <= 3600)) {
-        r_.error(f.at("flush-timeout"), p,
-                 fmt::format("expected seconds in (0, 3600], got {}", *v));
-      } else {
-        out.flush_timeout = v;
-      }
-    }
+    out.flush_timeout = positive_field(f, path, "flush-timeout", 3600, "seconds");
   }
 
   // A value that may be marked secret: the plain scalar, or {value: V, secret: true|false}. A
@@ -509,19 +499,7 @@ class MasterParser {
       s.isl = r_.integer(f->at("isl"), field_path(path, "isl"), 1, limits::kMaxSeqLen).value_or(0);
     if (r_.require(*f, path, "osl"))
       s.osl = r_.integer(f->at("osl"), field_path(path, "osl"), 1, limits::kMaxSeqLen).value_or(0);
-    if (r_.require(*f, path, "search-space")) {
-      std::string p = field_path(path, "search-space");
-      const YAML::Node& list = f->at("search-space");
-      if (r_.sequence(list, p)) {
-        if (list.size() == 0) r_.error(list, p, "search-space may not be empty");
-        for (size_t i = 0; i < list.size(); ++i) {
-          std::string ip = index_path(p, i);
-          auto entry = e->multinode ? multinode_entry(list[i], ip, *e, false)
-                                    : single_node_entry(list[i], ip, *e, false);
-          if (entry) s.search_space.push_back(std::move(*entry));
-        }
-      }
-    }
+    s.search_space = search_space(*f, path, *e);
     e->fixed_seq_len.push_back(std::move(s));
   }
 
@@ -562,38 +540,43 @@ class MasterParser {
     if (f->has("window")) {
       if (auto v = r_.string(f->at("window"), field_path(path, "window"))) t.window = *v;
     }
-    if (f->has("time-scale")) {
-      auto v = r_.number(f->at("time-scale"), field_path(path, "time-scale"));
-      if (v && !(*v > 0 && *v <= 1e6)) {
-        r_.error(f->at("time-scale"), field_path(path, "time-scale"),
-                 fmt::format("expected a positive number (0.5: twice the rate), got {}", *v));
-      } else {
-        t.time_scale = v;
-      }
-    }
-    if (r_.require(*f, path, "search-space")) {
-      std::string p = field_path(path, "search-space");
-      const YAML::Node& list = f->at("search-space");
-      if (r_.sequence(list, p)) {
-        if (list.size() == 0) r_.error(list, p, "search-space may not be empty");
-        for (size_t i = 0; i < list.size(); ++i) {
-          std::string ip = index_path(p, i);
-          auto entry = e->multinode ? multinode_entry(list[i], ip, *e, false)
-                                    : single_node_entry(list[i], ip, *e, false);
-          if (entry) t.search_space.push_back(std::move(*entry));
-        }
-      }
-    }
-    if (f->has("max-lag-ms")) {
-      auto v = r_.number(f->at("max-lag-ms"), field_path(path, "max-lag-ms"));
-      if (v && !(*v > 0 && *v <= 1e9)) {
-        r_.error(f->at("max-lag-ms"), field_path(path, "max-lag-ms"),
-                 fmt::format("expected a positive number of milliseconds, got {}", *v));
-      } else {
-        t.max_lag_ms = v;
-      }
-    }
+    t.time_scale =
+        positive_field(*f, path, "time-scale", 1e6, "a positive number (0.5: twice the rate)");
+    t.max_lag_ms = positive_field(*f, path, "max-lag-ms", 1e9, "a positive number of milliseconds");
+    t.search_space = search_space(*f, path, *e);
     e->timed_trace.push_back(std::move(t));
+  }
+
+  // A fixed-seq-len or timed-trace scenario's search space: required, not empty, each entry
+  // single- or multi-node as the config entry is.
+  std::vector<SearchSpaceEntry> search_space(const Fields& f, const std::string& path,
+                                             const ConfigEntry& e) {
+    std::vector<SearchSpaceEntry> out;
+    if (!r_.require(f, path, "search-space")) return out;
+    const std::string p = field_path(path, "search-space");
+    const YAML::Node& list = f.at("search-space");
+    if (!r_.sequence(list, p)) return out;
+    if (list.size() == 0) r_.error(list, p, "search-space may not be empty");
+    for (size_t i = 0; i < list.size(); ++i) {
+      const std::string ip = index_path(p, i);
+      auto entry = e.multinode ? multinode_entry(list[i], ip, e, false)
+                               : single_node_entry(list[i], ip, e, false);
+      if (entry) out.push_back(std::move(*entry));
+    }
+    return out;
+  }
+
+  // f[name] when given: a number in (0, max]; else an error naming the field (`what` it must be).
+  std::optional<double> positive_field(const Fields& f, const std::string& path, const char* name,
+                                       double max, const char* what) {
+    if (!f.has(name)) return std::nullopt;
+    const std::string p = field_path(path, name);
+    auto v = r_.number(f.at(name), p);
+    if (v && !(*v > 0 && *v <= max)) {
+      r_.error(f.at(name), p, fmt::format("expected {} (at most {}), got {}", what, max, *v));
+      return std::nullopt;
+    }
+    return v;
   }
 
   void agentic(const YAML::Node& node, const std::string& path, ConfigEntry* e) {

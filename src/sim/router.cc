@@ -325,6 +325,16 @@ SimRouter::Worker& SimRouter::pick_prefill(const std::string& prompt_key) {
   return *best;
 }
 
+// Sessions that never come back (cut at the end of a replay) are forgotten after their TTL, as a
+// router's reaper does: swept whenever the table has doubled since the last sweep.
+void SimRouter::purge_expired_sessions() {
+  if (sessions_.size() < next_purge_size_) return;
+  const int64_t now = mono_ns();
+  session_expiries_ += static_cast<int64_t>(
+      std::erase_if(sessions_, [now](const auto& kv) { return kv.second.expires_ns < now; }));
+  next_purge_size_ = std::max<size_t>(1024, 2 * sessions_.size());
+}
+
 SimRouter::Binding* SimRouter::session_binding(const std::string& id) {
   auto it = sessions_.find(id);
   if (it == sessions_.end()) return nullptr;
@@ -388,7 +398,10 @@ std::pair<SimRouter::Worker*, SimRouter::Worker*> SimRouter::pick_workers(
     if (session->action == "close") {
       if (sessions_.erase(session->id) > 0) ++session_closes_;
     } else {
-      if (bound == nullptr) ++session_binds_;
+      if (bound == nullptr) {
+        ++session_binds_;
+        purge_expired_sessions();
+      }
       Binding& b = sessions_[session->id];
       b.prefill = prefill;
       b.decode = decode;

@@ -80,6 +80,7 @@ class SimRouter {
     int64_t expires_ns = 0;
   };
   Binding* session_binding(const std::string& id);
+  void purge_expired_sessions();
   /// The prefill and decode workers of a request: its session's, else by the policy.
   std::pair<Worker*, Worker*> pick_workers(const http::HttpRequest& request,
                                            const boost::json::object& body,
@@ -93,6 +94,7 @@ class SimRouter {
   std::unordered_map<std::string, Binding> sessions_;
   int64_t session_hits_ = 0, session_binds_ = 0, session_closes_ = 0, session_expiries_ = 0;
   int64_t unnamed_requests_ = 0;  // with affinity on, requests that named no session
+  size_t next_purge_size_ = 1024;  // sessions_ is swept of expired ones when it reaches this
   http::HttpRouter router_;
   http::HttpServer http_;
 };

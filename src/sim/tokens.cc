@@ -33,13 +33,6 @@ uint64_t fnv1a(std::string_view bytes, uint64_t h) {
   return h;
 }
 
-uint64_t mix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
 int count_words(std::string_view text) {
   int words = 0;
   bool in_word = false;

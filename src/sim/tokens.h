@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/numeric.h"
+
 namespace ib::sim {
 
 /// Chat template overhead: tokens added per message (role markers) and once per request (the
@@ -19,8 +21,7 @@ inline constexpr int kChatTokensPerRequest = 3;
 inline constexpr uint64_t kFnvOffset = 0xcbf29ce484222325ULL;
 uint64_t fnv1a(std::string_view bytes, uint64_t h = kFnvOffset);
 
-/// SplitMix64 finalizer: a well-mixed 64-bit value from any 64-bit input.
-uint64_t mix64(uint64_t x);
+using ::ib::mix64;  // core/numeric.h
 
 /// Number of whitespace-separated words in `text` (0 for blank text).
 int count_words(std::string_view text);

@@ -174,4 +174,12 @@ Expected<std::vector<int32_t>> ServingTokenizer::encode_chat(
   return tokenizer_.encode(*text);
 }
 
+Expected<int64_t> ServingTokenizer::count_request(std::string_view text, bool chat) const {
+  if (!chat) return static_cast<int64_t>(count_prompt(text));
+  const ChatMessage m{"user", std::string(text)};
+  auto ids = encode_chat(std::span(&m, 1));
+  if (!ids) return Error{"rendering the chat template: " + ids.error().message};
+  return static_cast<int64_t>(ids->size());
+}
+
 }  // namespace ib::tokenizer

@@ -59,6 +59,9 @@ class ServingTokenizer {
   /// vLLM's and SGLang's chat paths tokenize).
   Expected<std::vector<int32_t>> encode_chat(std::span<const ChatMessage> messages,
                                              const boost::json::object& kwargs = {}) const;
+  /// The tokens of a request whose prompt is `text`, as the server counts them: count_prompt
+  /// (completions), or the rendered chat request with `text` as its one user message.
+  Expected<int64_t> count_request(std::string_view text, bool chat) const;
   /// Tokens the template adds around one user message of ordinary text (no leading or trailing
   /// whitespace); unset without a template.
   std::optional<int> chat_overhead() const { return chat_overhead_; }

@@ -72,11 +72,9 @@ Expected<ExactPromptBuilder> ExactPromptBuilder::create(
 }
 
 Expected<int> ExactPromptBuilder::count_request(const std::string& text) const {
-  if (!chat_) return static_cast<int>(tok_->count_prompt(text));
-  const tokenizer::ChatMessage m{"user", text};
-  auto ids = tok_->encode_chat(std::span(&m, 1));
-  if (!ids) return Error{"rendering the chat template: " + ids.error().message};
-  return static_cast<int>(ids->size());
+  auto n = tok_->count_request(text, chat_);
+  if (!n) return n.error();
+  return static_cast<int>(*n);
 }
 
 Expected<ExactPrompt> ExactPromptBuilder::build(int tokens, uint64_t start) const {

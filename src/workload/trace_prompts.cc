@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <string>
 
+#include "core/numeric.h"
 #include "workload/agentic_prompts.h"
 
 namespace ib::workload {
@@ -28,13 +29,6 @@ TracePromptMode trace_prompt_mode(const TracePromptOptions& o) {
 
 namespace {
 
-uint64_t mix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
 // The block keys of request `index`: its hash ids, or (no prefix data) keys of its own that no
 // other request shares, one per `block` tokens.
 std::vector<uint64_t> block_keys(const TimedRequest& r, size_t index, int64_t block) {
@@ -53,17 +47,13 @@ uint64_t block_value(uint64_t seed, uint64_t key, int64_t i) {
 }
 
 // The first `n` units of the concatenated blocks of `keys`, each unit handed to `emit`.
+// REQUIRES: n <= keys.size() × block (parse_timed_trace checks each request's id count).
 template <typename Emit>
 void walk_blocks(const std::vector<uint64_t>& keys, int64_t block, int64_t n, uint64_t seed,
                  Emit&& emit) {
   int64_t done = 0;
   for (uint64_t key : keys) {
     for (int64_t i = 0; i < block && done < n; ++i, ++done) emit(block_value(seed, key, i));
-    if (done >= n) return;
-  }
-  // Past the last key (a partial block ran short: not for valid traces): continue the last.
-  for (int64_t i = block; done < n; ++i, ++done) {
-    emit(block_value(seed, keys.empty() ? 0 : keys.back(), i));
   }
 }
 
@@ -76,16 +66,6 @@ std::string words_text(const std::vector<uint64_t>& keys, int64_t block, int64_t
     text += corpus.token(static_cast<size_t>(v % corpus.size()));
   });
   return text;
-}
-
-// The request's tokens as the server counts them (the template's or BOS's included).
-Expected<int64_t> count_request(const tokenizer::ServingTokenizer& tok, bool chat,
-                                const std::string& text) {
-  if (!chat) return static_cast<int64_t>(tok.count_prompt(text));
-  const tokenizer::ChatMessage m{"user", text};
-  auto ids = tok.encode_chat(std::span(&m, 1));
-  if (!ids) return Error{"rendering the chat template: " + ids.error().message};
-  return static_cast<int64_t>(ids->size());
 }
 
 // Text whose request is exactly r.input_len tokens: the blocks' words, the tail trimmed by what
@@ -105,7 +85,7 @@ Expected<PromptSpec> tokenizer_prompt(const TimedRequest& r, const std::vector<u
   }
   for (int round = 0; round < 4; ++round) {
     p.text = words_text(keys, block, words, o.seed, corpus);
-    auto n = count_request(*o.tokenizer, o.chat, p.text);
+    auto n = o.tokenizer->count_request(p.text, o.chat);
     if (!n) return n.error();
     if (*n == r.input_len) {
       p.exact_len = true;
@@ -135,7 +115,7 @@ Expected<std::vector<PromptSpec>> make_trace_prompts(const TimedTrace& trace,
       return Error{"the chat API needs the tokenizer's chat template (none found beside it)"};
     }
     // What the request adds to its text: a one-word request's count minus one.
-    auto n = count_request(*o.tokenizer, o.chat, std::string(corpus->token(0)));
+    auto n = o.tokenizer->count_request(corpus->token(0), o.chat);
     if (!n) return n.error();
     overhead = *n - 1;
   }

@@ -202,6 +202,13 @@ double series_value(const std::string& text, const std::string& series) {
   return at == std::string::npos ? std::nan("") : std::atof(text.c_str() + at + series.size() + 2);
 }
 
+// The serve-sim router's count of requests by what session affinity did with them.
+double session_requests(const std::string& metrics, const char* result) {
+  return series_value(
+      metrics,
+      fmt::format(R"(inferbench_sim:router_session_requests_total{{result="{}"}})", result));
+}
+
 // The router's session affinity (as Dynamo's --router-session-affinity-ttl-secs): a request that
 // names its session (X-Dynamo-Session-ID, or nvext.session_control) goes where the session's
 // first went, until it closes; and a worker's /flush_cache empties its prefix cache only when it
@@ -243,11 +250,7 @@ TEST(Disagg, SessionAffinityPinsASessionAndTheCacheFlushWaitsForIdle) {
   send(R"({"prompt":"no session","max_tokens":2})", "");
   auto m = http::http_get(router.endpoint(), "/metrics", std::chrono::seconds(5));
   ASSERT_TRUE(m.ok());
-  auto count = [&](const char* result) {
-    return series_value(
-        m->body,
-        fmt::format(R"(inferbench_sim:router_session_requests_total{{result="{}"}})", result));
-  };
+  auto count = [&](const char* result) { return session_requests(m->body, result); };
   EXPECT_EQ(count("bind"), 2) << m->body;
   EXPECT_EQ(count("hit"), 4);  // s1 twice, s2 twice (its close went where it was bound)
   EXPECT_EQ(count("close"), 1);
@@ -323,11 +326,7 @@ TEST(Disagg, AgenticReplayNamesEverySessionToTheRouter) {
   EXPECT_EQ(read_json(out).at("session_routing").as_string(), "dynamo-nvext");
   auto m = http::http_get(router.endpoint(), "/metrics", std::chrono::seconds(5));
   ASSERT_TRUE(m.ok());
-  auto count = [&](const char* result) {
-    return series_value(
-        m->body,
-        fmt::format(R"(inferbench_sim:router_session_requests_total{{result="{}"}})", result));
-  };
+  auto count = [&](const char* result) { return session_requests(m->body, result); };
   EXPECT_GT(count("bind"), 1) << m->body;  // a session a lane at least
   EXPECT_GT(count("hit"), 0);
   EXPECT_EQ(count("unnamed"), 0);

@@ -1,6 +1,6 @@
 // Timed trace replay end to end (docs/trace-replay.md): the committed Mooncake trace's first
-// requests against serve-sim (roofline, prefix caching with room for every block), at four and
-// at two times the trace's rate: every input and output as the server counted them is the
+// requests against serve-sim (roofline, prefix caching with room for every block), at ten and
+// at five times the trace's rate: every input and output as the server counted them is the
 // trace's, serve-sim's prefix-cache hit is the trace's theoretical hit, and the result says what
 // rate it aimed at.
 #include <fstream>
@@ -32,7 +32,7 @@ TEST(TraceReplay, MooncakeRequestsReachTheServerExactlyAndHitItsCacheAsTheTraceS
   TempDir dir;
   SimServer sim(dir.path(), {"--num-gpu-blocks-override", "400000", "--time-scale", "10"});
   ASSERT_TRUE(sim.running());
-  const auto j = replay(sim, dir.path(), "0.25", "quarter");
+  const auto j = replay(sim, dir.path(), "0.1", "tenth");
   ASSERT_TRUE(j.contains("trace_fidelity")) << boost::json::serialize(j);
   EXPECT_EQ(j.at("status").as_string(), "ok") << boost::json::serialize(j.at("validity"));
   EXPECT_EQ(j.at("request_rate").as_string(), "trace");
@@ -56,13 +56,13 @@ TEST(TraceReplay, MooncakeRequestsReachTheServerExactlyAndHitItsCacheAsTheTraceS
   const auto& a = f.at("arrivals").as_object();
   EXPECT_EQ(a.at("sent").as_int64(), 40);
   EXPECT_EQ(a.at("not_sent").as_int64(), 0);
-  EXPECT_DOUBLE_EQ(a.at("rate_factor").as_double(), 4.0);
-  EXPECT_DOUBLE_EQ(j.at("rate_factor").as_double(), 4.0);
+  EXPECT_DOUBLE_EQ(a.at("rate_factor").as_double(), 10.0);
+  EXPECT_DOUBLE_EQ(j.at("rate_factor").as_double(), 10.0);
 
-  // Twice as slow a scale is half the rate, and the result says so.
-  const auto half = replay(sim, dir.path(), "0.5", "half");
+  // Twice the scale is half the rate, and the result says so.
+  const auto half = replay(sim, dir.path(), "0.2", "fifth");
   ASSERT_TRUE(half.contains("trace_fidelity"));
-  EXPECT_DOUBLE_EQ(half.at("rate_factor").as_double(), 2.0);
+  EXPECT_DOUBLE_EQ(half.at("rate_factor").as_double(), 5.0);
   EXPECT_NEAR(half.at("trace_fidelity").at("arrivals").at("target_rate").as_double() * 2,
               a.at("target_rate").as_double(), 1e-9);
   EXPECT_NEAR(half.at("replay_span_s").as_double() / 2, j.at("replay_span_s").as_double(), 1e-9);
@@ -118,7 +118,7 @@ TEST(TraceReplay, ARecipeScenarioSweepsCapsFromAColdCache) {
     - trace: )" << kMooncake
                         << R"(
       format: mooncake
-      time-scale: 0.25
+      time-scale: 0.1
       max-requests: 30
       max-lag-ms: 60000
       search-space:
