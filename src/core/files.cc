@@ -15,12 +15,25 @@
 namespace ib {
 
 Expected<std::string> read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return io_error(fmt::format("{}: cannot open: {}", path.string(), std::strerror(errno)));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return io_error(fmt::format("{}: read error", path.string()));
-  return ss.str();
+  // POSIX reads: a stream's read error (a /proc file whose process just ended) is an exception in
+  // libstdc++'s filebuf or, through operator<<, a silently short result.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return io_error(fmt::format("{}: cannot open: {}", path.string(), std::strerror(errno)));
+  std::string out;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      return io_error(fmt::format("{}: read error: {}", path.string(), std::strerror(err)));
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return out;
 }
 
 namespace {

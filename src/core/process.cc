@@ -1,5 +1,7 @@
 #include "core/process.h"
 
+#include "core/files.h"
+
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <signal.h>
@@ -305,8 +307,8 @@ std::vector<RunningProcess> process_group_members(int64_t pgid) {
     p.ppid = stat->ppid;
     std::error_code link_ec;
     p.exe = std::filesystem::read_symlink(it->path() / "exe", link_ec).string();
-    std::ifstream in(it->path() / "cmdline", std::ios::binary);
-    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto read = read_file(it->path() / "cmdline");  // empty once the process has ended
+    std::string cmdline = read ? std::move(*read) : std::string();
     while (!cmdline.empty() && cmdline.back() == '\0') cmdline.pop_back();
     std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
     p.cmdline = std::move(cmdline);

@@ -51,12 +51,13 @@ inline std::string queued_jobs(const std::string& job_name) {
 /// Processes whose command line contains `needle` (the server and srun carry the model name).
 inline int processes_with(const std::string& needle) {
   int n = 0;
-  for (const auto& entry : fs::directory_iterator("/proc")) {
+  std::error_code ec;
+  for (fs::directory_iterator it("/proc", ec), end; !ec && it != end; it.increment(ec)) {
+    const auto& entry = *it;
     const std::string pid = entry.path().filename().string();
     if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(entry.path() / "cmdline", std::ios::binary);
-    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (cmdline.find(needle) != std::string::npos) ++n;
+    auto cmdline = read_file(entry.path() / "cmdline");  // an error once the process has ended
+    if (cmdline && cmdline->find(needle) != std::string::npos) ++n;
   }
   return n;
 }
