@@ -306,6 +306,7 @@ boost::json::object client_health_json(const ClientHealth& h) {
   client["schedule_lag_max_ms"] = h.schedule_lag_max_ms;
   client["peak_in_flight"] = h.peak_in_flight;
   client["connections_opened"] = h.connections_opened;
+  client["pool_reopened"] = h.pool_reopened;
   client["source_addresses"] = h.source_addresses;
   client["open_file_limit"] = h.open_file_limit;
   client["kernel_timestamp_fraction"] = h.kernel_timestamp_fraction;

@@ -9,6 +9,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -135,6 +136,7 @@ struct Shared {
   std::atomic<int64_t> peak_in_flight{0};
   std::atomic<int64_t> completed{0};
   std::atomic<int64_t> connections{0};
+  std::atomic<int64_t> pool_reopened{0};
   std::atomic<bool> interrupted{false};
   std::atomic<bool> deadline_hit{false};
 };
@@ -148,7 +150,11 @@ struct Phase {
   int64_t origin_ns = 0;
   int64_t end_ns = 0;  // time-bounded: no request is sent after this; 0: count-bounded
   bool measured = false;
+  bool exact_schedule = false;  // a recorded schedule (a timed trace): woken early, then the clock
 };
+
+// A lane woken early for an exact schedule waits this long at most on the clock.
+constexpr int64_t kSpinNs = 1'000'000;
 
 // One event loop on one thread with its own connections and records.
 class Lane {
@@ -206,7 +212,14 @@ class Lane {
     return *conns_.back();
   }
 
+  // The most recently used open connection of the pool, else one to reconnect, else a new one.
   Conn& acquire_conn() {
+    for (size_t k = idle_.size(); k-- > 0;) {
+      if (!idle_[k]->http.is_open()) continue;
+      Conn* c = idle_[k];
+      idle_.erase(idle_.begin() + static_cast<std::ptrdiff_t>(k));
+      return *c;
+    }
     if (!idle_.empty()) {
       Conn* c = idle_.back();
       idle_.pop_back();
@@ -236,6 +249,55 @@ class Lane {
       boost::system::error_code ec;
       co_await all_done.async_wait(asio::redirect_error(asio::use_awaitable, ec));
     }
+  }
+
+  // An exact schedule keeps this lane's share of config.preconnect connections open and idle, so
+  // that a burst never waits for a connect: a connect's completion goes through the event loop,
+  // behind every stream event already read, and with hundreds of streams in flight that is
+  // milliseconds. Servers close idle connections (vLLM's and serve-sim's keep-alive: 5 s), so the
+  // ticker reopens those too. Called after a burst has been sent, never inside one.
+  void top_up_pool() {
+    if (mono_ns() < pool_retry_ns_) return;  // a connect failed: not again for a second
+    const int cfg = shared_.config->preconnect;
+    const int reserve = cfg / lanes_ + (id_ < cfg % lanes_ ? 1 : 0);
+    int open = opening_;
+    for (const Conn* c : idle_) open += c->http.is_open() ? 1 : 0;
+    std::vector<Conn*> reopen;
+    for (auto it = idle_.begin(); open < reserve && it != idle_.end();) {
+      if ((*it)->http.is_open()) {
+        ++it;
+        continue;
+      }
+      reopen.push_back(*it);
+      it = idle_.erase(it);
+      shared_.pool_reopened.fetch_add(1, std::memory_order_relaxed);
+      ++open;
+    }
+    while (open < reserve) {
+      reopen.push_back(&new_conn());
+      ++open;
+    }
+    for (Conn* c : reopen) {
+      ++opening_;
+      asio::co_spawn(
+          io_,
+          [this, c]() -> asio::awaitable<void> {
+            const auto ec = co_await c->http.open();
+            --opening_;
+            if (ec) pool_retry_ns_ = mono_ns() + 1'000'000'000;
+            idle_.push_back(c);  // open, or to be reconnected by its next request
+          },
+          asio::detached);
+    }
+  }
+
+  void top_up_after_burst() {
+    if (top_up_posted_) return;
+    top_up_posted_ = true;
+    asio::post(io_, [this] {
+      top_up_posted_ = false;
+      if (!closing_) top_up_pool();
+    });
   }
 
   asio::awaitable<void> phase_main() {
@@ -309,9 +371,16 @@ class Lane {
       // Due already (a burst of simultaneous arrivals, or a late loop): sent at once, without a
       // round trip through the event loop's queue behind every response being read.
       if (sched > mono_ns()) {
-        next.expires_at(to_steady(sched));
+        // A schedule's times are kept to the microsecond: the timer wakes the lane a little early
+        // (a thread woken from an idle CPU, on a virtual machine above all, runs 0.1-0.5 ms after
+        // its timer) and the lane then waits on the clock, at most kSpinNs of CPU per wake.
+        next.expires_at(to_steady(phase_->exact_schedule ? sched - kSpinNs : sched));
         boost::system::error_code ec;
         co_await next.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+        if (phase_->exact_schedule && !ec) {
+          while (mono_ns() < sched && !shared_.interrupted.load(std::memory_order_relaxed)) {
+          }
+        }
       }
       if (shared_.interrupted.load(std::memory_order_relaxed)) break;
       // Lateness of the dispatcher itself: the client's own delay, not the cap's queueing.
@@ -325,6 +394,7 @@ class Lane {
             if (limiter != nullptr) co_await limiter->acquire();
             if (!shared_.interrupted.load(std::memory_order_relaxed)) {
               Conn& conn = acquire_conn();
+              if (phase_->exact_schedule) top_up_after_burst();
               co_await one_request(conn, static_cast<int64_t>(i), sched);
               idle_.push_back(&conn);
             }
@@ -398,6 +468,7 @@ class Lane {
         if (dispatch_timer_ != nullptr) dispatch_timer_->cancel();
         if (slots_ != nullptr) slots_->wake_all();
       }
+      if (dispatch_timer_ != nullptr && phase_->exact_schedule && !closing_) top_up_pool();
       if (on_tick && ++ticks % 10 == 0) on_tick();
     }
   }
@@ -416,6 +487,9 @@ class Lane {
   AsyncSlots* slots_ = nullptr;
   bool finished_ = false;
   bool closing_ = false;
+  bool top_up_posted_ = false;
+  int opening_ = 0;            // connections being opened for the idle pool
+  int64_t pool_retry_ns_ = 0;  // after a failed connect, the pool is topped up from then on
   std::deque<metrics::RequestRecord> warmup_, measured_;
   std::vector<double> loop_lag_ms_, schedule_lag_ms_;
 };
@@ -497,6 +571,7 @@ Phase measured_phase(const RunnerConfig& config, const std::vector<PreparedReque
   }
   if (config.shape.mode == LoadMode::kOpenLoop && !config.shape.schedule_ns.empty()) {
     m.offsets = config.shape.schedule_ns;
+    m.exact_schedule = true;
     if (m.offsets.size() > measured.size()) m.offsets.resize(measured.size());
   } else if (config.shape.mode == LoadMode::kOpenLoop && !measured.empty()) {
     if (config.shape.duration_s > 0) {
@@ -529,6 +604,7 @@ void collect_health(ClientHealth& h, const Shared& shared, LaneList& lanes, doub
   h.peak_in_flight = shared.peak_in_flight.load();
   h.peak_rss_kib = peak_rss_kib();
   h.connections_opened = shared.connections.load();
+  h.pool_reopened = shared.pool_reopened.load();
   std::vector<double> loop_lag, sched_lag;
   for (auto& lane : lanes) {
     loop_lag.insert(loop_lag.end(), lane->loop_lag_ms().begin(), lane->loop_lag_ms().end());

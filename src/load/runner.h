@@ -75,6 +75,7 @@ struct ClientHealth {
   double schedule_lag_max_ms = 0;
   int64_t peak_in_flight = 0;
   int64_t connections_opened = 0;
+  int64_t pool_reopened = 0;  // exact schedule: idle connections the server closed, reopened early
   int source_addresses = 1;
   int64_t open_file_limit = 0;
   double kernel_timestamp_fraction = 0;  // reads timed by the kernel (SO_TIMESTAMPNS)

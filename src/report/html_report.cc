@@ -380,6 +380,8 @@ void add_run(json::array& runs, json::array& configs, json::array& points, const
       if (auto th = num_at(*a, "theoretical_prefix_cache_hit_pct")) o["theoretical_hit_pct"] = *th;
     }
     if (auto dis = disagg_view(p.result); !dis.empty()) o["disagg"] = std::move(dis);
+    // A timed trace replay's fidelity (docs/trace-replay.md): a few dozen numbers, kept whole.
+    if (const auto* tf = obj_at(p.result, "trace_fidelity")) o["trace_fidelity"] = *tf;
     if (const auto* st = obj_at(p.result, "server_timing")) o["server_timing"] = *st;
     const auto ts = rr.timeslices.find(p.id);
     if (ts != rr.timeslices.end()) {

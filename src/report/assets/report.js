@@ -726,6 +726,26 @@
     return box;
   }
 
+  // A timed trace replay: how faithfully the trace was replayed (docs/trace-replay.md).
+  function traceDetail(f) {
+    const box = el('div', { class: 'trace-fidelity', 'data-trace-fidelity': f.valid ? 'valid' : 'invalid' });
+    box.append(el('h3', null, 'Trace replay fidelity'));
+    const a = f.arrivals || {}, i = f.input_tokens || {}, o = f.output_tokens || {}, p = f.prefix_cache || {};
+    const counts = (c) => (c.server_counted ? fmt(c.exact) + ' of ' + fmt(c.server_counted) + ' exact' + (c.max_abs_error ? ', max error ' + fmt(c.max_abs_error) + ' tokens' : '') : 'not counted by the server');
+    box.append(kvTable([
+      ['requests sent', fmt(a.sent) + ' of ' + fmt(a.scheduled) + ' scheduled' + (a.not_sent ? ' (' + fmt(a.not_sent) + ' not sent)' : '')],
+      ['rate', fmt(a.rate_factor) + '\u00d7 the trace\u2019s (time scale ' + fmt(a.time_scale) + '); ' + fmt(a.sent_rate, 4) + ' req/s sent against ' + fmt(a.target_rate, 4) + ' scheduled'],
+      ['arrival lag (sent \u2212 scheduled)', 'p50 ' + fmt(a.lag_p50_ms, 3) + ' ms, p99 ' + fmt(a.lag_p99_ms, 3) + ' ms, max ' + fmt(a.lag_max_ms, 3) + ' ms; ' + fmt(a.late_over_1ms) + ' later than 1 ms'],
+      ['concurrency cap', a.cap ? fmt(a.cap) + (a.cap_reached ? ' (reached: requests waited, and the wait is their lag)' : ' (never reached)') : 'none'],
+      ['prompts', f.prompt_mode],
+      ['input tokens (server vs trace)', counts(i)],
+      ['output tokens (server vs trace)', counts(o)],
+      ['prefix-cache hit', p.block_size ? 'theoretical ' + fmt(p.theoretical_hit_pct, 3) + ' %, server ' + (p.server_hit_pct == null ? 'not reported' : fmt(p.server_hit_pct, 3) + ' % (' + fmt(p.difference_points, 3) + ' points)') + '; blocks of ' + p.block_size + ' tokens' : (p.note || 'no prefix data')],
+      ['verdict', f.valid ? 'within its bounds' : (f.invalid_reasons || []).map((r) => r.reason + ': ' + r.message).join('; ')],
+    ]));
+    return box;
+  }
+
   function detail() {
     const p = points.find((x) => x.uid === state.point);
     const box = el('section', { class: 'detail', id: 'detail', 'data-point-detail': p ? p.uid : '' });
@@ -769,6 +789,7 @@
     ]));
 
     if (p.disagg) box.append(disaggDetail(p.disagg));
+    if (p.trace_fidelity) box.append(traceDetail(p.trace_fidelity));
 
     box.append(el('h3', null, 'Telemetry over the point'));
     const sl = p.slices;
