@@ -8,6 +8,7 @@
 #include "browser_util.h"
 #include "e2e_util.h"
 #include "store/store.h"
+#include "tokenizer/test_cache.h"
 
 namespace ib::e2e {
 namespace {
@@ -74,6 +75,34 @@ TEST(TraceReplay, MooncakeRequestsReachTheServerExactlyAndHitItsCacheAsTheTraceS
   EXPECT_NEAR(half.at("trace_fidelity").at("arrivals").at("target_rate").as_double() * 2,
               a.at("target_rate").as_double(), 1e-9);
   EXPECT_NEAR(half.at("replay_span_s").as_double() / 2, j.at("replay_span_s").as_double(), 1e-9);
+}
+
+// With the served model's tokenizer on both sides (serve-sim counts prompts with it): text
+// prompts whose every block is exactly 512 of its tokens, so every input as the server counted it
+// is the trace's input_length and the shared blocks are shared as the server tokenizes them.
+TEST(TraceReplay, TextPromptsOfTheServedModelsTokenizerAreExact) {
+  IB_SKIP_IF_MISSING(tokenizer::testing::missing_files({"llama3_1/tokenizer.json"}));
+  const fs::path model = tokenizer::tokenizer_cache_dir() / "llama3_1";
+  TempDir dir;
+  SimServer sim(dir.path(), {"--num-gpu-blocks-override", "400000", "--time-scale", "10",
+                             "--tokenizer", model.string()});
+  ASSERT_TRUE(sim.running());
+  const fs::path out = dir.path() / "tok.json";
+  auto r = run_inferbench(
+      {"bench", "--workload", "trace", "--trace", kMooncake, "--trace-format", "mooncake",
+       "--endpoint", sim.url(), "--time-scale", "0.1", "--max-requests", "20", "--max-lag-ms",
+       "60000", "--tokenizer", model.string(), "--output", out.string()},
+      dir.path() / "tok.log", std::chrono::seconds(120));
+  ASSERT_EQ(r.exit.code, 0) << r.output;
+  const auto j = read_json(out);
+  const auto& f = j.at("trace_fidelity").as_object();
+  EXPECT_EQ(f.at("prompt_mode").as_string(), "tokenizer-text");
+  EXPECT_EQ(f.at("input_tokens").at("exact").as_int64(), 20) << boost::json::serialize(f);
+  EXPECT_EQ(f.at("output_tokens").at("exact").as_int64(), 20);
+  const auto& p = f.at("prefix_cache").as_object();
+  EXPECT_GT(p.at("theoretical_hit_pct").as_double(), 0);
+  EXPECT_NEAR(p.at("server_hit_pct").as_double(), p.at("theoretical_hit_pct").as_double(), 1.0)
+      << boost::json::serialize(p);
 }
 
 TEST(TraceReplay, BadTraceOptionsAreUsageErrors) {
