@@ -451,7 +451,13 @@ class MasterParser {
         if (close == std::string::npos) break;
         if (arg[close] == '{') continue;  // "{{x}": the inner "{x}" is the candidate
         const std::string name = arg.substr(open + 1, close - open - 1);
-        if (!serve_placeholders().count(name)) {
+        // Only a name can be a placeholder: a JSON argument (vLLM's --hf-overrides,
+        // --speculative-config, --compilation-config) keeps its braces.
+        const bool a_name =
+            !name.empty() && name.find_first_not_of(
+                                 "abcdefghijklmnopqrstuvwxyz"
+                                 "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") == std::string::npos;
+        if (a_name && !serve_placeholders().count(name)) {
           r_.error(list[i], index_path(path, i),
                    fmt::format("unknown placeholder {{{}}}", printable(name)));
         }

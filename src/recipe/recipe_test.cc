@@ -166,6 +166,27 @@ TEST(RecipeLoad, ValidEntryWithExtensions) {
   EXPECT_EQ(s.conc, (std::vector<int64_t>{1, 2}));
 }
 
+// A JSON argument (vLLM's --speculative-config, --compilation-config) is not a placeholder; a
+// placeholder inside one is still substituted later, and a misspelt name is still an error.
+TEST(RecipeLoad, JsonArgumentsKeepTheirBraces) {
+  std::vector<ConfigEntry> entries;
+  auto d = parse(single_node("{ tp: 4, conc-list: [1] }",
+                             "  serve:\n"
+                             "    command: [vllm, serve, '{model}', --speculative-config, "
+                             "'{\"method\": \"mtp\", \"num_speculative_tokens\": 1}', "
+                             "--compilation-config, '{\"a\": {\"b\": \"{tp}\"}}']\n"),
+                 &entries);
+  ASSERT_TRUE(d.empty()) << join_diagnostics(d);
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_EQ(entries[0].serve->command.at(4), R"({"method": "mtp", "num_speculative_tokens": 1})");
+  std::vector<ConfigEntry> bad;
+  auto e = parse(
+      single_node("{ tp: 4, conc-list: [1] }", "  serve: { command: [x, '{\"a\": \"{tpp}\"}'] }\n"),
+      &bad);
+  EXPECT_NE(join_diagnostics(e).find("unknown placeholder {tpp}"), std::string::npos)
+      << join_diagnostics(e);
+}
+
 struct BadCase {
   const char* name;
   std::string yaml;
