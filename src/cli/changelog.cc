@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "core/json_text.h"
 #include "govern/changed.h"
+#include "govern/gate.h"
 
 namespace ib::cli {
 
@@ -45,58 +46,26 @@ int run_check(const ChangelogCliOptions& o) {
   };
   auto file = repo_path(o.changelog);
   if (!file) return fail("changelog check", usage_error(file.error().message));
-  auto base_bytes = base->read(*file);
-  if (!base_bytes) return fail("changelog check", usage_error(base_bytes.error().message));
-  auto head_bytes = head->read(*file);
-  if (!head_bytes) return fail("changelog check", usage_error(head_bytes.error().message));
-  if (!*head_bytes) {
-    return fail("changelog check",
-                usage_error(fmt::format("{} does not exist at {}", *file, head->describe())));
-  }
-
-  govern::ChangedOptions co;
+  govern::ChangelogInputs in;
+  in.file = *file;
   for (const auto& p : o.recipes.empty() ? default_recipe_paths() : o.recipes) {
     auto rel = repo_path(p);
     if (!rel) return fail("changelog check", usage_error(rel.error().message));
-    co.recipe_paths.push_back(*rel);
+    in.changed.recipe_paths.push_back(*rel);
   }
   if (!o.runners.empty()) {
     auto rel = repo_path(o.runners);
     if (!rel) return fail("changelog check", usage_error(rel.error().message));
-    co.runners_path = *rel;
+    in.changed.runners_path = *rel;
   }
-
-  govern::ChangelogContext ctx;
-  ctx.file = *file;
-  ctx.main = o.main;
-  if (!o.pr_url.empty()) ctx.pr_url = o.pr_url;
-  ctx.labels = o.labels;
-  auto configs = govern::load_configs_at(*head, co);
-  if (!configs) return fail("changelog check", usage_error(configs.error().message));
-  if (configs->empty()) {
-    // Nothing to resolve keys against, and nothing `changed` could report.
-    fmt::print(stderr,
-               "inferbench changelog check: no recipe files found at {}; config keys are not "
-               "resolved and coverage is not checked\n",
-               head->describe());
-  } else {
-    ctx.config_keys.emplace();
-    ctx.agentic_keys.emplace();
-    for (const auto& c : *configs) {
-      ctx.config_keys->push_back(c.key);
-      if (!c.agentic_coding.empty()) ctx.agentic_keys->insert(c.key);
-    }
-    auto changed = govern::changed_keys(*base, *head, co);
-    if (!changed) return fail("changelog check", usage_error(changed.error().message));
-    // A removed key cannot be named by a new entry (it no longer resolves), so only added and
-    // modified keys need covering.
-    ctx.affected_keys.emplace();
-    for (const auto& k : changed->keys) {
-      if (k.status != "removed") ctx.affected_keys->push_back(k.key);
-    }
-  }
-
-  auto report = govern::check_changelog(*base_bytes, **head_bytes, ctx);
+  in.main = o.main;
+  if (!o.pr_url.empty()) in.pr_url = o.pr_url;
+  in.labels = o.labels;
+  auto run = govern::changelog_between(*base, *head, in);
+  if (!run) return fail("changelog check", usage_error(run.error().message));
+  if (!run->note.empty()) fmt::print(stderr, "inferbench changelog check: {}\n", run->note);
+  const govern::ChangelogContext& ctx = run->context;
+  const govern::ChangelogReport& report = run->report;
   std::string text;
   if (o.json) {
     auto j = report.to_json();

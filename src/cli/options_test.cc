@@ -244,8 +244,8 @@ TEST(AllCommands, EveryNumericOptionHasARangeCheck) {
   CLI::App app;
   for (auto reg : {&register_sweep, &register_bench, &register_serve_sim, &register_plan,
                    &register_runs, &register_show, &register_changed, &register_verify,
-                   &register_changelog, &register_trace, &register_compare, &register_report,
-                    &register_eval, &register_tokenize, &register_tune}) {
+                   &register_changelog, &register_gate, &register_trace, &register_compare,
+                   &register_report, &register_eval, &register_tokenize, &register_tune}) {
     reg(app);
   }
   const auto unchecked = options_without_range(app);

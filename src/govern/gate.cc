@@ -1,0 +1,448 @@
+#include "govern/gate.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <boost/json.hpp>
+#include <regex>
+
+namespace ib::govern {
+
+namespace json = boost::json;
+
+std::string_view gate_verdict_name(GateVerdict v) {
+  switch (v) {
+    case GateVerdict::kPass:
+      return "pass";
+    case GateVerdict::kFail:
+      return "fail";
+    case GateVerdict::kNotApplicable:
+      return "n/a";
+    case GateVerdict::kCannotDecide:
+      return "cannot decide";
+  }
+  return "cannot decide";
+}
+
+std::string GateEvidence::where() const {
+  if (file.empty()) return {};
+  return line > 0 ? fmt::format("{}:{}", file, line) : file;
+}
+
+json::object GateEvidence::to_json() const {
+  json::object o{{"file", file}, {"line", line}, {"text", text}, {"what", what}};
+  if (waived) o["waived"] = true;
+  return o;
+}
+
+json::object GateCheck::to_json() const {
+  json::array ev;
+  for (const auto& e : evidence) ev.push_back(e.to_json());
+  return json::object{{"number", number},
+                      {"id", id},
+                      {"title", title},
+                      {"inferencex", inferencex},
+                      {"verdict", gate_verdict_name(verdict)},
+                      {"summary", summary},
+                      {"todo", todo},
+                      {"evidence", std::move(ev)}};
+}
+
+GateVerdict GateReport::overall() const {
+  bool undecided = false;
+  for (const auto& c : checks) {
+    if (c.verdict == GateVerdict::kFail) return GateVerdict::kFail;
+    if (c.verdict == GateVerdict::kCannotDecide) undecided = true;
+  }
+  return undecided ? GateVerdict::kCannotDecide : GateVerdict::kPass;
+}
+
+json::object GateReport::to_json() const {
+  json::array cs, ks;
+  for (const auto& c : checks) cs.push_back(c.to_json());
+  for (const auto& k : keys) ks.emplace_back(k);
+  return json::object{{"base", base},
+                      {"head", head},
+                      {"verdict", gate_verdict_name(overall())},
+                      {"keys", std::move(ks)},
+                      {"checks", std::move(cs)}};
+}
+
+namespace {
+
+// Markdown table cells: no line breaks, no unescaped pipes, no runaway length.
+std::string cell(std::string_view s, size_t max = 160) {
+  std::string out;
+  for (char c : s) {
+    if (c == '\n' || c == '\r') {
+      out += ' ';
+    } else if (c == '|') {
+      out += "\\|";
+    } else {
+      out += c;
+    }
+  }
+  if (out.size() > max) out = out.substr(0, max - 3) + "...";
+  return out;
+}
+
+// Inline code that survives backticks in the text.
+std::string code(std::string_view s) {
+  const std::string t = cell(s, 200);
+  return t.find('`') == std::string::npos ? "`" + t + "`" : "`` " + t + " ``";
+}
+
+std::string_view mark(GateVerdict v) {
+  switch (v) {
+    case GateVerdict::kPass:
+      return "✅ pass";
+    case GateVerdict::kFail:
+      return "❌ fail";
+    case GateVerdict::kNotApplicable:
+      return "➖ n/a";
+    case GateVerdict::kCannotDecide:
+      return "❔ cannot decide";
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string GateReport::to_markdown() const {
+  std::string md = fmt::format("## inferbench gate: {}\n\n", mark(overall()));
+  md += fmt::format("Base {}, head {}; {} config key{} changed", base, head, keys.size(),
+                    keys.size() == 1 ? "" : "s");
+  if (!keys.empty()) {
+    std::vector<std::string> shown;
+    for (const auto& k : keys) shown.push_back(code(k));
+    md += ": " + fmt::format("{}", fmt::join(shown, ", "));
+  }
+  md += ".\n\n| # | check | InferenceX | verdict | why |\n|---|---|---|---|---|\n";
+  for (const auto& c : checks) {
+    md += fmt::format("| {} | {} | {} | {} | {} |\n", c.number, cell(c.title), cell(c.inferencex),
+                      mark(c.verdict), cell(c.summary, 400));
+  }
+  for (const auto& c : checks) {
+    if (c.verdict != GateVerdict::kFail && c.verdict != GateVerdict::kCannotDecide) continue;
+    md += fmt::format("\n### {}. {}: {}\n\n{}\n", c.number, c.title, mark(c.verdict), c.summary);
+    if (!c.evidence.empty()) md += "\n";
+    for (const auto& e : c.evidence) {
+      md += "- ";
+      if (!e.where().empty()) md += fmt::format("{} ", code(e.where()));
+      if (!e.text.empty()) md += code(e.text) + " ";
+      md += cell(e.what, 300);
+      if (e.waived) md += " (waived)";
+      md += "\n";
+    }
+    if (!c.todo.empty()) md += fmt::format("\n**To do:** {}\n", c.todo);
+  }
+  return md;
+}
+
+Expected<ChangelogRun> changelog_between(const TreeView& base, const TreeView& head,
+                                         const ChangelogInputs& in) {
+  ChangelogRun run;
+  auto base_bytes = base.read(in.file);
+  if (!base_bytes) return base_bytes.error();
+  auto head_bytes = head.read(in.file);
+  if (!head_bytes) return head_bytes.error();
+  if (!*head_bytes) {
+    return Error{fmt::format("{} does not exist at {}", in.file, head.describe()),
+                 ErrorKind::kUsage};
+  }
+  ChangelogContext& ctx = run.context;
+  ctx.file = in.file;
+  ctx.main = in.main;
+  ctx.pr_url = in.pr_url;
+  ctx.labels = in.labels;
+  auto configs = load_configs_at(head, in.changed);
+  if (!configs) return configs.error();
+  if (configs->empty()) {
+    // Nothing to resolve keys against, and nothing `changed` could report.
+    run.note = fmt::format(
+        "no recipe files found at {}; config keys are not resolved and coverage is not checked",
+        head.describe());
+  } else {
+    ctx.config_keys.emplace();
+    ctx.agentic_keys.emplace();
+    for (const auto& c : *configs) {
+      ctx.config_keys->push_back(c.key);
+      if (!c.agentic_coding.empty()) ctx.agentic_keys->insert(c.key);
+    }
+    auto changed = changed_keys(base, head, in.changed);
+    if (!changed) return changed.error();
+    // A removed key cannot be named by a new entry (it no longer resolves), so only added and
+    // modified keys need covering.
+    ctx.affected_keys.emplace();
+    for (const auto& k : changed->keys) {
+      if (k.status != "removed") ctx.affected_keys->push_back(k.key);
+    }
+    run.changed = std::move(*changed);
+  }
+  run.report = check_changelog(*base_bytes, **head_bytes, ctx);
+  return run;
+}
+
+namespace {
+
+// Files whose text is prose (documentation, waivers): they may describe a patch or an override
+// without making one.
+bool is_prose(const std::string& path) {
+  for (const char* ext : {".md", ".rst", ".txt", ".adoc"}) {
+    if (path.ends_with(ext)) return true;
+  }
+  return path.starts_with("docs/") || path.find("/docs/") != std::string::npos;
+}
+
+std::string trimmed(std::string_view s) {
+  const auto b = s.find_first_not_of(" \t");
+  if (b == std::string_view::npos) return {};
+  const auto e = s.find_last_not_of(" \t\r");
+  return std::string(s.substr(b, e - b + 1));
+}
+
+struct Pattern {
+  std::regex re;
+  const char* what;
+};
+
+}  // namespace
+
+GateCheck check_flop_overrides(const std::vector<FileDiff>& diff) {
+  GateCheck c;
+  c.number = 5;
+  c.id = "flop-overrides";
+  c.title = "No FLOP-removing overrides";
+  c.inferencex = "Check 8";
+  // Knobs that change the model's architecture (and so the work per token) rather than how the
+  // engine runs it: vLLM's --hf-overrides, SGLang's --json-model-override-args, the config
+  // fields they set, indexer skipping, and edits of the model's config.json.
+  static const std::array<Pattern, 6> kPatterns = {{
+      {std::regex(R"(--hf[-_]overrides|\bhf_overrides\b)"),
+       "overrides the model's Hugging Face config (vLLM --hf-overrides)"},
+      {std::regex(R"(--json-model-override-args)"),
+       "overrides the model's config (SGLang --json-model-override-args)"},
+      {std::regex(R"(\b(num_hidden_layers|num_layers|n_layers|num_experts|num_local_experts|)"
+                  R"(n_routed_experts|num_experts_per_tok|num_attention_heads|num_key_value_heads|)"
+                  R"(first_k_dense_replace|moe_layer_freq)\b)"),
+       "sets an architecture field (layers, experts or heads)"},
+      {std::regex(R"(\b(index_topk|skip_indexer|disable_indexer)\b|--(skip|disable)-indexer)"),
+       "changes or skips the sparse-attention indexer"},
+      {std::regex(R"(\bsed\b.*-i.*config\.json|\bjq\b.*config\.json)"),
+       "edits the model's config.json"},
+      {std::regex(R"(>\s*\S*config\.json)"), "writes the model's config.json"},
+  }};
+  int lines = 0, files = 0;
+  for (const auto& f : diff) {
+    if (f.deleted || is_prose(f.path)) continue;
+    ++files;
+    for (const auto& l : f.added_lines) {
+      ++lines;
+      for (const auto& p : kPatterns) {
+        if (!std::regex_search(l.text, p.re)) continue;
+        c.evidence.push_back({f.path, l.line, trimmed(l.text), p.what, false});
+        break;
+      }
+    }
+  }
+  if (!c.evidence.empty()) {
+    c.verdict = GateVerdict::kFail;
+    c.summary = fmt::format(
+        "{} added line{} change{} the model's architecture: the benchmark would serve less work "
+        "per token than the model has",
+        c.evidence.size(), c.evidence.size() == 1 ? "" : "s", c.evidence.size() == 1 ? "s" : "");
+    c.todo =
+        "serve the model as released: remove the overrides (lower precision is allowed where "
+        "evals pass)";
+  } else {
+    c.verdict = GateVerdict::kPass;
+    c.summary = fmt::format(
+        "no architecture override among the {} added line{} of {} changed file{} (the change's "
+        "text; the architecture the server logged is not compared by this check yet)",
+        lines, lines == 1 ? "" : "s", files, files == 1 ? "" : "s");
+  }
+  return c;
+}
+
+GateCheck check_engine_patches(const std::vector<FileDiff>& diff, const TreeView& head) {
+  GateCheck c;
+  c.number = 7;
+  c.id = "engine-patches";
+  c.title = "No engine patches";
+  c.inferencex = "Check 10";
+  static const std::array<Pattern, 7> kPatterns = {{
+      {std::regex(R"((^|[;&|(]\s*|\s)git\s+apply\b)"), "applies a patch (git apply)"},
+      {std::regex(R"((^|[;&|(]\s*)\s*patch\s+(-p|<|--))"), "applies a patch (patch)"},
+      {std::regex(R"(\bsed\b[^|;]*\s-i\b.*(site-packages|dist-packages|\.py\b|find_spec))"),
+       "rewrites installed Python sources in place (sed -i)"},
+      {std::regex(R"((cat|tee)\b[^<]*(site-packages|dist-packages|\.py\b)[^<]*<<)"),
+       "writes a Python source from a heredoc"},
+      {std::regex(R"(\bsitecustomize\b)"), "changes the interpreter at start-up (sitecustomize)"},
+      {std::regex(R"(importlib\.util\.find_spec)"),
+       "locates an installed package's files (the first step of patching them)"},
+      {std::regex(R"(pip3?\s+install\b.*(git\+https?://|\.whl\b).*(vllm|sglang|tensorrt|trtllm))"),
+       "installs an engine from a fork or a wheel file"},
+  }};
+  for (const auto& f : diff) {
+    if (f.deleted || is_prose(f.path)) continue;
+    if ((f.added || !f.base_path.empty()) &&
+        (f.path.ends_with(".patch") || f.path.ends_with(".diff"))) {
+      c.evidence.push_back({f.path, 0, "", "a patch file", false});
+      continue;
+    }
+    for (const auto& l : f.added_lines) {
+      for (const auto& p : kPatterns) {
+        if (!std::regex_search(l.text, p.re)) continue;
+        c.evidence.push_back({f.path, l.line, trimmed(l.text), p.what, false});
+        break;
+      }
+    }
+  }
+  // A waiver (docs/waiver/*.md at head, as InferenceX asks of each patch) that names the file.
+  std::vector<std::string> waivers;
+  if (auto files = head.list("docs/waiver"); files) {
+    for (const auto& w : *files) {
+      if (!w.ends_with(".md")) continue;
+      if (auto text = head.read(w); text && *text) waivers.push_back(**text);
+    }
+  }
+  size_t waived = 0;
+  for (auto& e : c.evidence) {
+    for (const auto& w : waivers) {
+      if (w.find(e.file) != std::string::npos) {
+        e.waived = true;
+        ++waived;
+        break;
+      }
+    }
+  }
+  if (c.evidence.size() > waived) {
+    c.verdict = GateVerdict::kFail;
+    c.summary = fmt::format("{} added line{} or file{} patch{} the engine{}",
+                            c.evidence.size() - waived, c.evidence.size() - waived == 1 ? "" : "s",
+                            c.evidence.size() - waived == 1 ? "" : "s",
+                            c.evidence.size() - waived == 1 ? "es" : "",
+                            waived > 0 ? fmt::format(" ({} more waived)", waived) : "");
+    c.todo =
+        "run the engine as released; a patch that must stay needs docs/waiver/<PR>.md naming the "
+        "file: what is patched, why, the upstream link and when it goes";
+  } else {
+    c.verdict = GateVerdict::kPass;
+    c.summary =
+        waived > 0
+            ? fmt::format("{} patch{} of the engine, each waived in docs/waiver/", waived,
+                          waived == 1 ? "" : "es")
+            : "no engine patch in the change's text (writes into the engine's files at run time "
+              "are not checked by this check yet)";
+  }
+  return c;
+}
+
+namespace {
+
+GateCheck changelog_check(const Expected<ChangelogRun>& run, const ChangelogInputs& in) {
+  GateCheck c;
+  c.number = 2;
+  c.id = "changelog";
+  c.title = "Changelog and labels";
+  c.inferencex = "perf-changelog rules";
+  if (!run) {
+    c.verdict = GateVerdict::kCannotDecide;
+    c.summary = run.error().message;
+    c.todo = fmt::format("make {} readable at both revisions", in.file);
+    return c;
+  }
+  const auto& r = run->report;
+  for (const auto& v : r.violations) {
+    c.evidence.push_back({in.file, v.line, v.rule, v.message, false});
+  }
+  if (!r.ok()) {
+    c.verdict = GateVerdict::kFail;
+    c.summary = fmt::format("{} violation{} of the changelog rules", r.violations.size(),
+                            r.violations.size() == 1 ? "" : "s");
+    c.todo = "fix each line named below (`inferbench changelog check` gives the same list)";
+    return c;
+  }
+  if (!run->note.empty()) {
+    c.verdict = GateVerdict::kCannotDecide;
+    c.summary = fmt::format("the file's rules hold, but {}", run->note);
+    c.todo = "name the recipe files (--recipes)";
+    return c;
+  }
+  c.verdict = GateVerdict::kPass;
+  c.summary = fmt::format("{} appended entr{} cover{} every changed key{}", r.additions.size(),
+                          r.additions.size() == 1 ? "y" : "ies", r.additions.size() == 1 ? "s" : "",
+                          in.labels.empty() ? " (no labels given)"
+                                            : fmt::format("; the labels ({}) agree with them",
+                                                          fmt::join(in.labels, ", ")));
+  return c;
+}
+
+// A check this gate does not decide yet: said so, with what InferenceX's sign-off asks, so that
+// a maintainer decides it by hand. Never a pass.
+GateCheck by_hand(int number, std::string id, std::string title, std::string inferencex,
+                  std::string asks) {
+  GateCheck c;
+  c.number = number;
+  c.id = std::move(id);
+  c.title = std::move(title);
+  c.inferencex = std::move(inferencex);
+  c.verdict = GateVerdict::kCannotDecide;
+  c.summary = "not decided by this gate yet: " + asks;
+  c.todo = "decide it by hand";
+  return c;
+}
+
+}  // namespace
+
+Expected<GateReport> run_gate(const TreeView& base, const TreeView& head, const GateOptions& o) {
+  GateReport report;
+  report.base = base.describe();
+  report.head = head.describe();
+  auto diff = diff_between(base, head);
+  if (!diff) return diff.error();
+  // No changelog at head is the changelog check's failure to decide; a recipe that does not
+  // load, or git failing, is the gate's error, not a verdict.
+  auto exists = head.read(o.changelog.file);
+  if (!exists) return exists.error();
+  Expected<ChangelogRun> changelog =
+      Error{fmt::format("{} does not exist at {}", o.changelog.file, head.describe())};
+  if (*exists) {
+    changelog = changelog_between(base, head, o.changelog);
+    if (!changelog) return changelog.error();
+  }
+  auto changed = changed_keys(base, head, o.changelog.changed);
+  if (!changed) return changed.error();
+  for (const auto& k : changed->keys) report.keys.push_back(k.key);
+  report.checks.push_back(by_hand(
+      1, "sweep-and-evals", "A passing sweep and evals in the range", "Checks 1-2",
+      "a sweep of every changed key and its evals, all valid and passing, at a commit in the "
+      "range"));
+  report.checks.push_back(changelog_check(changelog, o.changelog));
+  report.checks.push_back(by_hand(3, "reuse", "Reuse of a run", "Check 4",
+                                  "a reused run is of a commit in the range, covers the keys, and "
+                                  "is not reused under evals-only or agentx-fast"));
+  report.checks.push_back(by_hand(4, "images", "Upstream images, no deprecated models",
+                                  "Checks 6-7",
+                                  "each changed key's image is an upstream release of its engine; "
+                                  "no deprecated model or scenario is added"));
+  report.checks.push_back(check_flop_overrides(*diff));
+  report.checks.push_back(by_hand(6, "spec-decoding-chat",
+                                  "Spec decoding through the chat template", "Check 9",
+                                  "a changed spec-decoding row is benchmarked through chat "
+                                  "completions"));
+  report.checks.push_back(check_engine_patches(*diff, head));
+  report.checks.push_back(by_hand(8, "golden-acceptance", "Golden acceptance length", "Check 11",
+                                  "agentic spec-decoding rows pin the golden acceptance length "
+                                  "and their runs realise it"));
+  report.checks.push_back(by_hand(9, "append-only", "Append-only isolation", "Check 12",
+                                  "every point that existed at base keeps its fingerprint, "
+                                  "effective configuration and environment reads"));
+  report.checks.push_back(by_hand(10, "effect", "The change has an effect", "verify",
+                                  "`inferbench verify` finds an effect for each changed key (a "
+                                  "no-op change fails)"));
+  return report;
+}
+
+}  // namespace ib::govern

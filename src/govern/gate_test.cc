@@ -1,0 +1,167 @@
+#include "govern/gate.h"
+
+#include <gtest/gtest.h>
+
+#include "govern/test_repo.h"
+
+namespace ib::govern {
+namespace {
+
+constexpr const char* kGateRecipe = R"(v-key:
+  image: vllm/vllm-openai:v0.11.0
+  model: org/m
+  model-prefix: m
+  precision: fp8
+  framework: vllm
+  runner: h200
+  multinode: false
+  serve:
+    command: [vllm, serve, "{model}", --port, "{port}"]
+  scenarios:
+    fixed-seq-len:
+    - isl: 1024
+      osl: 1024
+      search-space:
+      - { tp: 8, conc-list: [4, 8] }
+)";
+
+const std::string kGateEntry =
+    "- config-keys:\n    - v-key\n  description:\n    - \"Update v-key\"\n"
+    "  pr-link: https://github.com/o/r/pull/1\n";
+
+std::string edited(std::string s, const std::string& from, const std::string& to) {
+  const auto pos = s.find(from);
+  EXPECT_NE(pos, std::string::npos) << from;
+  if (pos != std::string::npos) s.replace(pos, from.size(), to);
+  return s;
+}
+
+class GateTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    repo.write("recipes/v.yaml", kGateRecipe);
+    repo.write("perf-changelog.yaml", kGateEntry);
+    repo.commit("base");
+  }
+  GateReport gate() {
+    auto base = TreeView::open(repo.root(), "HEAD");
+    auto head = TreeView::open(repo.root(), "");
+    EXPECT_TRUE(base.ok() && head.ok());
+    GateOptions o;
+    o.changelog.changed.recipe_paths = {"recipes"};
+    auto r = run_gate(*base, *head, o);
+    EXPECT_TRUE(r.ok()) << r.error().message;
+    return r.ok() ? *r : GateReport{};
+  }
+  static const GateCheck& check(const GateReport& r, int n) { return r.checks.at(n - 1); }
+  TestRepo repo;
+};
+
+// The must-show case: an architecture override in a recipe fails check 5 naming its line.
+TEST_F(GateTest, AnHfOverrideOfTheLayerCountFailsCheckFiveNamingTheLine) {
+  repo.write("recipes/v.yaml", edited(kGateRecipe, R"(--port, "{port}"])",
+                                      "--port, \"{port}\",\n              --hf-overrides, "
+                                      "'{\"num_hidden_layers\": 40}']"));
+  repo.write("perf-changelog.yaml", kGateEntry + "\n" + kGateEntry);
+  const auto r = gate();
+  ASSERT_EQ(r.checks.size(), 10u);
+  const auto& c = check(r, 5);
+  EXPECT_EQ(c.id, "flop-overrides");
+  EXPECT_EQ(c.verdict, GateVerdict::kFail);
+  ASSERT_EQ(c.evidence.size(), 1u);
+  EXPECT_EQ(c.evidence[0].file, "recipes/v.yaml");
+  EXPECT_EQ(c.evidence[0].line, 11);
+  EXPECT_NE(c.evidence[0].text.find("num_hidden_layers"), std::string::npos);
+  EXPECT_EQ(r.overall(), GateVerdict::kFail);
+  EXPECT_EQ(r.keys, std::vector<std::string>{"v-key"});
+  // The changelog covers the key: check 2 passes.
+  EXPECT_EQ(check(r, 2).verdict, GateVerdict::kPass) << check(r, 2).summary;
+  const std::string md = r.to_markdown();
+  EXPECT_NE(md.find("❌ fail"), std::string::npos) << md;
+  EXPECT_NE(md.find("`recipes/v.yaml:11`"), std::string::npos) << md;
+}
+
+TEST_F(GateTest, EachArchitectureKnobIsFoundAndProseIsNot) {
+  std::vector<FileDiff> diff(2);
+  diff[0].path = "benchmarks/run.sh";
+  const std::vector<std::string> bad = {
+      "vllm serve m --hf_overrides '{}'",
+      "python -m sglang.launch_server --json-model-override-args '{\"x\": 1}'",
+      "  num_local_experts: 64",
+      "export SKIP=1 --skip-indexer",
+      "sed -i 's/61/40/' /models/m/config.json",
+      "jq '.n_routed_experts=64' config.json > /tmp/c && mv /tmp/c config.json",
+  };
+  for (size_t i = 0; i < bad.size(); ++i) diff[0].added_lines.push_back({int(i) + 1, bad[i]});
+  diff[0].added_lines.push_back({99, "vllm serve m --max-num-seqs 256"});
+  diff[1].path = "docs/notes.md";
+  diff[1].added_lines.push_back({1, "never use --hf-overrides num_hidden_layers"});
+  const auto c = check_flop_overrides(diff);
+  EXPECT_EQ(c.verdict, GateVerdict::kFail);
+  ASSERT_EQ(c.evidence.size(), bad.size());
+  for (size_t i = 0; i < bad.size(); ++i) EXPECT_EQ(c.evidence[i].line, int(i) + 1) << bad[i];
+  diff[0].added_lines.resize(0);
+  diff[0].added_lines.push_back({1, "vllm serve m --max-num-seqs 256"});
+  EXPECT_EQ(check_flop_overrides(diff).verdict, GateVerdict::kPass);
+}
+
+TEST_F(GateTest, EnginePatchesFailUnlessAWaiverNamesThem) {
+  repo.write("benchmarks/run.sh",
+             "#!/bin/sh\nset -e\ncd $(python3 -c 'import importlib.util; "
+             "print(importlib.util.find_spec(\"vllm\").submodule_search_locations[0])')\n"
+             "git apply /work/fix.patch\nvllm serve m\n");
+  repo.write("benchmarks/fix.patch", "--- a/x.py\n+++ b/x.py\n");
+  repo.write("perf-changelog.yaml", kGateEntry + "\n" + kGateEntry);
+  auto r = gate();
+  const auto& c = check(r, 7);
+  EXPECT_EQ(c.id, "engine-patches");
+  EXPECT_EQ(c.verdict, GateVerdict::kFail) << c.summary;
+  ASSERT_EQ(c.evidence.size(), 3u);
+  EXPECT_EQ(c.evidence[0].file, "benchmarks/fix.patch");
+  EXPECT_EQ(c.evidence[1].line, 3);  // find_spec
+  EXPECT_EQ(c.evidence[2].line, 4);  // git apply
+
+  repo.write("docs/waiver/1.md",
+             "# Waiver\nbenchmarks/run.sh and benchmarks/fix.patch patch vLLM's scheduler until "
+             "vllm-project/vllm#1 ships.\n");
+  r = gate();
+  EXPECT_EQ(check(r, 7).verdict, GateVerdict::kPass) << check(r, 7).summary;
+  for (const auto& e : check(r, 7).evidence) EXPECT_TRUE(e.waived) << e.where();
+}
+
+TEST_F(GateTest, AnUncoveredKeyFailsTheChangelogCheckAndUndecidedChecksAreNeverAPass) {
+  repo.write("recipes/v.yaml", edited(kGateRecipe, "conc-list: [4, 8]", "conc-list: [4, 8, 16]"));
+  const auto r = gate();
+  EXPECT_EQ(check(r, 2).verdict, GateVerdict::kFail);
+  ASSERT_FALSE(check(r, 2).evidence.empty());
+  EXPECT_EQ(check(r, 2).evidence[0].text, "missing-entry") << check(r, 2).evidence[0].what;
+  EXPECT_EQ(check(r, 5).verdict, GateVerdict::kPass);
+  EXPECT_EQ(check(r, 7).verdict, GateVerdict::kPass);
+  for (int n : {1, 3, 4, 6, 8, 9, 10}) {
+    EXPECT_EQ(check(r, n).verdict, GateVerdict::kCannotDecide) << n;
+  }
+  // Covered now: nothing fails, and the checks decided by hand leave the gate undecided.
+  repo.write("perf-changelog.yaml", kGateEntry + "\n" + kGateEntry);
+  EXPECT_EQ(gate().overall(), GateVerdict::kCannotDecide);
+}
+
+TEST(GateMarkdown, CellsCannotBreakTheTable) {
+  GateReport r;
+  r.base = "main (abc)";
+  r.head = "working tree";
+  GateCheck c;
+  c.number = 5;
+  c.title = "t";
+  c.verdict = GateVerdict::kFail;
+  c.summary = "a | b\nc";
+  c.evidence.push_back({"f.yaml", 3, "x | `y`", "why", false});
+  r.checks.push_back(c);
+  const std::string md = r.to_markdown();
+  EXPECT_NE(md.find("a \\| b c"), std::string::npos) << md;
+  EXPECT_NE(md.find("`` x \\| `y` ``"), std::string::npos) << md;
+  const auto j = r.to_json();
+  EXPECT_EQ(j.at("verdict").as_string(), "fail");
+}
+
+}  // namespace
+}  // namespace ib::govern
