@@ -26,6 +26,8 @@ struct GateCliOptions {
   std::string pr_url;
   bool main = false;
   std::string repo = ".";
+  std::string policy = "gate-policy.yaml";
+  std::string date;
   std::string markdown;
   bool json = false;
   bool exit_code = false;
@@ -74,6 +76,14 @@ int run_gate_cli(const GateCliOptions& o) {
     if (!rel) return fail("gate", usage_error(rel.error().message));
     go.changelog.changed.runners_path = *rel;
   }
+  auto policy = head->relative(in_repo(o.repo, o.policy));
+  if (!policy) return fail("gate", usage_error(policy.error().message));
+  go.policy_file = *policy;
+  if (!o.date.empty() && !govern::is_iso_date(o.date)) {
+    return fail("gate",
+                usage_error(fmt::format("--date: expected YYYY-MM-DD, got \"{}\"", o.date)));
+  }
+  go.date = o.date;
   go.changelog.labels = o.labels;
   go.changelog.main = o.main;
   if (!o.pr_url.empty()) go.changelog.pr_url = o.pr_url;
@@ -116,6 +126,12 @@ RunFn register_gate(CLI::App& root) {
   app->add_option("--pr-url", o->pr_url,
                   "This pull request's URL: new changelog entries must link it or use XXX");
   app->add_flag("--main", o->main, "Checking a push to main: new links must be canonical");
+  app->add_option("--policy", o->policy,
+                  "The gate policy, read at head: upstream images per engine, deprecated models "
+                  "and scenarios (docs/gate.md)")
+      ->capture_default_str();
+  app->add_option("--date", o->date,
+                  "The review date for deprecations, YYYY-MM-DD (default: today, UTC)");
   app->add_option("-C,--repo", o->repo, "Repository directory")->capture_default_str();
   app->add_option("--markdown", o->markdown,
                   "Also write the verdict as a pull-request comment (markdown) to this file");

@@ -13,6 +13,7 @@
 #include "core/expected.h"
 #include "govern/changed.h"
 #include "govern/changelog.h"
+#include "govern/gate_policy.h"
 #include "govern/git.h"
 #include "govern/git_diff.h"
 
@@ -81,6 +82,8 @@ Expected<ChangelogRun> changelog_between(const TreeView& base, const TreeView& h
 
 struct GateOptions {
   ChangelogInputs changelog;
+  std::string policy_file = "gate-policy.yaml";  // repository-relative, read at head
+  std::string date;                              // YYYY-MM-DD for deprecations; "" = today (UTC)
 };
 
 /// Runs every check between `base` and `head`.
@@ -89,5 +92,8 @@ Expected<GateReport> run_gate(const TreeView& base, const TreeView& head, const 
 // The checks that read the change's text, for tests.
 GateCheck check_flop_overrides(const std::vector<FileDiff>& diff);
 GateCheck check_engine_patches(const std::vector<FileDiff>& diff, const TreeView& head);
+/// Check 4 over the changed keys' entries at head; `policy` nullopt: the repository keeps none.
+GateCheck check_images(const std::vector<const recipe::ConfigEntry*>& changed,
+                       const std::optional<GatePolicy>& policy, const std::string& date);
 
 }  // namespace ib::govern

@@ -137,12 +137,49 @@ TEST_F(GateTest, AnUncoveredKeyFailsTheChangelogCheckAndUndecidedChecksAreNeverA
   EXPECT_EQ(check(r, 2).evidence[0].text, "missing-entry") << check(r, 2).evidence[0].what;
   EXPECT_EQ(check(r, 5).verdict, GateVerdict::kPass);
   EXPECT_EQ(check(r, 7).verdict, GateVerdict::kPass);
-  for (int n : {1, 3, 4, 6, 8, 9, 10}) {
+  for (int n : {1, 3, 4, 6, 8, 9, 10}) {  // 4: the repository keeps no policy
     EXPECT_EQ(check(r, n).verdict, GateVerdict::kCannotDecide) << n;
   }
   // Covered now: nothing fails, and the checks decided by hand leave the gate undecided.
   repo.write("perf-changelog.yaml", kGateEntry + "\n" + kGateEntry);
   EXPECT_EQ(gate().overall(), GateVerdict::kCannotDecide);
+}
+
+TEST_F(GateTest, ImagesAndDeprecationsFromThePolicyTheRepositoryKeeps) {
+  repo.write("recipes/v.yaml", edited(kGateRecipe, "vllm-openai:v0.11.0", "my-fork:latest"));
+  repo.write("perf-changelog.yaml", kGateEntry + "\n" + kGateEntry);
+  // No policy: cannot decide, never a pass.
+  EXPECT_EQ(check(gate(), 4).verdict, GateVerdict::kCannotDecide);
+  repo.write("gate-policy.yaml",
+             "upstream-images:\n  vllm: [\"vllm/vllm-openai:v*\"]\n"
+             "deprecated:\n  models:\n  - { model: \"org/*\", from: 2099-01-01 }\n"
+             "  scenarios:\n  - { scenario: 1024/1024, from: 2026-01-01, why: retired }\n");
+  auto r = gate();
+  const auto& c = check(r, 4);
+  EXPECT_EQ(c.verdict, GateVerdict::kFail);
+  ASSERT_EQ(c.evidence.size(), 2u);  // the image, the scenario (the model is not yet deprecated)
+  EXPECT_EQ(c.evidence[0].text, "image: vllm/my-fork:latest");
+  EXPECT_EQ(c.evidence[0].line, 1);
+  EXPECT_NE(c.evidence[0].what.find("gate-policy.yaml:2"), std::string::npos) << c.evidence[0].what;
+  EXPECT_EQ(c.evidence[1].text, "scenario: 1024/1024");
+  EXPECT_NE(c.evidence[1].what.find("retired"), std::string::npos);
+  // The upstream image, a scenario not deprecated: pass.
+  repo.write("recipes/v.yaml",
+             edited(edited(kGateRecipe, "v0.11.0", "v0.12.0"), "osl: 1024", "osl: 2048"));
+  EXPECT_EQ(check(gate(), 4).verdict, GateVerdict::kPass) << check(gate(), 4).summary;
+  // A framework the policy does not list: cannot decide.
+  repo.write("gate-policy.yaml", "upstream-images:\n  sglang: [\"lmsysorg/sglang:v*\"]\n");
+  EXPECT_EQ(check(gate(), 4).verdict, GateVerdict::kCannotDecide);
+  // A malformed policy is the gate's error, naming the line.
+  repo.write("gate-policy.yaml", "upstream-images: { vllm: [] }\n");
+  auto base = TreeView::open(repo.root(), "HEAD");
+  auto head = TreeView::open(repo.root(), "");
+  GateOptions o;
+  o.changelog.changed.recipe_paths = {"recipes"};
+  auto bad = run_gate(*base, *head, o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("gate-policy.yaml:1:"), std::string::npos)
+      << bad.error().message;
 }
 
 TEST(GateMarkdown, CellsCannotBreakTheTable) {
