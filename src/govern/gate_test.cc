@@ -100,6 +100,16 @@ TEST_F(GateTest, EachArchitectureKnobIsFoundAndProseIsNot) {
   EXPECT_EQ(c.verdict, GateVerdict::kFail);
   ASSERT_EQ(c.evidence.size(), bad.size());
   for (size_t i = 0; i < bad.size(); ++i) EXPECT_EQ(c.evidence[i].line, int(i) + 1) << bad[i];
+  // A megabyte-long line (minified JSON) is searched without exhausting the stack, to its end.
+  std::string long_line(1 << 20, 'x');
+  long_line += " \"num_hidden_layers\": 40";
+  diff[0].added_lines.push_back({100, long_line});
+  EXPECT_EQ(check_flop_overrides(diff).evidence.back().line, 100);
+  // A window that starts inside a word is not the start of one.
+  std::vector<FileDiff> patch(1);
+  patch[0].path = "run.sh";
+  patch[0].added_lines.push_back({1, std::string(1536, 'x') + "patch -p1 < a"});
+  EXPECT_TRUE(check_engine_patches(patch, *TreeView::open(repo.root(), "")).evidence.empty());
   diff[0].added_lines.resize(0);
   diff[0].added_lines.push_back({1, "vllm serve m --max-num-seqs 256"});
   EXPECT_EQ(check_flop_overrides(diff).verdict, GateVerdict::kPass);
