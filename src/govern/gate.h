@@ -92,6 +92,8 @@ Expected<GateReport> run_gate(const TreeView& base, const TreeView& head, const 
 // The checks that read the change's text, for tests.
 GateCheck check_flop_overrides(const std::vector<FileDiff>& diff);
 GateCheck check_engine_patches(const std::vector<FileDiff>& diff, const TreeView& head);
+/// Check 8's recipe half over the changed keys' entries at head.
+GateCheck check_golden_acceptance(const std::vector<const recipe::ConfigEntry*>& changed);
 /// Check 4 over the changed keys' entries at head; `policy` nullopt: the repository keeps none.
 GateCheck check_images(const std::vector<const recipe::ConfigEntry*>& changed,
                        const std::optional<GatePolicy>& policy, const std::string& date);

@@ -147,7 +147,8 @@ TEST_F(GateTest, AnUncoveredKeyFailsTheChangelogCheckAndUndecidedChecksAreNeverA
   EXPECT_EQ(check(r, 2).evidence[0].text, "missing-entry") << check(r, 2).evidence[0].what;
   EXPECT_EQ(check(r, 5).verdict, GateVerdict::kPass);
   EXPECT_EQ(check(r, 7).verdict, GateVerdict::kPass);
-  for (int n : {1, 3, 4, 6, 8, 9, 10}) {  // 4: the repository keeps no policy
+  EXPECT_EQ(check(r, 8).verdict, GateVerdict::kNotApplicable);  // no speculation anywhere
+  for (int n : {1, 3, 4, 6, 9, 10}) {                           // 4: the repository keeps no policy
     EXPECT_EQ(check(r, n).verdict, GateVerdict::kCannotDecide) << n;
   }
   // Covered now: nothing fails, and the checks decided by hand leave the gate undecided.
@@ -190,6 +191,32 @@ TEST_F(GateTest, ImagesAndDeprecationsFromThePolicyTheRepositoryKeeps) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message.find("gate-policy.yaml:1:"), std::string::npos)
       << bad.error().message;
+}
+
+TEST_F(GateTest, AgenticSpecDecodingPinsTheGoldenAcceptanceAndOnlyItDoes) {
+  const std::string agentic = edited(edited(kGateRecipe, "runner: h200", "runner: cluster:h200"),
+                                     "    fixed-seq-len:\n    - isl: 1024\n      osl: 1024\n"
+                                     "      search-space:\n      - { tp: 8, conc-list: [4, 8] }\n",
+                                     "    agentic-coding:\n    - search-space:\n"
+                                     "      - { tp: 8, spec-decoding: mtp, kv-offloading: none, "
+                                     "conc-list: [4] }\n");
+  repo.write("recipes/v.yaml", agentic);
+  repo.write("perf-changelog.yaml", kGateEntry + "\n" + kGateEntry);
+  auto r = gate();
+  EXPECT_EQ(check(r, 8).verdict, GateVerdict::kFail) << check(r, 8).summary;
+  ASSERT_EQ(check(r, 8).evidence.size(), 1u);
+  EXPECT_EQ(check(r, 8).evidence[0].line, 1);
+  // Pinned: the recipe's half holds; the realised length needs the runs.
+  repo.write("recipes/v.yaml", agentic + "  expect:\n    spec-acceptance: { al: 2.5 }\n");
+  EXPECT_EQ(check(gate(), 8).verdict, GateVerdict::kCannotDecide);
+  // A synthetic acceptance on a key with no agentic speculation fails, naming the knob.
+  repo.write("recipes/v.yaml", edited(kGateRecipe, R"(--port, "{port}"])",
+                                      R"(--port, "{port}"]
+    env: { SGLANG_SIMULATE_ACC_LEN: "2.5" })"));
+  r = gate();
+  EXPECT_EQ(check(r, 8).verdict, GateVerdict::kFail);
+  ASSERT_EQ(check(r, 8).evidence.size(), 1u);
+  EXPECT_NE(check(r, 8).evidence[0].text.find("SGLANG_SIMULATE_ACC_LEN"), std::string::npos);
 }
 
 TEST(GateMarkdown, CellsCannotBreakTheTable) {
