@@ -8,6 +8,8 @@
 #include <ctime>
 #include <regex>
 
+#include "core/redact.h"
+#include "core/strings.h"
 #include "recipe/golden_al.h"
 
 namespace ib::govern {
@@ -205,11 +207,8 @@ bool is_prose(const std::string& path) {
   return path.starts_with("docs/") || path.find("/docs/") != std::string::npos;
 }
 
-std::string trimmed(std::string_view s) {
-  const auto b = s.find_first_not_of(" \t");
-  if (b == std::string_view::npos) return {};
-  const auto e = s.find_last_not_of(" \t\r");
-  return std::string(s.substr(b, e - b + 1));
+bool is_patch_file(const FileDiff& f) {
+  return f.path.ends_with(".patch") || f.path.ends_with(".diff");
 }
 
 struct Pattern {
@@ -229,6 +228,25 @@ bool search_line(std::string_view line, const std::regex& re) {
         start == 0 ? std::regex_constants::match_default : std::regex_constants::match_prev_avail;
     if (std::regex_search(part.begin(), part.end(), re, flags)) return true;
     if (start + kWindow >= line.size()) return false;
+  }
+}
+
+// Every added line of the change's files (prose and deleted files aside) against `patterns`: one
+// piece of evidence per matching line, the first pattern's. The line is shown as it may be: its
+// secrets hidden (a command line can carry --api-key), control characters escaped, cut.
+template <size_t N>
+void scan_added_lines(const std::vector<FileDiff>& diff, const std::array<Pattern, N>& patterns,
+                      std::vector<GateEvidence>& evidence, bool skip_patch_files = false) {
+  for (const auto& f : diff) {
+    if (f.deleted || is_prose(f.path) || (skip_patch_files && is_patch_file(f))) continue;
+    for (const auto& l : f.added_lines) {
+      for (const auto& p : patterns) {
+        if (!search_line(l.text, p.re)) continue;
+        evidence.push_back(
+            {f.path, l.line, printable(redact_text(trim(l.text)), 300), p.what, false});
+        break;
+      }
+    }
   }
 }
 
@@ -258,18 +276,12 @@ GateCheck check_flop_overrides(const std::vector<FileDiff>& diff) {
        "edits the model's config.json"},
       {std::regex(R"(>\s*\S*config\.json)"), "writes the model's config.json"},
   }};
-  int lines = 0, files = 0;
+  scan_added_lines(diff, kPatterns, c.evidence);
+  size_t lines = 0, files = 0;
   for (const auto& f : diff) {
     if (f.deleted || is_prose(f.path)) continue;
     ++files;
-    for (const auto& l : f.added_lines) {
-      ++lines;
-      for (const auto& p : kPatterns) {
-        if (!search_line(l.text, p.re)) continue;
-        c.evidence.push_back({f.path, l.line, trimmed(l.text), p.what, false});
-        break;
-      }
-    }
+    lines += f.added_lines.size();
   }
   if (!c.evidence.empty()) {
     c.verdict = GateVerdict::kFail;
@@ -309,21 +321,13 @@ GateCheck check_engine_patches(const std::vector<FileDiff>& diff, const TreeView
       {std::regex(R"(pip3?\s+install\b.*(git\+https?://|\.whl\b).*(vllm|sglang|tensorrt|trtllm))"),
        "installs an engine from a fork or a wheel file"},
   }};
+  // A patch file is evidence whole; the other files, line by line.
   for (const auto& f : diff) {
-    if (f.deleted || is_prose(f.path)) continue;
-    if ((f.added || !f.base_path.empty()) &&
-        (f.path.ends_with(".patch") || f.path.ends_with(".diff"))) {
+    if (!f.deleted && !is_prose(f.path) && is_patch_file(f)) {
       c.evidence.push_back({f.path, 0, "", "a patch file", false});
-      continue;
-    }
-    for (const auto& l : f.added_lines) {
-      for (const auto& p : kPatterns) {
-        if (!search_line(l.text, p.re)) continue;
-        c.evidence.push_back({f.path, l.line, trimmed(l.text), p.what, false});
-        break;
-      }
     }
   }
+  scan_added_lines(diff, kPatterns, c.evidence, /*skip_patch_files=*/true);
   // A waiver (docs/waiver/*.md at head, as InferenceX asks of each patch) that names the file.
   std::vector<std::string> waivers;
   if (auto files = head.list("docs/waiver"); files) {
@@ -634,6 +638,10 @@ Expected<GateReport> run_gate(const TreeView& base, const TreeView& head, const 
   std::optional<GatePolicy> policy;
   auto policy_text = head.read(o.policy_file);
   if (!policy_text) return policy_text.error();
+  if (!*policy_text && o.policy_named) {
+    return usage_error(
+        fmt::format("--policy: {} does not exist at {}", o.policy_file, head.describe()));
+  }
   if (*policy_text) {
     auto p = parse_gate_policy(**policy_text, o.policy_file);
     if (!p) return p.error();

@@ -83,7 +83,8 @@ Expected<ChangelogRun> changelog_between(const TreeView& base, const TreeView& h
 struct GateOptions {
   ChangelogInputs changelog;
   std::string policy_file = "gate-policy.yaml";  // repository-relative, read at head
-  std::string date;                              // YYYY-MM-DD for deprecations; "" = today (UTC)
+  bool policy_named = false;  // named by the user: missing at head is an error, not "no policy"
+  std::string date;           // YYYY-MM-DD for deprecations; "" = today (UTC)
 };
 
 /// Runs every check between `base` and `head`.

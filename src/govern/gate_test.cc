@@ -7,27 +7,8 @@
 namespace ib::govern {
 namespace {
 
-constexpr const char* kGateRecipe = R"(v-key:
-  image: vllm/vllm-openai:v0.11.0
-  model: org/m
-  model-prefix: m
-  precision: fp8
-  framework: vllm
-  runner: h200
-  multinode: false
-  serve:
-    command: [vllm, serve, "{model}", --port, "{port}"]
-  scenarios:
-    fixed-seq-len:
-    - isl: 1024
-      osl: 1024
-      search-space:
-      - { tp: 8, conc-list: [4, 8] }
-)";
-
-const std::string kGateEntry =
-    "- config-keys:\n    - v-key\n  description:\n    - \"Update v-key\"\n"
-    "  pr-link: https://github.com/o/r/pull/1\n";
+const std::string kGateRecipe = kVKeyRecipe;
+const std::string kGateEntry = v_key_entry();
 
 std::string edited(std::string s, const std::string& from, const std::string& to) {
   const auto pos = s.find(from);
@@ -110,6 +91,15 @@ TEST_F(GateTest, EachArchitectureKnobIsFoundAndProseIsNot) {
   patch[0].path = "run.sh";
   patch[0].added_lines.push_back({1, std::string(1536, 'x') + "patch -p1 < a"});
   EXPECT_TRUE(check_engine_patches(patch, *TreeView::open(repo.root(), "")).evidence.empty());
+  // A flagged line is shown without its secrets or control characters.
+  std::vector<FileDiff> secret(1);
+  secret[0].path = "run.sh";
+  secret[0].added_lines.push_back(
+      {1, "vllm serve m --hf-overrides '{}' --api-key sk-live-1234567890abcdef \x1b[2J"});
+  const auto shown = check_flop_overrides(secret).evidence.at(0).text;
+  EXPECT_EQ(shown.find("sk-live-1234567890abcdef"), std::string::npos) << shown;
+  EXPECT_EQ(shown.find('\x1b'), std::string::npos) << shown;
+  EXPECT_NE(shown.find("--hf-overrides"), std::string::npos) << shown;
   diff[0].added_lines.resize(0);
   diff[0].added_lines.push_back({1, "vllm serve m --max-num-seqs 256"});
   EXPECT_EQ(check_flop_overrides(diff).verdict, GateVerdict::kPass);

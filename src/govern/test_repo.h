@@ -14,6 +14,31 @@
 
 namespace ib::govern {
 
+/// One valid single-node vLLM key, `v-key` (the gate's tests edit it).
+inline constexpr const char* kVKeyRecipe = R"(v-key:
+  image: vllm/vllm-openai:v0.11.0
+  model: org/m
+  model-prefix: m
+  precision: fp8
+  framework: vllm
+  runner: h200
+  multinode: false
+  serve:
+    command: [vllm, serve, "{model}", --port, "{port}"]
+  scenarios:
+    fixed-seq-len:
+    - isl: 1024
+      osl: 1024
+      search-space:
+      - { tp: 8, conc-list: [4, 8] }
+)";
+
+/// A perf-changelog entry for `v-key`.
+inline std::string v_key_entry(const std::string& what = "Update v-key") {
+  return "- config-keys:\n    - v-key\n  description:\n    - \"" + what +
+         "\"\n  pr-link: https://github.com/o/r/pull/1\n";
+}
+
 class TestRepo {
  public:
   TestRepo() : dir_("ib-git-test") { git({"init", "-q", "-b", "main"}); }

@@ -6,43 +6,20 @@
 namespace ib::e2e {
 namespace {
 
-constexpr const char* kGateCliRecipe = R"(v-key:
-  image: vllm/vllm-openai:v0.11.0
-  model: org/m
-  model-prefix: m
-  precision: fp8
-  framework: vllm
-  runner: h200
-  multinode: false
-  serve:
-    command: [vllm, serve, "{model}", --port, "{port}"]
-  scenarios:
-    fixed-seq-len:
-    - isl: 1024
-      osl: 1024
-      search-space:
-      - { tp: 8, conc-list: [4, 8] }
-)";
-
-std::string changelog_entry(const std::string& what) {
-  return "- config-keys:\n    - v-key\n  description:\n    - \"" + what +
-         "\"\n  pr-link: https://github.com/o/r/pull/1\n";
-}
-
 // The must-show case: a change that adds --hf-overrides '{"num_hidden_layers": 40}' fails check 5
 // naming the line, in the terminal, the comment and the JSON; --exit-code makes it exit 1.
 TEST(GateCli, AnArchitectureOverrideFailsNamingItsLine) {
   govern::TestRepo repo;
-  repo.write("recipes/v.yaml", kGateCliRecipe);
-  repo.write("perf-changelog.yaml", changelog_entry("Add v-key"));
+  repo.write("recipes/v.yaml", govern::kVKeyRecipe);
+  repo.write("perf-changelog.yaml", govern::v_key_entry("Add v-key"));
   repo.commit("base");
-  std::string head = kGateCliRecipe;
+  std::string head = govern::kVKeyRecipe;
   const std::string from = R"(--port, "{port}"])";
   head.replace(head.find(from), from.size(),
                R"(--port, "{port}", --hf-overrides, '{"num_hidden_layers": 40}'])");
   repo.write("recipes/v.yaml", head);
   repo.write("perf-changelog.yaml",
-             changelog_entry("Add v-key") + "\n" + changelog_entry("Fewer layers"));
+             govern::v_key_entry("Add v-key") + "\n" + govern::v_key_entry("Fewer layers"));
   repo.commit("head");
   TempDir dir;
   const fs::path md = dir.path() / "gate.md";
@@ -70,11 +47,19 @@ TEST(GateCli, AnArchitectureOverrideFailsNamingItsLine) {
   EXPECT_EQ(c5.at("id").as_string(), "flop-overrides");
   EXPECT_EQ(c5.at("evidence").as_array().at(0).at("line").as_int64(), 10);
   EXPECT_EQ(v.at("checks").as_array().at(1).at("verdict").as_string(), "pass");
+
+  // A policy named on the command line must exist; the default one may be absent.
+  auto p = run_inferbench({"gate", "-C", repo.root().string(), "--base", "HEAD~1", "--head", "HEAD",
+                           "--policy", "policies/gate.yaml"},
+                          dir.path() / "gate-policy.log");
+  EXPECT_EQ(p.exit.code, 2) << p.output;
+  EXPECT_NE(p.output.find("--policy: policies/gate.yaml does not exist at HEAD"), std::string::npos)
+      << p.output;
 }
 
 TEST(GateCli, BadRevisionsAndOptionsAreUsageErrors) {
   govern::TestRepo repo;
-  repo.write("perf-changelog.yaml", changelog_entry("x"));
+  repo.write("perf-changelog.yaml", govern::v_key_entry("x"));
   repo.commit("base");
   TempDir dir;
   auto r = run_inferbench({"gate", "-C", repo.root().string(), "--base", "no-such-rev"},
