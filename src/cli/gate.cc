@@ -7,12 +7,15 @@
 
 #include <cstdio>
 #include <memory>
+#include <optional>
 
 #include "cli/changelog_args.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "core/files.h"
 #include "core/json_text.h"
+#include "store/store.h"
+#include "sweep/gate_runs.h"
 
 namespace ib::cli {
 
@@ -27,6 +30,8 @@ struct GateCliOptions {
   std::string markdown;
   bool json = false;
   bool exit_code = false;
+  std::string db;     // "": the run checks cannot decide
+  std::string reuse;  // --reuse RUN
 };
 
 constexpr int kExitUndecided = 3;
@@ -67,6 +72,21 @@ int run_gate_cli(const GateCliOptions& o) {
                 usage_error(fmt::format("--date: expected YYYY-MM-DD, got \"{}\"", o.date)));
   }
   go.date = o.date;
+  std::optional<store::Store> db;
+  if (!o.db.empty()) {
+    auto opened = store::Store::open_read_only(o.db);
+    if (!opened) return fail("gate", usage_error("--db: " + opened.error().message));
+    db.emplace(std::move(*opened));
+  } else if (!o.reuse.empty()) {
+    return fail("gate", usage_error("--reuse needs the results database that holds it (--db)"));
+  }
+  sweep::GateRunOptions ro;
+  ro.reuse = o.reuse;
+  if (db) {
+    go.run_checks = [&](const govern::GateContext& ctx, govern::GateReport& r) {
+      return sweep::decide_gate_runs(ctx, *db, ro, r);
+    };
+  }
 
   auto report = govern::run_gate(revs->base, revs->head, go);
   if (!report) return fail("gate", report.error());
@@ -103,6 +123,12 @@ RunFn register_gate(CLI::App& root) {
              "The gate policy, read at head: upstream images per engine, deprecated models "
              "and scenarios (docs/gate.md)")
           ->capture_default_str();
+  app->add_option("--db", o->db,
+                  "The results database the sweeps of the change wrote: checks 1, 3, 6 and 10 and "
+                  "the run halves of 5, 7, 8 and 9 read its runs (without it they cannot decide)");
+  app->add_option("--reuse", o->reuse,
+                  "The run (id or name) a merge would reuse instead of sweeping again: check 3 "
+                  "decides whether it may");
   app->add_option("--date", o->date,
                   "The review date for deprecations, YYYY-MM-DD (default: today, UTC)");
   app->add_option("--markdown", o->markdown,

@@ -395,4 +395,9 @@ Expected<ChangedReport> changed_keys(const TreeView& base, const TreeView& head,
   return report;
 }
 
+Expected<std::optional<recipe::RunnersFile>> runners_at(const TreeView& tree,
+                                                        const std::string& path) {
+  return load_runners_at(tree, path);
+}
+
 }  // namespace ib::govern

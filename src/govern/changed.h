@@ -3,6 +3,7 @@
 #pragma once
 
 #include <boost/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,11 @@ std::vector<FieldChange> diff_fields(const boost::json::value& base,
 /// (no shared files, no runners): what `verify` uses for two recipe files.
 ChangedReport diff_entries(const std::vector<recipe::ConfigEntry>& base,
                            const std::vector<recipe::ConfigEntry>& head);
+
+/// The runners file at `tree` (`path` repository-relative); nullopt when `path` is empty or the
+/// file does not exist there. Error names the revision, file and line.
+Expected<std::optional<recipe::RunnersFile>> runners_at(const TreeView& tree,
+                                                        const std::string& path);
 
 Expected<ChangedReport> changed_keys(const TreeView& base, const TreeView& head,
                                      const ChangedOptions& options);

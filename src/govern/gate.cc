@@ -7,6 +7,8 @@
 #include <boost/json.hpp>
 #include <ctime>
 #include <regex>
+#include <stdexcept>
+#include <tuple>
 
 #include "core/redact.h"
 #include "core/strings.h"
@@ -294,12 +296,22 @@ GateCheck check_flop_overrides(const std::vector<FileDiff>& diff) {
         "evals pass)";
   } else {
     c.verdict = GateVerdict::kPass;
-    c.summary = fmt::format(
-        "no architecture override among the {} added line{} of {} changed file{} (the change's "
-        "text; the architecture the server logged is not compared by this check yet)",
-        lines, lines == 1 ? "" : "s", files, files == 1 ? "" : "s");
+    c.summary =
+        fmt::format("no architecture override among the {} added line{} of {} changed file{}",
+                    lines, lines == 1 ? "" : "s", files, files == 1 ? "" : "s");
   }
   return c;
+}
+
+std::vector<std::string> waiver_texts(const TreeView& head) {
+  std::vector<std::string> waivers;
+  if (auto files = head.list("docs/waiver"); files) {
+    for (const auto& w : *files) {
+      if (!w.ends_with(".md")) continue;
+      if (auto text = head.read(w); text && *text) waivers.push_back(**text);
+    }
+  }
+  return waivers;
 }
 
 GateCheck check_engine_patches(const std::vector<FileDiff>& diff, const TreeView& head) {
@@ -329,13 +341,7 @@ GateCheck check_engine_patches(const std::vector<FileDiff>& diff, const TreeView
   }
   scan_added_lines(diff, kPatterns, c.evidence, /*skip_patch_files=*/true);
   // A waiver (docs/waiver/*.md at head, as InferenceX asks of each patch) that names the file.
-  std::vector<std::string> waivers;
-  if (auto files = head.list("docs/waiver"); files) {
-    for (const auto& w : *files) {
-      if (!w.ends_with(".md")) continue;
-      if (auto text = head.read(w); text && *text) waivers.push_back(**text);
-    }
-  }
+  const std::vector<std::string> waivers = waiver_texts(head);
   size_t waived = 0;
   for (auto& e : c.evidence) {
     for (const auto& w : waivers) {
@@ -362,8 +368,8 @@ GateCheck check_engine_patches(const std::vector<FileDiff>& diff, const TreeView
         waived > 0
             ? fmt::format("{} patch{} of the engine, each waived in docs/waiver/", waived,
                           waived == 1 ? "" : "es")
-            : "no engine patch in the change's text (writes into the engine's files at run time "
-              "are not checked by this check yet)";
+            : "no engine patch in the change's text (writes into the engine's installed files at "
+              "run time are read from stored runs: --db)";
   }
   return c;
 }
@@ -540,7 +546,7 @@ GateCheck check_golden_acceptance(const std::vector<const recipe::ConfigEntry*>&
     c.summary = fmt::format(
         "{} agentic spec-decoding key{} pin{} the golden acceptance length (the sweep refuses a "
         "pinned value that is not the golden one); whether the runs realised it needs their "
-        "stored results, which this gate does not read yet",
+        "stored results (--db)",
         agentic_spec, agentic_spec == 1 ? "" : "s", agentic_spec == 1 ? "s" : "");
     c.todo = "check each run's spec_acceptance (inferbench show) by hand";
   } else {
@@ -590,19 +596,206 @@ GateCheck changelog_check(const Expected<ChangelogRun>& run, const ChangelogInpu
   return c;
 }
 
-// A check this gate does not decide yet: said so, with what InferenceX's sign-off asks, so that
-// a maintainer decides it by hand. Never a pass.
-GateCheck by_hand(int number, std::string id, std::string title, std::string inferencex,
-                  std::string asks) {
+// A check decided from stored runs, when no results database was given: it says so, never pass.
+GateCheck needs_runs(int number, std::string id, std::string title, std::string inferencex,
+                     std::string asks) {
   GateCheck c;
   c.number = number;
   c.id = std::move(id);
   c.title = std::move(title);
   c.inferencex = std::move(inferencex);
   c.verdict = GateVerdict::kCannotDecide;
-  c.summary = "not decided by this gate yet: " + asks;
-  c.todo = "decide it by hand";
+  c.summary = "no results database was given (--db), so no run was read: " + asks;
+  c.todo = "give the results database the sweeps wrote (--db FILE)";
   return c;
+}
+
+// The commits of base..head; for a working-tree head, HEAD as well (a sweep of the working tree
+// records the commit it was checked out at).
+Expected<std::vector<std::string>> range_commits(const TreeView& base, const TreeView& head) {
+  const std::string to = head.is_worktree() ? "HEAD" : head.commit();
+  auto out = git(head.root(), {"rev-list", base.commit() + ".." + to});
+  if (!out) return out.error();
+  std::vector<std::string> commits;
+  for (auto& line : split(*out, '\n')) {
+    std::string c(trim(line));
+    if (!c.empty()) commits.push_back(std::move(c));
+  }
+  if (head.is_worktree()) {
+    auto at = git(head.root(), {"rev-parse", "HEAD"});
+    if (!at) return at.error();
+    std::string c(trim(*at));
+    if (std::find(commits.begin(), commits.end(), c) == commits.end()) commits.push_back(c);
+  }
+  return commits;
+}
+
+// A point's row without the fields that make it a point rather than a server configuration.
+json::value server_fields(const recipe::RecipeRow& r) {
+  json::object o = r.fields;
+  for (const char* k : {"conc", "exp-name", "recipe-fingerprint", "run-eval", "eval-conc"}) {
+    o.erase(k);
+  }
+  return o;
+}
+
+}  // namespace
+
+std::string point_name(const recipe::RecipeRow& r, bool with_conc) {
+  const auto* v = r.fields.if_contains("exp-name");
+  std::string name = v && v->is_string() ? std::string(v->as_string()) : r.config_key;
+  // exp-name names a fixed-seq-len row by model and sequence lengths only: the parallelism and
+  // speculation tell its rows apart (a multi-node row's exp-name has its workers and conc).
+  // Defaults are left out: ep 1, dp-attn false, spec-decoding none.
+  const bool has_conc = name.find("_conc") != std::string::npos;
+  for (const char* k : {"tp", "ep", "dp-attn", "spec-decoding", "conc"}) {
+    const std::string_view key(k);
+    const auto* f = r.fields.if_contains(key);
+    if (f == nullptr || (key == "conc" && (!with_conc || has_conc))) continue;
+    const std::string value = f->is_string() ? std::string(f->as_string()) : json::serialize(*f);
+    if ((key == "ep" && value == "1") || (key == "dp-attn" && value == "false") ||
+        (key == "spec-decoding" && value == "none") ||
+        (key == "tp" && name.find("_tp") != std::string::npos)) {
+      continue;
+    }
+    name += fmt::format(" {} {}", key, value);
+  }
+  return name;
+}
+
+std::vector<const recipe::RecipeRow*> GateContext::head_rows_of(const std::string& key) const {
+  std::vector<const recipe::RecipeRow*> out;
+  for (const auto& r : head_rows) {
+    if (r.config_key == key) out.push_back(&r);
+  }
+  return out;
+}
+
+std::vector<const recipe::RecipeRow*> GateContext::base_rows_of(const std::string& key) const {
+  std::vector<const recipe::RecipeRow*> out;
+  for (const auto& r : base_rows) {
+    if (r.config_key == key) out.push_back(&r);
+  }
+  return out;
+}
+
+bool GateContext::in_range(const std::string& revision) const {
+  return !revision.empty() && std::find(range.begin(), range.end(), revision) != range.end();
+}
+
+GateCheck& check_of(GateReport& report, int number) {
+  for (auto& c : report.checks) {
+    if (c.number == number) return c;
+  }
+  throw std::logic_error(fmt::format("gate report has no check {}", number));
+}
+
+GateCheck check_append_only_points(const GateContext& ctx) {
+  GateCheck c;
+  c.number = 9;
+  c.id = "append-only";
+  c.title = "Append-only isolation";
+  c.inferencex = "Check 12";
+  if (ctx.append_only_keys.empty()) {
+    c.verdict = GateVerdict::kNotApplicable;
+    c.summary = "no appended changelog entry is append-only";
+    return c;
+  }
+  size_t kept = 0;
+  for (const auto& key : ctx.append_only_keys) {
+    const auto head = ctx.head_rows_of(key);
+    for (const auto* b : ctx.base_rows_of(key)) {
+      const std::string name = point_name(*b, true);
+      const recipe::RecipeRow* h = nullptr;
+      for (const auto* r : head) {
+        if (point_name(*r, true) == name) h = r;
+      }
+      std::string file;
+      int line = 0;
+      for (const auto& e : ctx.head_configs) {
+        if (e.key == key) std::tie(file, line) = std::pair(e.file, e.line);
+      }
+      if (h == nullptr) {
+        c.evidence.push_back(
+            {file, line, name, fmt::format("{}: this point of base is gone at head", key), false});
+        continue;
+      }
+      if (h->fingerprint == b->fingerprint) {
+        ++kept;
+        continue;
+      }
+      std::vector<std::string> what;
+      for (const auto& f : diff_fields(server_fields(*b), server_fields(*h))) {
+        what.push_back(f.detail.empty() ? f.path : f.detail);
+      }
+      c.evidence.push_back(
+          {file, line, name,
+           fmt::format("{}: an existing point's server configuration changed ({}); fingerprint "
+                       "{} at base, {} at head",
+                       key, what.empty() ? "its fields" : fmt::format("{}", fmt::join(what, "; ")),
+                       b->fingerprint.substr(0, 12), h->fingerprint.substr(0, 12)),
+           false});
+    }
+  }
+  if (!c.evidence.empty()) {
+    c.verdict = GateVerdict::kFail;
+    c.summary = fmt::format("{} point{} that existed at base {} not kept by the append-only change",
+                            c.evidence.size(), c.evidence.size() == 1 ? "" : "s",
+                            c.evidence.size() == 1 ? "is" : "are");
+    c.todo =
+        "an append-only change may only add points or variants: give the changed configuration a "
+        "new key (or new concurrencies), or drop append-only from the changelog entry";
+    return c;
+  }
+  c.verdict = GateVerdict::kPass;
+  c.summary = fmt::format(
+      "all {} point{} of base in the append-only key{} keep their fingerprint at head (their "
+      "effective configuration and environment reads are compared where runs of both are stored)",
+      kept, kept == 1 ? "" : "s", ctx.append_only_keys.size() == 1 ? "" : "s");
+  return c;
+}
+
+namespace {
+
+Expected<GateContext> gate_context(const TreeView& base, const TreeView& head,
+                                   const ChangedReport& changed, const GateOptions& o,
+                                   const Expected<ChangelogRun>& changelog) {
+  GateContext ctx;
+  ctx.base = &base;
+  ctx.head = &head;
+  ctx.changed = &changed;
+  auto bc = load_configs_at(base, o.changelog.changed);
+  if (!bc) return bc.error();
+  auto hc = load_configs_at(head, o.changelog.changed);
+  if (!hc) return hc.error();
+  ctx.base_configs = std::move(*bc);
+  ctx.head_configs = std::move(*hc);
+  auto br = runners_at(base, o.changelog.changed.runners_path);
+  if (!br) return br.error();
+  auto hr = runners_at(head, o.changelog.changed.runners_path);
+  if (!hr) return hr.error();
+  ctx.base_rows = recipe::expand(ctx.base_configs, *br ? &**br : nullptr);
+  ctx.head_rows = recipe::expand(ctx.head_configs, *hr ? &**hr : nullptr);
+  auto range = range_commits(base, head);
+  if (!range) return range.error();
+  ctx.range = std::move(*range);
+  ctx.labels = o.changelog.labels;
+  ctx.waivers = waiver_texts(head);
+  if (changelog) {
+    const auto& r = changelog->report;
+    for (size_t i = 0; i < r.additions.size(); ++i) {
+      if (!r.additions[i].append_only) continue;
+      const auto& keys =
+          i < r.resolved_keys.size() ? r.resolved_keys[i] : r.additions[i].config_keys;
+      for (const auto& k : keys) {
+        if (std::find(ctx.append_only_keys.begin(), ctx.append_only_keys.end(), k) ==
+            ctx.append_only_keys.end()) {
+          ctx.append_only_keys.push_back(k);
+        }
+      }
+    }
+  }
+  return ctx;
 }
 
 }  // namespace
@@ -626,12 +819,12 @@ Expected<GateReport> run_gate(const TreeView& base, const TreeView& head, const 
   auto changed = changed_keys(base, head, o.changelog.changed);
   if (!changed) return changed.error();
   for (const auto& k : changed->keys) report.keys.push_back(k.key);
-  auto configs = load_configs_at(head, o.changelog.changed);
-  if (!configs) return configs.error();
+  auto ctx = gate_context(base, head, *changed, o, changelog);
+  if (!ctx) return ctx.error();
   std::vector<const recipe::ConfigEntry*> changed_entries;
   for (const auto& k : changed->keys) {
     if (k.status == "removed") continue;
-    for (const auto& e : *configs) {
+    for (const auto& e : ctx->head_configs) {
       if (e.key == k.key) changed_entries.push_back(&e);
     }
   }
@@ -648,28 +841,29 @@ Expected<GateReport> run_gate(const TreeView& base, const TreeView& head, const 
     policy = std::move(*p);
   }
   const std::string date = o.date.empty() ? utc_date_today() : o.date;
-  report.checks.push_back(by_hand(
+  report.checks.push_back(needs_runs(
       1, "sweep-and-evals", "A passing sweep and evals in the range", "Checks 1-2",
       "a sweep of every changed key and its evals, all valid and passing, at a commit in the "
       "range"));
   report.checks.push_back(changelog_check(changelog, o.changelog));
-  report.checks.push_back(by_hand(3, "reuse", "Reuse of a run", "Check 4",
-                                  "a reused run is of a commit in the range, covers the keys, and "
-                                  "is not reused under evals-only or agentx-fast"));
+  report.checks.push_back(needs_runs(3, "reuse", "Reuse of a run", "Check 4",
+                                     "a reused run is of a commit in the range, covers the keys, "
+                                     "and is not reused under evals-only or agentx-fast"));
   report.checks.push_back(check_images(changed_entries, policy, date));
   report.checks.push_back(check_flop_overrides(*diff));
-  report.checks.push_back(by_hand(6, "spec-decoding-chat",
-                                  "Spec decoding through the chat template", "Check 9",
-                                  "a changed spec-decoding row is benchmarked through chat "
-                                  "completions"));
+  report.checks.push_back(needs_runs(6, "spec-decoding-chat",
+                                     "Spec decoding through the chat template", "Check 9",
+                                     "a changed spec-decoding row is benchmarked through chat "
+                                     "completions"));
   report.checks.push_back(check_engine_patches(*diff, head));
   report.checks.push_back(check_golden_acceptance(changed_entries));
-  report.checks.push_back(by_hand(9, "append-only", "Append-only isolation", "Check 12",
-                                  "every point that existed at base keeps its fingerprint, "
-                                  "effective configuration and environment reads"));
-  report.checks.push_back(by_hand(10, "effect", "The change has an effect", "verify",
-                                  "`inferbench verify` finds an effect for each changed key (a "
-                                  "no-op change fails)"));
+  report.checks.push_back(check_append_only_points(*ctx));
+  report.checks.push_back(needs_runs(10, "effect", "The change has an effect", "verify",
+                                     "each changed key's base and head runs show an effect (a "
+                                     "no-op change fails)"));
+  if (o.run_checks) {
+    if (auto st = o.run_checks(*ctx, report); !st) return st.error();
+  }
   return report;
 }
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <boost/json/object.hpp>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "govern/gate_policy.h"
 #include "govern/git.h"
 #include "govern/git_diff.h"
+#include "recipe/matrix.h"
 
 namespace ib::govern {
 
@@ -80,11 +82,39 @@ struct ChangelogRun {
 Expected<ChangelogRun> changelog_between(const TreeView& base, const TreeView& head,
                                          const ChangelogInputs& in);
 
+/// What the gate read of the change, for the checks that read stored runs (decided above this
+/// module: sweep/gate_runs.h).
+struct GateContext {
+  const TreeView* base = nullptr;
+  const TreeView* head = nullptr;
+  const ChangedReport* changed = nullptr;
+  std::vector<recipe::ConfigEntry> base_configs, head_configs;
+  /// Every row of both sides (recipe::expand with each side's runners file): fingerprints and
+  /// points. A row's fingerprint is its server configuration's (conc excluded).
+  std::vector<recipe::RecipeRow> base_rows, head_rows;
+  /// The commits a run must be measured at to count as "in the range": base..head, and the
+  /// working tree's HEAD when head is the working tree (a run records the commit it was checked
+  /// out at).
+  std::vector<std::string> range;
+  std::vector<std::string> labels;  // --labels
+  /// The keys of the appended `append-only: true` changelog entries (resolved), in order.
+  std::vector<std::string> append_only_keys;
+  std::vector<std::string> waivers;  // the text of every docs/waiver/*.md at head
+  /// The head rows of `key` (added or modified); the base rows of `key`.
+  std::vector<const recipe::RecipeRow*> head_rows_of(const std::string& key) const;
+  std::vector<const recipe::RecipeRow*> base_rows_of(const std::string& key) const;
+  bool in_range(const std::string& revision) const;
+};
+
 struct GateOptions {
   ChangelogInputs changelog;
   std::string policy_file = "gate-policy.yaml";  // repository-relative, read at head
   bool policy_named = false;  // named by the user: missing at head is an error, not "no policy"
   std::string date;           // YYYY-MM-DD for deprecations; "" = today (UTC)
+  /// Decides the checks that read stored runs (1, 3, 6, 10, and the run halves of 5, 7, 8 and
+  /// 9) in `report`, which holds every check by then. Unset: they say that no results database
+  /// was given. An error stops the gate.
+  std::function<Status(const GateContext&, GateReport&)> run_checks;
 };
 
 /// Runs every check between `base` and `head`.
@@ -93,8 +123,18 @@ Expected<GateReport> run_gate(const TreeView& base, const TreeView& head, const 
 // The checks that read the change's text, for tests.
 GateCheck check_flop_overrides(const std::vector<FileDiff>& diff);
 GateCheck check_engine_patches(const std::vector<FileDiff>& diff, const TreeView& head);
+/// The text of every docs/waiver/*.md at `head` (InferenceX's waivers for engine patches).
+std::vector<std::string> waiver_texts(const TreeView& head);
 /// Check 8's recipe half over the changed keys' entries at head.
 GateCheck check_golden_acceptance(const std::vector<const recipe::ConfigEntry*>& changed);
+/// A row as a point is named: its exp-name with what exp-name leaves out (tp, ep, dp-attn,
+/// spec-decoding, the workers, and conc when `with_conc`): "m_1k1k tp 8 conc 4".
+std::string point_name(const recipe::RecipeRow& r, bool with_conc);
+/// Check 9's recipe half: every point of an append-only key that existed at base keeps its
+/// fingerprint at head (the same exp-name, the same server configuration).
+GateCheck check_append_only_points(const GateContext& ctx);
+/// The check numbered `number` in `report` (every report has all ten).
+GateCheck& check_of(GateReport& report, int number);
 /// Check 4 over the changed keys' entries at head; `policy` nullopt: the repository keeps none.
 GateCheck check_images(const std::vector<const recipe::ConfigEntry*>& changed,
                        const std::optional<GatePolicy>& policy, const std::string& date);

@@ -138,12 +138,38 @@ TEST_F(GateTest, AnUncoveredKeyFailsTheChangelogCheckAndUndecidedChecksAreNeverA
   EXPECT_EQ(check(r, 5).verdict, GateVerdict::kPass);
   EXPECT_EQ(check(r, 7).verdict, GateVerdict::kPass);
   EXPECT_EQ(check(r, 8).verdict, GateVerdict::kNotApplicable);  // no speculation anywhere
-  for (int n : {1, 3, 4, 6, 9, 10}) {                           // 4: the repository keeps no policy
+  EXPECT_EQ(check(r, 9).verdict, GateVerdict::kNotApplicable);  // no append-only entry
+  // 4: the repository keeps no policy; the others read runs, and no database was given.
+  for (int n : {1, 3, 4, 6, 10}) {
     EXPECT_EQ(check(r, n).verdict, GateVerdict::kCannotDecide) << n;
   }
+  EXPECT_NE(check(r, 10).summary.find("--db"), std::string::npos) << check(r, 10).summary;
   // Covered now: nothing fails, and the checks decided by hand leave the gate undecided.
   repo.write("perf-changelog.yaml", kGateEntry + "\n" + kGateEntry);
   EXPECT_EQ(gate().overall(), GateVerdict::kCannotDecide);
+}
+
+// Check 9 from the recipes: an append-only change may add points, never change one of base's.
+TEST_F(GateTest, AnAppendOnlyChangeKeepsEveryPointOfBase) {
+  const std::string append_only = edited(kGateEntry, "pull/1\n", "pull/1\n  append-only: true\n");
+  repo.write("perf-changelog.yaml", kGateEntry + "\n" + append_only);
+  // New concurrencies and a new parallelism: every point of base is kept.
+  repo.write("recipes/v.yaml", edited(kGateRecipe, "- { tp: 8, conc-list: [4, 8] }",
+                                      "- { tp: 8, conc-list: [4, 8, 16] }\n"
+                                      "      - { tp: 4, conc-list: [4] }"));
+  auto r = gate();
+  EXPECT_EQ(check(r, 9).verdict, GateVerdict::kPass) << check(r, 9).summary;
+  EXPECT_NE(check(r, 9).summary.find("all 2 points"), std::string::npos) << check(r, 9).summary;
+  // Base's tp 8 points dropped for tp 4: each is named as gone.
+  repo.write("recipes/v.yaml", edited(kGateRecipe, "tp: 8", "tp: 4"));
+  r = gate();
+  ASSERT_EQ(check(r, 9).verdict, GateVerdict::kFail);
+  ASSERT_EQ(check(r, 9).evidence.size(), 2u);
+  EXPECT_EQ(check(r, 9).evidence[0].text, "m_1k1k tp 8 conc 4");
+  EXPECT_NE(check(r, 9).evidence[0].what.find("gone at head"), std::string::npos);
+  // Not append-only: check 9 does not apply.
+  repo.write("perf-changelog.yaml", kGateEntry + "\n" + kGateEntry);
+  EXPECT_EQ(check(gate(), 9).verdict, GateVerdict::kNotApplicable);
 }
 
 TEST_F(GateTest, ImagesAndDeprecationsFromThePolicyTheRepositoryKeeps) {

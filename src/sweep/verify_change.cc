@@ -250,6 +250,47 @@ verify::ServerObservation observation_from_store(const store::ServerConfigRecord
 
 }  // namespace
 
+verify::KeyVerdict judge_stored(const store::ServerConfigRecord& x, const store::RunRecord& a,
+                                const store::ServerConfigRecord& y, const store::RunRecord& b,
+                                const std::set<std::string>& ignore_settings) {
+  auto strip = [](json::object row) {
+    for (const char* k : {"recipe-fingerprint", "exp-name", "conc", "run-eval"}) row.erase(k);
+    return json::value(std::move(row));
+  };
+  std::vector<verify::ChangedField> fields;
+  for (const auto& f : govern::diff_fields(strip(x.row), strip(y.row))) {
+    fields.push_back({f.path, f.kind, f.detail});
+  }
+  auto bo = observation_from_store(x, a);
+  auto ho = observation_from_store(y, b);
+  std::string name =
+      x.config_key == y.config_key ? x.config_key : x.config_key + " vs " + y.config_key;
+  verify::KeyVerdict v;
+  if (fields.empty() && x.fingerprint != y.fingerprint) {
+    // The stored rows hide secrets, so two different ones look the same; the fingerprints,
+    // computed from the real values, tell them apart.
+    v = verify::judge_key(name, "modified", {{"", "", ""}}, &bo, &ho, ignore_settings);
+    v.fields.front() = {
+        "", "a value hidden as secret (or a --server-arg) differs: the fingerprints differ",
+        "unverified", "its value is not stored, so its effect cannot be judged from the runs"};
+    v.verdict = "effective: sweep (not every change could be verified)";
+  } else if (fields.empty()) {
+    v = verify::judge_key(name, "modified", {{"", "", "no recipe field differs"}}, &bo, &ho,
+                          ignore_settings);
+    v.fields.front().change = "the recipe rows are identical";
+    if (v.effective_diff.empty()) {
+      v.fields.front().verdict = "no effect";
+      v.verdict = "no-op: skip the sweep";
+    }
+  } else {
+    v = verify::judge_key(name, "modified", fields, &bo, &ho, ignore_settings);
+  }
+  // Stored runs: every identity difference is a confounder, even one the recipes made (a run
+  // on another image or checkpoint cannot credit the change under test).
+  v.confounders = verify::server_confounders(bo, ho);
+  return v;
+}
+
 Expected<VerifyReport> verify_runs(store::Store& db, const store::RunRecord& a,
                                    const store::RunRecord& b,
                                    const std::set<std::string>& ignore_settings) {
@@ -275,42 +316,7 @@ Expected<VerifyReport> verify_runs(store::Store& db, const store::RunRecord& a,
     return Error{fmt::format("runs {} and {} share no config key to compare", a.name, b.name)};
   }
   for (const auto& [x, y] : pairs) {
-    auto strip = [](json::object row) {
-      for (const char* k : {"recipe-fingerprint", "exp-name", "conc", "run-eval"}) row.erase(k);
-      return json::value(std::move(row));
-    };
-    std::vector<verify::ChangedField> fields;
-    for (const auto& f : govern::diff_fields(strip(x->row), strip(y->row))) {
-      fields.push_back({f.path, f.kind, f.detail});
-    }
-    auto bo = observation_from_store(*x, a);
-    auto ho = observation_from_store(*y, b);
-    std::string name =
-        x->config_key == y->config_key ? x->config_key : x->config_key + " vs " + y->config_key;
-    verify::KeyVerdict v;
-    if (fields.empty() && x->fingerprint != y->fingerprint) {
-      // The stored rows hide secrets, so two different ones look the same; the fingerprints,
-      // computed from the real values, tell them apart.
-      v = verify::judge_key(name, "modified", {{"", "", ""}}, &bo, &ho, ignore_settings);
-      v.fields.front() = {
-          "", "a value hidden as secret (or a --server-arg) differs: the fingerprints differ",
-          "unverified", "its value is not stored, so its effect cannot be judged from the runs"};
-      v.verdict = "effective: sweep (not every change could be verified)";
-    } else if (fields.empty()) {
-      v = verify::judge_key(name, "modified", {{"", "", "no recipe field differs"}}, &bo, &ho,
-                            ignore_settings);
-      v.fields.front().change = "the recipe rows are identical";
-      if (v.effective_diff.empty()) {
-        v.fields.front().verdict = "no effect";
-        v.verdict = "no-op: skip the sweep";
-      }
-    } else {
-      v = verify::judge_key(name, "modified", fields, &bo, &ho, ignore_settings);
-    }
-    // Stored runs: every identity difference is a confounder, even one the recipes made (a run
-    // on another image or checkpoint cannot credit the change under test).
-    v.confounders = verify::server_confounders(bo, ho);
-    report.keys.push_back(std::move(v));
+    report.keys.push_back(judge_stored(*x, a, *y, b, ignore_settings));
   }
   return report;
 }

@@ -52,6 +52,12 @@ Expected<VerifyReport> verify_changes(const std::vector<recipe::ConfigEntry>& ba
                                       const govern::ChangedReport& changed,
                                       const VerifyOptions& options);
 
+/// One stored server configuration of run `a` against one of run `b`: their recipe rows diffed,
+/// each changed field judged on what the servers showed, identity differences as confounders.
+verify::KeyVerdict judge_stored(const store::ServerConfigRecord& x, const store::RunRecord& a,
+                                const store::ServerConfigRecord& y, const store::RunRecord& b,
+                                const std::set<std::string>& ignore_settings);
+
 /// The same judgement from two stored runs: server configurations are paired by config key (or,
 /// when each run has exactly one, with each other), the recipe rows diffed, and identity
 /// differences besides the change listed as confounders.
