@@ -242,10 +242,11 @@ TEST(InRepo, RelativePathsAreTakenFromTheRepository) {
 // forgotten (a new option without integer_in/real_in/... fails this test).
 TEST(AllCommands, EveryNumericOptionHasARangeCheck) {
   CLI::App app;
-  for (auto reg : {&register_sweep, &register_bench, &register_serve_sim, &register_plan,
-                   &register_runs, &register_show, &register_changed, &register_verify,
-                   &register_changelog, &register_gate, &register_trace, &register_compare,
-                   &register_report, &register_eval, &register_tokenize, &register_tune}) {
+  for (auto reg :
+       {&register_sweep, &register_bench, &register_serve_sim, &register_plan, &register_runs,
+        &register_show, &register_changed, &register_verify, &register_changelog, &register_gate,
+        &register_history, &register_trace, &register_compare, &register_report, &register_eval,
+        &register_tokenize, &register_tune}) {
     reg(app);
   }
   const auto unchecked = options_without_range(app);

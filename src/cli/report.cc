@@ -6,12 +6,15 @@
 #include <ctime>
 #include <filesystem>
 #include <memory>
+#include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "cli/commands.h"
 #include "core/clock.h"
 #include "core/files.h"
+#include "history/history.h"
 #include "report/html_report.h"
 #include "store/store.h"
 
@@ -27,7 +30,47 @@ struct ReportOptions {
   std::string baseline;
   std::string db = std::string(store::kDefaultDatabase);
   std::string command_line;
+  bool no_trends = false;
+  std::string repo = ".";
 };
+
+// The Trends section: the history of every series the reported runs measured (their config key,
+// workload and concurrency), over the whole database, for TPOT, TTFT and output throughput.
+// Series with fewer than two positions say nothing over time and are left out.
+Expected<boost::json::array> report_trends(store::Store& st, const report::ReportInput& in,
+                                           const ReportOptions& o) {
+  history::HistoryOptions ho;
+  ho.metrics = {"median_tpot_ms", "median_ttft_ms", "output_throughput"};
+  std::set<std::tuple<std::string, std::string, int64_t>> measured;
+  for (const auto& r : in.runs) {
+    for (const auto& p : r.points) {
+      for (const auto& c : r.configs) {
+        if (c.id == p.server_config_id)
+          measured.emplace(c.config_key, p.workload_key, p.concurrency);
+      }
+    }
+  }
+  for (const auto& [key, w, c] : measured) {
+    std::string glob;
+    for (char ch : key) {
+      if (ch == '*' || ch == '?' || ch == '[' || ch == '\\') glob += '\\';
+      glob += ch;
+    }
+    if (std::find(ho.keys.begin(), ho.keys.end(), glob) == ho.keys.end()) ho.keys.push_back(glob);
+  }
+  history::use_repository(ho, o.repo, {}, "", "perf-changelog.yaml");
+  auto h = history::build_history(st, ho);
+  if (!h) return h.error();
+  boost::json::array out;
+  for (const auto& s : h->series) {
+    if (s.positions.size() < 2 ||
+        !measured.count({s.key.config_key, s.key.workload_key, s.key.concurrency})) {
+      continue;
+    }
+    out.push_back(s.to_json());
+  }
+  return out;
+}
 
 // Reads one run and everything the report shows about it (Store::run_details, timeslices
 // included). No such run, or a run without points, is a usage error; the store's own failures
@@ -96,6 +139,11 @@ int run_report(const ReportOptions& o) {
     }
     in.baseline = std::move(*b);
   }
+  if (!o.no_trends) {
+    auto trends = report_trends(*st, in, o);
+    if (!trends) return fail("report", trends.error());
+    in.trends = std::move(*trends);
+  }
   const std::string html = report::render_html(in);
   if (auto w = write_file_atomic(out, html); !w) {
     return fail("report", Error{fmt::format("cannot write the report: {}", w.error().message)});
@@ -124,6 +172,13 @@ RunFn register_report(CLI::App& root) {
                   "Compare against this run: overlaid frontiers, deltas, confounders");
   app->add_option("--db", o->db, "Results database file")
       ->check(database_file())
+      ->capture_default_str();
+  app->add_flag("--no-trends", o->no_trends,
+                "Leave out the Trends section (each reported series over every stored run, with "
+                "its change points: docs/history.md)");
+  app->add_option("-C,--repo", o->repo,
+                  "The recipes' git repository, for the Trends section's git order and "
+                  "attribution (default: the current folder)")
       ->capture_default_str();
   app->final_callback([o, app]() {
     // The report records how it was made; rebuilt from what was parsed (argv is not kept).

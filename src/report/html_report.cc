@@ -462,6 +462,7 @@ boost::json::object report_data(const ReportInput& in) {
     }
   }
   o["confounders"] = std::move(conf);
+  o["trends"] = in.trends;
   return o;
 }
 

@@ -29,6 +29,9 @@ struct ReportInput {
   std::optional<ReportRun> baseline;  // --baseline
   std::string command_line;           // how the report was made
   int64_t generated_at = 0;           // unix seconds
+  /// The Trends section: history::Series::to_json of the reported keys' series over the whole
+  /// database (docs/history.md); empty: none.
+  boost::json::array trends;
 };
 
 /// The series a point belongs to: hardware × engine × precision × spec decoding

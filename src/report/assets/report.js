@@ -1064,6 +1064,87 @@
     return box;
   }
 
+  // ------------------------------------------------------------------------------------------
+  // Trends (docs/history.md): each reported series over every stored run, its change points marked
+  // with their step and what changed, and the latest value against the last stable segment.
+
+  function trendChart(t) {
+    const w = 560, h = 190, m = { l: 56, r: 12, t: 10, b: 28 };
+    const pos = t.positions, n = pos.length;
+    let lo = Infinity, hi = -Infinity;
+    for (const p of pos) for (const v of p.values) if (v != null) { lo = Math.min(lo, v); hi = Math.max(hi, v); }
+    if (!isFinite(lo)) { lo = 0; hi = 1; }
+    const pad = (hi - lo) * 0.15 || Math.abs(hi) * 0.05 || 1;
+    lo -= pad; hi += pad;
+    const sx = (i) => m.l + (n <= 1 ? 0.5 : i / (n - 1)) * (w - m.l - m.r);
+    const sy = (v) => h - m.b - (v - lo) / (hi - lo) * (h - m.t - m.b);
+    const s = sv('svg', { viewBox: `0 0 ${w} ${h}`, class: 'trend-chart' });
+    const axis = sv('g', { class: 'axis' }), grid = sv('g', { class: 'grid' });
+    for (const v of niceTicks(lo, hi, 4)) {
+      grid.append(sv('line', { x1: m.l, x2: w - m.r, y1: sy(v), y2: sy(v) }));
+      axis.append(sv('text', { x: m.l - 5, y: sy(v) + 4, 'text-anchor': 'end', style: 'font-size:11px' }, tickText(v)));
+    }
+    pos.forEach((p, i) => {
+      if (n <= 24 || i % Math.ceil(n / 24) === 0) {
+        axis.append(sv('text', { x: sx(i), y: h - m.b + 14, 'text-anchor': 'middle', style: 'font-size:10px' }, String(i + 1)));
+      }
+    });
+    s.append(grid, axis);
+    // Each segment's mean between change points, then the change points.
+    const cuts = [0, ...t.change_points.map((c) => c.index), n];
+    for (let k = 0; k + 1 < cuts.length; k++) {
+      const vals = pos.slice(cuts[k], cuts[k + 1]).flatMap((p) => p.values.filter((v) => v != null));
+      if (!vals.length) continue;
+      const mean = vals.reduce((a, b) => a + b, 0) / vals.length;
+      s.append(sv('line', { x1: sx(cuts[k]), x2: sx(cuts[k + 1] - 1), y1: sy(mean), y2: sy(mean), stroke: '#999', 'stroke-dasharray': '4 3' }));
+    }
+    let d = '';
+    pos.forEach((p, i) => { if (p.mean != null) d += (d ? 'L' : 'M') + sx(i).toFixed(1) + ',' + sy(p.mean).toFixed(1); });
+    s.append(sv('path', { d, fill: 'none', stroke: PALETTE[0], 'stroke-width': 2 }));
+    pos.forEach((p, i) => {
+      for (const v of p.values) if (v != null) s.append(sv('circle', { cx: sx(i), cy: sy(v), r: 2.6, fill: PALETTE[0] }));
+    });
+    for (const c of t.change_points) {
+      const x = (sx(c.index - 1) + sx(c.index)) / 2;
+      const col = c.regression ? '#c0392b' : '#1e8449';
+      s.append(sv('line', { x1: x, x2: x, y1: m.t, y2: h - m.b, stroke: col, 'stroke-width': 1.5, 'data-change-point': c.index }));
+      s.append(sv('text', { x: x + 3, y: m.t + 10, fill: col, style: 'font-size:11px' }, (c.step_pct > 0 ? '+' : '') + c.step_pct.toFixed(1) + '%'));
+    }
+    return s;
+  }
+
+  function changeText(t, c) {
+    const a = c.attribution || {};
+    const parts = [];
+    for (const e of a.changelog_entries || []) parts.push('changelog: ' + (e.description || []).join(' ') + (e.pr_link ? ' (' + e.pr_link + ')' : ''));
+    for (const k of a.key_changes || []) parts.push('recipe: ' + k);
+    for (const f of a.confounders || []) parts.push(f.field + ': ' + (f.base || []).join(', ') + ' \u2192 ' + (f.head || []).join(', '));
+    if (!parts.length) parts.push('nothing recorded changed between these runs');
+    if (a.unread) parts.push('not read: ' + a.unread);
+    const ci = c.step_ci_pct || [];
+    return el('li', { class: c.regression ? 'delta-neg' : 'delta-pos' },
+      'at position ' + (c.index + 1) + ' (' + (c.revision || 'no revision').slice(0, 12) + '): ' + (c.step_pct > 0 ? '+' : '') + c.step_pct.toFixed(2) + '%' +
+      (ci[0] != null ? ' [' + ci[0].toFixed(2) + ', ' + ci[1].toFixed(2) + ']' : '') + (c.regression ? ', worse' : ', better') + ' \u2014 ' + parts.join('; '));
+  }
+
+  function trendsBox() {
+    const box = el('section', { id: 'trends' }, el('h2', null, 'Trends'));
+    box.append(el('p', { class: 'sub' }, 'Each series over every stored run in ' + 'git or time order (one position per revision; repeats pooled). Change points: E-Divisive means with a t-test between the segments (docs/history.md); dashed lines are the segments\u2019 means.'));
+    const trends = DATA.trends.slice().sort((a, b) => b.change_points.length - a.change_points.length);
+    for (const t of trends) {
+      const card = el('div', { class: 'trend', 'data-trend': t.config_key + '|' + t.metric });
+      card.append(el('div', { class: 'sm-title' }, t.config_key + ' \u00b7 ' + t.workload + ' \u00b7 conc ' + t.concurrency + ' \u00b7 ' + t.metric +
+        ' (' + (t.higher_is_better ? 'higher' : 'lower') + ' is better)'));
+      card.append(trendChart(t));
+      const l = t.latest || {};
+      card.append(el('p', { class: 'sub' }, 'latest ' + fmt(l.value, 3) + ' against the last stable segment\u2019s ' + fmt(l.last_segment_mean, 3) +
+        (l.delta_pct != null ? ' (' + (l.delta_pct > 0 ? '+' : '') + l.delta_pct.toFixed(2) + '%)' : '')));
+      if (t.change_points.length) card.append(el('ul', { class: 'changes' }, ...t.change_points.map((c) => changeText(t, c))));
+      box.append(card);
+    }
+    return box;
+  }
+
   function header() {
     const heads = DATA.runs.filter((r) => r.role === 'head'), base = DATA.runs.find((r) => r.role === 'base');
     const models = [...new Set(points.map((p) => p.model))];
@@ -1109,6 +1190,7 @@
     if (!points.length && !evals.length) main.append(el('div', { class: 'note warn' }, 'These runs stored no points.'));
     for (const panel of panels) main.append(panelBox(panel));
     if (evals.length) main.append(accuracyBox());
+    if (DATA.trends && DATA.trends.length) main.append(trendsBox());
     main.append(costBox(), method(), provenance());
     app.replaceChildren(main, tip);
     markOverflow();
