@@ -9,6 +9,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto report =
       ib::verify::parse_env_trace_text(text, "c-1.jsonl", {"IBT_A", "HF_TOKEN", "X"});
   (void)report.blind_spots();
-  (void)report.to_json();
+  const auto json = report.to_json();
+  if (const auto writes = ib::verify::engine_writes_from_json(json)) {
+    for (const auto& w : *writes) (void)ib::verify::engine_write_text(w);
+  }
   return 0;
 }

@@ -16,6 +16,7 @@
 #include "cli/commands.h"
 #include "core/clock.h"
 #include "core/json_text.h"
+#include "core/strings.h"
 #include "metrics/eval_result.h"
 #include "metrics/keys.h"
 #include "report/table.h"
@@ -255,6 +256,36 @@ std::string roles_reading(const boost::json::object& env_reads, const std::strin
   return fmt::format(" [roles: {}]", roles.empty() ? std::string("none") : join(roles, ", "));
 }
 
+// The engine's installed files a server's processes wrote while it ran (a run-time patch:
+// env_reads' "engine_writes", docs/env-trace.md): one line each, at most ten a server.
+std::string engine_writes_text(const store::RunDetails& d) {
+  std::string out;
+  for (const auto& c : d.configs) {
+    const auto* writes = c.env_reads.if_contains("engine_writes");
+    if (writes == nullptr || !writes->is_array()) continue;
+    size_t shown = 0;
+    for (const auto& w : writes->as_array()) {
+      const auto* o = w.if_object();
+      const auto* path = o ? o->if_contains("path") : nullptr;
+      if (path == nullptr || !path->is_string()) continue;
+      if (++shown > 10) continue;
+      auto text = [&](const char* key) {
+        const auto* v = o->if_contains(key);
+        return v && v->is_string() ? std::string(v->as_string()) : std::string("?");
+      };
+      const std::string exe = text("exe");
+      const auto* pid = o->if_contains("pid");
+      // Written by the server's processes: outside input, shown escaped.
+      out += fmt::format(
+          "  {}: {} (pid {} {}, {})\n", c.config_key, printable(path->as_string(), 300),
+          pid && pid->is_int64() ? pid->as_int64() : 0,
+          printable(exe.substr(exe.rfind('/') + 1), 60), printable(text("function"), 20));
+    }
+    if (shown > 10) out += fmt::format("  {}: and {} more\n", c.config_key, shown - 10);
+  }
+  return out.empty() ? "" : "\nENGINE FILES WRITTEN AT RUN TIME\n" + out;
+}
+
 std::string server_observation_section(const store::RunDetails& d) {
   std::vector<Row> rows;
   rows.push_back({"KEY", "ENGINE", "SETTINGS", "VARIABLE", "READ BY"});
@@ -277,7 +308,8 @@ std::string server_observation_section(const store::RunDetails& d) {
     }
   }
   if (rows.size() <= 1) return "";
-  return "\nEFFECTIVE CONFIGURATION AND ENVIRONMENT READS\n" + table_text(rows);
+  return "\nEFFECTIVE CONFIGURATION AND ENVIRONMENT READS\n" + table_text(rows) +
+         engine_writes_text(d);
 }
 
 // The run's points as the sweep reports them (status, validity, workload label).

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <set>
 
 #include "core/files.h"
@@ -25,6 +26,19 @@ Status scrub_log(const fs::path& log) {
   std::string clean = redact_text(*text);
   if (clean == *text) return Status::Ok();
   return write_file_atomic(log, clean);
+}
+
+// Folders whose files the tracer counts as the engine's (besides site-packages, dist-packages):
+// the serve program's virtual-environment or conda prefix, on the PATH the server will see.
+std::vector<std::string> engine_prefixes(const std::vector<std::string>& argv,
+                                         const std::map<std::string, std::string>& env) {
+  if (argv.empty()) return {};
+  const auto it = env.find("PATH");
+  const char* inherited = std::getenv("PATH");
+  const std::string path = it != env.end() ? it->second : (inherited ? inherited : "");
+  std::string prefix = verify::program_install_prefix(argv[0], path);
+  if (prefix.empty()) return {};
+  return {std::move(prefix)};
 }
 
 }  // namespace
@@ -71,10 +85,12 @@ Expected<std::unique_ptr<ServerSession>> ServerSession::start(Launcher& launcher
           verify::add_env_trace(*assets, s->trace_dir_ / r.label(), o.watch, &r.env);
         }
       } else {
-        verify::add_env_trace(*assets, s->trace_dir_, o.watch, &spec.env);
+        verify::add_env_trace(*assets, s->trace_dir_, o.watch, &spec.env,
+                              engine_prefixes(spec.argv, spec.env));
         // A disaggregated deployment: every role's processes, each with its own environment.
         for (RoleSpec& r : spec.roles) {
-          verify::add_env_trace(*assets, s->trace_dir_, o.watch, &r.env);
+          verify::add_env_trace(*assets, s->trace_dir_, o.watch, &r.env,
+                                engine_prefixes(r.argv, r.env));
         }
       }
       s->tracing_ = true;

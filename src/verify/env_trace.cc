@@ -1,6 +1,7 @@
 #include "verify/env_trace.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -118,13 +119,37 @@ Expected<std::pair<std::string, EnvRead>> parse_record(std::string_view line) {
   return std::make_pair(std::move(variable), std::move(read));
 }
 
-// A process event line ({"event": "start" | "clearenv" | "enumerated", ...}) into `processes`.
-Status parse_event(const boost::json::object& o, std::map<int, TracedProcess>* processes) {
+// A write line ({"event": "write", "path": ..., "function": ...}) into `writes`.
+Status parse_write(const boost::json::object& o, std::vector<EngineWrite>* writes) {
+  EngineWrite w;
+  w.pid = static_cast<int>(field(o, "pid")->get_int64());
+  const auto* path = field(o, "path");
+  const auto* function = field(o, "function");
+  if (path == nullptr || !path->is_string() || path->get_string().empty()) {
+    return Error{"write record: field 'path' is missing or not a string"};
+  }
+  if (function == nullptr || !function->is_string()) {
+    return Error{"write record: field 'function' is missing or not a string"};
+  }
+  w.path = std::string(path->get_string());
+  w.function = std::string(function->get_string());
+  if (const auto* v = field(o, "exe"); v && v->is_string()) w.exe = std::string(v->get_string());
+  if (const auto* v = field(o, "cmdline"); v && v->is_string()) {
+    w.cmdline = std::string(v->get_string());
+  }
+  writes->push_back(std::move(w));
+  return Status::Ok();
+}
+
+// A process event line ({"event": "start" | "clearenv" | "enumerated", ...}) into
+// report->processes; a write ("write") into report->engine_writes.
+Status parse_event(const boost::json::object& o, EnvTraceReport* report) {
   const auto* pid = field(o, "pid");
   const auto* event = field(o, "event");
   if (pid == nullptr || !pid->is_int64()) return Error{"field 'pid' is not an integer"};
   if (!event->is_string()) return Error{"field 'event' is not a string"};
-  TracedProcess& p = (*processes)[static_cast<int>(pid->get_int64())];
+  if (event->get_string() == "write") return parse_write(o, &report->engine_writes);
+  TracedProcess& p = report->processes[static_cast<int>(pid->get_int64())];
   p.pid = static_cast<int>(pid->get_int64());
   p.traced = true;
   if (const auto* v = field(o, "ppid"); v && v->is_int64())
@@ -161,6 +186,17 @@ void scrub(const fs::path& path, std::string* content, EnvTraceReport* report) {
   *content = std::move(clean);
 }
 
+// Sorted by path then pid, one per (pid, path): the first record of each.
+void merge_writes(std::vector<EngineWrite>* writes) {
+  std::stable_sort(writes->begin(), writes->end(), [](const EngineWrite& x, const EngineWrite& y) {
+    return std::tie(x.path, x.pid) < std::tie(y.path, y.pid);
+  });
+  auto same = [](const EngineWrite& x, const EngineWrite& y) {
+    return x.path == y.path && x.pid == y.pid;
+  };
+  writes->erase(std::unique(writes->begin(), writes->end(), same), writes->end());
+}
+
 // The lines of one trace file (`path` names it in warnings).
 void collect_text(std::string_view content, const fs::path& path,
                   const std::set<std::string>& watched, EnvTraceReport* report) {
@@ -178,7 +214,7 @@ void collect_text(std::string_view content, const fs::path& path,
       boost::system::error_code ec;
       const boost::json::value v = boost::json::parse(line, ec);
       if (!ec && v.is_object() && v.get_object().contains("event")) {
-        if (Status s = parse_event(v.get_object(), &report->processes); !s.ok()) {
+        if (Status s = parse_event(v.get_object(), report); !s.ok()) {
           report->warnings.push_back(
               fmt::format("{}:{}: {}", path.string(), line_no, s.error().message));
         }
@@ -231,7 +267,8 @@ Expected<EnvTraceAssets> find_env_trace_assets() {
 }
 
 void add_env_trace(const EnvTraceAssets& a, const fs::path& trace_dir,
-                   const std::vector<std::string>& watch, std::map<std::string, std::string>* env) {
+                   const std::vector<std::string>& watch, std::map<std::string, std::string>* env,
+                   const std::vector<std::string>& write_prefixes) {
   // ld.so splits LD_PRELOAD on spaces and colons; PYTHONPATH is colon-separated. An empty
   // PYTHONPATH entry would add the working folder to sys.path, so none is created.
   std::string preload = effective(*env, "LD_PRELOAD");
@@ -250,6 +287,39 @@ void add_env_trace(const EnvTraceAssets& a, const fs::path& trace_dir,
     }
   }
   (*env)["IB_ENVTRACE_WATCH"] = fmt::format("{}", fmt::join(names, ","));
+  std::vector<std::string> prefixes;
+  for (const auto& p : write_prefixes) {
+    if (p.size() > 1 && p[0] == '/' && p.find(':') == std::string::npos &&
+        std::find(prefixes.begin(), prefixes.end(), p) == prefixes.end()) {
+      prefixes.push_back(p);
+    }
+  }
+  (*env)["IB_ENVTRACE_WRITE_PREFIXES"] = fmt::format("{}", fmt::join(prefixes, ":"));
+}
+
+std::string program_install_prefix(const std::string& program, const std::string& path) {
+  if (program.empty()) return "";
+  fs::path found;
+  std::error_code ec;
+  if (program.find('/') != std::string::npos) {
+    found = fs::absolute(program, ec);
+  } else {
+    for (const std::string& dir : split(path, ':')) {
+      if (dir.empty()) continue;
+      const fs::path candidate = fs::path(dir) / program;
+      if (::access(candidate.c_str(), X_OK) == 0 && !fs::is_directory(candidate, ec)) {
+        found = fs::absolute(candidate, ec);
+        break;
+      }
+    }
+  }
+  if (found.empty() || ec) return "";
+  found = found.lexically_normal();
+  const fs::path bin = found.parent_path();
+  if (bin.filename() != "bin") return "";
+  const std::string prefix = bin.parent_path().string();
+  if (prefix.empty() || prefix == "/" || prefix == "/usr" || prefix == "/usr/local") return "";
+  return prefix;
 }
 
 namespace {
@@ -282,6 +352,7 @@ EnvTraceReport parse_env_trace_text(std::string_view text, const std::string& na
                                     const std::vector<std::string>& watch) {
   EnvTraceReport report;
   collect_text(text, name, std::set<std::string>(watch.begin(), watch.end()), &report);
+  merge_writes(&report.engine_writes);
   return report;
 }
 
@@ -319,6 +390,7 @@ EnvTraceReport collect_env_trace(const fs::path& trace_dir, const std::vector<st
       return std::tie(x.pid, x.function, x.exe) < std::tie(y.pid, y.function, y.exe);
     });
   }
+  merge_writes(&report.engine_writes);
   // What the launcher saw running and the tracer never heard from.
   for (const auto& p : running) {
     if (report.processes.count(p.pid) != 0) continue;
@@ -393,6 +465,12 @@ RoleReads reads_by_role(const EnvTraceReport& report, const std::vector<std::str
       out.blind_spots[role].push_back(b.text());
     }
   }
+  for (const EngineWrite& w : report.engine_writes) {
+    const std::string role = role_of_pid(w.pid, report, role_of);
+    for (const std::string& r : roles) {
+      if (role.empty() || role == r) out.engine_writes[r].push_back(engine_write_text(w));
+    }
+  }
   return out;
 }
 
@@ -411,6 +489,9 @@ EnvTraceReport only_role(const EnvTraceReport& report, const std::map<int, std::
   for (const auto& [pid, p] : report.processes) {
     if (role_of_pid(pid, report, role_of) == role) out.processes.emplace(pid, p);
   }
+  for (const EngineWrite& w : report.engine_writes) {
+    if (role_of_pid(w.pid, report, role_of) == role) out.engine_writes.push_back(w);
+  }
   return out;
 }
 
@@ -425,6 +506,11 @@ boost::json::object RoleReads::to_json() const {
       for (const auto& s : it->second) spots.emplace_back(s);
     }
     r["blind_spots"] = std::move(spots);
+    boost::json::array writes;
+    if (auto it = engine_writes.find(role); it != engine_writes.end()) {
+      for (const auto& w : it->second) writes.emplace_back(w);
+    }
+    r["engine_writes"] = std::move(writes);
     o[role] = std::move(r);
   }
   return o;
@@ -445,6 +531,12 @@ RoleReads RoleReads::from_json(const boost::json::object& o) {
     if (const auto* b = r.if_contains("blind_spots"); b && b->is_array()) {
       for (const auto& s : b->get_array()) {
         if (s.is_string()) spots.emplace_back(s.get_string());
+      }
+    }
+    if (const auto* w = r.if_contains("engine_writes"); w && w->is_array()) {
+      auto& writes = out.engine_writes[role];
+      for (const auto& s : w->get_array()) {
+        if (s.is_string()) writes.emplace_back(s.get_string());
       }
     }
   }
@@ -508,6 +600,14 @@ boost::json::object EnvTraceReport::to_json() const {
   for (const auto& b : blind_spots()) {
     blind.push_back(boost::json::object{{"pid", b.pid}, {"exe", b.exe}, {"what", b.what}});
   }
+  boost::json::array writes;
+  for (const auto& w : engine_writes) {
+    writes.push_back(boost::json::object{{"pid", w.pid},
+                                         {"exe", w.exe},
+                                         {"cmdline", redact_text(w.cmdline)},
+                                         {"function", w.function},
+                                         {"path", w.path}});
+  }
   return boost::json::object{
       {"variables", std::move(variables)},
       {"never_read", std::move(never)},
@@ -515,7 +615,45 @@ boost::json::object EnvTraceReport::to_json() const {
        boost::json::object{{"c", c_tracer_loaded}, {"python", python_tracer_loaded}}},
       {"processes", std::move(procs)},
       {"blind_spots", std::move(blind)},
+      {"engine_writes", std::move(writes)},
       {"warnings", std::move(warn)}};
+}
+
+std::optional<std::vector<EngineWrite>> engine_writes_from_json(
+    const boost::json::object& env_reads) {
+  const auto* a = env_reads.if_contains("engine_writes");
+  if (a == nullptr) return std::nullopt;
+  std::vector<EngineWrite> out;
+  if (!a->is_array()) return out;
+  for (const auto& e : a->get_array()) {
+    if (!e.is_object()) continue;
+    const auto& o = e.get_object();
+    const auto* path = o.if_contains("path");
+    if (path == nullptr || !path->is_string() || path->get_string().empty()) continue;
+    EngineWrite w;
+    w.path = std::string(path->get_string());
+    if (const auto* v = o.if_contains("pid"); v && v->is_int64()) {
+      w.pid = static_cast<int>(v->get_int64());
+    }
+    auto text = [&](const char* key, std::string* out_text) {
+      if (const auto* v = o.if_contains(key); v && v->is_string()) {
+        *out_text = std::string(v->get_string());
+      }
+    };
+    text("exe", &w.exe);
+    text("cmdline", &w.cmdline);
+    text("function", &w.function);
+    out.push_back(std::move(w));
+  }
+  return out;
+}
+
+std::string engine_write_text(const EngineWrite& w) {
+  const std::string exe = w.exe.substr(w.exe.rfind('/') + 1);
+  // Written by the server's processes: shown with control characters escaped.
+  return fmt::format("{} (pid {} {}, {})", printable(w.path, 300), w.pid,
+                     exe.empty() ? std::string("?") : printable(exe, 60),
+                     w.function.empty() ? std::string("?") : printable(w.function, 20));
 }
 
 }  // namespace ib::verify

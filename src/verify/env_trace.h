@@ -7,6 +7,7 @@
 #include <boost/json.hpp>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,9 +34,19 @@ Expected<EnvTraceAssets> find_env_trace_assets();
 /// LD_PRELOAD and PYTHONPATH get the tracer prepended to the value the child would otherwise see
 /// (the recipe's own value in `env`, else the inherited one), never clobbered and never added
 /// twice; IB_ENVTRACE_DIR = trace_dir (absolute; created if missing) and IB_ENVTRACE_WATCH = the
-/// names, comma-separated (names that are empty or contain ',' or '=' are skipped).
+/// names, comma-separated (names that are empty or contain ',' or '=' are skipped);
+/// IB_ENVTRACE_WRITE_PREFIXES = write_prefixes, colon-separated: folders whose files count as the
+/// engine's installed files besides any site-packages or dist-packages (docs/env-trace.md, "Writes
+/// into the engine's files"; relative ones, "/" and any holding a ':' are skipped).
 void add_env_trace(const EnvTraceAssets& a, const std::filesystem::path& trace_dir,
-                   const std::vector<std::string>& watch, std::map<std::string, std::string>* env);
+                   const std::vector<std::string>& watch, std::map<std::string, std::string>* env,
+                   const std::vector<std::string>& write_prefixes = {});
+
+/// The install prefix of the program `program` (a server's argv[0]) when it is a virtual
+/// environment's or a conda-like prefix: the program, found on `path` (a PATH value; a name with a
+/// '/' is taken as it is, relative to the working folder), lies in <P>/bin/ and P is not "/",
+/// "/usr" or "/usr/local": P. Symbolic links are not followed. Empty otherwise.
+std::string program_install_prefix(const std::string& program, const std::string& path);
 
 /// One process's first read of one variable.
 struct EnvRead {
@@ -65,6 +76,17 @@ struct TracedProcess {
   std::string enumerated;    // how it copied or iterated os.environ ("" when it did not)
 };
 
+/// A traced process's open for writing of one of the engine's installed files, or its rename of a
+/// file onto one: how a serve script patches the engine before starting it (sed -i, patch,
+/// git apply, cat > .../site-packages/x.py).
+struct EngineWrite {
+  int pid = 0;
+  std::string exe, cmdline;
+  std::string function;  // open, open64, openat, openat64, creat, fopen, rename, renameat, ...
+  std::string path;      // absolute, symbolic links not resolved
+  bool operator==(const EngineWrite&) const = default;
+};
+
 /// Why "no process read it" cannot be claimed while this process ran (docs/env-trace.md,
 /// "What it cannot see").
 struct BlindSpot {
@@ -83,12 +105,24 @@ struct EnvTraceReport {
   std::vector<std::string> warnings;                  // malformed lines, unreadable files
   bool c_tracer_loaded = false;                       // some process loaded the LD_PRELOAD library
   bool python_tracer_loaded = false;                  // some Python process ran the startup hook
+  /// The engine's installed files the processes opened for writing, sorted by path then pid, one
+  /// per (pid, path).
+  std::vector<EngineWrite> engine_writes;
   /// {"variables": {"X": {"read": true, "readers": [{pid, ppid, exe, cmdline, function,
   ///  was_set, value?}]}}, "never_read": [...], "tracer_loaded": {"c": b, "python": b},
   ///  "processes": [{pid, ppid, exe, cmdline, traced, shell, cleared_env, enumerated}],
-  ///  "blind_spots": [{pid, exe, what}], "warnings": [...]}
+  ///  "blind_spots": [{pid, exe, what}], "engine_writes": [{pid, exe, cmdline, function, path}],
+  ///  "warnings": [...]} ("engine_writes" always present, possibly empty)
   boost::json::object to_json() const;
 };
+
+/// EnvTraceReport::to_json's "engine_writes", read back from a stored report; entries without a
+/// path are skipped. nullopt when the key is absent: a run stored before writes were traced.
+std::optional<std::vector<EngineWrite>> engine_writes_from_json(
+    const boost::json::object& env_reads);
+
+/// "/x/site-packages/vllm/a.py (pid 12 sed, rename)": one line of a report.
+std::string engine_write_text(const EngineWrite& w);
 
 /// A disaggregated deployment's reads by role (docs/env-trace.md, "Roles"): a process belongs to
 /// the role whose top process it descends from (the launcher's snapshot, else the trace's parent
@@ -99,7 +133,10 @@ struct RoleReads {
   /// role -> where its tracer was blind (BlindSpot::text). A process of no known role (it read a
   /// variable, or was blind) counts against every role: no role may then claim "not read".
   std::map<std::string, std::vector<std::string>> blind_spots;
-  /// {"prefill": {"read": {"X": true}, "blind_spots": [...]}, ...}
+  /// role -> the engine files its processes wrote (engine_write_text). A write by a process of no
+  /// known role counts for every role.
+  std::map<std::string, std::vector<std::string>> engine_writes;
+  /// {"prefill": {"read": {"X": true}, "blind_spots": [...], "engine_writes": [...]}, ...}
   boost::json::object to_json() const;
   /// The same, read back (a stored run's); roles or fields that are not there are skipped.
   static RoleReads from_json(const boost::json::object& o);
@@ -110,7 +147,7 @@ struct RoleReads {
 RoleReads reads_by_role(const EnvTraceReport& report, const std::vector<std::string>& watch,
                         const std::map<int, std::string>& role_of);
 
-/// `report` narrowed to one role's processes (their reads and their records), for a role's own
+/// `report` narrowed to one role's processes (their reads, writes and records), for a role's own
 /// `expect` (env-read, env-not-read).
 EnvTraceReport only_role(const EnvTraceReport& report, const std::map<int, std::string>& role_of,
                          const std::string& role);

@@ -53,9 +53,10 @@ struct Traced {
 };
 
 Traced run_traced(const std::vector<std::string>& argv, std::map<std::string, std::string> env,
-                  const std::vector<std::string>& watch, const TempDir& tmp) {
+                  const std::vector<std::string>& watch, const TempDir& tmp,
+                  const std::vector<std::string>& write_prefixes = {}) {
   fs::path trace = tmp.path() / "trace";
-  add_env_trace(built_assets(), trace, watch, &env);
+  add_env_trace(built_assets(), trace, watch, &env, write_prefixes);
   Traced t;
   t.exit = run(argv, env, tmp.path() / "log.txt");
   t.report = collect_env_trace(trace, watch);
@@ -418,6 +419,167 @@ TEST(EnvTraceAssetsTest, FoundNextToTheExecutableOrInTheOverrideFolder) {
   ASSERT_TRUE(flat.ok()) << flat.error().message;
   EXPECT_EQ(flat->preload_library, fs::canonical(tmp.path() / "libib_envtrace.so"));
   EXPECT_EQ(flat->python_hook_dir, fs::canonical(tmp.path()));
+}
+
+// Writes into the engine's installed files (docs/env-trace.md, "Writes into the engine's files"):
+// a shell's redirections (open), sed -i (rename), fopen, openat relative to a folder descriptor,
+// a configured prefix; never a bytecode cache, a file elsewhere, or a read.
+TEST(EnvTraceWrites, EngineFileWritesRecordedAndCachesAndOtherFilesAreNot) {
+  TempDir tmp;
+  const fs::path d = fs::canonical(tmp.path());
+  fs::create_directories(d / "site-packages/eng");
+  fs::create_directories(d / "dist-packages/eng");
+  fs::create_directories(d / "venv/lib");
+  std::ofstream(d / "site-packages/eng/sed.py") << "x = 1\n";
+  const std::string script =
+      "cd \"$0\" && echo x > site-packages/eng/mod.py && echo y > other.txt"
+      " && mkdir -p site-packages/eng/__pycache__"
+      " && echo z > site-packages/eng/__pycache__/mod.cpython-311.pyc"
+      " && echo z > site-packages/eng/old.pyc && sed -i s/1/2/ site-packages/eng/sed.py"
+      " && echo q >> venv/lib/patched.so && echo again > site-packages/eng/mod.py"
+      " && \"$1\" fopen:site-packages/eng/fopen.py openat:dist-packages/eng:at.py"
+      " read:site-packages/eng/sed.py";
+  auto t = run_traced({"/bin/sh", "-c", script, d.string(), probe_path()}, {}, {"IBT_A"}, tmp,
+                      {(d / "venv").string() + "/", "relative/ignored"});
+  ASSERT_EQ(t.exit.code, 0) << t.exit.describe() << t.log;
+  EXPECT_TRUE(t.report.warnings.empty()) << t.report.warnings.front();
+  auto read_back = read_file(d / "site-packages/eng/sed.py");
+  EXPECT_EQ(read_back.ok() ? *read_back : "", "x = 2\n");  // the host's calls did their work
+  std::vector<std::string> got;
+  for (const EngineWrite& w : t.report.engine_writes) {
+    got.push_back(w.path.substr(d.string().size()) + " " + fs::path(w.exe).filename().string() +
+                  " " + w.function);
+  }
+  ASSERT_EQ(got.size(), 5u) << testing::PrintToString(got);
+  const std::string sh = fs::path(t.report.engine_writes.at(2).exe).filename().string();
+  const std::string shell_open = t.report.engine_writes.at(2).function;  // open or open64
+  EXPECT_TRUE(shell_open == "open" || shell_open == "open64") << shell_open;
+  const std::vector<std::string> expected{
+      "/dist-packages/eng/at.py ib_envtrace_probe openat",
+      "/site-packages/eng/fopen.py ib_envtrace_probe fopen",
+      "/site-packages/eng/mod.py " + sh + " " + shell_open,  // written twice, recorded once
+      "/site-packages/eng/sed.py sed rename",
+      "/venv/lib/patched.so " + sh + " " + shell_open,
+  };
+  EXPECT_EQ(got, expected);
+  for (const EngineWrite& w : t.report.engine_writes) {
+    EXPECT_NE(w.pid, 0);
+    EXPECT_FALSE(w.cmdline.empty());
+  }
+  const auto json = t.report.to_json();
+  ASSERT_EQ(json.at("engine_writes").as_array().size(), expected.size());
+  EXPECT_EQ(json.at("engine_writes").at(3).at("path").as_string(),
+            (d / "site-packages/eng/sed.py").string());
+}
+
+TEST(EnvTraceWrites, WriteRecordsMergedSortedAndReadBack) {
+  const std::string text =
+      R"({"pid":20,"ppid":1,"exe":"/usr/bin/sed","cmdline":"sed -i x","event":"write",)"
+      R"("path":"/sp/site-packages/b.py","function":"rename"})"
+      "\n"
+      R"({"pid":10,"ppid":1,"exe":"/bin/sh","cmdline":"sh --api-key sk-abcdef123456","event":)"
+      R"("write","path":"/sp/site-packages/b.py","function":"open"})"
+      "\n"
+      R"({"pid":20,"ppid":1,"exe":"/usr/bin/sed","event":"write","path":"/sp/site-packages/b.py",)"
+      R"("function":"open"})"
+      "\n"
+      R"({"pid":10,"exe":"/bin/sh","event":"write","path":"/sp/site-packages/a.py",)"
+      R"("function":"openat"})"
+      "\n"
+      R"({"pid":11,"event":"write","function":"open"})"
+      "\n"
+      R"({"pid":11,"event":"write","path":7,"function":"open"})"
+      "\n"
+      R"({"pid":"11","event":"write","path":"/x","function":"open"})"
+      "\n";
+  const auto r = parse_env_trace_text(text, "c-1.jsonl", {"A"});
+  ASSERT_EQ(r.engine_writes.size(), 3u);
+  EXPECT_EQ(r.engine_writes[0].path, "/sp/site-packages/a.py");
+  EXPECT_EQ(r.engine_writes[1].pid, 10);
+  EXPECT_EQ(r.engine_writes[2].pid, 20);
+  EXPECT_EQ(r.engine_writes[2].function, "rename");  // the first record of (pid, path)
+  EXPECT_EQ(r.engine_writes[2].exe, "/usr/bin/sed");
+  EXPECT_TRUE(r.processes.empty()) << "a write is not a process event";
+  const std::vector<std::string> warnings{
+      "c-1.jsonl:5: write record: field 'path' is missing or not a string",
+      "c-1.jsonl:6: write record: field 'path' is missing or not a string",
+      "c-1.jsonl:7: field 'pid' is not an integer"};
+  EXPECT_EQ(r.warnings, warnings);
+
+  const auto json = r.to_json();
+  const auto& first = json.at("engine_writes").at(1).as_object();
+  EXPECT_EQ(first.at("cmdline").as_string().find("sk-abcdef123456"), std::string::npos)
+      << "a credential on the command line is hidden";
+  EXPECT_EQ(first.at("function"), "open");
+  const auto back = engine_writes_from_json(json);
+  ASSERT_TRUE(back.has_value());
+  ASSERT_EQ(back->size(), 3u);
+  EXPECT_EQ((*back)[2].path, "/sp/site-packages/b.py");
+  EXPECT_EQ((*back)[2].pid, 20);
+  EXPECT_EQ((*back)[2].exe, "/usr/bin/sed");
+  EXPECT_EQ((*back)[2].function, "rename");
+  EXPECT_EQ(engine_write_text((*back)[2]), "/sp/site-packages/b.py (pid 20 sed, rename)");
+
+  // Looked for and none seen, versus a run stored before writes were traced.
+  const auto none = EnvTraceReport{}.to_json();
+  ASSERT_TRUE(none.contains("engine_writes"));
+  EXPECT_TRUE(none.at("engine_writes").as_array().empty());
+  EXPECT_EQ(engine_writes_from_json(none), std::vector<EngineWrite>{});
+  boost::json::object old = none;
+  old.erase("engine_writes");
+  EXPECT_FALSE(engine_writes_from_json(old).has_value());
+}
+
+TEST(EnvTraceWrites, WritesFollowTheirRolesProcesses) {
+  EnvTraceReport r;
+  for (auto [pid, ppid] : {std::pair{100, 1}, std::pair{101, 100}, std::pair{200, 1}}) {
+    r.processes[pid].pid = pid;
+    r.processes[pid].ppid = ppid;
+    r.processes[pid].traced = true;
+  }
+  r.engine_writes = {{101, "/usr/bin/sed", "sed -i", "rename", "/sp/site-packages/a.py"},
+                     {200, "/bin/sh", "sh", "open", "/sp/site-packages/b.py"},
+                     {300, "/usr/bin/patch", "patch", "rename", "/sp/site-packages/c.py"}};
+  const std::map<int, std::string> role_of{{100, "prefill"}, {200, "decode"}};
+  const auto prefill = only_role(r, role_of, "prefill");
+  ASSERT_EQ(prefill.engine_writes.size(), 1u);
+  EXPECT_EQ(prefill.engine_writes[0].pid, 101);
+
+  const auto by_role = reads_by_role(r, {"X"}, role_of);
+  const std::vector<std::string> decode{"/sp/site-packages/b.py (pid 200 sh, open)",
+                                        "/sp/site-packages/c.py (pid 300 patch, rename)"};
+  EXPECT_EQ(by_role.engine_writes.at("decode"), decode);
+  ASSERT_EQ(by_role.engine_writes.at("prefill").size(), 2u);
+  EXPECT_EQ(by_role.engine_writes.at("prefill")[0], "/sp/site-packages/a.py (pid 101 sed, rename)");
+  const auto back = RoleReads::from_json(by_role.to_json());
+  EXPECT_EQ(back.engine_writes, by_role.engine_writes);
+}
+
+TEST(EnvTraceWrites, WritePrefixesAndTheServeProgramsInstallPrefix) {
+  TempDir tmp;
+  EnvTraceAssets assets{"/opt/ib/lib/libib_envtrace.so", "/opt/ib/share/inferbench/envtrace"};
+  std::map<std::string, std::string> env;
+  add_env_trace(assets, tmp.path() / "trace", {"X"}, &env,
+                {"/venv", "relative", "/", "/a:b", "/venv", "/opt/conda"});
+  EXPECT_EQ(env.at("IB_ENVTRACE_WRITE_PREFIXES"), "/venv:/opt/conda");
+  add_env_trace(assets, tmp.path() / "trace", {"X"}, &env);
+  EXPECT_EQ(env.at("IB_ENVTRACE_WRITE_PREFIXES"), "");
+
+  const fs::path venv = tmp.path() / "venv";
+  fs::create_directories(venv / "bin");
+  fs::create_directories(tmp.path() / "tools");
+  for (const fs::path& p : {venv / "bin" / "vllm", tmp.path() / "tools" / "vllm"}) {
+    std::ofstream(p) << "#!/bin/sh\n";
+    fs::permissions(p, fs::perms::owner_all);
+  }
+  const std::string path = "/nonexistent:" + (venv / "bin").string() + ":/usr/bin:/bin";
+  EXPECT_EQ(program_install_prefix("vllm", path), venv.string());
+  EXPECT_EQ(program_install_prefix((venv / "bin" / "vllm").string(), ""), venv.string());
+  EXPECT_EQ(program_install_prefix((tmp.path() / "tools" / "vllm").string(), path), "");
+  EXPECT_EQ(program_install_prefix("sh", "/usr/bin:/bin"), "");  // /usr or /: the system's
+  EXPECT_EQ(program_install_prefix("/usr/local/bin/python3", ""), "");
+  EXPECT_EQ(program_install_prefix("no-such-program-ib", path), "");
+  EXPECT_EQ(program_install_prefix("", path), "");
 }
 
 }  // namespace

@@ -179,6 +179,9 @@ void read_trace_processes(const json::object& env_reads, ServerObservation* obs)
       if (c && c->is_string()) obs->commands.emplace_back(c->get_string());
     }
   }
+  if (const auto writes = engine_writes_from_json(env_reads)) {
+    for (const EngineWrite& w : *writes) obs->engine_writes.push_back(engine_write_text(w));
+  }
 }
 
 namespace {
@@ -278,6 +281,21 @@ void judge_role_env(const std::string& role, const std::string& var, const Serve
       role);
 }
 
+// A server whose processes wrote the engine's installed files while it ran (a run-time patch):
+// one note a file, at most five.
+void note_engine_writes(const char* side, const ServerObservation& o,
+                        std::vector<std::string>* notes) {
+  const size_t shown = std::min<size_t>(o.engine_writes.size(), 5);
+  for (size_t i = 0; i < shown; ++i) {
+    notes->push_back(
+        fmt::format("{} server wrote an engine file at run time: {}", side, o.engine_writes[i]));
+  }
+  if (o.engine_writes.size() > shown) {
+    notes->push_back(fmt::format("{} server wrote {} more engine files at run time", side,
+                                 o.engine_writes.size() - shown));
+  }
+}
+
 }  // namespace
 
 KeyVerdict judge_key(const std::string& key, const std::string& status,
@@ -299,6 +317,8 @@ KeyVerdict judge_key(const std::string& key, const std::string& status,
   if (observed) kv.effective_diff = stable_diff(base->config, head->config, ignore);
   if (base && !base->observed) kv.notes.push_back("base server not observed: " + base->error);
   if (head && !head->observed) kv.notes.push_back("head server not observed: " + head->error);
+  if (base) note_engine_writes("base", *base, &kv.notes);
+  if (head) note_engine_writes("head", *head, &kv.notes);
   const std::string diff_text = describe_diff(kv.effective_diff);
 
   for (const ChangedField& f : fields) {

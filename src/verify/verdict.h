@@ -34,6 +34,8 @@ struct ServerObservation {
   std::vector<std::string> blind_spots;
   /// The command lines of the server's processes (the tracer's and the launcher's view).
   std::vector<std::string> commands;
+  /// The engine's installed files its processes wrote at run time (engine_write_text each).
+  std::vector<std::string> engine_writes;
   /// The environment the recipe gave the server (serve.env).
   std::map<std::string, std::string> env;
   /// A disaggregated deployment: the reads by role (serve.<role>.env fields are judged on them).
@@ -96,8 +98,8 @@ KeyVerdict judge_key(const std::string& key, const std::string& status,
                      const std::vector<ChangedField>& fields, const ServerObservation* base,
                      const ServerObservation* head, const std::set<std::string>& ignore = {});
 
-/// EnvTraceReport::to_json's "processes" and "blind_spots" into `obs` (stored runs and live ones
-/// alike).
+/// EnvTraceReport::to_json's "processes", "blind_spots" and "engine_writes" into `obs` (stored
+/// runs and live ones alike).
 void read_trace_processes(const boost::json::object& env_reads, ServerObservation* obs);
 
 /// The identity fields that differ between two servers (metrics::confounders).

@@ -1,5 +1,6 @@
 #include "verify/verdict.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 namespace ib::verify {
@@ -273,6 +274,31 @@ TEST(JudgeKey, TraceProcessesAndBlindSpotsAreReadFromTheStoredReport) {
                        &o);
   EXPECT_EQ(o.commands, std::vector<std::string>{"engine --a 1"});
   EXPECT_EQ(o.blind_spots, std::vector<std::string>{"pid 3 (/bin/engine): not traced"});
+}
+
+TEST(JudgeKey, EngineFilesWrittenAtRunTimeAreNoted) {
+  std::string writes = R"({"engine_writes": [)";
+  for (int i = 0; i < 7; ++i) {
+    writes += fmt::format(R"({}{{"pid": {}, "exe": "/usr/bin/sed", "function": "rename",
+                             "path": "/v/site-packages/vllm/m{}.py"}})",
+                          i == 0 ? "" : ",", 10 + i, i);
+  }
+  writes += "]}";
+  ServerObservation b = observed({}, {{"X", false}});
+  ServerObservation h = observed({}, {{"X", true}});
+  read_trace_processes(json::parse(writes).as_object(), &h);
+  ASSERT_EQ(h.engine_writes.size(), 7u);
+  EXPECT_EQ(h.engine_writes[0], "/v/site-packages/vllm/m0.py (pid 10 sed, rename)");
+  auto v = judge_key("k", "modified", {{"serve.env.X", "added", ""}}, &b, &h);
+  ASSERT_EQ(v.notes.size(), 6u);
+  EXPECT_EQ(v.notes[0],
+            "head server wrote an engine file at run time: /v/site-packages/vllm/m0.py (pid 10 "
+            "sed, rename)");
+  EXPECT_EQ(v.notes[5], "head server wrote 2 more engine files at run time");
+  // A stored run from before writes were traced, and one that wrote nothing: no note.
+  ServerObservation old = observed({}, {{"X", true}});
+  read_trace_processes(json::parse(R"({"engine_writes": []})").as_object(), &old);
+  EXPECT_TRUE(judge_key("k", "modified", {{"serve.env.X", "added", ""}}, &b, &old).notes.empty());
 }
 
 TEST(VerdictsMarkdown, SummaryTableAndEscaping) {

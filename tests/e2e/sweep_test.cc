@@ -160,6 +160,9 @@ TEST(Sweep, TwoConfigurationsTimesThreeConcurrenciesAreStored) {
     const auto& never = c.env_reads.at("never_read").as_array();
     ASSERT_EQ(never.size(), 1u) << boost::json::serialize(c.env_reads);
     EXPECT_EQ(never[0].as_string(), "SIM_UNUSED_KNOB");
+    // Writes into the engine's files were looked for (the key is there), and serve-sim made none.
+    ASSERT_TRUE(c.env_reads.contains("engine_writes")) << boost::json::serialize(c.env_reads);
+    EXPECT_TRUE(c.env_reads.at("engine_writes").as_array().empty());
   }
   EXPECT_NE((*configs)[0].fingerprint, (*configs)[1].fingerprint);
   auto points = db.points(run.id);
@@ -710,6 +713,46 @@ TEST(Sweep, RowsTheSweepCannotRunYetFailBeforeAnyServerStarts) {
   ASSERT_EQ(configs->size(), 1u);
   EXPECT_EQ((*configs)[0].status, store::ConfigStatus::kFailed);
   EXPECT_TRUE((*configs)[0].log_path.empty());  // never launched
+}
+
+// A serve command that patches the engine's installed files before starting it (gate check 7):
+// the local launcher's tracer sees the write, the stored server configuration keeps it and `show`
+// names it.
+TEST(Sweep, AServeScriptsWriteIntoSitePackagesIsStoredAndShown) {
+  TempDir dir;
+  const fs::path engine = fs::canonical(dir.path()) / "venv/lib/site-packages/eng";
+  fs::create_directories(engine);
+  std::string text = two_config_recipe();
+  text = text.substr(0, text.find("sim-slow:"));
+  const std::string script = "echo patched >> " + (engine / "m.py").string() +
+                             " && exec \"$0\" serve-sim --timing-model simple --decode-base-ms 2"
+                             " --model \"$1\" --host \"$2\" --port \"$3\"";
+  const size_t from = text.find("    command: [inferbench");
+  const size_t to = text.find("    env:");
+  text.replace(from, to - from,
+               fmt::format("    command: [sh, -c, '{}', '{}', \"{{served-model}}\", \"{{host}}\","
+                           " \"{{port}}\"]\n",
+                           script, INFERBENCH_BIN));
+  text.replace(text.find("[1, 2, 4]"), 9, "[1]");
+  const fs::path recipe = write_sweep_recipe(dir, text);
+  auto r = run_inferbench(sweep_args(dir, recipe), dir.path() / "sweep.log");
+  ASSERT_EQ(r.exit.code, 0) << r.output << "\n" << text;
+  const fs::path db_path = dir.path() / "runs" / "inferbench.db";
+  store::Store db = open_db(db_path);
+  auto run = db.list_runs()->front();
+  auto configs = db.server_configs(run.run.id);
+  ASSERT_TRUE(configs.ok());
+  ASSERT_EQ(configs->size(), 1u);
+  const auto& writes = (*configs)[0].env_reads.at("engine_writes").as_array();
+  ASSERT_EQ(writes.size(), 1u) << boost::json::serialize((*configs)[0].env_reads);
+  EXPECT_EQ(writes[0].at("path").as_string(), (engine / "m.py").string());
+  auto show = run_inferbench({"show", std::to_string(run.run.id), "--db", db_path.string()},
+                             dir.path() / "show.log");
+  ASSERT_EQ(show.exit.code, 0) << show.output;
+  EXPECT_NE(show.output.find("ENGINE FILES WRITTEN AT RUN TIME"), std::string::npos) << show.output;
+  EXPECT_NE(show.output.find("sim-fast: " + (engine / "m.py").string() + " (pid "),
+            std::string::npos)
+      << show.output;
 }
 
 TEST(Sweep, BundledRecipeRunsByDefault) {

@@ -24,18 +24,37 @@
  *
  *   {"pid":12,"ppid":1,"exe":"/bin/bash","cmdline":"bash -c ...","event":"start","shell":true}
  *   {"pid":12,"ppid":1,"exe":"...","cmdline":"...","event":"clearenv"}
+ *
+ * And which of the engine's installed files it opened for writing (or renamed a file onto): the
+ * open/openat/creat/fopen families (their 64-bit and fortified variants) and rename/renameat/
+ * renameat2, on success, for a path with a `site-packages` or `dist-packages` component or under a
+ * prefix of IB_ENVTRACE_WRITE_PREFIXES (colon-separated absolute folders), never a Python bytecode
+ * cache (a `__pycache__` component, a name ending in .pyc). At most kWriteCap records a process,
+ * a path written again soon after not again:
+ *
+ *   {"pid":12,"ppid":1,"exe":"/usr/bin/sed","cmdline":"sed -i ...","event":"write",
+ *    "path":"/venv/lib/python3.11/site-packages/vllm/x.py","function":"rename"}
+ *
+ * The hooks hand every call to the real function first (resolved with dlsym(RTLD_NEXT), or a raw
+ * system call while that is not possible) and only then look at what was opened; a read-only open
+ * costs one flags test. The library's own files are opened with raw system calls, never through
+ * these hooks.
  */
 #define _GNU_SOURCE
+#undef _FORTIFY_SOURCE /* fortify makes open() and friends inline wrappers; we define them */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <sched.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define IB_EXPORT __attribute__((visibility("default")))
@@ -51,6 +70,11 @@ enum {
   kCmdlineOut = 600,
   kVariableOut = 400,
   kValueOut = 1200,
+  kPathOut = 2000,     /* escaped bytes of a written path */
+  kMaxPrefixes = 64,   /* IB_ENVTRACE_WRITE_PREFIXES entries */
+  kPrefixBytes = 8192, /* copy of IB_ENVTRACE_WRITE_PREFIXES */
+  kWriteCap = 256,     /* write records per process */
+  kRecentWrites = 16,  /* paths a process wrote lately: not recorded again */
 };
 
 typedef char* (*getenv_fn)(const char*);
@@ -68,6 +92,11 @@ static int g_watch_count = 0;
 static char g_dir[kDirBytes];
 static size_t g_dir_len = 0;
 
+static char g_prefix_buf[kPrefixBytes];
+static const char* g_prefix[kMaxPrefixes];
+static size_t g_prefix_len[kMaxPrefixes];
+static int g_prefix_count = 0;
+
 /* Which watched names this process already recorded; reset when the pid changes (fork). */
 static atomic_int g_seen_pid = 0;
 static atomic_uchar g_seen[kMaxWatch];
@@ -84,8 +113,30 @@ static char* scan_environ(const char* name) {
   return NULL;
 }
 
-/* Captures IB_ENVTRACE_WATCH and IB_ENVTRACE_DIR. Calls only scan_environ/memcpy, so threads that
- * race here may simply spin on it (it cannot block or re-enter). */
+/* IB_ENVTRACE_WRITE_PREFIXES: absolute folders (not "/"), trailing slashes dropped. */
+static void capture_prefixes(const char* prefixes) {
+  if (prefixes == NULL) return;
+  size_t pl = strlen(prefixes);
+  if (pl >= sizeof g_prefix_buf) return;
+  memcpy(g_prefix_buf, prefixes, pl + 1);
+  char* p = g_prefix_buf;
+  while (*p != '\0' && g_prefix_count < kMaxPrefixes) {
+    char* start = p;
+    while (*p != '\0' && *p != ':') ++p;
+    size_t len = (size_t)(p - start);
+    if (*p == ':') *p++ = '\0';
+    while (len > 0 && start[len - 1] == '/') start[--len] = '\0';
+    if (len > 0 && start[0] == '/') {
+      g_prefix[g_prefix_count] = start;
+      g_prefix_len[g_prefix_count] = len;
+      ++g_prefix_count;
+    }
+  }
+}
+
+/* Captures IB_ENVTRACE_WATCH, IB_ENVTRACE_DIR and IB_ENVTRACE_WRITE_PREFIXES. Calls only
+ * scan_environ/memcpy, so threads that race here may simply spin on it (it cannot block or
+ * re-enter). */
 static void capture_config(void) {
   int expected = 0;
   if (!atomic_compare_exchange_strong(&g_state, &expected, 1)) {
@@ -115,6 +166,7 @@ static void capture_config(void) {
           ++g_watch_count;
         }
       }
+      capture_prefixes(scan_environ("IB_ENVTRACE_WRITE_PREFIXES"));
     }
   }
   atomic_store(&g_state, 2);
@@ -253,9 +305,14 @@ static int put_json_string(Out* o, const char* s, size_t len, size_t max_out) {
   return complete;
 }
 
+/* The library's own files: a system call, never the interposed open(). */
+static int raw_open(const char* path, int flags, mode_t mode) {
+  return (int)syscall(SYS_openat, AT_FDCWD, path, flags, mode);
+}
+
 /* /proc/self/cmdline with NULs turned into spaces; returns the length. */
 static size_t read_cmdline(char* buf, size_t cap) {
-  int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+  int fd = raw_open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC, 0);
   if (fd < 0) return 0;
   size_t n = 0;
   while (n < cap) {
@@ -327,7 +384,7 @@ static void append_line(const char* line, size_t n) {
   *po.p = '\0';
   /* Owner-only: a record holds a command line (an --api-key in it) until the collector scrubs it.
    */
-  int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  int fd = raw_open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (fd < 0) return;
   write_all(fd, line, n); /* one write: O_APPEND keeps the line whole */
   close(fd);
@@ -403,7 +460,7 @@ static void mark_loaded(void) {
   put_bytes(&po, g_dir, g_dir_len);
   put_str(&po, "/loaded-c.json");
   *po.p = '\0';
-  int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  int fd = raw_open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) return;
   char line[kRecordBytes];
   Out o = {line, line + sizeof line - 2};
@@ -492,4 +549,398 @@ __attribute__((constructor)) static void ib_envtrace_init(void) {
     t_busy = 0;
   }
   errno = saved_errno;
+}
+
+/* ---- Writes into the engine's installed files ------------------------------------------------ */
+
+/* The real functions, by index, resolved together on first use. */
+enum {
+  kOpen,
+  kOpen64,
+  kOpen2,
+  kOpen64_2,
+  kOpenat,
+  kOpenat64,
+  kOpenat2,
+  kOpenat64_2,
+  kCreat,
+  kCreat64,
+  kFopen,
+  kFopen64,
+  kRename,
+  kRenameat,
+  kRenameat2,
+  kRealCount
+};
+static const char* const kRealNames[kRealCount] = {
+    "open",     "open64",     "__open_2",     "__open64_2", "openat",
+    "openat64", "__openat_2", "__openat64_2", "creat",      "creat64",
+    "fopen",    "fopen64",    "rename",       "renameat",   "renameat2"};
+static atomic_int g_files_resolved = 0;
+static void* g_real_file[kRealCount];
+
+/* Which paths this process wrote lately (hashes) and how many it recorded; reset on fork. */
+static atomic_int g_write_pid = 0;
+static atomic_int g_write_count = 0;
+static atomic_ullong g_recent[kRecentWrites];
+static atomic_uint g_recent_next = 0;
+
+/* The real function `which`, or NULL while it cannot be resolved (inside our own dlsym, whose
+ * allocator may open a file: the caller then makes the system call itself). */
+static void* real_file_fn(int which) {
+  if (!atomic_load_explicit(&g_files_resolved, memory_order_acquire)) {
+    if (t_busy) return NULL;
+    t_busy = 1;
+    for (int i = 0; i < kRealCount; ++i) g_real_file[i] = dlsym(RTLD_NEXT, kRealNames[i]);
+    atomic_store_explicit(&g_files_resolved, 1, memory_order_release);
+    t_busy = 0;
+  }
+  return g_real_file[which];
+}
+
+static int opens_for_writing(int flags) {
+  int acc = flags & O_ACCMODE;
+  return acc == O_WRONLY || acc == O_RDWR || (flags & (O_CREAT | O_TRUNC | O_APPEND)) != 0;
+}
+
+/* fopen's mode: w, a or + (before a ",ccs=" suffix). */
+static int mode_writes(const char* mode) {
+  for (const char* m = mode; m != NULL && *m != '\0' && *m != ','; ++m) {
+    if (*m == 'w' || *m == 'a' || *m == '+') return 1;
+  }
+  return 0;
+}
+
+/* open's optional third argument is there only when the flags need it (glibc's own rule). */
+static int needs_mode(int flags) {
+  return (flags & O_CREAT) != 0 || (flags & O_TMPFILE) == O_TMPFILE;
+}
+
+/* `path` made absolute into buf (relative to the working folder for AT_FDCWD, else to dirfd's
+ * folder as /proc/self/fd names it); symbolic links are not resolved. Returns the length, 0 when
+ * it cannot be told or does not fit. */
+static size_t absolute_path(int dirfd, const char* path, char* buf, size_t cap) {
+  size_t pl = strlen(path);
+  size_t base = 0;
+  if (path[0] != '/') {
+    if (dirfd == AT_FDCWD) {
+      if (getcwd(buf, cap) == NULL) return 0;
+      base = strlen(buf);
+    } else {
+      char link[64];
+      Out lo = {link, link + sizeof link - 1};
+      put_str(&lo, "/proc/self/fd/");
+      put_long(&lo, (long)dirfd);
+      *lo.p = '\0';
+      ssize_t n = readlink(link, buf, cap);
+      if (n <= 0 || (size_t)n >= cap || buf[0] != '/') return 0;
+      base = (size_t)n;
+    }
+    if (base > 0 && buf[base - 1] == '/') --base;
+    if (base + 1 >= cap) return 0;
+    buf[base++] = '/';
+  }
+  if (base + pl >= cap) return 0;
+  memcpy(buf + base, path, pl + 1);
+  return base + pl;
+}
+
+/* Whether an absolute path is one of the engine's installed files: a site-packages or
+ * dist-packages component, or under a configured prefix; never a bytecode cache. */
+static int is_engine_file(const char* path, size_t len) {
+  if (len >= 4 && memcmp(path + len - 4, ".pyc", 4) == 0) return 0;
+  int packages = 0;
+  const char* p = path;
+  while (*p != '\0') {
+    while (*p == '/') ++p;
+    const char* start = p;
+    while (*p != '\0' && *p != '/') ++p;
+    size_t n = (size_t)(p - start);
+    if (n == 11 && memcmp(start, "__pycache__", 11) == 0) return 0;
+    if (n == 13 &&
+        (memcmp(start, "site-packages", 13) == 0 || memcmp(start, "dist-packages", 13) == 0)) {
+      packages = 1;
+    }
+  }
+  if (packages) return 1;
+  for (int i = 0; i < g_prefix_count; ++i) {
+    size_t n = g_prefix_len[i];
+    if (len > n && memcmp(path, g_prefix[i], n) == 0 && path[n] == '/') return 1;
+  }
+  return 0;
+}
+
+/* Whether to record this write: not among the process's recent paths, and under its cap. */
+static int first_write(const char* path, size_t len) {
+  int pid = (int)getpid();
+  int owner = atomic_load(&g_write_pid);
+  if (owner != pid && atomic_compare_exchange_strong(&g_write_pid, &owner, pid)) {
+    for (int k = 0; k < kRecentWrites; ++k) atomic_store(&g_recent[k], 0);
+    atomic_store(&g_write_count, 0);
+  }
+  unsigned long long h = 1469598103934665603ull; /* FNV-1a */
+  for (size_t i = 0; i < len; ++i) {
+    h ^= (unsigned char)path[i];
+    h *= 1099511628211ull;
+  }
+  h |= 1u; /* 0 is an empty slot */
+  for (int k = 0; k < kRecentWrites; ++k) {
+    if (atomic_load(&g_recent[k]) == h) return 0;
+  }
+  atomic_store(&g_recent[atomic_fetch_add(&g_recent_next, 1u) % kRecentWrites], h);
+  return atomic_fetch_add(&g_write_count, 1) < kWriteCap;
+}
+
+static void record_write(const char* path, size_t len, const char* function) {
+  char line[kRecordBytes];
+  Out o = {line, line + sizeof line - 2};
+  put_str(&o, "{");
+  put_process(&o);
+  put_str(&o, ",\"event\":\"write\",\"path\":");
+  put_json_string(&o, path, len, kPathOut);
+  put_str(&o, ",\"function\":\"");
+  put_str(&o, function);
+  put_str(&o, "\"}");
+  o.end += 2;
+  put_str(&o, "\n");
+  append_line(line, (size_t)(o.p - line));
+}
+
+/* After a successful write open or rename: records it when it is an engine file. Keeps errno. */
+static void note_write(int dirfd, const char* path, const char* function) {
+  if (t_busy || path == NULL || path[0] == '\0') return;
+  int saved_errno = errno;
+  if (atomic_load_explicit(&g_state, memory_order_acquire) != 2) capture_config();
+  if (g_dir_len > 0) {
+    t_busy = 1;
+    char abs[PATH_MAX];
+    size_t len = absolute_path(dirfd, path, abs, sizeof abs);
+    if (len > 0 && is_engine_file(abs, len) && first_write(abs, len)) {
+      record_write(abs, len, function);
+    }
+    t_busy = 0;
+  }
+  errno = saved_errno;
+}
+
+typedef int (*open_fn)(const char*, int, ...);
+typedef int (*open2_fn)(const char*, int);
+typedef int (*openat_fn)(int, const char*, int, ...);
+typedef int (*openat2_fn)(int, const char*, int);
+typedef int (*creat_fn)(const char*, mode_t);
+typedef FILE* (*fopen_fn)(const char*, const char*);
+typedef int (*rename_fn)(const char*, const char*);
+typedef int (*renameat_fn)(int, const char*, int, const char*);
+typedef int (*renameat2_fn)(int, const char*, int, const char*, unsigned int);
+
+/* POSIX guarantees dlsym's object pointer converts to a function pointer; ISO C does not. */
+#define IB_REAL(type, which, var)   \
+  type var = NULL;                  \
+  do {                              \
+    void* f_ = real_file_fn(which); \
+    memcpy(&var, &f_, sizeof var);  \
+  } while (0)
+
+static int sys_openat(int dirfd, const char* path, int flags, mode_t mode) {
+  return (int)syscall(SYS_openat, dirfd, path, flags, mode);
+}
+
+static int traced_openat(int which, int dirfd, const char* path, int flags, mode_t mode,
+                         const char* function) {
+  int saved_errno = errno;
+  IB_REAL(openat_fn, which, real);
+  errno = saved_errno;
+  int fd = real != NULL ? real(dirfd, path, flags, mode) : sys_openat(dirfd, path, flags, mode);
+  if (fd >= 0 && opens_for_writing(flags)) note_write(dirfd, path, function);
+  return fd;
+}
+
+static int traced_open(int which, const char* path, int flags, mode_t mode, const char* function) {
+  int saved_errno = errno;
+  IB_REAL(open_fn, which, real);
+  errno = saved_errno;
+  int fd = real != NULL ? real(path, flags, mode) : sys_openat(AT_FDCWD, path, flags, mode);
+  if (fd >= 0 && opens_for_writing(flags)) note_write(AT_FDCWD, path, function);
+  return fd;
+}
+
+/* The fortified variants (called without a mode): theirs checks the flags. */
+static int traced_open2(int which, int dirfd, const char* path, int flags, const char* function) {
+  int saved_errno = errno;
+  void* f = real_file_fn(which);
+  errno = saved_errno;
+  int fd;
+  if (f == NULL) {
+    fd = sys_openat(dirfd, path, flags, 0);
+  } else if (dirfd == AT_FDCWD && (which == kOpen2 || which == kOpen64_2)) {
+    open2_fn real;
+    memcpy(&real, &f, sizeof real);
+    fd = real(path, flags);
+  } else {
+    openat2_fn real;
+    memcpy(&real, &f, sizeof real);
+    fd = real(dirfd, path, flags);
+  }
+  if (fd >= 0 && opens_for_writing(flags)) note_write(dirfd, path, function);
+  return fd;
+}
+
+IB_EXPORT int open(const char* path, int flags, ...) {
+  mode_t mode = 0;
+  if (needs_mode(flags)) {
+    va_list ap;
+    va_start(ap, flags);
+    mode = (mode_t)va_arg(ap, int);
+    va_end(ap);
+  }
+  return traced_open(kOpen, path, flags, mode, "open");
+}
+
+IB_EXPORT int open64(const char* path, int flags, ...) {
+  mode_t mode = 0;
+  if (needs_mode(flags)) {
+    va_list ap;
+    va_start(ap, flags);
+    mode = (mode_t)va_arg(ap, int);
+    va_end(ap);
+  }
+  return traced_open(kOpen64, path, flags, mode, "open64");
+}
+
+IB_EXPORT int openat(int dirfd, const char* path, int flags, ...) {
+  mode_t mode = 0;
+  if (needs_mode(flags)) {
+    va_list ap;
+    va_start(ap, flags);
+    mode = (mode_t)va_arg(ap, int);
+    va_end(ap);
+  }
+  return traced_openat(kOpenat, dirfd, path, flags, mode, "openat");
+}
+
+IB_EXPORT int openat64(int dirfd, const char* path, int flags, ...) {
+  mode_t mode = 0;
+  if (needs_mode(flags)) {
+    va_list ap;
+    va_start(ap, flags);
+    mode = (mode_t)va_arg(ap, int);
+    va_end(ap);
+  }
+  return traced_openat(kOpenat64, dirfd, path, flags, mode, "openat64");
+}
+
+IB_EXPORT int __open_2(const char* path, int flags) {
+  return traced_open2(kOpen2, AT_FDCWD, path, flags, "open");
+}
+
+IB_EXPORT int __open64_2(const char* path, int flags) {
+  return traced_open2(kOpen64_2, AT_FDCWD, path, flags, "open64");
+}
+
+IB_EXPORT int __openat_2(int dirfd, const char* path, int flags) {
+  return traced_open2(kOpenat2, dirfd, path, flags, "openat");
+}
+
+IB_EXPORT int __openat64_2(int dirfd, const char* path, int flags) {
+  return traced_open2(kOpenat64_2, dirfd, path, flags, "openat64");
+}
+
+static int traced_creat(int which, const char* path, mode_t mode, const char* function) {
+  int saved_errno = errno;
+  IB_REAL(creat_fn, which, real);
+  errno = saved_errno;
+  int fd = real != NULL ? real(path, mode)
+                        : sys_openat(AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC, mode);
+  if (fd >= 0) note_write(AT_FDCWD, path, function);
+  return fd;
+}
+
+IB_EXPORT int creat(const char* path, mode_t mode) {
+  return traced_creat(kCreat, path, mode, "creat");
+}
+
+IB_EXPORT int creat64(const char* path, mode_t mode) {
+  return traced_creat(kCreat64, path, mode, "creat64");
+}
+
+/* fopen without the real one (only inside our own dlsym): its flags, then fdopen. */
+static FILE* fallback_fopen(const char* path, const char* mode) {
+  int flags = 0;
+  const char* m = mode;
+  if (*m == 'r') {
+    flags = O_RDONLY;
+  } else if (*m == 'w') {
+    flags = O_WRONLY | O_CREAT | O_TRUNC;
+  } else if (*m == 'a') {
+    flags = O_WRONLY | O_CREAT | O_APPEND;
+  } else {
+    errno = EINVAL;
+    return NULL;
+  }
+  for (++m; *m != '\0' && *m != ','; ++m) {
+    if (*m == '+') flags = (flags & ~O_ACCMODE) | O_RDWR;
+    if (*m == 'e') flags |= O_CLOEXEC;
+    if (*m == 'x') flags |= O_EXCL;
+  }
+  int fd = sys_openat(AT_FDCWD, path, flags, 0666);
+  if (fd < 0) return NULL;
+  FILE* f = fdopen(fd, mode);
+  if (f == NULL) close(fd);
+  return f;
+}
+
+static FILE* traced_fopen(int which, const char* path, const char* mode, const char* function) {
+  int saved_errno = errno;
+  IB_REAL(fopen_fn, which, real);
+  errno = saved_errno;
+  FILE* f = real != NULL ? real(path, mode) : fallback_fopen(path, mode);
+  if (f != NULL && mode_writes(mode)) note_write(AT_FDCWD, path, function);
+  return f;
+}
+
+IB_EXPORT FILE* fopen(const char* path, const char* mode) {
+  return traced_fopen(kFopen, path, mode, "fopen");
+}
+
+IB_EXPORT FILE* fopen64(const char* path, const char* mode) {
+  return traced_fopen(kFopen64, path, mode, "fopen64");
+}
+
+static int sys_renameat2(int olddirfd, const char* oldpath, int newdirfd, const char* newpath,
+                         unsigned int flags) {
+#ifdef SYS_renameat
+  if (flags == 0) return (int)syscall(SYS_renameat, olddirfd, oldpath, newdirfd, newpath);
+#endif
+  return (int)syscall(SYS_renameat2, olddirfd, oldpath, newdirfd, newpath, flags);
+}
+
+IB_EXPORT int rename(const char* oldpath, const char* newpath) {
+  int saved_errno = errno;
+  IB_REAL(rename_fn, kRename, real);
+  errno = saved_errno;
+  int r = real != NULL ? real(oldpath, newpath)
+                       : sys_renameat2(AT_FDCWD, oldpath, AT_FDCWD, newpath, 0);
+  if (r == 0) note_write(AT_FDCWD, newpath, "rename");
+  return r;
+}
+
+IB_EXPORT int renameat(int olddirfd, const char* oldpath, int newdirfd, const char* newpath) {
+  int saved_errno = errno;
+  IB_REAL(renameat_fn, kRenameat, real);
+  errno = saved_errno;
+  int r = real != NULL ? real(olddirfd, oldpath, newdirfd, newpath)
+                       : sys_renameat2(olddirfd, oldpath, newdirfd, newpath, 0);
+  if (r == 0) note_write(newdirfd, newpath, "renameat");
+  return r;
+}
+
+IB_EXPORT int renameat2(int olddirfd, const char* oldpath, int newdirfd, const char* newpath,
+                        unsigned int flags) {
+  int saved_errno = errno;
+  IB_REAL(renameat2_fn, kRenameat2, real);
+  errno = saved_errno;
+  int r = real != NULL ? real(olddirfd, oldpath, newdirfd, newpath, flags)
+                       : sys_renameat2(olddirfd, oldpath, newdirfd, newpath, flags);
+  if (r == 0) note_write(newdirfd, newpath, "renameat2");
+  return r;
 }

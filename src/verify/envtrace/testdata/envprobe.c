@@ -7,11 +7,17 @@
  *       threads:N:NAME  N threads call getenv(NAME) at once
  *       clearenv        clears the environment (later reads see nothing; children lose it too)
  *       sym:SYMBOL      exit 3 unless SYMBOL is defined in the process (a preloaded library's)
+ *       fopen:PATH      fopen(PATH, "w"), then fclose
+ *       openat:DIR:NAME openat(open(DIR), NAME, O_WRONLY | O_CREAT | O_TRUNC), a path relative to a
+ *                       folder descriptor
+ *       read:PATH       open(PATH, O_RDONLY): not a write
  *   After "--": fork, exec PROGRAM ARGS in the child, wait, exit with its status.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -44,6 +50,26 @@ int main(int argc, char** argv) {
       clearenv();
     } else if (strncmp(op, "sym:", 4) == 0) {
       if (dlsym(RTLD_DEFAULT, op + 4) == NULL) return 3;
+    } else if (strncmp(op, "fopen:", 6) == 0) {
+      FILE* f = fopen(op + 6, "w");
+      if (f == NULL) return 6;
+      fclose(f);
+    } else if (strncmp(op, "openat:", 7) == 0) {
+      char dir[4096];
+      const char* sep = strchr(op + 7, ':');
+      if (sep == NULL || (size_t)(sep - (op + 7)) >= sizeof dir) return 2;
+      memcpy(dir, op + 7, (size_t)(sep - (op + 7)));
+      dir[sep - (op + 7)] = '\0';
+      int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+      if (dfd < 0) return 6;
+      int fd = openat(dfd, sep + 1, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (fd < 0) return 6;
+      close(fd);
+      close(dfd);
+    } else if (strncmp(op, "read:", 5) == 0) {
+      int fd = open(op + 5, O_RDONLY);
+      if (fd < 0) return 6;
+      close(fd);
     } else {
       return 2;
     }
