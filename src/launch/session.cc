@@ -69,10 +69,12 @@ Expected<std::unique_ptr<ServerSession>> ServerSession::start(Launcher& launcher
   if (ec) return Error{fmt::format("{}: cannot create: {}", o.dir.string(), ec.message())};
   if (s->caps_.has_log) spec.log_path = o.dir / "server.log";
   spec.startup_timeout = o.startup_timeout;
-  // Environment tracing: which of the recipe's variables the server processes read. Only a
-  // process started on this machine can be traced.
+  // Environment tracing: which of the recipe's variables the server processes read, and what
+  // they wrote into the engine's installed files (also with no variable to watch: the merge
+  // gate's check 7 reads the writes of every run). Only a process started on this machine can be
+  // traced.
   s->trace_dir_ = o.dir / "envtrace";
-  if (o.env_trace && !o.watch.empty()) {
+  if (o.env_trace) {
     // A disaggregated deployment on other nodes: each role traced where it runs.
     const bool by_role = !spec.roles.empty() && s->caps_.can_trace_roles;
     if (!s->caps_.can_trace_env && !by_role) {
@@ -97,7 +99,8 @@ Expected<std::unique_ptr<ServerSession>> ServerSession::start(Launcher& launcher
     } else {
       s->tracing_off_ = fmt::format("environment tracing off: {}", assets.error().message);
     }
-    if (!s->tracing_off_.empty()) s->notes_.push_back(s->tracing_off_);
+    // Said where it matters: a recipe variable's read cannot be judged.
+    if (!s->tracing_off_.empty() && !o.watch.empty()) s->notes_.push_back(s->tracing_off_);
   }
   auto server = launcher.start(spec);
   if (!server) {

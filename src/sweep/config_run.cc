@@ -156,7 +156,22 @@ std::unique_ptr<launch::ServerSession> ConfigRunner::start_session(
       }
     }
   }
-  if (o_.check_expect && cfg.expect) so.expect = *cfg.expect;
+  if (o_.check_expect && cfg.expect) {
+    so.expect = *cfg.expect;
+    // The variables `expect` asks about are watched too, set or not: a read of one the recipe
+    // does not set is still a read (env-not-read must see it).
+    auto watch = [&](const verify::ExpectSpec& e) {
+      for (const auto* names : {&e.env_read, &e.env_not_read}) {
+        for (const auto& k : *names) {
+          if (std::find(so.watch.begin(), so.watch.end(), k) == so.watch.end()) {
+            so.watch.push_back(k);
+          }
+        }
+      }
+    };
+    watch(*cfg.expect);
+    for (const auto& [role, e] : cfg.expect->roles) watch(e);
+  }
   if (o_.show_progress) {
     const auto* sd = row.fields.if_contains("spec-decoding");
     const std::string spec_text = sd && sd->is_string() && sd->as_string() != "none"

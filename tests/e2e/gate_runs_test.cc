@@ -194,6 +194,10 @@ TEST_F(GateRuns, AGoodChangeWithASweepAndPassingEvalsPassesEveryCheck) {
   }
   EXPECT_NE(evidence_of(report, 1).find("evals at conc 32 passing"), std::string::npos)
       << evidence_of(report, 1);
+  // The head run's server was traced for writes into the engine's files, and made none.
+  EXPECT_NE(md.find("the servers of 1 head run wrote no engine file at run time"),
+            std::string::npos)
+      << md;
   std::printf("%s\n", md.c_str());
 
   // The base run is not of a commit in the range: reusing it fails check 3.
@@ -201,6 +205,34 @@ TEST_F(GateRuns, AGoodChangeWithASweepAndPassingEvalsPassesEveryCheck) {
   EXPECT_EQ(check_verdict(reuse, 3), "fail") << reuse_md;
   EXPECT_NE(evidence_of(reuse, 3).find("not of a commit in the range"), std::string::npos)
       << evidence_of(reuse, 3);
+}
+
+// A serve script that rewrites a file of the installed engine before starting it: the change's
+// text shows nothing the pattern scan knows, the environment tracer sees the write, check 7 fails
+// naming the file.
+TEST_F(GateRuns, AWriteIntoTheEnginesInstalledFilesAtRunTimeFailsCheckSeven) {
+  const fs::path engine = dir.path() / "venv" / "lib" / "site-packages" / "engine";
+  fs::create_directories(engine);
+  repo.write("recipes/r.yaml", gate_eval_recipe(""));
+  repo.write("perf-changelog.yaml", changelog_entry("simeval", "Add simeval", 1));
+  repo.write("gate-policy.yaml", kGatePolicy);
+  repo.commit("base");
+  std::string head = gate_eval_recipe("");
+  const std::string from = "    command: [inferbench, serve-sim,";
+  head.replace(head.find(from), from.size(),
+               "    command: [/bin/sh, -c, 'echo \"# tuned\" >> \"$0\"/attn.py; exec \"$@\"', \"" +
+                   engine.string() + "\", " INFERBENCH_BIN ", serve-sim,");
+  repo.write("recipes/r.yaml", head);
+  repo.write("perf-changelog.yaml", changelog_entry("simeval", "Add simeval", 1) + "\n" +
+                                        changelog_entry("simeval", "Tune attention", 2));
+  repo.commit("head");
+  sweep("head");
+  auto [report, md] = gate();
+  EXPECT_EQ(check_verdict(report, 7), "fail") << md;
+  const std::string ev = evidence_of(report, 7);
+  EXPECT_NE(ev.find((engine / "attn.py").string() + " | simeval: "), std::string::npos) << ev;
+  EXPECT_NE(ev.find("wrote into the engine's installed files at run time"), std::string::npos)
+      << ev;
 }
 
 }  // namespace

@@ -409,7 +409,9 @@ static int is_shell(void) {
 
 /* A process event: "start" (with whether it is a shell) or "clearenv". */
 static void record_event(const char* event) {
-  if (g_dir_len == 0 || g_watch_count == 0) return;
+  /* Also with nothing to watch: the process is still traced (its writes into the engine's files,
+   * and the collector must not count it blind). */
+  if (g_dir_len == 0) return;
   char line[kRecordBytes];
   Out o = {line, line + sizeof line - 2};
   put_str(&o, "{");
@@ -542,7 +544,7 @@ __attribute__((constructor)) static void ib_envtrace_init(void) {
   int saved_errno = errno;
   if (atomic_load(&g_state) != 2) capture_config();
   resolve_real();
-  if (g_watch_count > 0) {
+  if (g_dir_len > 0) {
     mark_loaded();
     t_busy = 1;
     record_event("start");

@@ -25,7 +25,8 @@ def _ib_envtrace_install():
 
     directory = os.environ.get("IB_ENVTRACE_DIR", "")
     watch = frozenset(n for n in os.environ.get("IB_ENVTRACE_WATCH", "").split(",") if n)
-    if not directory or not watch:
+    # Installed also with nothing to watch: the collector then knows the process was traced.
+    if not directory:
         return
 
     import _thread
