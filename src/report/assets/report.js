@@ -1129,8 +1129,10 @@
 
   function trendsBox() {
     const box = el('section', { id: 'trends' }, el('h2', null, 'Trends'));
-    box.append(el('p', { class: 'sub' }, 'Each series over every stored run in ' + 'git or time order (one position per revision; repeats pooled). Change points: E-Divisive means with a t-test between the segments (docs/history.md); dashed lines are the segments\u2019 means.'));
+    box.append(el('p', { class: 'sub' }, 'Each series over every stored run in git or time order (one position per revision; repeats pooled). Change points: E-Divisive means with a t-test between the segments (docs/history.md); dashed lines are the segments\u2019 means.'));
     const trends = DATA.trends.slice().sort((a, b) => b.change_points.length - a.change_points.length);
+    const grid = el('div', { class: 'trends-grid' });
+    box.append(grid);
     for (const t of trends) {
       const card = el('div', { class: 'trend', 'data-trend': t.config_key + '|' + t.metric });
       card.append(el('div', { class: 'sm-title' }, t.config_key + ' \u00b7 ' + t.workload + ' \u00b7 conc ' + t.concurrency + ' \u00b7 ' + t.metric +
@@ -1140,7 +1142,7 @@
       card.append(el('p', { class: 'sub' }, 'latest ' + fmt(l.value, 3) + ' against the last stable segment\u2019s ' + fmt(l.last_segment_mean, 3) +
         (l.delta_pct != null ? ' (' + (l.delta_pct > 0 ? '+' : '') + l.delta_pct.toFixed(2) + '%)' : '')));
       if (t.change_points.length) card.append(el('ul', { class: 'changes' }, ...t.change_points.map((c) => changeText(t, c))));
-      box.append(card);
+      grid.append(card);
     }
     return box;
   }
