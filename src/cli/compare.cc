@@ -30,7 +30,7 @@ namespace fs = std::filesystem;
 struct CompareCliOptions {
   std::vector<std::string> sides;  // positional: BASE HEAD (or one, with --base-rev/--head-rev)
   std::string base_rev, head_rev;
-  std::string db = std::string(store::kDefaultDatabase);
+  std::string db = store::default_database();
   std::vector<std::string> pairs;
   std::vector<std::string> accept;
   std::string confidence = "95";
@@ -71,11 +71,11 @@ struct Resolver {
 
   Expected<store::Store*> store() {
     if (st) return &*st;
-    std::error_code ec;
-    if (!fs::exists(o.db, ec)) {
-      return Error{fmt::format("no results database at {} (a sweep creates it; choose another "
-                               "with --db, or give two folders of result files)",
-                               o.db)};
+    if (!store::database_exists(o.db)) {
+      return Error{
+          fmt::format("no results database at {} (a sweep creates it; choose another "
+                      "with --db, or give two folders of result files)",
+                      store::database_name(o.db))};
     }
     auto s = store::Store::open_read_only(o.db);
     if (!s) return s.error();
@@ -127,9 +127,10 @@ struct Resolver {
       }
     }
     if (runs->empty()) {
-      return Error{fmt::format("{} {}: no finished run in {} recorded that git revision (the "
-                               "GIT column of `inferbench runs`)",
-                               option, rev, o.db)};
+      return Error{
+          fmt::format("{} {}: no finished run in {} recorded that git revision (the "
+                      "GIT column of `inferbench runs`)",
+                      option, rev, store::database_name(o.db))};
     }
     std::vector<std::string> names;
     for (const auto& r : *runs) names.push_back(r.name);
@@ -262,7 +263,7 @@ RunFn register_compare(CLI::App& root) {
                   "Head side: the stored runs whose recorded git revision is REV");
   app->add_option("--db", o->db, "Results database file")
       ->check(database_file())
-      ->capture_default_str();
+      ->default_str(store::database_name(o->db));
   app->add_option("--pair", o->pairs,
                   "Pair base config key A with head config key B (A=B; repeatable; default: "
                   "equal keys)")

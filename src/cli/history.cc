@@ -22,7 +22,7 @@ struct HistoryCliOptions {
   std::vector<std::string> keys;
   std::vector<std::string> metrics;
   std::string since;
-  std::string db = std::string(store::kDefaultDatabase);
+  std::string db = store::default_database();
   std::string repo = ".";
   std::vector<std::string> recipes;
   std::string runners;
@@ -109,7 +109,9 @@ RunFn register_history(CLI::App& root) {
       ->delimiter(',')
       ->allow_extra_args(false);  // one value each, so `--metric M KEY` works
   app->add_option("--since", o->since, "Only runs at or after this revision or date (YYYY-MM-DD)");
-  app->add_option("--db", o->db, "Results database")->capture_default_str();
+  app->add_option("--db", o->db, "Results database (a file, or a postgresql:// URL)")
+      ->check(database_file())
+      ->default_str(store::database_name(o->db));
   app->add_option("-C,--repo", o->repo,
                   "The recipes' git repository: git order and attribution (default: the current "
                   "folder; not a repository: time order, no attribution)")

@@ -8,6 +8,7 @@
 #include <system_error>
 
 #include "core/strings.h"
+#include "store/pg.h"
 
 namespace ib::cli {
 
@@ -232,16 +233,28 @@ CLI::Validator output_file(bool parent_must_exist) {
   return v;
 }
 
+CLI::Validator database_to_write() {
+  CLI::Validator v(
+      [](std::string& text) -> std::string {
+        std::string why = database_file()(text);
+        if (!why.empty() || store::is_postgres_url(text)) return why;
+        return output_file(false)(text);
+      },
+      "FILE");
+  v.name("ib-database-out");
+  return v;
+}
+
 CLI::Validator database_file() {
   CLI::Validator v(
       [](std::string& text) -> std::string {
         if (text.empty()) return "an empty file name; name the results database";
         const size_t scheme = text.find("://");
-        if (scheme != std::string::npos) {
+        if (scheme != std::string::npos && !store::is_postgres_url(text)) {
           return fmt::format(
-              "'{}' is a URL; this build keeps results in an SQLite file (give its path), and "
-              "has no {}:// store",
-              printable(text, 80), printable(text.substr(0, scheme), 20));
+              "'{}' is a URL of no store this build has: give an SQLite file's path, or a "
+              "postgresql:// URL (docs/store.md)",
+              printable(store::redact_pg_url(text), 80));
         }
         return "";
       },

@@ -107,6 +107,8 @@ CLI::Validator existing_path();
 /// --db: an SQLite file path. A URL (postgresql://...) is refused with what this build stores,
 /// instead of becoming a file under a folder named "postgresql:".
 CLI::Validator database_file();
+/// A results database a command writes: database_file(), and for a file, output_file(false).
+CLI::Validator database_to_write();
 
 /// Output paths of one command, each with the option it came from. Two that name the same file
 /// (compared after resolving ".", "..", symlinks and hard links) are a usage error: the second

@@ -28,7 +28,7 @@ struct ReportOptions {
   std::vector<std::string> runs;
   std::string output = "report.html";
   std::string baseline;
-  std::string db = std::string(store::kDefaultDatabase);
+  std::string db = store::default_database();
   std::string command_line;
   bool no_trends = false;
   std::string repo = ".";
@@ -80,8 +80,8 @@ Expected<report::ReportRun> load_run(store::Store& st, const ReportOptions& o,
   auto found = st.find_run(which);
   if (!found) return found.error();
   if (!*found) {
-    return usage_error(
-        fmt::format("no run '{}' in {} (see `inferbench runs --db {}`)", which, o.db, o.db));
+    return usage_error(fmt::format("no run '{}' in {} (see `inferbench runs --db {}`)", which,
+                                   store::database_name(o.db), store::database_name(o.db)));
   }
   auto r = st.run_details(std::move(**found), store::WithTimeslices::kYes);
   if (!r) return r.error();
@@ -95,11 +95,11 @@ Expected<report::ReportRun> load_run(store::Store& st, const ReportOptions& o,
 int run_report(const ReportOptions& o) {
   auto usage = [](std::string why) { return fail("report", usage_error(std::move(why))); };
   std::error_code ec;
-  if (!fs::exists(o.db, ec)) {
+  if (!store::database_exists(o.db)) {
     return usage(
         fmt::format("no results database at {} (a sweep creates it; choose another with "
                     "--db)",
-                    o.db));
+                    store::database_name(o.db)));
   }
   if (o.output.empty()) return usage("-o/--output: empty file name");
   if (auto same = same_output_files({{"--db", o.db}, {"-o/--output", o.output}})) {
@@ -172,7 +172,7 @@ RunFn register_report(CLI::App& root) {
                   "Compare against this run: overlaid frontiers, deltas, confounders");
   app->add_option("--db", o->db, "Results database file")
       ->check(database_file())
-      ->capture_default_str();
+      ->default_str(store::database_name(o->db));
   app->add_flag("--no-trends", o->no_trends,
                 "Leave out the Trends section (each reported series over every stored run, with "
                 "its change points: docs/history.md)");
@@ -186,7 +186,7 @@ RunFn register_report(CLI::App& root) {
     for (const auto& r : o->runs) cl.append(" ").append(r);
     cl.append(" -o ").append(o->output);
     if (!o->baseline.empty()) cl.append(" --baseline ").append(o->baseline);
-    if (app->count("--db") > 0) cl.append(" --db ").append(o->db);
+    if (app->count("--db") > 0) cl.append(" --db ").append(store::database_name(o->db));
     o->command_line = std::move(cl);
   });
   return [o]() { return run_report(*o); };

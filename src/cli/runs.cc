@@ -88,8 +88,7 @@ void print(const std::string& text) {
 // Opens the database read-only (never created, migrated or changed); a missing file is a usage
 // error, not a new empty database.
 Expected<store::Store> open_store(const std::string& command, const std::string& db) {
-  std::error_code ec;
-  if (!fs::exists(db, ec)) {
+  if (!store::database_exists(db)) {
     return Error{
         fmt::format("inferbench {}: no results database at {} (a sweep creates it; "
                     "choose another with --db)",
@@ -104,7 +103,7 @@ Expected<store::Store> open_store(const std::string& command, const std::string&
 // inferbench runs
 
 struct RunsOptions {
-  std::string db = std::string(store::kDefaultDatabase);
+  std::string db = store::default_database();
   bool json = false;
   int limit = 20;
 };
@@ -157,7 +156,7 @@ int run_runs(const RunsOptions& o) {
 
 struct ShowOptions {
   std::string run;
-  std::string db = std::string(store::kDefaultDatabase);
+  std::string db = store::default_database();
   bool json = false;
   int64_t timeslices_point = 0;  // --timeslices POINT: that point's time series
   std::string format = "table";  // table | csv | json
@@ -840,8 +839,9 @@ int run_show(const ShowOptions& o) {
   auto found = st->find_run(o.run);
   if (!found) return fail("show", found.error());
   if (!*found) {
-    return fail("show", usage_error(fmt::format("no run '{}' in {} (see `inferbench runs --db {}`)",
-                                                o.run, o.db, o.db)));
+    return fail("show",
+                usage_error(fmt::format("no run '{}' in {} (see `inferbench runs --db {}`)", o.run,
+                                        store::database_name(o.db), store::database_name(o.db))));
   }
   if (o.timeslices_point == 0 && o.format_option->count() > 0) {
     return fail("show", usage_error("--format applies to --timeslices POINT only"));
@@ -866,7 +866,7 @@ RunFn register_runs(CLI::App& root) {
   CLI::App* app = root.add_subcommand("runs", "List the runs in the results database");
   app->add_option("--db", o->db, "Results database file")
       ->check(database_file())
-      ->capture_default_str();
+      ->default_str(store::database_name(o->db));
   app->add_flag("--json", o->json, "Print the runs as a JSON array");
   add_integer(app, "--limit", o->limit, "Newest N runs (0: all)", 0,
               std::numeric_limits<int>::max())
@@ -881,7 +881,7 @@ RunFn register_show(CLI::App& root) {
   app->add_option("run", o->run, "Run id or name")->required();
   app->add_option("--db", o->db, "Results database file")
       ->check(database_file())
-      ->capture_default_str();
+      ->default_str(store::database_name(o->db));
   app->add_flag("--json", o->json,
                 "Print everything (full result JSON of each point included) as one JSON object");
   add_integer(app, "--timeslices", o->timeslices_point,

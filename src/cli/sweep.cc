@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <memory>
 #include <optional>
 
@@ -122,7 +123,8 @@ int run_once(const SweepCliOptions& c, const sweep::SweepOptions& o, std::FILE* 
   }
   fmt::print(table, "run {} (id {}): {}; points: {}\nresults: {} (database {})\n",
              outcome->run_name, outcome->run_id, store::status_name(outcome->status()),
-             counts.empty() ? "none" : counts, outcome->run_dir.string(), outcome->db.string());
+             counts.empty() ? "none" : counts, outcome->run_dir.string(),
+             store::database_name(outcome->db.string()));
   outcomes.push_back(redacted(outcome->to_json()));
   if (outcome->interrupted) {
     fmt::print(stderr,
@@ -169,6 +171,10 @@ std::optional<int> set_sweep_run_options(SweepCliOptions& c) {
   o.runners = c.runners;
   o.runs_dir = c.runs_dir;
   o.db = c.db;
+  if (o.db.empty()) {
+    // A team's store for every sweep of this shell (docs/store.md).
+    if (const char* env = std::getenv("INFERBENCH_DB"); env && *env) o.db = env;
+  }
   for (const auto& list : c.concurrency_lists) {
     for (const auto& item : split(list, ',')) o.concurrencies.push_back(std::stoll(item));
   }
@@ -367,9 +373,10 @@ void add_sweep_result_options(CLI::App* app, SweepCliOptions& c) {
   app->add_option("--runs-dir", c.runs_dir, "Where run folders are created")
       ->capture_default_str()
       ->check(folder_to_write());
-  app->add_option("--db", c.db, "Results database (default: <runs-dir>/inferbench.db)")
-      ->check(database_file())
-      ->check(output_file(false));
+  app->add_option("--db", c.db,
+                  "Results database: a file, or a team's postgresql:// URL (default: "
+                  "$INFERBENCH_DB, else <runs-dir>/inferbench.db; docs/store.md)")
+      ->check(database_to_write());
   app->add_option("--resume", o.resume,
                   "Continue run RUN (id or name): completed points are skipped");
   app->add_flag(

@@ -17,6 +17,7 @@
 #include "core/interrupt.h"
 #include "core/json_text.h"
 #include "core/redact.h"
+#include "store/pg.h"
 #include "tune/state.h"
 
 namespace ib::cli {
@@ -361,7 +362,7 @@ void add_run_options(CLI::App* app, TuneCliOptions& o) {
   app->add_option("--runs-dir", o.tuning.runs_dir, "Where the runs (and the tuning's folder) go")
       ->capture_default_str();
   app->add_option("--db", o.tuning.db, "Results database (default RUNS_DIR/inferbench.db)")
-      ->check(database_file());
+      ->check(database_to_write());
   app->add_option("--work-dir", o.work_dir,
                   "The tuning's folder: state, servers' evidence, reports (default "
                   "RUNS_DIR/tune-<time>)")
@@ -412,6 +413,13 @@ RunFn register_tune(CLI::App& root) {
     o->tuning.point_timeout_s = o->server.point_timeout_s;
     o->tuning.no_env_trace = o->server.no_env_trace;
     register_server_secrets(o->server);
+    // The tuning keeps --db in its state file (to resume): no password may go there.
+    if (store::is_postgres_url(o->tuning.db) &&
+        store::redact_pg_url(o->tuning.db) != o->tuning.db) {
+      return fail("tune", usage_error("--db: tune keeps the database's URL in its state file; give "
+                                      "the password through PGPASSWORD or PGPASSFILE, not in the "
+                                      "URL"));
+    }
     std::vector<std::string> given;
     for (const char* name : kTuningOptions) {
       if (app->count(name) > 0) given.push_back(name);

@@ -31,7 +31,7 @@ struct VerifyCliOptions {
   std::vector<std::string> args;
   std::string runners;
   std::string repo = ".";
-  std::string db = std::string(store::kDefaultDatabase);
+  std::string db = store::default_database();
   std::string work_dir;
   std::string markdown;
   ServerOptions server;
@@ -180,8 +180,8 @@ int verify_stored_runs(const VerifyCliOptions& o, const sweep::VerifyOptions& vo
     auto r = db->find_run(id);
     if (!r) return fmt::print(stderr, "inferbench verify: {}\n", r.error().message), kExitUsage;
     if (!*r) {
-      return fail("verify",
-                  usage_error(fmt::format("{}: neither a recipe file nor a run in {}", id, o.db)));
+      return fail("verify", usage_error(fmt::format("{}: neither a recipe file nor a run in {}", id,
+                                                    store::database_name(o.db))));
     }
     runs.push_back(**r);
   }
@@ -218,7 +218,7 @@ RunFn register_verify(CLI::App& root) {
   app->add_option("-C,--repo", o->repo, "Repository directory")->capture_default_str();
   app->add_option("--db", o->db, "Results database (RUN_A RUN_B)")
       ->check(database_file())
-      ->capture_default_str();
+      ->default_str(store::database_name(o->db));
   app->add_option("--work-dir", o->work_dir,
                   "Where server logs and traces go (default runs/verify-<time>)")
       ->check(folder_to_write());

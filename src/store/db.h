@@ -1,21 +1,33 @@
 // A thin RAII wrapper over the SQLite3 C API: one connection (Database), prepared statements
 // (Statement) and a transaction guard (Transaction) that rolls back unless committed. Errors are
 // values (ib::Error) naming the database file, the SQL and sqlite3_errmsg.
+//
+// The same three over a PostgreSQL server (a team's shared store, docs/store.md): a Database
+// connected to a postgresql:// URL runs the same statement texts (SQLite's ?N placeholders
+// become $N; store/pg.h), binds the same parameters and reads the same columns; the schema's DDL
+// is translated once (pg_ddl). Its file() is the URL with the password hidden.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/expected.h"
+#include "store/pg.h"
 
 struct sqlite3;
 struct sqlite3_stmt;
 
 namespace ib::store {
+
+/// SQLite's DDL as PostgreSQL takes it: INTEGER PRIMARY KEY becomes an identity column, INTEGER
+/// BIGINT and REAL DOUBLE PRECISION (SQLite's integers are 64-bit and its reals doubles).
+std::string pg_ddl(std::string_view sqlite_ddl);
 
 struct DatabaseOptions {
   /// How long a statement waits for a lock held by another connection before failing with
@@ -40,6 +52,14 @@ class Database {
   /// Opens (or creates, see DatabaseOptions) the database file. Error names the path.
   static Expected<Database> open(const std::filesystem::path& file,
                                  const DatabaseOptions& options = {});
+  /// Connects to a PostgreSQL server (store/pg.h). Read-only: every transaction of the session
+  /// is read-only (the server refuses a write).
+  static Expected<Database> connect(const std::string& url, bool read_only);
+  bool is_postgres() const { return pg_ != nullptr; }
+  /// PostgreSQL: the caller's transaction is open (PgConnection::set_in_block).
+  void pg_block(bool in) {
+    if (pg_) pg_->set_in_block(in);
+  }
 
   Database(Database&& other) noexcept;
   Database& operator=(Database&& other) noexcept;
@@ -58,10 +78,15 @@ class Database {
   /// than `max_bytes`.
   Expected<Database> copy_to_memory(int64_t max_bytes);
 
-  /// PRAGMA user_version, the schema version (store.h).
+  /// PRAGMA user_version, the schema version (store.h); on PostgreSQL, the one row of
+  /// inferbench_schema (0 when there is none).
   Expected<int64_t> user_version();
+  Status set_user_version(int64_t version);
+  /// Inside a transaction (BEGIN without its COMMIT or ROLLBACK yet).
+  bool in_transaction() const;
 
-  /// Rowid of the last successful INSERT on this connection.
+  /// Rowid of the last successful INSERT on this connection (PostgreSQL: lastval(), the id the
+  /// last INSERT into a table with an identity column drew).
   int64_t last_insert_rowid() const;
 
   /// Rows changed by the last INSERT/UPDATE/DELETE.
@@ -79,6 +104,8 @@ class Database {
                                            const DatabaseOptions& options);
   sqlite3* db_ = nullptr;
   std::filesystem::path file_;
+  std::unique_ptr<PgConnection> pg_;
+  std::shared_ptr<int64_t> pg_changes_;  // rows the last statement changed (Statement writes it)
 };
 
 /// A prepared statement. Binding indexes start at 1, column indexes at 0 (as in SQLite). A bind
@@ -128,12 +155,20 @@ class Statement {
       : db_(db), file_(std::move(file)), stmt_(stmt), sql_(std::move(sql)) {}
   void check_bind(int rc, int index);
   Error error(std::string_view what) const;
+  // PostgreSQL: parameters are kept until the first step(), which runs the statement.
+  Statement& pg_bind(int index, std::optional<std::string> value);
+  std::string pg_text(int column) const;
 
   sqlite3* db_ = nullptr;
   std::string file_;
   sqlite3_stmt* stmt_ = nullptr;
   std::string sql_;
   std::optional<Error> bind_error_;
+  PgConnection* pg_ = nullptr;
+  std::shared_ptr<int64_t> pg_changes_;
+  std::vector<std::optional<std::string>> params_;
+  std::shared_ptr<PgResult> result_;  // after the first step()
+  int row_ = -1;
 };
 
 /// BEGIN IMMEDIATE ... COMMIT; rolls back at destruction unless commit() succeeded. IMMEDIATE takes

@@ -158,13 +158,18 @@ Expected<PgConnection> PgConnection::connect(const std::string& url) {
   // Server notices ("... does not exist, skipping") are not ours to print.
   PQsetNoticeProcessor(
       c, [](void*, const char*) {}, nullptr);
-  if (auto st = conn.exec("SET client_encoding = 'UTF8'; SET TIME ZONE 'UTC'"); !st) {
+  if (auto st = conn.set_session("SET client_encoding = 'UTF8'; SET TIME ZONE 'UTC'"); !st) {
     return st.error();
   }
   return conn;
 }
 
-PgConnection::PgConnection(PgConnection&& o) noexcept : c_(o.c_), where_(std::move(o.where_)) {
+PgConnection::PgConnection(PgConnection&& o) noexcept
+    : c_(o.c_),
+      where_(std::move(o.where_)),
+      session_(std::move(o.session_)),
+      reconnects_(o.reconnects_),
+      in_block_(o.in_block_) {
   o.c_ = nullptr;
 }
 PgConnection& PgConnection::operator=(PgConnection&& o) noexcept {
@@ -172,9 +177,30 @@ PgConnection& PgConnection::operator=(PgConnection&& o) noexcept {
     if (c_) PQfinish(c_);
     c_ = o.c_;
     where_ = std::move(o.where_);
+    session_ = std::move(o.session_);
+    reconnects_ = o.reconnects_;
+    in_block_ = o.in_block_;
     o.c_ = nullptr;
   }
   return *this;
+}
+
+bool PgConnection::reconnect() {
+  if (c_ == nullptr) return false;
+  if (PQstatus(c_) == CONNECTION_OK) return true;
+  PQreset(c_);
+  if (PQstatus(c_) != CONNECTION_OK) return false;
+  ++reconnects_;
+  for (const auto& s : session_) {
+    PgResult r(PQexec(c_, s.c_str()));
+    if (!r.r_ || PQresultStatus(r.r_) != PGRES_COMMAND_OK) return false;
+  }
+  return true;
+}
+
+Status PgConnection::set_session(std::string_view sql) {
+  session_.emplace_back(sql);
+  return exec(sql);
 }
 PgConnection::~PgConnection() {
   if (c_) PQfinish(c_);
@@ -184,8 +210,15 @@ bool PgConnection::alive() const {
   return c_ && PQstatus(c_) == CONNECTION_OK;
 }
 
+bool PgConnection::in_transaction() const {
+  if (c_ == nullptr) return false;
+  const auto t = PQtransactionStatus(c_);
+  return t != PQTRANS_IDLE && t != PQTRANS_UNKNOWN;
+}
+
 Status PgConnection::exec(std::string_view sql) {
   if (!c_) return Error{fmt::format("{}: not connected", where_)};
+  if (!in_block_) reconnect();
   const std::string text(sql);
   PgResult r(PQexec(c_, text.c_str()));
   const auto status = r.r_ ? PQresultStatus(r.r_) : PGRES_FATAL_ERROR;
@@ -198,6 +231,8 @@ Status PgConnection::exec(std::string_view sql) {
 
 Expected<PgResult> PgConnection::query(std::string_view sql, const std::vector<PgParam>& params) {
   if (!c_) return Error{fmt::format("{}: not connected", where_)};
+  // Not inside a transaction: a cut one is the server's to roll back, and its statements fail.
+  if (!in_block_) reconnect();
   const std::string text = to_pg_placeholders(sql);
   std::vector<const char*> values;
   values.reserve(params.size());

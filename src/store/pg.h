@@ -72,6 +72,20 @@ class PgConnection {
   /// Whether the connection is still up (libpq's status; a server that went away reads false
   /// after the next statement fails).
   bool alive() const;
+  /// Inside a transaction block (or one that failed and awaits its ROLLBACK).
+  bool in_transaction() const;
+  /// A connection that went away is opened again (the same URL, the same session settings);
+  /// statements call it before they run. Nothing of a transaction that was cut is kept: the
+  /// server rolled it back. True when connected afterwards.
+  bool reconnect();
+  /// A session setting every (re)connection applies, e.g. "SET default_transaction_read_only =
+  /// on".
+  Status set_session(std::string_view sql);
+  /// How many times the connection was opened again.
+  int reconnects() const { return reconnects_; }
+  /// Set while the caller's transaction is open (Transaction): a connection lost inside it is
+  /// never opened again under it (its COMMIT would then succeed on an empty session).
+  void set_in_block(bool in) { in_block_ = in; }
   /// The redacted URL, for messages.
   const std::string& where() const { return where_; }
 
@@ -79,6 +93,9 @@ class PgConnection {
   PgConnection(pg_conn* c, std::string where) : c_(c), where_(std::move(where)) {}
   pg_conn* c_ = nullptr;
   std::string where_;
+  std::vector<std::string> session_;
+  int reconnects_ = 0;
+  bool in_block_ = false;
 };
 
 }  // namespace ib::store

@@ -5,11 +5,14 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cstdlib>
+#include <limits>
 #include <mutex>
 
 #include "core/clock.h"
 #include "core/json_text.h"
 #include "core/strings.h"
+#include "store/pg.h"
 
 namespace ib::store {
 
@@ -149,6 +152,21 @@ constexpr std::array<std::string_view, 5> kAllMigrations = {kSchemaV1, kSchemaV2
 
 const std::span<const std::string_view> kMigrations{kAllMigrations};
 
+std::string default_database() {
+  const char* env = std::getenv("INFERBENCH_DB");
+  return env && *env ? std::string(env) : std::string(kDefaultDatabase);
+}
+
+std::string database_name(std::string_view db) {
+  return is_postgres_url(db) ? redact_pg_url(db) : std::string(db);
+}
+
+bool database_exists(const std::string& db) {
+  if (is_postgres_url(db)) return true;
+  std::error_code ec;
+  return fs::exists(db, ec);
+}
+
 Status migrate(Database& db, std::span<const std::string_view> migrations) {
   const auto latest = static_cast<int64_t>(migrations.size());
   auto newer_error = [&](int64_t version) {
@@ -169,14 +187,12 @@ Status migrate(Database& db, std::span<const std::string_view> migrations) {
     if (*version > latest) return newer_error(*version);
     if (*version == latest) break;
     const auto& script = migrations[static_cast<size_t>(*version)];
-    if (auto st = db.exec(script); !st) {
+    // One logical schema: PostgreSQL takes SQLite's DDL with its types translated.
+    if (auto st = db.is_postgres() ? db.exec(pg_ddl(script)) : db.exec(script); !st) {
       return Error{
           fmt::format("migrating to schema version {}: {}", *version + 1, st.error().message)};
     }
-    // PRAGMA takes no parameters; the value is our own integer.
-    if (auto st = db.exec(fmt::format("PRAGMA user_version = {}", *version + 1)); !st) {
-      return st.error();
-    }
+    if (auto st = db.set_user_version(*version + 1); !st) return st.error();
     if (auto st = txn->commit(); !st) return st.error();
     version = *version + 1;
   }
@@ -525,7 +541,8 @@ namespace {
 Expected<Database> open_database(const fs::path& file, bool create) {
   DatabaseOptions options;
   options.create = create;
-  auto db = Database::open(file, options);
+  auto db = is_postgres_url(file.string()) ? Database::connect(file.string(), false)
+                                           : Database::open(file, options);
   if (!db) return db.error();
   if (auto st = migrate(*db, kMigrations); !st) return st.error();
   return db;
@@ -542,21 +559,30 @@ Expected<Store> Store::open(const fs::path& file) {
 Expected<Store> Store::open_read_only(const fs::path& file) {
   DatabaseOptions options;
   options.read_only = true;
-  auto db = Database::open(file, options);
+  const bool server = is_postgres_url(file.string());
+  auto db = server ? Database::connect(file.string(), true) : Database::open(file, options);
   if (!db) return db.error();
+  const std::string name = db->file().string();  // a server's URL without its password
   const auto latest = static_cast<int64_t>(kMigrations.size());
   auto version = db->user_version();
   if (!version) return version.error();
   if (*version == 0) {
-    return Error{fmt::format("{}: not an inferbench results database (it has no inferbench "
-                             "schema; a sweep creates one, or choose another with --db)",
-                             file.string())};
+    return Error{
+        fmt::format("{}: not an inferbench results database (it has no inferbench "
+                    "schema; a sweep creates one, or choose another with --db)",
+                    name)};
   }
   if (*version > latest) {
     return Error{
         fmt::format("{}: database schema version {} is newer than this inferbench supports ({}); "
                     "use a newer inferbench or another --db file",
-                    file.string(), *version, latest)};
+                    name, *version, latest)};
+  }
+  if (*version < latest && server) {
+    return Error{fmt::format(
+        "{}: made by an older inferbench (schema version {}; this one uses {}); a writer "
+        "upgrades it: run any `inferbench sweep --db URL` against it",
+        name, *version, latest)};
   }
   if (*version < latest) {
     // Older: read a migrated copy; the file itself is left as it is.
@@ -567,7 +593,7 @@ Expected<Store> Store::open_read_only(const fs::path& file) {
           "{}: made by an older inferbench (schema version {}; this one uses {}) and {}; "
           "upgrade the file by running any `inferbench sweep --db {}` (it migrates the schema "
           "in place)",
-          file.string(), *version, latest, copy.error().message, file.string())};
+          name, *version, latest, copy.error().message, name)};
     }
     if (auto st = migrate(*copy, kMigrations); !st) return st.error();
     if (auto st = copy->exec("PRAGMA query_only = 1"); !st) return st.error();
@@ -716,8 +742,8 @@ Status Store::claim_run(int64_t run_id, const ProcessIdentity& owner) {
 metrics::Identity ServerConfigRecord::identity() const {
   static const boost::json::object none;
   const auto* settings = effective_config.if_contains("settings");
-  return metrics::config_identity(row, settings && settings->is_object() ? settings->get_object()
-                                                                          : none);
+  return metrics::config_identity(
+      row, settings && settings->is_object() ? settings->get_object() : none);
 }
 
 Expected<int64_t> Store::add_server_config(const ServerConfigRecord& c) {
@@ -968,7 +994,8 @@ Expected<std::vector<RunSummary>> Store::list_runs(int limit) {
                   "FROM runs r ORDER BY r.id DESC LIMIT ?1",
                   kRunColumns));
   if (!stmt) return stmt.error();
-  stmt->bind(1, limit > 0 ? static_cast<int64_t>(limit) : int64_t{-1});
+  // No limit: the largest one (both stores take it; SQLite's -1 is not PostgreSQL's).
+  stmt->bind(1, limit > 0 ? static_cast<int64_t>(limit) : std::numeric_limits<int64_t>::max());
   return read_all<RunSummary>(*stmt, [&](const Statement& s) -> Expected<RunSummary> {
     auto r = read_run(s, d.file());
     if (!r) return r.error();

@@ -42,6 +42,15 @@ namespace ib::store {
 /// The default database file, relative to the working directory.
 inline constexpr std::string_view kDefaultDatabase = "runs/inferbench.db";
 
+/// The results database a command reads when --db is not given: $INFERBENCH_DB (a file, or a
+/// team's postgresql:// URL; docs/store.md), else kDefaultDatabase.
+std::string default_database();
+/// A --db value as a message may show it: a server's URL with its password hidden.
+std::string database_name(std::string_view db);
+/// Whether there is a database to read at `db`: a file that exists, or any server URL (connecting
+/// tells).
+bool database_exists(const std::string& db);
+
 /// A run's state, stored as its name: still being measured, or how it ended.
 enum class RunStatus { kRunning, kOk, kFailed, kInterrupted };
 /// A server configuration's state: not launched yet, how it ended, or skipped (every point was
@@ -62,9 +71,9 @@ struct RunRecord {
   std::string host;
   std::string command_line;
   std::vector<std::string> labels;
-  boost::json::object options;     // the sweep's options, as it wants them recorded
-  int64_t started_at = 0;          // unix seconds; begin_run sets now when 0
-  int64_t ended_at = 0;            // unix seconds, 0 while running
+  boost::json::object options;  // the sweep's options, as it wants them recorded
+  int64_t started_at = 0;       // unix seconds; begin_run sets now when 0
+  int64_t ended_at = 0;         // unix seconds, 0 while running
   RunStatus status = RunStatus::kRunning;
   /// The sweep process that measures the run (begin_run records it, claim_run replaces it when
   /// the run is resumed). pid 0: not recorded (a run stored before schema version 4).

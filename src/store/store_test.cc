@@ -981,7 +981,6 @@ TEST_F(StoreTest, UncommittedTransactionOfAKilledWriterIsRolledBack) {
   must(store.add_point(make_point(run->id, "fp", 1)));  // and the write lock with it
 }
 
-
 // --- owners of running runs ---------------------------------------------------------------------
 
 // A child process that waits until killed; its identity as a sweep would record it.
@@ -1031,9 +1030,10 @@ TEST_F(StoreTest, RunningRunOfAGoneOwnerReadsInterruptedWithHowToResume) {
     ASSERT_TRUE(read.has_value());
     EXPECT_EQ(read->status, RunStatus::kInterrupted);
     EXPECT_EQ(read->owner_state, "gone");
-    EXPECT_NE(read->status_note.find(
-                  "continue with `inferbench sweep examples/recipes/serve-sim.yaml --resume killed`"),
-              std::string::npos)
+    EXPECT_NE(
+        read->status_note.find(
+            "continue with `inferbench sweep examples/recipes/serve-sim.yaml --resume killed`"),
+        std::string::npos)
         << read->status_note;
   }
   auto json = to_json(*must(store.run(id)));
@@ -1245,8 +1245,7 @@ TEST_F(StoreTest, ReadOnlyOpenRefusesWhatIsNotAResultsDatabaseNamingTheFile) {
     ASSERT_TRUE(db.ok());
     ASSERT_TRUE(db->exec("CREATE TABLE t (a)").ok());
   }
-  EXPECT_NE(error_of(other).find("other.db: not an inferbench results database"),
-            std::string::npos)
+  EXPECT_NE(error_of(other).find("other.db: not an inferbench results database"), std::string::npos)
       << error_of(other);
   { auto store = open(); }
   {

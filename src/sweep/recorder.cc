@@ -28,7 +28,12 @@ std::string safe_name(const std::string& s) {
   return out.substr(0, 80);
 }
 
-Expected<fs::path> make_run_dir(const fs::path& runs_dir, std::string* name) {
+// A new run: its folder and its row, under the first name of this second that neither the runs
+// folder nor the database has. Sweeps on other machines (a team's shared database) may take a name
+// at the same moment: a name the database refuses is given up (its empty folder removed) for the
+// next.
+Expected<std::pair<fs::path, int64_t>> begin_named_run(store::Store& st, const fs::path& runs_dir,
+                                                       store::RunRecord& fresh) {
   std::error_code ec;
   fs::create_directories(runs_dir, ec);
   if (ec) return Error{fmt::format("{}: cannot create: {}", runs_dir.string(), ec.message())};
@@ -36,11 +41,20 @@ Expected<fs::path> make_run_dir(const fs::path& runs_dir, std::string* name) {
   for (int i = 0; i < 1000; ++i) {
     std::string n = i == 0 ? base : fmt::format("{}-{}", base, i);
     fs::path p = runs_dir / n;
-    if (fs::create_directory(p, ec)) {
-      *name = n;
-      return p;
+    if (!fs::create_directory(p, ec)) {
+      if (ec) return Error{fmt::format("{}: cannot create: {}", p.string(), ec.message())};
+      continue;  // this folder's name is taken
     }
-    if (ec) return Error{fmt::format("{}: cannot create: {}", p.string(), ec.message())};
+    auto known = st.find_run(n);
+    if (!known) return known.error();
+    if (!*known) {
+      fresh.name = n;
+      auto id = st.begin_run(fresh);
+      if (id) return std::make_pair(p, *id);
+      auto again = st.find_run(n);  // taken by another writer since: try the next name
+      if (!again || !*again) return id.error();
+    }
+    fs::remove(p, ec);
   }
   return Error{fmt::format("{}: too many runs with the same timestamp", runs_dir.string())};
 }
@@ -131,7 +145,8 @@ Expected<RunRecorder> RunRecorder::open(const fs::path& db_path, const fs::path&
     auto run = rec.store_.find_run(resume);
     if (!run) return run.error();
     if (!*run)
-      return Error{fmt::format("--resume {}: no such run in {}", resume, db_path.string())};
+      return Error{fmt::format("--resume {}: no such run in {}", resume,
+                               store::database_name(db_path.string()))};
     if (auto same = same_measurement(**run, redacted(fresh.options)); !same) {
       return usage_error(fmt::format("--resume {}: {}", resume, same.error().message));
     }
@@ -149,17 +164,13 @@ Expected<RunRecorder> RunRecorder::open(const fs::path& db_path, const fs::path&
     }
     return rec;
   }
-  std::string name;
-  auto dir = make_run_dir(runs_dir, &name);
-  if (!dir) return dir.error();
-  rec.run_dir_ = *dir;
-  rec.run_name_ = name;
-  fresh.name = name;
   fresh.command_line = redact_text(fresh.command_line);
   fresh.options = redacted(std::move(fresh.options));
-  auto id = rec.store_.begin_run(fresh);
-  if (!id) return id.error();
-  rec.run_id_ = *id;
+  auto begun = begin_named_run(rec.store_, runs_dir, fresh);
+  if (!begun) return begun.error();
+  rec.run_dir_ = begun->first;
+  rec.run_name_ = fresh.name;
+  rec.run_id_ = begun->second;
   return rec;
 }
 
@@ -170,7 +181,8 @@ fs::path RunRecorder::config_dir(size_t index, const std::string& config_key,
 }
 
 void RunRecorder::db_error(const std::string& what, const Error& e) {
-  errors_.push_back(fmt::format("database {}: {}: {}", db_path_.string(), what, e.message));
+  errors_.push_back(
+      fmt::format("database {}: {}: {}", store::database_name(db_path_.string()), what, e.message));
 }
 
 void RunRecorder::write_file(const fs::path& file, const std::string& text) {

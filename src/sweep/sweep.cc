@@ -93,7 +93,7 @@ json::object SweepOutcome::to_json() const {
   o["run_id"] = run_id;
   o["run"] = run_name;
   o["run_dir"] = run_dir.string();
-  o["db"] = db.string();
+  o["db"] = store::database_name(db.string());
   o["status"] = store::status_name(status());
   if (!interrupted) {
     o["nothing_measured"] = nothing_measured();

@@ -12,6 +12,7 @@
 #include "core/json_text.h"
 #include "core/redact.h"
 #include "core/sha256.h"
+#include "store/pg.h"
 
 namespace ib::tune {
 
@@ -188,7 +189,9 @@ TuneState new_tuning(TuneSettings settings, const std::string& work_dir) {
   state.dir = std::filesystem::absolute(state.dir, aec);
   s.recipe = std::filesystem::absolute(s.recipe, aec).string();
   s.runs_dir = std::filesystem::absolute(s.runs_dir, aec).string();
-  if (!s.db.empty()) s.db = std::filesystem::absolute(s.db, aec).string();
+  if (!s.db.empty() && !store::is_postgres_url(s.db)) {
+    s.db = std::filesystem::absolute(s.db, aec).string();
+  }
   // The tag of this tuning's runs in the database: unique even when folders share a name.
   state.id = fmt::format(
       "tune-{}-{}", started,
