@@ -28,6 +28,8 @@ RunFn register_verify(CLI::App& root);
 RunFn register_changelog(CLI::App& root);
 RunFn register_gate(CLI::App& root);
 RunFn register_history(CLI::App& root);
+RunFn register_push(CLI::App& root);
+RunFn register_pull(CLI::App& root);
 RunFn register_trace(CLI::App& root);
 RunFn register_compare(CLI::App& root);
 RunFn register_report(CLI::App& root);

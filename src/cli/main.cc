@@ -45,6 +45,8 @@ int main(int argc, char** argv) {
   add(&ib::cli::register_changelog);
   add(&ib::cli::register_gate);
   add(&ib::cli::register_history);
+  add(&ib::cli::register_push);
+  add(&ib::cli::register_pull);
   add(&ib::cli::register_trace);
   add(&ib::cli::register_compare);
   add(&ib::cli::register_report);

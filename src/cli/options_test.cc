@@ -71,8 +71,7 @@ TEST(IntegerIn, ChecksRangeAndRewritesCanonically) {
   const auto v = integer_in(1, 100000);
   EXPECT_EQ(check(v, "16"), std::make_pair(std::string(), std::string("16")));
   EXPECT_EQ(check(v, "0016").second, "16");
-  EXPECT_EQ(check(v, "3000000000").first,
-            "must be an integer from 1 to 100000, got '3000000000'");
+  EXPECT_EQ(check(v, "3000000000").first, "must be an integer from 1 to 100000, got '3000000000'");
   EXPECT_EQ(check(v, "0").first, "must be an integer from 1 to 100000, got '0'");
   EXPECT_EQ(check(v, "").first, "must be an integer from 1 to 100000, got nothing");
   for (const char* bad : {"-1", "0x10", "12abc", "1e3", "nan", "1.5"}) {
@@ -204,18 +203,18 @@ TEST(SameOutputFiles, CatchesOneFileUnderTwoNames) {
   ib::TempDir dir("ib-options");
   const fs::path a = dir.path() / "a.json";
   EXPECT_FALSE(same_output_files({{"--output", a.string()}, {"--details", ""}}));
-  EXPECT_FALSE(same_output_files({{"--output", a.string()},
-                                  {"--details", (dir.path() / "b.json").string()}}));
-  auto msg = same_output_files(
-      {{"--output", a.string()},
-       {"--details", (dir.path() / "." / "x" / ".." / "a.json").string()}});
+  EXPECT_FALSE(same_output_files(
+      {{"--output", a.string()}, {"--details", (dir.path() / "b.json").string()}}));
+  auto msg =
+      same_output_files({{"--output", a.string()},
+                         {"--details", (dir.path() / "." / "x" / ".." / "a.json").string()}});
   ASSERT_TRUE(msg);
   EXPECT_NE(msg->find("--output and --details name the same file"), std::string::npos) << *msg;
   // A symlink to an existing file, and a hard link.
   { std::ofstream(a) << "x"; }
   fs::create_symlink(a, dir.path() / "link.json");
-  EXPECT_TRUE(same_output_files({{"--output", a.string()},
-                                 {"--details", (dir.path() / "link.json").string()}}));
+  EXPECT_TRUE(same_output_files(
+      {{"--output", a.string()}, {"--details", (dir.path() / "link.json").string()}}));
   fs::create_hard_link(a, dir.path() / "hard.json");
   EXPECT_TRUE(
       same_output_files({{"-o", a.string()}, {"--db", (dir.path() / "hard.json").string()}}));
@@ -245,8 +244,8 @@ TEST(AllCommands, EveryNumericOptionHasARangeCheck) {
   for (auto reg :
        {&register_sweep, &register_bench, &register_serve_sim, &register_plan, &register_runs,
         &register_show, &register_changed, &register_verify, &register_changelog, &register_gate,
-        &register_history, &register_trace, &register_compare, &register_report, &register_eval,
-        &register_tokenize, &register_tune}) {
+        &register_history, &register_push, &register_pull, &register_trace, &register_compare,
+        &register_report, &register_eval, &register_tokenize, &register_tune}) {
     reg(app);
   }
   const auto unchecked = options_without_range(app);

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "core/redact.h"
+#include "store/pg_test_server.h"
 
 namespace ib::store {
 namespace {
@@ -34,26 +35,6 @@ TEST(PgUrl, PlaceholdersTranslateOutsideQuotesAndComments) {
             "SELECT '?1', \"?x\" -- ?3\n, $1");
   EXPECT_EQ(to_pg_placeholders("SELECT 'it''s ?'"), "SELECT 'it''s ?'");
 }
-
-// The test server scripts/pg-up.sh starts (scripts/test.sh exports its URL). Without it these
-// tests skip, unless IB_REQUIRE_POSTGRES=1 (CI), where that is a failure.
-std::optional<std::string> test_server() {
-  const char* url = std::getenv("INFERBENCH_TEST_PG_URL");
-  if (url && *url) return std::string(url);
-  const char* dir = std::getenv("PG_UP_DIR");
-  std::ifstream in(std::string(dir && *dir ? dir : "/tmp/inferbench-pg") + "/url");
-  std::string line;
-  if (in && std::getline(in, line) && is_postgres_url(line)) return line;
-  return std::nullopt;
-}
-
-#define REQUIRE_POSTGRES(var)                                                               \
-  const auto var = test_server();                                                           \
-  if (!var) {                                                                               \
-    const char* req = std::getenv("IB_REQUIRE_POSTGRES");                                   \
-    if (req && std::string(req) == "1") FAIL() << "no test PostgreSQL (scripts/pg-up.sh)";  \
-    GTEST_SKIP() << "no test PostgreSQL server (scripts/pg-up.sh; INFERBENCH_TEST_PG_URL)"; \
-  }
 
 // Each test works in a schema of its own, dropped at the end.
 class PgTest : public ::testing::Test {

@@ -503,15 +503,22 @@ void set_headline_from_result(PointRecord& p) {
 
 struct Store::Impl {
   explicit Impl(Database d) : db(std::move(d)) {}
-  std::mutex mu;  // serializes every use of db
+  // Serializes every use of db; recursive so that import_run's one transaction may hold it
+  // across the writes it is made of.
+  std::recursive_mutex mu;
   Database db;
+  int depth = 0;  // writes open inside one transaction (import_run)
 
-  // Runs `body(db)` in one transaction; commits when it returns ok.
+  // Runs `body(db)` in one transaction; commits when it returns ok. Inside another write, the
+  // body joins that write's transaction.
   template <class Body>
   auto write(Body body) -> decltype(body(db)) {
+    if (depth > 0) return body(db);
     auto txn = Transaction::begin(db);
     if (!txn) return txn.error();
+    ++depth;
     auto result = body(db);
+    --depth;
     if (!result) return result;  // the transaction's destructor rolls back
     if (auto st = txn->commit(); !st) return st.error();
     return result;
@@ -890,6 +897,123 @@ Status Store::add_timeslices(int64_t point_id, const std::vector<TimesliceRecord
     }
     return {};
   });
+}
+
+namespace {
+
+// The origin a copied run keeps: its own, when it was copied before, else `given`.
+boost::json::object origin_of(const RunDetails& run, boost::json::object given) {
+  const auto* o = run.run.options.if_contains("origin");
+  return o && o->is_object() ? o->as_object() : std::move(given);
+}
+
+}  // namespace
+
+Expected<ImportedRun> Store::import_run(const RunDetails& run, boost::json::object origin) {
+  origin = origin_of(run, std::move(origin));
+  std::lock_guard lock(impl_->mu);
+  ImportedRun out;
+  // Already here: a run of the same start whose origin is this one.
+  {
+    auto same = impl_->db.prepare("SELECT id, name, options FROM runs WHERE started_at = ?1");
+    if (!same) return same.error();
+    same->bind(1, run.run.started_at);
+    for (;;) {
+      auto row = same->step();
+      if (!row) return row.error();
+      if (!*row) break;
+      boost::system::error_code ec;
+      auto o = boost::json::parse(same->column_text(2), ec);
+      const auto* known = !ec && o.is_object() ? o.as_object().if_contains("origin") : nullptr;
+      if (known && known->is_object() && known->as_object() == origin) {
+        out.id = same->column_int(0);
+        out.name = same->column_text(1);
+        out.existed = true;
+        return out;
+      }
+    }
+  }
+  auto written = impl_->write(
+      [&](Database&) -> Expected<int64_t> { return import_records(run, origin, out); });
+  if (!written) return written.error();
+  out.id = *written;
+  return out;
+}
+
+Expected<int64_t> Store::import_records(const RunDetails& run, const boost::json::object& origin,
+                                        ImportedRun& out) {
+  // A reused point's source run, by origin: it must have been copied here before.
+  std::map<int64_t, int64_t> reused_here;
+  for (const auto& p : run.points) {
+    if (!p.reused_from_run || reused_here.count(*p.reused_from_run)) continue;
+    auto list = list_runs();
+    if (!list) return list.error();
+    const auto* from_db = origin.if_contains("db");
+    for (const auto& r : *list) {
+      const auto* o = r.run.options.if_contains("origin");
+      if (!o || !o->is_object() || from_db == nullptr) continue;
+      const auto* db = o->as_object().if_contains("db");
+      const auto* rid = o->as_object().if_contains("run_id");
+      if (db && rid && *db == *from_db && rid->is_int64() &&
+          rid->as_int64() == *p.reused_from_run) {
+        reused_here[*p.reused_from_run] = r.run.id;
+      }
+    }
+    if (!reused_here.count(*p.reused_from_run)) {
+      return Error{
+          fmt::format("run {} reuses points of run {}, which is not here: copy that run first",
+                      run.run.name, *p.reused_from_run)};
+    }
+  }
+  RunRecord r = run.run;
+  r.options["origin"] = origin;
+  r.owner = {};
+  for (int i = 0; i < 1000; ++i) {
+    r.name = i == 0 ? run.run.name : fmt::format("{}-{}", run.run.name, i);
+    auto taken = find_run(r.name);
+    if (!taken) return taken.error();
+    if (!*taken) break;
+  }
+  auto id = begin_run(r);
+  if (!id) return id.error();
+  out.name = r.name;
+  if (run.run.status != RunStatus::kRunning) {
+    if (auto st = impl_->update_run(*id, run.run.status, run.run.ended_at); !st) return st.error();
+  }
+  std::map<int64_t, int64_t> config_id, point_id;
+  for (auto c : run.configs) {
+    const int64_t old = c.id;
+    c.run_id = *id;
+    auto nid = add_server_config(c);
+    if (!nid) return nid.error();
+    c.id = *nid;
+    if (auto st = update_server_config(c); !st) return st.error();
+    config_id[old] = *nid;
+    ++out.configs;
+  }
+  for (auto p : run.points) {
+    const int64_t old = p.id;
+    p.run_id = *id;
+    p.server_config_id = p.server_config_id != 0 ? config_id[p.server_config_id] : 0;
+    if (p.reused_from_run) p.reused_from_run = reused_here.at(*p.reused_from_run);
+    auto nid = add_point(p);
+    if (!nid) return nid.error();
+    point_id[old] = *nid;
+    ++out.points;
+    if (auto ts = run.timeslices.find(old); ts != run.timeslices.end()) {
+      if (auto st = add_timeslices(*nid, ts->second); !st) return st.error();
+      out.timeslices += ts->second.size();
+    }
+  }
+  for (auto f : run.failures) {
+    f.run_id = *id;
+    if (f.server_config_id) f.server_config_id = config_id[*f.server_config_id];
+    if (f.point_id) f.point_id = point_id[*f.point_id];
+    auto nid = add_failure(f);
+    if (!nid) return nid.error();
+    ++out.failures;
+  }
+  return *id;
 }
 
 Expected<std::vector<TimesliceRecord>> Store::timeslices(int64_t point_id,

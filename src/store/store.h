@@ -184,6 +184,14 @@ struct RunDetails {
   std::map<int64_t, std::vector<TimesliceRecord>> timeslices;
 };
 
+/// A run copied from another store (Store::import_run).
+struct ImportedRun {
+  int64_t id = 0;        // in this store
+  std::string name;      // its name here (the source's, or "<name>-N" where that was taken)
+  bool existed = false;  // copied before: nothing was written
+  size_t configs = 0, points = 0, failures = 0, timeslices = 0;
+};
+
 /// Whether Store::run_details also reads the timeslices of the run's points.
 enum class WithTimeslices : bool { kNo, kYes };
 
@@ -236,6 +244,14 @@ class Store {
   Expected<int64_t> add_point(const PointRecord& p);
   /// Inserts; returns the id.
   Expected<int64_t> add_failure(const FailureRecord& f);
+  /// Copies `run` (read from another store with its timeslices) into this one, in one
+  /// transaction: the run (its status, times and labels; no owner), its server configurations,
+  /// points (ids mapped), failures and timeslices. `origin` says where it comes from and is kept
+  /// in the run's options ("origin"; a run that already carries one keeps it): a run with the
+  /// same origin here is the same run, and nothing is written (pushing twice adds nothing). A
+  /// reused point's source run must be here already (by origin). Error when a record cannot be
+  /// written; nothing of the run is then kept.
+  Expected<ImportedRun> import_run(const RunDetails& run, boost::json::object origin);
   /// Inserts the telemetry timeslices of point `point_id` (one transaction).
   Status add_timeslices(int64_t point_id, const std::vector<TimesliceRecord>& rows);
 
@@ -275,6 +291,8 @@ class Store {
   Expected<RunDetails> run_details(RunRecord run, WithTimeslices with = WithTimeslices::kNo);
 
  private:
+  Expected<int64_t> import_records(const RunDetails& run, const boost::json::object& origin,
+                                   ImportedRun& out);
   struct Impl;
   explicit Store(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;

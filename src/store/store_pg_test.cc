@@ -10,20 +10,11 @@
 #include <thread>
 
 #include "store/pg.h"
+#include "store/pg_test_server.h"
 #include "store/store.h"
 
 namespace ib::store {
 namespace {
-
-std::optional<std::string> pg_test_server() {
-  const char* url = std::getenv("INFERBENCH_TEST_PG_URL");
-  if (url && *url) return std::string(url);
-  const char* dir = std::getenv("PG_UP_DIR");
-  std::ifstream in(std::string(dir && *dir ? dir : "/tmp/inferbench-pg") + "/url");
-  std::string line;
-  if (in && std::getline(in, line) && is_postgres_url(line)) return line;
-  return std::nullopt;
-}
 
 // Each test in a schema of its own: the URL sets the session's search_path.
 class StorePgTest : public ::testing::Test {
@@ -32,12 +23,7 @@ class StorePgTest : public ::testing::Test {
   std::optional<PgConnection> admin;
 
   void SetUp() override {
-    const auto server = pg_test_server();
-    if (!server) {
-      const char* req = std::getenv("IB_REQUIRE_POSTGRES");
-      if (req && std::string(req) == "1") FAIL() << "no test PostgreSQL (scripts/pg-up.sh)";
-      GTEST_SKIP() << "no test PostgreSQL server (scripts/pg-up.sh; INFERBENCH_TEST_PG_URL)";
-    }
+    REQUIRE_POSTGRES(server);
     schema = fmt::format("s_{}_{}", ::getpid(),
                          ::testing::UnitTest::GetInstance()->current_test_info()->line());
     auto c = PgConnection::connect(*server);

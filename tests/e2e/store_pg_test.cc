@@ -12,20 +12,11 @@
 
 #include "e2e_util.h"
 #include "store/pg.h"
+#include "store/pg_test_server.h"
 #include "store/store.h"
 
 namespace ib::e2e {
 namespace {
-
-std::optional<std::string> team_server() {
-  const char* url = std::getenv("INFERBENCH_TEST_PG_URL");
-  if (url && *url) return std::string(url);
-  const char* dir = std::getenv("PG_UP_DIR");
-  std::ifstream in(std::string(dir && *dir ? dir : "/tmp/inferbench-pg") + "/url");
-  std::string line;
-  if (in && std::getline(in, line) && store::is_postgres_url(line)) return line;
-  return std::nullopt;
-}
 
 // A database of its own on the test server, dropped at the end.
 class TeamStore : public ::testing::Test {
@@ -36,12 +27,7 @@ class TeamStore : public ::testing::Test {
   std::optional<store::PgConnection> admin;
 
   void SetUp() override {
-    const auto server = team_server();
-    if (!server) {
-      const char* req = std::getenv("IB_REQUIRE_POSTGRES");
-      if (req && std::string(req) == "1") FAIL() << "no test PostgreSQL (scripts/pg-up.sh)";
-      GTEST_SKIP() << "no test PostgreSQL server (scripts/pg-up.sh; INFERBENCH_TEST_PG_URL)";
-    }
+    REQUIRE_POSTGRES(server);
     auto c = store::PgConnection::connect(*server);
     ASSERT_TRUE(c.ok()) << c.error().message;
     admin.emplace(std::move(*c));
@@ -172,6 +158,69 @@ TEST_F(TeamStore, ASweepKilledMidRunResumesIntoThePostgresStoreWithEveryPointOnc
   EXPECT_EQ(runs, 1u);
   EXPECT_EQ(points.size(), 3u);
   for (const auto& [k, n] : points) EXPECT_EQ(n, 1) << "conc " << k.second;
+}
+
+// push and pull (docs/store.md): two local runs pushed twice are in the team's store once, compare
+// and report read a pushed run beside one written there directly, and pull brings one back.
+TEST_F(TeamStore, PushingTwoRunsTwiceKeepsThemOnceAndCompareAndReportReadAcrossThem) {
+  const fs::path r = recipe("2", "1, 2");
+  const std::string local = (dir.path() / "local.db").string();
+  for (const char* tag : {"a", "b"}) {
+    auto s = run_inferbench(
+        {"sweep", r.string(), "--runs-dir", (dir.path() / "runs").string(), "--db", local},
+        dir.path() / fmt::format("local-{}.log", tag));
+    ASSERT_EQ(s.exit.code, 0) << s.output;
+  }
+  auto direct = run_inferbench(
+      {"sweep", r.string(), "--runs-dir", (dir.path() / "runs").string(), "--db", url},
+      dir.path() / "direct.log");
+  ASSERT_EQ(direct.exit.code, 0) << direct.output;
+  for (int round = 0; round < 2; ++round) {
+    auto p = run_inferbench({"push", "1", "2", "--to", url, "--db", local, "--json"},
+                            dir.path() / fmt::format("push-{}.log", round));
+    ASSERT_EQ(p.exit.code, 0) << p.output;
+    EXPECT_EQ(p.output.find("team-s3cret-pw"), std::string::npos) << p.output;
+    const auto v = boost::json::parse(p.output).as_array();
+    ASSERT_EQ(v.size(), 2u);
+    for (const auto& run : v) {
+      EXPECT_EQ(run.at("existed").as_bool(), round == 1) << p.output;
+      if (round == 0) {
+        EXPECT_EQ(run.at("points").as_int64(), 2) << p.output;
+      }
+    }
+  }
+  auto st = store::Store::open_read_only(url);
+  ASSERT_TRUE(st.ok()) << st.error().message;
+  size_t runs = 0;
+  const auto points = ok_points(*st, &runs);
+  EXPECT_EQ(runs, 3u);  // the direct run and the two pushed once
+  EXPECT_EQ(points.size(), 6u);
+  for (const auto& [k, n] : points) EXPECT_EQ(n, 1);
+  auto list = st->list_runs();
+  ASSERT_TRUE(list.ok());
+  // Newest first: a pushed run, and (oldest) the one the sweep wrote there directly.
+  const std::string pushed = list->front().run.name, written = list->back().run.name;
+  auto cmp = run_inferbench({"compare", written, pushed, "--db", url}, dir.path() / "cmp.log");
+  EXPECT_EQ(cmp.exit.code, 0) << cmp.output;
+  auto rep = run_inferbench(
+      {"report", written, pushed, "--db", url, "-o", (dir.path() / "team.html").string()},
+      dir.path() / "report.log");
+  EXPECT_EQ(rep.exit.code, 0) << rep.output;
+  auto html = read_file(dir.path() / "team.html");
+  ASSERT_TRUE(html.ok());
+  EXPECT_EQ(html->find("team-s3cret-pw"), std::string::npos);
+  // pull: the run written there directly into a new local file, twice.
+  const std::string back = (dir.path() / "back.db").string();
+  for (int round = 0; round < 2; ++round) {
+    auto p = run_inferbench({"pull", written, "--from", url, "--db", back},
+                            dir.path() / fmt::format("pull-{}.log", round));
+    ASSERT_EQ(p.exit.code, 0) << p.output;
+    EXPECT_NE(p.output.find(round == 0 ? "2 points" : "nothing copied"), std::string::npos)
+        << p.output;
+  }
+  auto show = run_inferbench({"show", "1", "--db", back}, dir.path() / "show.log");
+  EXPECT_EQ(show.exit.code, 0) << show.output;
+  EXPECT_NE(show.output.find("points 2 ok"), std::string::npos) << show.output;
 }
 
 }  // namespace
