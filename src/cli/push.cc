@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <optional>
 
 #include "cli/commands.h"
 #include "cli/options.h"
@@ -42,6 +43,23 @@ boost::json::object origin_of(const std::string& db, const store::RunRecord& r) 
                              {"name", r.name},
                              {"host", r.host},
                              {"started_at", r.started_at}};
+}
+
+// The run of `to` a copied run was measured as, when `to` is the database its origin names.
+std::optional<store::RunRecord> measured_in(store::Store& to, const std::string& to_db,
+                                            const store::RunRecord& r) {
+  const auto* o = r.options.if_contains("origin");
+  if (!o || !o->is_object()) return std::nullopt;
+  const auto here = origin_of(to_db, r).at("db");
+  const auto* db = o->as_object().if_contains("db");
+  const auto* id = o->as_object().if_contains("run_id");
+  const auto* name = o->as_object().if_contains("name");
+  if (!db || *db != here || !id || !id->is_int64() || !name || !name->is_string()) {
+    return std::nullopt;
+  }
+  auto run = to.run(id->as_int64());
+  if (!run || !*run || (*run)->name != name->as_string()) return std::nullopt;
+  return **run;
 }
 
 // Each point's artifacts as they are on this machine: file name -> sha256, so that the copy says
@@ -91,6 +109,18 @@ int copy_runs(const CopyOptions& o, bool push) {
     }
     auto details = from->run_details(**found, store::WithTimeslices::kYes);
     if (!details) return fail(verb, details.error());
+    // Back where it was measured (pushed, then pulled into its own file): the same run.
+    if (auto home = measured_in(*to, to_db, details->run); home) {
+      out.push_back(boost::json::object{{"run", details->run.name},
+                                        {"from_id", details->run.id},
+                                        {"id", home->id},
+                                        {"name", home->name},
+                                        {"existed", true}});
+      text += fmt::format("run {} ({}): measured in {} as run {} ({}); nothing copied\n",
+                          details->run.id, details->run.name, store::database_name(to_db), home->id,
+                          home->name);
+      continue;
+    }
     if (push) add_artifact_digests(*details);
     auto copied = to->import_run(*details, origin_of(from_db, details->run));
     if (!copied) return fail(verb, copied.error());

@@ -599,8 +599,8 @@ void add_served_architecture(const std::vector<StoredPair>& pairs, GateCheck& c)
                                 : c.todo);
   } else if (compared > 0) {
     c.summary += fmt::format(
-        "; the architecture settings {} stored base and head run{} showed "
-        "agree",
+        "; the servers of {} stored base and head run pair{} showed the same architecture "
+        "settings",
         compared, compared == 1 ? "" : "s");
   } else {
     c.summary +=

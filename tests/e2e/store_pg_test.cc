@@ -218,6 +218,11 @@ TEST_F(TeamStore, PushingTwoRunsTwiceKeepsThemOnceAndCompareAndReportReadAcrossT
     EXPECT_NE(p.output.find(round == 0 ? "2 points" : "nothing copied"), std::string::npos)
         << p.output;
   }
+  // A pushed run pulled back into the file it was measured in is the run already there.
+  auto home =
+      run_inferbench({"pull", pushed, "--from", url, "--db", local}, dir.path() / "home.log");
+  ASSERT_EQ(home.exit.code, 0) << home.output;
+  EXPECT_NE(home.output.find("nothing copied"), std::string::npos) << home.output;
   auto show = run_inferbench({"show", "1", "--db", back}, dir.path() / "show.log");
   EXPECT_EQ(show.exit.code, 0) << show.output;
   EXPECT_NE(show.output.find("points 2 ok"), std::string::npos) << show.output;
