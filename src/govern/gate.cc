@@ -761,8 +761,6 @@ Expected<GateContext> gate_context(const TreeView& base, const TreeView& head,
                                    const ChangedReport& changed, const GateOptions& o,
                                    const Expected<ChangelogRun>& changelog) {
   GateContext ctx;
-  ctx.base = &base;
-  ctx.head = &head;
   ctx.changed = &changed;
   auto bc = load_configs_at(base, o.changelog.changed);
   if (!bc) return bc.error();

@@ -85,8 +85,6 @@ Expected<ChangelogRun> changelog_between(const TreeView& base, const TreeView& h
 /// What the gate read of the change, for the checks that read stored runs (decided above this
 /// module: sweep/gate_runs.h).
 struct GateContext {
-  const TreeView* base = nullptr;
-  const TreeView* head = nullptr;
   const ChangedReport* changed = nullptr;
   std::vector<recipe::ConfigEntry> base_configs, head_configs;
   /// Every row of both sides (recipe::expand with each side's runners file): fingerprints and

@@ -11,6 +11,7 @@
 
 #include "core/strings.h"
 #include "govern/changelog.h"
+#include "govern/gate_policy.h"
 #include "govern/git.h"
 #include "metrics/keys.h"
 
@@ -201,8 +202,7 @@ Expected<Stored> read_store(store::Store& db) {
     s.runs.push_back(std::move(r.run));
   }
   // Oldest first: a position's repeats in the order they were measured.
-  std::sort(s.runs.begin(), s.runs.end(),
-            [](const auto& a, const auto& b) { return a.id < b.id; });
+  std::sort(s.runs.begin(), s.runs.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
   return s;
 }
 
@@ -355,7 +355,8 @@ std::vector<std::string> order_positions(const std::map<std::string, int64_t>& f
 
 namespace {
 
-bool is_date(const std::string& s) {
+// Shaped like YYYY-MM-DD (then it must be a date: 2026-13-45 is refused, not read as a revision).
+bool date_shaped(const std::string& s) {
   return s.size() == 10 && s[4] == '-' && s[7] == '-' &&
          std::all_of(s.begin(), s.end(), [](char c) {
            return std::isdigit(static_cast<unsigned char>(c)) || c == '-';
@@ -374,7 +375,10 @@ int64_t date_seconds(const std::string& d) {
 Status filter_since(std::vector<Measured>& points, const HistoryOptions& o,
                     const std::map<std::string, size_t>& git) {
   if (o.since.empty()) return Status::Ok();
-  if (is_date(o.since)) {
+  if (date_shaped(o.since)) {
+    if (!govern::is_iso_date(o.since)) {
+      return usage_error("--since " + o.since + ": not a date (YYYY-MM-DD)");
+    }
     const int64_t from = date_seconds(o.since);
     std::erase_if(points, [&](const Measured& m) { return m.run->started_at < from; });
     return Status::Ok();

@@ -96,6 +96,10 @@ TEST_F(HistoryTest, KeysSinceAndUnknownMetrics) {
   o.keys = {};
   o.since = "2099-01-01";
   EXPECT_TRUE(build(o).series.empty());
+  o.since = "2026-13-45";  // date-shaped, but no date
+  auto not_date = build_history(db, o);
+  ASSERT_FALSE(not_date.ok());
+  EXPECT_NE(not_date.error().message.find("--since 2026-13-45: not a date"), std::string::npos);
   o.since = "a-revision";  // without a repository
   auto bad = build_history(db, o);
   ASSERT_FALSE(bad.ok());

@@ -942,24 +942,25 @@ Expected<ImportedRun> Store::import_run(const RunDetails& run, boost::json::obje
 
 Expected<int64_t> Store::import_records(const RunDetails& run, const boost::json::object& origin,
                                         ImportedRun& out) {
-  // A reused point's source run, by origin: it must have been copied here before.
+  // A reused point's source run, by origin: it must have been copied here before. The runs
+  // here that came from the same database, by their id there (read once, and only when needed).
   std::map<int64_t, int64_t> reused_here;
-  for (const auto& p : run.points) {
-    if (!p.reused_from_run || reused_here.count(*p.reused_from_run)) continue;
+  const bool reuses = std::any_of(run.points.begin(), run.points.end(), [](const PointRecord& p) {
+    return p.reused_from_run.has_value();
+  });
+  if (const auto* from_db = origin.if_contains("db"); reuses && from_db) {
     auto list = list_runs();
     if (!list) return list.error();
-    const auto* from_db = origin.if_contains("db");
     for (const auto& r : *list) {
       const auto* o = r.run.options.if_contains("origin");
-      if (!o || !o->is_object() || from_db == nullptr) continue;
+      if (!o || !o->is_object()) continue;
       const auto* db = o->as_object().if_contains("db");
       const auto* rid = o->as_object().if_contains("run_id");
-      if (db && rid && *db == *from_db && rid->is_int64() &&
-          rid->as_int64() == *p.reused_from_run) {
-        reused_here[*p.reused_from_run] = r.run.id;
-      }
+      if (db && rid && *db == *from_db && rid->is_int64()) reused_here[rid->as_int64()] = r.run.id;
     }
-    if (!reused_here.count(*p.reused_from_run)) {
+  }
+  for (const auto& p : run.points) {
+    if (p.reused_from_run && !reused_here.count(*p.reused_from_run)) {
       return Error{
           fmt::format("run {} reuses points of run {}, which is not here: copy that run first",
                       run.run.name, *p.reused_from_run)};

@@ -1258,3 +1258,39 @@ TEST_F(StoreTest, ReadOnlyOpenRefusesWhatIsNotAResultsDatabaseNamingTheFile) {
 
 }  // namespace
 }  // namespace ib::store
+
+namespace ib::store {
+namespace {
+
+// import_run (push, pull): a reused point's source run must have been copied first; found by
+// its origin, the copy's reused point names the copy of its source.
+TEST_F(StoreTest, ImportedReusedPointsNameTheCopyOfTheirSourceRun) {
+  Store from = open();
+  const int64_t a = must(from.begin_run(make_run("a")));
+  must(from.add_point(make_point(a, "fp", 1)));
+  must(from.finish_run(a, RunStatus::kOk));
+  const int64_t b = must(from.begin_run(make_run("b", "0.1.0", 2000)));
+  auto reused = make_point(b, "fp", 1, "reused");
+  reused.reused_from_run = a;
+  must(from.add_point(reused));
+  must(from.finish_run(b, RunStatus::kOk));
+  auto to = must(Store::open(dir_ / "team.db"));
+  auto origin = [&](int64_t id) {
+    return boost::json::object{{"db", "/x/local.db"}, {"run_id", id}};
+  };
+  auto details = [&](int64_t id) { return must(from.run_details(*must(from.run(id)))); };
+  // b before a: refused, and nothing of b is kept.
+  auto early = to.import_run(details(b), origin(b));
+  ASSERT_FALSE(early.ok());
+  EXPECT_NE(early.error().message.find("copy that run first"), std::string::npos);
+  EXPECT_TRUE(must(to.list_runs()).empty());
+  const auto ca = must(to.import_run(details(a), origin(a)));
+  const auto cb = must(to.import_run(details(b), origin(b)));
+  auto points = must(to.points(cb.id));
+  ASSERT_EQ(points.size(), 1u);
+  EXPECT_EQ(points[0].reused_from_run, ca.id);
+  EXPECT_TRUE(must(to.import_run(details(b), origin(b))).existed);
+}
+
+}  // namespace
+}  // namespace ib::store
