@@ -377,6 +377,11 @@ void add_sweep_result_options(CLI::App* app, SweepCliOptions& c) {
                   "Results database: a file, or a team's postgresql:// URL (default: "
                   "$INFERBENCH_DB, else <runs-dir>/inferbench.db; docs/store.md)")
       ->check(database_to_write());
+  app->add_option("--db-wait", o.db_wait_s,
+                  "Seconds the end of a run waits for a database that went away to take the "
+                  "results held for it (they are kept in the run folder's unstored.json after)")
+      ->capture_default_str()
+      ->check(real_in(0, 86400));
   app->add_option("--resume", o.resume,
                   "Continue run RUN (id or name): completed points are skipped");
   app->add_flag(

@@ -152,7 +152,8 @@ boost::json::object Headline::to_json() const {
     const double v = v_[i];
     if (std::isnan(v)) {
       o[kHeadlineMetrics[i].key] = nullptr;
-    } else if (kHeadlineMetrics[i].integer) {
+    } else if (kHeadlineMetrics[i].integer && std::fabs(v) < 9.2e18) {
+      // (a count out of int64's range, from an edited file, stays a number)
       o[kHeadlineMetrics[i].key] = static_cast<int64_t>(v);
     } else {
       o[kHeadlineMetrics[i].key] = v;

@@ -368,6 +368,11 @@ bool Database::in_transaction() const {
   return db_ != nullptr && sqlite3_get_autocommit(db_) == 0;
 }
 
+bool Database::reachable() {
+  if (!pg_) return true;
+  return pg_->alive() || (!pg_->in_transaction() && pg_->reconnect());
+}
+
 int64_t Database::last_insert_rowid() const {
   if (pg_) {
     auto r = pg_->query("SELECT lastval()");

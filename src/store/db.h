@@ -84,6 +84,9 @@ class Database {
   Status set_user_version(int64_t version);
   /// Inside a transaction (BEGIN without its COMMIT or ROLLBACK yet).
   bool in_transaction() const;
+  /// Whether the database can be written now: a file always is (its errors are other errors); a
+  /// server's connection is tried again when it was lost (outside a transaction).
+  bool reachable();
 
   /// Rowid of the last successful INSERT on this connection (PostgreSQL: lastval(), the id the
   /// last INSERT into a table with an identity column drew).

@@ -1055,6 +1055,27 @@ Expected<std::vector<TimesliceRecord>> Store::timeslices(int64_t point_id,
   });
 }
 
+Expected<int64_t> Store::add_point_whole(const PointRecord& p,
+                                         const std::vector<TimesliceRecord>& slices,
+                                         std::optional<FailureRecord> failure) {
+  std::lock_guard lock(impl_->mu);
+  return impl_->write([&](Database&) -> Expected<int64_t> {
+    auto id = add_point(p);
+    if (!id) return id.error();
+    if (auto st = add_timeslices(*id, slices); !st) return st.error();
+    if (failure) {
+      failure->point_id = *id;
+      if (auto f = add_failure(*failure); !f) return f.error();
+    }
+    return *id;
+  });
+}
+
+bool Store::reachable() {
+  std::lock_guard lock(impl_->mu);
+  return impl_->db.reachable();
+}
+
 Expected<int64_t> Store::add_failure(const FailureRecord& f) {
   if (f.kind.empty()) return Error{"store: a failure needs a kind"};
   const int64_t at = f.at != 0 ? f.at : now_s();

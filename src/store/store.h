@@ -244,6 +244,14 @@ class Store {
   Expected<int64_t> add_point(const PointRecord& p);
   /// Inserts; returns the id.
   Expected<int64_t> add_failure(const FailureRecord& f);
+  /// A measured point whole, in one transaction: the point, its timeslices and, when given, its
+  /// failure row (whose point_id becomes the point's). Nothing of it is kept when a part fails.
+  Expected<int64_t> add_point_whole(const PointRecord& p,
+                                    const std::vector<TimesliceRecord>& slices,
+                                    std::optional<FailureRecord> failure);
+  /// Whether the database can take a write now (a server's lost connection is tried again); a
+  /// file always can. The sweep holds its writes while this is false (sweep/recorder.h).
+  bool reachable();
   /// Copies `run` (read from another store with its timeslices) into this one, in one
   /// transaction: the run (its status, times and labels; no owner), its server configurations,
   /// points (ids mapped), failures and timeslices. `origin` says where it comes from and is kept

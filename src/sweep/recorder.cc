@@ -3,9 +3,12 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <thread>
+
 #include "core/clock.h"
 #include "core/files.h"
 #include "core/gzip.h"
+#include "core/interrupt.h"
 #include "core/json_text.h"
 #include "core/process.h"
 #include "core/redact.h"
@@ -18,6 +21,22 @@ namespace fs = std::filesystem;
 namespace json = boost::json;
 
 namespace {
+
+int64_t now_s() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// "3 writes (2 points)", "1 write (1 point)".
+std::string writes_text(size_t writes, size_t points) {
+  return fmt::format("{} write{} ({} point{})", writes, writes == 1 ? "" : "s", points,
+                     points == 1 ? "" : "s");
+}
+
+std::string line_one(const std::string& s) {
+  return s.substr(0, s.find('\n'));
+}
 
 std::string safe_name(const std::string& s) {
   std::string out;
@@ -162,6 +181,8 @@ Expected<RunRecorder> RunRecorder::open(const fs::path& db_path, const fs::path&
     if (auto s = rec.store_.claim_run(rec.run_id_, self_identity()); !s.ok()) {
       return Error{fmt::format("--resume {}: {}", resume, s.error().message)};
     }
+    rec.resume_command_ = store::resume_command(**run);
+    if (auto s = rec.load_held(); !s) return s.error();
     return rec;
   }
   fresh.command_line = redact_text(fresh.command_line);
@@ -171,6 +192,7 @@ Expected<RunRecorder> RunRecorder::open(const fs::path& db_path, const fs::path&
   rec.run_dir_ = begun->first;
   rec.run_name_ = fresh.name;
   rec.run_id_ = begun->second;
+  rec.resume_command_ = store::resume_command(fresh);
   return rec;
 }
 
@@ -205,25 +227,63 @@ store::ServerConfigRecord stored_form(const store::ServerConfigRecord& c) {
 
 bool RunRecorder::add_config(store::ServerConfigRecord& c) {
   c.run_id = run_id_;
-  auto id = store_.add_server_config(stored_form(c));
-  if (!id) {
-    db_error(fmt::format("server configuration {}", c.config_key), id.error());
-    return false;
+  HeldWrite w;
+  w.kind = HeldWrite::Kind::kConfig;
+  w.config = stored_form(c);
+  w.config.id = next_provisional_--;
+  const int64_t provisional = w.config.id;
+  switch (submit(std::move(w), fmt::format("server configuration {}", c.config_key))) {
+    case Submitted::kStored:
+      c.id = stored_id(provisional);
+      return true;
+    case Submitted::kHeld:
+      c.id = provisional;  // the records that name it are stored with its id, once it has one
+      return true;
+    case Submitted::kRefused:
+      return false;
   }
-  c.id = *id;
-  return true;
+  return false;
 }
 
 void RunRecorder::update_config(const store::ServerConfigRecord& c) {
-  if (auto s = store_.update_server_config(stored_form(c)); !s) {
-    db_error(fmt::format("server configuration {}", c.config_key), s.error());
+  HeldWrite w;
+  w.kind = HeldWrite::Kind::kConfigUpdate;
+  w.config = stored_form(c);
+  submit(std::move(w), fmt::format("server configuration {}", c.config_key));
+}
+
+std::optional<metrics::PointResult> RunRecorder::held_completed(
+    const metrics::PointIdentity& id) const {
+  for (auto it = held_.rbegin(); it != held_.rend(); ++it) {
+    const auto& p = it->point;
+    if (it->kind != HeldWrite::Kind::kPoint || p.fingerprint != id.fingerprint ||
+        p.concurrency != id.concurrency || p.workload_key != id.workload_key ||
+        (p.status != metrics::PointStatus::kOk && p.status != metrics::PointStatus::kReused)) {
+      continue;
+    }
+    metrics::PointResult r = from_record(p, id.config_key);
+    r.id = id;
+    r.status = metrics::PointStatus::kResumed;
+    return r;
   }
+  return std::nullopt;
 }
 
 std::optional<metrics::PointResult> RunRecorder::resumed(const metrics::PointIdentity& id) {
+  // Held for the database (kept in unstored.json by the sweep this one resumes): done.
+  if (auto held = held_completed(id)) return held;
   auto done = store_.completed_point(run_id_, id.fingerprint, id.concurrency, id.workload_key);
   if (!done) {
-    db_error("resume lookup", done.error());
+    // Measured again; its result is stored only when the run turns out to have none.
+    unsure_.insert({id.fingerprint, id.concurrency, id.workload_key});
+    if (store_.reachable()) {
+      db_error("resume lookup", done.error());
+    } else {
+      note(
+          fmt::format("database {} is away: {} conc {} is measured again, and stored only if the "
+                      "run has no result for it",
+                      store::database_name(db_path_.string()), id.config_key, id.concurrency));
+    }
     return std::nullopt;
   }
   if (!*done) return std::nullopt;
@@ -237,7 +297,13 @@ std::optional<metrics::PointResult> RunRecorder::reusable(const metrics::PointId
   auto src =
       store_.reusable_point(id.fingerprint, id.concurrency, id.workload_key, id.tool_version);
   if (!src) {
-    db_error("reuse lookup", src.error());
+    // Measuring is never wrong: the point is measured instead of copied.
+    if (store_.reachable()) {
+      db_error("reuse lookup", src.error());
+    } else {
+      note(fmt::format("database {} is away: {} conc {} is measured (not reused)",
+                       store::database_name(db_path_.string()), id.config_key, id.concurrency));
+    }
     return std::nullopt;
   }
   if (!*src) return std::nullopt;
@@ -300,41 +366,252 @@ void RunRecorder::record_point(const metrics::PointResult& p, int64_t config_id,
                                const std::string& failure_kind, const std::string& log_tail) {
   if (p.status == metrics::PointStatus::kSkipped || p.status == metrics::PointStatus::kResumed)
     return;
-  auto id = store_.add_point(to_record(p, run_id_, config_id));
-  if (!id) {
-    db_error(fmt::format("point {} conc {}", p.id.config_key, p.id.concurrency), id.error());
-  } else if (!p.timeslices.empty()) {
-    if (auto st = store_.add_timeslices(*id, p.timeslices); !st) {
-      db_error(fmt::format("timeslices of {} conc {}", p.id.config_key, p.id.concurrency),
-               st.error());
-    }
+  HeldWrite w;
+  w.kind = HeldWrite::Kind::kPoint;
+  w.point = to_record(p, run_id_, config_id);
+  w.timeslices = p.timeslices;
+  w.check_stored = unsure_.count({p.id.fingerprint, p.id.concurrency, p.id.workload_key}) > 0;
+  if (!metrics::is_success(p.status) && !failure_kind.empty()) {
+    store::FailureRecord f;
+    f.run_id = run_id_;
+    f.server_config_id = config_id == 0 ? std::nullopt : std::optional<int64_t>(config_id);
+    f.kind = p.status == metrics::PointStatus::kInvalid ? "assertion" : failure_kind;
+    const std::string why =
+        p.status == metrics::PointStatus::kInvalid ? p.validity.text() : p.error;
+    f.message = redact_text(why.substr(0, why.find('\n')));
+    f.log_tail = redact_text(log_tail);
+    f.at = now_s();
+    w.failure = std::move(f);
   }
-  if (metrics::is_success(p.status) || failure_kind.empty()) return;
-  store::FailureRecord f;
-  f.run_id = run_id_;
-  f.server_config_id = config_id == 0 ? std::nullopt : std::optional<int64_t>(config_id);
-  if (id) f.point_id = *id;
-  f.kind = p.status == metrics::PointStatus::kInvalid ? "assertion" : failure_kind;
-  const std::string why = p.status == metrics::PointStatus::kInvalid ? p.validity.text() : p.error;
-  f.message = redact_text(why.substr(0, why.find('\n')));
-  f.log_tail = redact_text(log_tail);
-  if (auto added = store_.add_failure(f); !added) db_error("failure", added.error());
+  w.point.created_at = now_s();
+  submit(std::move(w), fmt::format("point {} conc {}", p.id.config_key, p.id.concurrency));
 }
 
 void RunRecorder::record_failure(int64_t config_id, const std::string& kind,
                                  const std::string& message, const std::string& log_tail) {
+  HeldWrite w;
+  w.kind = HeldWrite::Kind::kFailure;
   store::FailureRecord f;
   f.run_id = run_id_;
   f.server_config_id = config_id == 0 ? std::nullopt : std::optional<int64_t>(config_id);
   f.kind = kind;
   f.message = redact_text(message);
   f.log_tail = redact_text(log_tail);
-  if (auto added = store_.add_failure(f); !added) db_error("failure", added.error());
+  f.at = now_s();
+  w.failure = std::move(f);
+  submit(std::move(w), "failure");
 }
 
 void RunRecorder::finish(const json::object& summary, store::RunStatus status) {
   write_file(run_dir_ / "summary.json", json_text(redacted(summary)) + "\n");
+  if (!held_.empty() && !flush()) wait_for_database();
+  if (!held_.empty()) {
+    // The run stays stored as running: once this sweep has ended, readers see it interrupted,
+    // and --resume stores what the file keeps.
+    errors_.push_back(fmt::format(
+        "database {} is unreachable: {} are not stored; they are kept in {}, and `{}` stores "
+        "them once it is back (it does not measure them again)",
+        store::database_name(db_path_.string()), writes_text(held_.size(), held_points(held_)),
+        held_file().string(), resume_command_));
+    return;
+  }
   if (auto s = store_.finish_run(run_id_, status); !s) db_error("finishing the run", s.error());
+}
+
+// --- held writes --------------------------------------------------------------------------
+
+void RunRecorder::note(std::string text) {
+  notes_.push_back(std::move(text));
+  if (on_note_) on_note_(notes_.back());
+}
+
+void RunRecorder::set_on_note(std::function<void(const std::string&)> on_note) {
+  on_note_ = std::move(on_note);
+  if (on_note_) {
+    for (const auto& n : notes_) on_note_(n);
+  }
+}
+
+int64_t RunRecorder::stored_id(int64_t id) const {
+  if (id >= 0) return id;
+  auto it = stored_ids_.find(id);
+  return it == stored_ids_.end() ? 0 : it->second;  // never stored (refused): none
+}
+
+std::string RunRecorder::describe(const HeldWrite& w) const {
+  switch (w.kind) {
+    case HeldWrite::Kind::kConfig:
+    case HeldWrite::Kind::kConfigUpdate:
+      return fmt::format("server configuration {}", w.config.config_key);
+    case HeldWrite::Kind::kPoint:
+      return fmt::format("point conc {} ({})", w.point.concurrency,
+                         w.point.fingerprint.substr(0, 12));
+    case HeldWrite::Kind::kFailure:
+      return "failure";
+  }
+  return "write";
+}
+
+Status RunRecorder::apply(HeldWrite& w) {
+  switch (w.kind) {
+    case HeldWrite::Kind::kConfig: {
+      store::ServerConfigRecord c = w.config;
+      c.run_id = run_id_;
+      auto id = store_.add_server_config(c);
+      if (!id) return id.error();
+      stored_ids_[w.config.id] = *id;
+      return {};
+    }
+    case HeldWrite::Kind::kConfigUpdate: {
+      store::ServerConfigRecord c = w.config;
+      c.id = stored_id(c.id);
+      if (c.id == 0) return {};  // its configuration was refused: reported then
+      return store_.update_server_config(c);
+    }
+    case HeldWrite::Kind::kPoint: {
+      store::PointRecord p = w.point;
+      p.server_config_id = stored_id(p.server_config_id);
+      if (w.check_stored) {
+        auto there = store_.completed_point(run_id_, p.fingerprint, p.concurrency, p.workload_key);
+        if (!there) return there.error();
+        if (*there) return {};  // the run has its result already
+      }
+      auto f = w.failure;
+      if (f && f->server_config_id) f->server_config_id = stored_id(*f->server_config_id);
+      if (f && f->server_config_id == 0) f->server_config_id.reset();
+      auto id = store_.add_point_whole(p, w.timeslices, std::move(f));
+      if (!id) return id.error();
+      return {};
+    }
+    case HeldWrite::Kind::kFailure: {
+      if (!w.failure) return {};
+      store::FailureRecord f = *w.failure;
+      if (f.server_config_id) f.server_config_id = stored_id(*f.server_config_id);
+      if (f.server_config_id == 0) f.server_config_id.reset();
+      auto id = store_.add_failure(f);
+      if (!id) return id.error();
+      return {};
+    }
+  }
+  return {};
+}
+
+RunRecorder::Submitted RunRecorder::submit(HeldWrite w, const std::string& what) {
+  if (held_.empty() || flush()) {
+    auto st = apply(w);
+    if (st) return Submitted::kStored;
+    if (store_.reachable()) {
+      db_error(what, st.error());
+      return Submitted::kRefused;
+    }
+    away_since_ = std::chrono::steady_clock::now();
+    stored_since_away_ = points_since_away_ = 0;
+    // The store's message names the database first; said once here.
+    const std::string db = store::database_name(db_path_.string());
+    std::string why = line_one(st.error().message);
+    if (why.rfind(db + ": ", 0) == 0) why.erase(0, db.size() + 2);
+    note(fmt::format(
+        "database {} went away (storing {}: {}); the sweep goes on measuring and holds its "
+        "writes, in order, in {} until it is back",
+        db, what, why, held_file().string()));
+  }
+  held_.push_back(std::move(w));
+  save_held();
+  return Submitted::kHeld;
+}
+
+bool RunRecorder::flush() {
+  size_t done = 0, points = 0;
+  for (; done < held_.size(); ++done) {
+    if (auto st = apply(held_[done]); !st) {
+      if (!store_.reachable()) break;
+      db_error(describe(held_[done]), st.error());  // refused, not away: it is not held again
+    }
+    if (held_[done].kind == HeldWrite::Kind::kPoint) ++points;
+  }
+  if (done == 0) return held_.empty();
+  held_.erase(held_.begin(), held_.begin() + static_cast<std::ptrdiff_t>(done));
+  save_held();
+  stored_since_away_ += done;
+  points_since_away_ += points;
+  if (held_.empty() && !away_since_) {
+    note(fmt::format("database {}: the {} kept in {} are stored",
+                     store::database_name(db_path_.string()),
+                     writes_text(stored_since_away_, points_since_away_), held_file().string()));
+  } else if (held_.empty()) {
+    const double away =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - *away_since_).count();
+    note(fmt::format("database {} is back after {:.1f} s: the held {} are stored",
+                     store::database_name(db_path_.string()), away,
+                     writes_text(stored_since_away_, points_since_away_)));
+    away_since_.reset();
+  }
+  return held_.empty();
+}
+
+void RunRecorder::save_held() {
+  const fs::path file = held_file();
+  if (held_.empty()) {
+    std::error_code ec;
+    fs::remove(file, ec);
+    return;
+  }
+  HeldWrites h;
+  h.database = store::database_name(db_path_.string());
+  h.run_id = run_id_;
+  h.run_name = run_name_;
+  h.writes = held_;
+  write_file(file, json_text(to_json(h)) + "\n");
+}
+
+Status RunRecorder::load_held() {
+  const fs::path file = held_file();
+  std::error_code ec;
+  if (!fs::exists(file, ec)) return {};
+  auto text = read_file(file);
+  if (!text) return text.error();
+  auto h = held_writes_from_json(*text, file.string());
+  if (!h) return h.error();
+  const std::string db = store::database_name(db_path_.string());
+  if (h->run_id != run_id_ || h->database != db) {
+    return usage_error(fmt::format(
+        "{}: holds writes of run {} in database {}, not of run {} in {}: resume against that "
+        "database, or move the file away",
+        file.string(), h->run_id, h->database, run_id_, db));
+  }
+  for (auto& w : h->writes) {
+    if (w.kind == HeldWrite::Kind::kConfig) {
+      next_provisional_ = std::min(next_provisional_, w.config.id - 1);
+    }
+    w.point.run_id = run_id_;
+  }
+  const size_t writes = h->writes.size(), points = held_points(h->writes);
+  held_ = std::move(h->writes);
+  away_since_.reset();
+  stored_since_away_ = points_since_away_ = 0;
+  if (flush()) {
+    return {};
+  }
+  note(
+      fmt::format("database {}: the {} kept in {} are not all stored yet; they are tried "
+                  "again with each write",
+                  db, writes_text(writes, points), file.string()));
+  away_since_ = std::chrono::steady_clock::now();
+  return {};
+}
+
+bool RunRecorder::wait_for_database() {
+  note(fmt::format("waiting up to {:g} s (--db-wait) for database {} to take the held {}",
+                   db_wait_s_, store::database_name(db_path_.string()),
+                   writes_text(held_.size(), held_points(held_))));
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            std::chrono::duration<double>(db_wait_s_));
+  while (std::chrono::steady_clock::now() < deadline && !interrupt_requested()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    if (flush()) return true;
+  }
+  return false;
 }
 
 }  // namespace ib::sweep

@@ -19,6 +19,7 @@
 #include "report/table.h"
 #include "sweep/config_run.h"
 #include "sweep/recorder.h"
+#include "sweep/server_spec.h"
 #include "verify/expect.h"
 
 namespace ib::sweep {
@@ -327,6 +328,13 @@ Expected<SweepOutcome> run_planned(const SweepOptions& o, const SweepPlanned& pl
   if (o.show_progress) {
     for (const auto& n : outcome.notes) fmt::print(stderr, "note: {}\n", redact_text(n));
   }
+  // What is said of the database as the run goes on (it went away; it is back) is a note of the
+  // run, said when it arises with progress on.
+  recorder->set_db_wait(o.db_wait_s);
+  recorder->set_on_note([&outcome, &o](const std::string& n) {
+    outcome.notes.push_back(n);
+    if (o.show_progress) fmt::print(stderr, "note: {}\n", redact_text(n));
+  });
   std::fputs(sweep_table_header().c_str(), table_out);
   std::fflush(table_out);
   size_t index = 0;

@@ -34,6 +34,9 @@ struct SweepOptions {
   std::filesystem::path runs_dir = "runs";
   std::filesystem::path db;  // empty: <runs_dir>/inferbench.db (database())
   std::string resume;        // run id or name to continue
+  /// How long the end of the run waits for a database that went away to take the writes held
+  /// for it (docs/store.md, "When the database goes away").
+  double db_wait_s = 60;
   bool reuse = false;
   std::string launcher;      // local | slurm | endpoint; empty: the runners file's, else local
   std::string endpoint_url;  // for the endpoint launcher

@@ -1,13 +1,20 @@
 // A team's results store on a real PostgreSQL server (scripts/pg-up.sh; docs/store.md): sweeps
 // started at once write into one database without losing or duplicating a point (and the same
 // holds for one SQLite file on one machine); a sweep killed with SIGKILL resumes into the server
-// with every point exactly once; the URL's password is never printed.
+// with every point exactly once; a database that goes away mid-sweep loses no point (held, stored
+// when it is back, or kept in the run folder for --resume); the URL's password is never printed.
+#include <arpa/inet.h>
 #include <fmt/format.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <set>
 
 #include "e2e_util.h"
@@ -17,6 +24,114 @@
 
 namespace ib::e2e {
 namespace {
+
+// A loopback TCP relay to the test server that can be cut (every connection closed, new ones
+// closed as soon as they are accepted: the database has gone away) and restored.
+class CuttableProxy {
+ public:
+  explicit CuttableProxy(int target_port) : target_(target_port) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+        ::listen(fd_, 16) != 0 || ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+      ADD_FAILURE() << "proxy: cannot listen";
+      return;
+    }
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this] { loop(); });
+  }
+  ~CuttableProxy() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+    for (auto [a, b] : pairs_) {
+      ::close(a);
+      ::close(b);
+    }
+    if (fd_ >= 0) ::close(fd_);
+  }
+  int port() const { return port_; }
+  void cut() { cut_ = true; }
+  void restore() { cut_ = false; }
+
+ private:
+  int dial() const {
+    const int c = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(static_cast<uint16_t>(target_));
+    if (c >= 0 && ::connect(c, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) return c;
+    if (c >= 0) ::close(c);
+    return -1;
+  }
+  void loop() {
+    while (!stop_) {
+      if (cut_) {
+        for (auto [a, b] : pairs_) {
+          ::close(a);
+          ::close(b);
+        }
+        pairs_.clear();
+      }
+      std::vector<pollfd> fds{{fd_, POLLIN, 0}};
+      for (auto [a, b] : pairs_) {
+        fds.push_back({a, POLLIN, 0});
+        fds.push_back({b, POLLIN, 0});
+      }
+      if (::poll(fds.data(), fds.size(), 20) <= 0) continue;
+      if (fds[0].revents & POLLIN) {
+        const int c = ::accept(fd_, nullptr, nullptr);
+        const int up = c >= 0 && !cut_ ? dial() : -1;
+        if (up >= 0) {
+          pairs_.emplace_back(c, up);
+        } else if (c >= 0) {
+          ::close(c);
+        }
+      }
+      std::vector<size_t> dead;
+      for (size_t i = 1; i < fds.size(); ++i) {
+        if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+        const size_t pair = (i - 1) / 2;
+        const auto [a, b] = pairs_[pair];
+        const int from = (i % 2 == 1) ? a : b, to = (i % 2 == 1) ? b : a;
+        char buf[16384];
+        const ssize_t n = ::recv(from, buf, sizeof buf, 0);
+        if (n <= 0 || ::send(to, buf, static_cast<size_t>(n), MSG_NOSIGNAL) != n) {
+          dead.push_back(pair);
+        }
+      }
+      std::sort(dead.begin(), dead.end());
+      dead.erase(std::unique(dead.begin(), dead.end()), dead.end());
+      for (auto it = dead.rbegin(); it != dead.rend(); ++it) {
+        ::close(pairs_[*it].first);
+        ::close(pairs_[*it].second);
+        pairs_.erase(pairs_.begin() + static_cast<std::ptrdiff_t>(*it));
+      }
+    }
+  }
+  int fd_ = -1, port_ = 0, target_ = 0;
+  std::atomic<bool> stop_{false}, cut_{false};
+  std::vector<std::pair<int, int>> pairs_;
+  std::thread thread_;
+};
+
+// The port of a postgresql://...@host:PORT/... URL.
+int url_port(const std::string& url) {
+  const size_t at = url.rfind('@');
+  const size_t colon = url.find(':', at == std::string::npos ? 13 : at);
+  return colon == std::string::npos ? 5432 : std::atoi(url.c_str() + colon + 1);
+}
+
+// `url` through `proxy`: the same server, user and database, reached at the proxy's port.
+std::string via(const std::string& url, const CuttableProxy& proxy) {
+  const size_t at = url.rfind('@');
+  const size_t colon = url.find(':', at);
+  const size_t slash = url.find('/', colon);
+  return url.substr(0, colon + 1) + std::to_string(proxy.port()) + url.substr(slash);
+}
 
 // A database of its own on the test server, dropped at the end.
 class TeamStore : public ::testing::Test {
@@ -157,6 +272,118 @@ TEST_F(TeamStore, ASweepKilledMidRunResumesIntoThePostgresStoreWithEveryPointOnc
   const auto points = ok_points(*st, &runs);
   EXPECT_EQ(runs, 1u);
   EXPECT_EQ(points.size(), 3u);
+  for (const auto& [k, n] : points) EXPECT_EQ(n, 1) << "conc " << k.second;
+}
+
+int64_t stored_points(const std::string& url) {
+  auto c = store::PgConnection::connect(url);
+  if (!c) return -1;
+  auto n = c->query("SELECT count(*) FROM points");
+  return n ? n->integer(0, 0).value_or(-1) : -1;
+}
+
+// The database goes away after the first point and comes back a few points later: the sweep
+// measures on, holds the writes, stores them when it is back, and the run is whole and ok.
+TEST_F(TeamStore, ADatabaseThatGoesAwayMidSweepAndComesBackLosesNoPoint) {
+  const fs::path r = recipe("12", "1, 2, 4, 8");
+  CuttableProxy proxy(url_port(url));
+  const std::string through = via(url, proxy);
+  SpawnOptions so;
+  so.argv = {INFERBENCH_BIN, "sweep", r.string(), "--runs-dir", (dir.path() / "runs").string(),
+             "--db",         through};
+  so.log_path = dir.path() / "away.log";
+  auto child = ChildProcess::spawn(so);
+  ASSERT_TRUE(child.ok());
+  ASSERT_TRUE(wait_for([&] { return stored_points(url) >= 1; }, std::chrono::seconds(60)))
+      << file_tail(so.log_path);
+  proxy.cut();
+  // Away until the sweep has held a write and measured one more point.
+  auto said = [&](const std::string& what) {
+    auto log = read_file(so.log_path);
+    return log && log->find(what) != std::string::npos;
+  };
+  ASSERT_TRUE(wait_for([&] { return said("went away"); }, std::chrono::seconds(60)))
+      << file_tail(so.log_path);
+  const int64_t while_away = stored_points(url);
+  proxy.restore();
+  std::optional<ExitInfo> exit;
+  ASSERT_TRUE(
+      wait_for([&] { return (exit = child->poll()).has_value(); }, std::chrono::seconds(120)))
+      << file_tail(so.log_path);
+  const std::string out = file_tail(so.log_path, 1 << 20);
+  EXPECT_EQ(exit->code, 0) << out;
+  EXPECT_NE(out.find("is back"), std::string::npos) << out;
+  EXPECT_EQ(out.find("team-s3cret-pw"), std::string::npos) << out;
+  EXPECT_LT(while_away, 4) << out;
+  auto st = store::Store::open_read_only(url);
+  ASSERT_TRUE(st.ok()) << st.error().message;
+  size_t runs = 0;
+  const auto points = ok_points(*st, &runs);
+  EXPECT_EQ(runs, 1u);
+  EXPECT_EQ(points.size(), 4u) << out;
+  for (const auto& [k, n] : points) EXPECT_EQ(n, 1) << "conc " << k.second;
+  auto list = st->list_runs();
+  ASSERT_TRUE(list.ok() && list->size() == 1u);
+  EXPECT_EQ(list->front().run.status, store::RunStatus::kOk);
+  EXPECT_FALSE(fs::exists(dir.path() / "runs" / list->front().run.name / "unstored.json"));
+}
+
+// The database is still away when the sweep ends: it waits --db-wait, says where the results are
+// kept (unstored.json), exits 1; --resume, with the database back, stores them without measuring
+// any point again.
+TEST_F(TeamStore, ADatabaseAwayAtTheEndKeepsTheResultsForResume) {
+  const fs::path r = recipe("12", "1, 2, 4");
+  CuttableProxy proxy(url_port(url));
+  const std::string through = via(url, proxy);
+  const std::string runs_dir = (dir.path() / "runs").string();
+  SpawnOptions so;
+  so.argv = {INFERBENCH_BIN, "sweep", r.string(),  "--runs-dir", runs_dir,
+             "--db",         through, "--db-wait", "0.5"};
+  so.log_path = dir.path() / "gone.log";
+  auto child = ChildProcess::spawn(so);
+  ASSERT_TRUE(child.ok());
+  ASSERT_TRUE(wait_for([&] { return stored_points(url) >= 1; }, std::chrono::seconds(60)))
+      << file_tail(so.log_path);
+  proxy.cut();
+  std::optional<ExitInfo> exit;
+  ASSERT_TRUE(
+      wait_for([&] { return (exit = child->poll()).has_value(); }, std::chrono::seconds(120)))
+      << file_tail(so.log_path);
+  const std::string out = file_tail(so.log_path, 1 << 20);
+  EXPECT_EQ(exit->code, 1) << out;
+  EXPECT_NE(out.find("unstored.json"), std::string::npos) << out;
+  EXPECT_NE(out.find("--resume"), std::string::npos) << out;
+  EXPECT_EQ(out.find("team-s3cret-pw"), std::string::npos) << out;
+  const int64_t before = stored_points(url);
+  EXPECT_GE(before, 1);
+  EXPECT_LT(before, 3);
+  std::string run_name;
+  {
+    auto st = store::Store::open_read_only(url);
+    ASSERT_TRUE(st.ok()) << st.error().message;
+    auto runs = st->list_runs();
+    ASSERT_TRUE(runs.ok() && runs->size() == 1u);
+    EXPECT_EQ(runs->front().run.status, store::RunStatus::kInterrupted);
+    run_name = runs->front().run.name;
+  }
+  const fs::path kept = fs::path(runs_dir) / run_name / "unstored.json";
+  ASSERT_TRUE(fs::exists(kept)) << out;
+  auto text = read_file(kept);
+  ASSERT_TRUE(text.ok());
+  EXPECT_EQ(text->find("team-s3cret-pw"), std::string::npos);
+  proxy.restore();
+  auto resumed = run_inferbench(
+      {"sweep", r.string(), "--runs-dir", runs_dir, "--db", through, "--resume", run_name},
+      dir.path() / "resume.log");
+  ASSERT_EQ(resumed.exit.code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("already complete"), std::string::npos) << resumed.output;
+  EXPECT_FALSE(fs::exists(kept));
+  auto st = store::Store::open_read_only(url);
+  ASSERT_TRUE(st.ok());
+  size_t runs = 0;
+  const auto points = ok_points(*st, &runs);
+  EXPECT_EQ(runs, 1u);
+  EXPECT_EQ(points.size(), 3u) << resumed.output;
   for (const auto& [k, n] : points) EXPECT_EQ(n, 1) << "conc " << k.second;
 }
 
