@@ -1,11 +1,17 @@
 // Point writes per second into the results store (docs/store.md): an SQLite file and, when the
-// test server runs (scripts/pg-up.sh), PostgreSQL. Each write is one transaction, as a sweep makes
-// it (a point with its full result JSON). Figures, never a pass or fail.
+// test server runs (scripts/pg-up.sh), PostgreSQL. Each write is one transaction: a point with its
+// full result JSON (PointWrites), or as a sweep writes it, with its 20 telemetry timeslices
+// (Store::add_point_whole: PointWhole); one writer, and 4 writers at once, each on its own
+// connection (the figure is then all writers' points per second). Never a pass or fail.
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
+#include <filesystem>
+#include <optional>
+#include <vector>
 #include <fstream>
 
 #include "core/temp_dir.h"
@@ -32,9 +38,27 @@ store::PointRecord bench_point(int64_t run, int64_t config, int64_t conc) {
   return p;
 }
 
-void write_points(benchmark::State& state, store::Store& st) {
+std::vector<store::TimesliceRecord> bench_slices() {
+  std::vector<store::TimesliceRecord> out;
+  for (int i = 0; i < 20; ++i) {
+    store::TimesliceRecord t;
+    t.source = i < 10 ? "server" : "client";
+    t.slice = i % 10;
+    t.start_s = i;
+    t.end_s = i + 1;
+    t.running = 8;
+    t.kv_usage = 0.4;
+    t.data = {{"running", 8}, {"kv_usage", 0.4}};
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+// Writes points into one run; `whole`: as the sweep does (point, timeslices, one transaction).
+void write_points(benchmark::State& state, store::Store& st, bool whole = false) {
   store::RunRecord r;
-  r.name = fmt::format("bench-{}-{}", ::getpid(), state.range(0));
+  static std::atomic<int> calls{0};  // benchmark calls this several times per figure
+  r.name = fmt::format("bench-{}-{}", ::getpid(), ++calls);
   auto run = st.begin_run(r);
   if (!run) {
     state.SkipWithError(run.error().message.c_str());
@@ -50,8 +74,10 @@ void write_points(benchmark::State& state, store::Store& st) {
     return;
   }
   int64_t conc = 0;
+  const auto slices = bench_slices();
   for (auto _ : state) {
-    auto p = st.add_point(bench_point(*run, *cid, ++conc));
+    auto p = whole ? st.add_point_whole(bench_point(*run, *cid, ++conc), slices, std::nullopt)
+                   : st.add_point(bench_point(*run, *cid, ++conc));
     if (!p) {
       state.SkipWithError(p.error().message.c_str());
       return;
@@ -60,16 +86,30 @@ void write_points(benchmark::State& state, store::Store& st) {
   state.SetItemsProcessed(state.iterations());
 }
 
+// One file for all threads of a benchmark (each thread its own connection to it).
+std::filesystem::path sqlite_file() {
+  static TempDir dir("ib-store-bench");
+  return dir.path() / "bench.db";
+}
+
 void BM_PointWrites_Sqlite(benchmark::State& state) {
-  TempDir dir("ib-store-bench");
-  auto st = store::Store::open(dir.path() / "bench.db");
+  auto st = store::Store::open(sqlite_file());
   if (!st) {
     state.SkipWithError(st.error().message.c_str());
     return;
   }
-  write_points(state, *st);
+  write_points(state, *st, state.range(1) == 1);
 }
-BENCHMARK(BM_PointWrites_Sqlite)->Arg(1)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_PointWrites_Sqlite)
+    ->ArgsProduct({{1}, {0, 1}})
+    ->ArgNames({"", "whole"})
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_PointWrites_Sqlite)
+    ->Args({4, 1})
+    ->ArgNames({"", "whole"})
+    ->Threads(4)
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
 
 void BM_PointWrites_Postgres(benchmark::State& state) {
   std::string url;
@@ -82,23 +122,43 @@ void BM_PointWrites_Postgres(benchmark::State& state) {
     state.SkipWithError("no PostgreSQL server (scripts/pg-up.sh)");
     return;
   }
-  const std::string schema = fmt::format("bench_{}", ::getpid());
-  auto admin = store::PgConnection::connect(url);
-  if (!admin ||
-      !admin->exec("DROP SCHEMA IF EXISTS " + schema + " CASCADE; CREATE SCHEMA " + schema)) {
+  // One schema per process, made once (the threads of a benchmark share it), never dropped
+  // while a thread may use it: dropped at exit.
+  static const std::string schema = [&] {
+    const std::string name = fmt::format("bench_{}", ::getpid());
+    auto admin = store::PgConnection::connect(url);
+    if (!admin ||
+        !admin->exec("DROP SCHEMA IF EXISTS " + name + " CASCADE; CREATE SCHEMA " + name)) {
+      return std::string();
+    }
+    static const std::string drop_url = url, drop_name = name;
+    std::atexit([] {
+      if (auto a = store::PgConnection::connect(drop_url)) {
+        (void)a->exec("DROP SCHEMA IF EXISTS " + drop_name + " CASCADE");
+      }
+    });
+    return name;
+  }();
+  if (schema.empty()) {
     state.SkipWithError("cannot make a schema on the server");
     return;
   }
-  {
-    auto st = store::Store::open(url + "?options=-csearch_path%3D" + schema);
-    if (!st) {
-      state.SkipWithError(st.error().message.c_str());
-      return;
-    }
-    write_points(state, *st);
+  auto st = store::Store::open(url + "?options=-csearch_path%3D" + schema);
+  if (!st) {
+    state.SkipWithError(st.error().message.c_str());
+    return;
   }
-  (void)admin->exec("DROP SCHEMA IF EXISTS " + schema + " CASCADE");
+  write_points(state, *st, state.range(1) == 1);
 }
-BENCHMARK(BM_PointWrites_Postgres)->Arg(1)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_PointWrites_Postgres)
+    ->ArgsProduct({{1}, {0, 1}})
+    ->ArgNames({"", "whole"})
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_PointWrites_Postgres)
+    ->Args({4, 1})
+    ->ArgNames({"", "whole"})
+    ->Threads(4)
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
 
 }  // namespace

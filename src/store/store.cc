@@ -145,8 +145,14 @@ ALTER TABLE points ADD COLUMN median_icl_ms REAL;
 ALTER TABLE points ADD COLUMN mean_tokens_per_event REAL;
 )sql";
 
-constexpr std::array<std::string_view, 5> kAllMigrations = {kSchemaV1, kSchemaV2, kSchemaV3,
-                                                            kSchemaV4, kSchemaV5};
+// v6: the heartbeat of each run's sweep (store.h, "Dead runs"), by which readers on other hosts
+// tell a dead sweep's run from one still measuring.
+constexpr std::string_view kSchemaV6 = R"sql(
+ALTER TABLE runs ADD COLUMN heartbeat_at INTEGER NOT NULL DEFAULT 0;
+)sql";
+
+constexpr std::array<std::string_view, 6> kAllMigrations = {kSchemaV1, kSchemaV2, kSchemaV3,
+                                                            kSchemaV4, kSchemaV5, kSchemaV6};
 
 }  // namespace
 
@@ -288,8 +294,15 @@ boost::json::value optional_id(const std::optional<int64_t>& id) {
 constexpr std::string_view kRunColumns =
     "r.id, r.name, r.tool_version, r.git_revision, r.host, r.command_line, r.labels, r.options, "
     "r.started_at, r.ended_at, r.status, r.owner_pid, r.owner_host, r.owner_boot_id, "
-    "r.owner_pid_namespace, r.owner_start_ticks";
-constexpr int kRunColumnCount = 16;
+    "r.owner_pid_namespace, r.owner_start_ticks, r.heartbeat_at";
+constexpr int kRunColumnCount = 17;
+
+// "40 s", "12 min", "3 h 5 min".
+std::string duration_text(int64_t s) {
+  if (s < 120) return fmt::format("{} s", s);
+  if (s < 7200) return fmt::format("{} min", s / 60);
+  return fmt::format("{} h {} min", s / 3600, s % 3600 / 60);
+}
 
 // A run stored as "running": is its sweep still at it? (store.h, "Dead runs".)
 void check_owner(RunRecord& r) {
@@ -317,6 +330,24 @@ void check_owner(RunRecord& r) {
           o.pid, printable(o.host), resume_command(r));
       return;
     case ProcessState::kUnknown:
+      if (r.heartbeat_at > 0) {
+        // Another host's sweep: its heartbeat says whether it is still at it.
+        const int64_t quiet = std::max<int64_t>(0, now_s() - r.heartbeat_at);
+        if (quiet > kHeartbeatStaleSeconds) {
+          r.owner_state = "gone";
+          r.status = RunStatus::kInterrupted;
+          r.status_note = fmt::format(
+              "its sweep (pid {} on {}) has not been heard from for {} (it says it is at it every "
+              "{} s): it ended without finishing the run (killed, crashed, or its machine "
+              "gone); finished points are kept; continue with `{}`",
+              o.pid, printable(o.host), duration_text(quiet), kHeartbeatSeconds, resume_command(r));
+        } else {
+          r.owner_state = "alive";
+          r.status_note = fmt::format("being measured by pid {} on {} (heard from {} ago)", o.pid,
+                                      printable(o.host), duration_text(quiet));
+        }
+        return;
+      }
       r.owner_state = "unknown";
       r.status_note = fmt::format(
           "measured by pid {} on {}, which cannot be checked from here (another host or "
@@ -355,6 +386,7 @@ Expected<RunRecord> read_run(const Statement& s, const fs::path& file, int first
   r.owner.boot_id = s.column_text(first + 13);
   r.owner.pid_namespace = s.column_text(first + 14);
   r.owner.start_ticks = s.column_int(first + 15);
+  r.heartbeat_at = s.column_int(first + 16);
   check_owner(r);
   return r;
 }
@@ -636,8 +668,8 @@ Expected<int64_t> Store::begin_run(RunRecord r) {
     auto stmt = d.prepare(
         "INSERT INTO runs (name, tool_version, git_revision, host, command_line, labels, options, "
         "started_at, ended_at, status, owner_pid, owner_host, owner_boot_id, owner_pid_namespace, "
-        "owner_start_ticks) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 0, 'running', ?9, ?10, ?11, "
-        "?12, ?13)");
+        "owner_start_ticks, heartbeat_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 0, 'running', "
+        "?9, ?10, ?11, ?12, ?13, ?14)");
     if (!stmt) return stmt.error();
     stmt->bind(1, r.name)
         .bind(2, r.tool_version)
@@ -651,7 +683,8 @@ Expected<int64_t> Store::begin_run(RunRecord r) {
         .bind(10, r.owner.host)
         .bind(11, r.owner.boot_id)
         .bind(12, r.owner.pid_namespace)
-        .bind(13, r.owner.start_ticks);
+        .bind(13, r.owner.start_ticks)
+        .bind(14, now_s());
     if (auto st = stmt->run(); !st) return st.error();
     return d.last_insert_rowid();
   });
@@ -691,10 +724,13 @@ std::optional<std::string> claim_refusal(const RunRecord& r, const ProcessIdenti
   const bool self = r.owner.pid == owner.pid && r.owner.host == owner.host &&
                     r.owner.start_ticks == owner.start_ticks;
   if (r.owner_state == "alive" && !self) {
+    const bool here = r.owner.host == owner.host;
     return fmt::format(
-        "run {} ({}) is still being measured by pid {} on {}; wait for it to finish, or stop "
-        "it (Ctrl-C, or kill {}) and resume then",
-        r.id, r.name, r.owner.pid, r.owner.host, r.owner.pid);
+        "run {} ({}) is still being measured by pid {} on {}{}; wait for it to finish, or stop "
+        "it (Ctrl-C, or kill {}{}) and resume then",
+        r.id, r.name, r.owner.pid, r.owner.host,
+        here ? "" : fmt::format(" (heard from {} ago)", duration_text(now_s() - r.heartbeat_at)),
+        r.owner.pid, here ? "" : " there");
   }
   if (r.owner_state == "unknown" && r.owner.pid > 0) {
     return fmt::format(
@@ -734,15 +770,34 @@ Status Store::claim_run(int64_t run_id, const ProcessIdentity& owner) {
     if (auto why = claim_refusal(*current, owner)) return Error{*why};
     auto up = d.prepare(
         "UPDATE runs SET status = 'running', ended_at = 0, owner_pid = ?1, owner_host = ?2, "
-        "owner_boot_id = ?3, owner_pid_namespace = ?4, owner_start_ticks = ?5 WHERE id = ?6");
+        "owner_boot_id = ?3, owner_pid_namespace = ?4, owner_start_ticks = ?5, heartbeat_at = ?6 "
+        "WHERE id = ?7");
     if (!up) return up.error();
     up->bind(1, owner.pid)
         .bind(2, owner.host)
         .bind(3, owner.boot_id)
         .bind(4, owner.pid_namespace)
         .bind(5, owner.start_ticks)
-        .bind(6, run_id);
+        .bind(6, now_s())
+        .bind(7, run_id);
     return up->run();
+  });
+}
+
+Expected<bool> Store::heartbeat(int64_t run_id, const ProcessIdentity& owner) {
+  std::lock_guard lock(impl_->mu);
+  return impl_->write([&](Database& d) -> Expected<bool> {
+    auto up = d.prepare(
+        "UPDATE runs SET heartbeat_at = ?1 WHERE id = ?2 AND status = 'running' AND "
+        "owner_pid = ?3 AND owner_host = ?4 AND owner_start_ticks = ?5");
+    if (!up) return up.error();
+    up->bind(1, now_s())
+        .bind(2, run_id)
+        .bind(3, owner.pid)
+        .bind(4, owner.host)
+        .bind(5, owner.start_ticks);
+    if (auto st = up->run(); !st) return st.error();
+    return d.changes() > 0;
   });
 }
 
@@ -1275,6 +1330,7 @@ boost::json::object to_json(const RunRecord& r) {
             {"pid_namespace", r.owner.pid_namespace},
             {"start_ticks", r.owner.start_ticks},
             {"state", r.owner_state}}},
+          {"heartbeat_at", r.heartbeat_at},
           {"status_note", r.status_note}};
 }
 

@@ -7,6 +7,8 @@
 // leaves it stored as "running"; every read of such a run checks its owner and reports a run
 // whose owner is gone as "interrupted" (RunRecord::owner_state), resumable like one stopped by
 // Ctrl-C. Readers never write the corrected status back: they may not be able to (read-only).
+// A process on another host (a team's shared database) cannot be checked from here: its sweep's
+// heartbeat (every 30 s) tells instead, and a run unheard for 10 minutes reads "gone" too.
 //
 // Consistency: every write is one transaction, and the file is in WAL mode, so a sweep killed at
 // any instant (SIGKILL included) leaves a consistent database: a point is there whole or not at
@@ -84,9 +86,19 @@ struct RunRecord {
   /// cannot be checked from here (another host or container, or no owner recorded). Empty for
   /// a run that is not stored as running.
   std::string owner_state;
+  /// Unix seconds: when its sweep last said it is at it (begin_run, claim_run, then heartbeat()
+  /// every kHeartbeatSeconds while it measures); 0: never (an older inferbench). A run of another
+  /// host whose heartbeat is older than kHeartbeatStaleSeconds reads "gone".
+  int64_t heartbeat_at = 0;
   /// For people, when owner_state is set: whose run it is and, when it can be, how to continue it.
   std::string status_note;
 };
+
+/// How often a sweep says it is still at its run (Store::heartbeat), and how long a run of
+/// another host may go unheard before readers take its sweep for dead (10 minutes: far beyond a
+/// database's short outage, a clock's skew between hosts, or a write waiting for the lock).
+inline constexpr int64_t kHeartbeatSeconds = 30;
+inline constexpr int64_t kHeartbeatStaleSeconds = 600;
 
 /// How to continue run `r`: `inferbench sweep RECIPE... --resume NAME` with its recipes.
 std::string resume_command(const RunRecord& r);
@@ -233,6 +245,9 @@ class Store {
   /// refused with an error that says whose it is and what to do.
   Status claim_run(int64_t run_id, const ProcessIdentity& owner);
 
+  /// The sweep `owner` is still at run `run_id`: its heartbeat is now. False when the run is no
+  /// longer that sweep's (another sweep resumed it, or it was finished).
+  Expected<bool> heartbeat(int64_t run_id, const ProcessIdentity& owner);
   /// Inserts; returns the id. REQUIRES: c.run_id names a run.
   Expected<int64_t> add_server_config(const ServerConfigRecord& c);
   /// Updates the mutable fields of server configuration c.id: effective_config, env_reads,

@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cmath>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -1059,6 +1060,16 @@ TEST_F(StoreTest, RecycledPidOtherHostAndUnrecordedOwnerAreToldApart) {
   must(store.finish_run(d, RunStatus::kOk));
 
   EXPECT_EQ(must(store.run(a))->status, RunStatus::kInterrupted);
+  // Another host's sweep, heard from at its start (begin_run's heartbeat): at it.
+  auto heard = *must(store.run(b));
+  EXPECT_EQ(heard.status, RunStatus::kRunning);
+  EXPECT_EQ(heard.owner_state, "alive");
+  EXPECT_NE(heard.status_note.find("on gpu-node-9 (heard from "), std::string::npos)
+      << heard.status_note;
+  // Without a heartbeat (an older inferbench on that host), nothing tells.
+  auto beats = Database::open(file_, DatabaseOptions{});
+  ASSERT_TRUE(beats.ok());
+  ASSERT_TRUE(beats->exec(fmt::format("UPDATE runs SET heartbeat_at = 0 WHERE id = {}", b)).ok());
   auto other = *must(store.run(b));
   EXPECT_EQ(other.status, RunStatus::kRunning);
   EXPECT_EQ(other.owner_state, "unknown");
@@ -1100,10 +1111,39 @@ TEST_F(StoreTest, ClaimTakesOverADeadOwnersRunAndRefusesALiveOrUncheckableOne) {
   far.owner = self_identity();
   far.owner.host = "gpu-node-9";
   const int64_t far_id = must(store.begin_run(far));
+  // Another host's sweep: its heartbeat (begin_run's, just now) says it is at it.
+  auto heard = store.claim_run(far_id, self_identity());
+  ASSERT_FALSE(heard.ok());
+  EXPECT_NE(
+      heard.error().message.find("still being measured by pid " + std::to_string(far.owner.pid) +
+                                 " on gpu-node-9 (heard "
+                                 "from "),
+      std::string::npos)
+      << heard.error().message;
+  auto beats = Database::open(file_, DatabaseOptions{});
+  ASSERT_TRUE(beats.ok());
+  // No heartbeat (an older inferbench's run): nothing tells, and it is not taken.
+  ASSERT_TRUE(
+      beats->exec(fmt::format("UPDATE runs SET heartbeat_at = 0 WHERE id = {}", far_id)).ok());
   auto uncheckable = store.claim_run(far_id, self_identity());
   ASSERT_FALSE(uncheckable.ok());
   EXPECT_NE(uncheckable.error().message.find("resume it there"), std::string::npos)
       << uncheckable.error().message;
+  // Unheard for longer than kHeartbeatStaleSeconds: its sweep is gone, and the run is taken.
+  ASSERT_TRUE(beats
+                  ->exec(fmt::format("UPDATE runs SET heartbeat_at = {} WHERE id = {}",
+                                     std::time(nullptr) - kHeartbeatStaleSeconds - 300, far_id))
+                  .ok());
+  auto unheard = *must(store.run(far_id));
+  EXPECT_EQ(unheard.owner_state, "gone");
+  EXPECT_EQ(unheard.status, RunStatus::kInterrupted);
+  EXPECT_NE(unheard.status_note.find("has not been heard from for 15 min"), std::string::npos)
+      << unheard.status_note;
+  must(store.claim_run(far_id, self_identity()));
+  // The heartbeat is the owner's: the sweep that took it over beats, the one it replaced not.
+  EXPECT_TRUE(must(store.heartbeat(far_id, self_identity())));
+  EXPECT_FALSE(must(store.heartbeat(far_id, far.owner)));
+  EXPECT_EQ(must(store.run(far_id))->owner_state, "alive");
   const int64_t old = must(store.begin_run(make_run("old")));  // no owner recorded: resumable
   must(store.claim_run(old, self_identity()));
 }

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 
 #include "core/clock.h"
@@ -154,6 +156,52 @@ Status same_measurement(const store::RunRecord& run, const json::object& now) {
 
 }  // namespace
 
+// The heartbeat (store.h, "Dead runs"): a thread with its own connection, so that neither a long
+// write nor a database that went away holds it up, and readers on other hosts can tell this
+// sweep's run from a dead one's.
+struct RunRecorder::Heartbeat {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool stop = false;
+  bool taken = false;  // the run is no longer this sweep's (another sweep resumed it)
+  std::thread thread;
+
+  Heartbeat(fs::path db, int64_t run_id, ProcessIdentity owner) {
+    thread = std::thread([this, db = std::move(db), run_id, owner = std::move(owner)] {
+      std::optional<store::Store> st;
+      std::unique_lock lock(mu);
+      while (!cv.wait_for(lock, std::chrono::seconds(store::kHeartbeatSeconds),
+                          [this] { return stop; })) {
+        lock.unlock();
+        if (!st) {
+          if (auto opened = store::Store::open_existing(db)) st.emplace(std::move(*opened));
+        }
+        // A beat that fails (the database away) is tried at the next.
+        auto alive = st ? st->heartbeat(run_id, owner) : Expected<bool>(true);
+        lock.lock();
+        if (alive && !*alive) taken = true;
+      }
+    });
+  }
+  ~Heartbeat() {
+    {
+      std::lock_guard lock(mu);
+      stop = true;
+    }
+    cv.notify_all();
+    if (thread.joinable()) thread.join();
+  }
+};
+
+RunRecorder::RunRecorder(store::Store s) : store_(std::move(s)) {}
+RunRecorder::RunRecorder(RunRecorder&&) noexcept = default;
+RunRecorder& RunRecorder::operator=(RunRecorder&&) noexcept = default;
+RunRecorder::~RunRecorder() = default;
+
+void RunRecorder::start_heartbeat() {
+  heartbeat_ = std::make_unique<Heartbeat>(db_path_, run_id_, self_identity());
+}
+
 Expected<RunRecorder> RunRecorder::open(const fs::path& db_path, const fs::path& runs_dir,
                                         const std::string& resume, store::RunRecord fresh) {
   auto db = store::Store::open(db_path);
@@ -183,6 +231,7 @@ Expected<RunRecorder> RunRecorder::open(const fs::path& db_path, const fs::path&
     }
     rec.resume_command_ = store::resume_command(**run);
     if (auto s = rec.load_held(); !s) return s.error();
+    rec.start_heartbeat();
     return rec;
   }
   fresh.command_line = redact_text(fresh.command_line);
@@ -193,6 +242,7 @@ Expected<RunRecorder> RunRecorder::open(const fs::path& db_path, const fs::path&
   rec.run_name_ = fresh.name;
   rec.run_id_ = begun->second;
   rec.resume_command_ = store::resume_command(fresh);
+  rec.start_heartbeat();
   return rec;
 }
 
@@ -404,6 +454,23 @@ void RunRecorder::record_failure(int64_t config_id, const std::string& kind,
 
 void RunRecorder::finish(const json::object& summary, store::RunStatus status) {
   write_file(run_dir_ / "summary.json", json_text(redacted(summary)) + "\n");
+  bool taken = false;
+  if (heartbeat_) {
+    {
+      std::lock_guard lock(heartbeat_->mu);
+      taken = heartbeat_->taken;
+    }
+    heartbeat_.reset();
+  }
+  if (taken) {
+    // Another sweep took the run for dead (no heartbeat for 10 minutes: this machine's clock, or
+    // a database away that long) and resumed it: both measured into it.
+    errors_.push_back(fmt::format(
+        "run {} was resumed by another sweep while this one measured it (it had not heard from "
+        "this one for {} s): points measured by both are stored twice; compare them with "
+        "`inferbench show {}`",
+        run_name_, store::kHeartbeatStaleSeconds, run_name_));
+  }
   if (!held_.empty() && !flush()) wait_for_database();
   if (!held_.empty()) {
     // The run stays stored as running: once this sweep has ended, readers see it interrupted,

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -31,6 +32,10 @@ namespace ib::sweep {
 
 class RunRecorder {
  public:
+  RunRecorder(RunRecorder&&) noexcept;
+  RunRecorder& operator=(RunRecorder&&) noexcept;
+  ~RunRecorder();
+
   /// A new run (folder named by the UTC time) or, with `resume` set, the stored run of that id or
   /// name, marked running again.
   static Expected<RunRecorder> open(const std::filesystem::path& db_path,
@@ -91,7 +96,10 @@ class RunRecorder {
   std::filesystem::path held_file() const { return run_dir_ / "unstored.json"; }
 
  private:
-  RunRecorder(store::Store s) : store_(std::move(s)) {}
+  explicit RunRecorder(store::Store s);
+  // Says every kHeartbeatSeconds, on a connection of its own, that this sweep is at the run.
+  struct Heartbeat;
+  void start_heartbeat();
   void write_file(const std::filesystem::path& file, const std::string& text);
   void db_error(const std::string& what, const Error& e);
   void note(std::string text);
@@ -127,6 +135,7 @@ class RunRecorder {
   std::set<std::tuple<std::string, int64_t, std::string>> unsure_;
   std::optional<std::chrono::steady_clock::time_point> away_since_;
   size_t stored_since_away_ = 0, points_since_away_ = 0;
+  std::unique_ptr<Heartbeat> heartbeat_;
 };
 
 /// PointResult ↔ the stored form.

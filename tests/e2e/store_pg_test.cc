@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <ctime>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -260,6 +261,19 @@ TEST_F(TeamStore, ASweepKilledMidRunResumesIntoThePostgresStoreWithEveryPointOnc
     EXPECT_EQ(runs->front().run.owner_state, "gone");
     run_name = runs->front().run.name;
   }
+  // As if it had been measured on another runner that died a quarter of an hour ago: its
+  // heartbeat tells this host that its sweep is gone, and this host may resume it.
+  auto c = store::PgConnection::connect(url);
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE(c->exec(fmt::format("UPDATE runs SET owner_host = 'runner-7', heartbeat_at = {}",
+                                  std::time(nullptr) - 900))
+                  .ok());
+  auto listed = run_inferbench({"runs", "--db", url}, dir.path() / "runs.log");
+  EXPECT_EQ(listed.exit.code, 0) << listed.output;
+  EXPECT_NE(listed.output.find("interrupted"), std::string::npos) << listed.output;
+  auto shown = run_inferbench({"show", run_name, "--db", url}, dir.path() / "show.log");
+  EXPECT_NE(shown.output.find("on runner-7) has not been heard from for 15 min"), std::string::npos)
+      << shown.output;
   auto resumed = run_inferbench({"sweep", r.string(), "--runs-dir", (dir.path() / "runs").string(),
                                  "--db", url, "--resume", run_name},
                                 dir.path() / "resume.log");
