@@ -103,6 +103,7 @@ void BM_PointWrites_Sqlite(benchmark::State& state) {
 BENCHMARK(BM_PointWrites_Sqlite)
     ->ArgsProduct({{1}, {0, 1}})
     ->ArgNames({"", "whole"})
+    ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PointWrites_Sqlite)
     ->Args({4, 1})
@@ -153,6 +154,7 @@ void BM_PointWrites_Postgres(benchmark::State& state) {
 BENCHMARK(BM_PointWrites_Postgres)
     ->ArgsProduct({{1}, {0, 1}})
     ->ArgNames({"", "whole"})
+    ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PointWrites_Postgres)
     ->Args({4, 1})

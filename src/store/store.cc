@@ -915,40 +915,78 @@ double or_nan(const std::optional<double>& v) {
 
 }  // namespace
 
+// Rows of one INSERT of timeslices: on a server, many (one round trip for them all); in a file,
+// one, its statement compiled once and run for each row (compiling a long statement costs more
+// than it saves there).
+size_t slices_per_insert(const Database& d) {
+  return d.is_postgres() ? 64 : 1;
+}
+
+// "INSERT INTO timeslices (point_id, ...) VALUES (?1, ?2, ... ?19), (?20, ...)" for `rows` rows.
+constexpr int kSliceParams = 19;
+std::string timeslice_insert(size_t rows) {
+  std::string sql = fmt::format("INSERT INTO timeslices (point_id, {}) VALUES ", kTimesliceColumns);
+  for (size_t r = 0; r < rows; ++r) {
+    sql += r == 0 ? "(" : ", (";
+    for (int c = 1; c <= kSliceParams; ++c) {
+      sql += fmt::format("{}?{}", c == 1 ? "" : ", ", static_cast<int>(r) * kSliceParams + c);
+    }
+    sql += ")";
+  }
+  return sql;
+}
+
+void bind_slice(Statement& stmt, int b, int64_t point_id, const TimesliceRecord& r) {
+  stmt.bind(b + 1, point_id)
+      .bind(b + 2, r.source)
+      .bind(b + 3, r.slice)
+      .bind(b + 4, r.start_s)
+      .bind(b + 5, r.end_s)
+      .bind(b + 6, or_nan(r.running))
+      .bind(b + 7, or_nan(r.waiting))
+      .bind(b + 8, or_nan(r.kv_usage))
+      .bind(b + 9, or_nan(r.prefix_hit_rate))
+      .bind(b + 10, or_nan(r.preemptions))
+      .bind(b + 11, or_nan(r.prompt_tps))
+      .bind(b + 12, or_nan(r.generation_tps))
+      .bind(b + 13, or_nan(r.spec_acceptance))
+      .bind(b + 14, r.started)
+      .bind(b + 15, r.finished)
+      .bind(b + 16, r.output_tokens)
+      .bind(b + 17, or_nan(r.mean_ttft_ms))
+      .bind(b + 18, or_nan(r.mean_intvty))
+      .bind(b + 19, to_text(r.data));
+}
+
 Status Store::add_timeslices(int64_t point_id, const std::vector<TimesliceRecord>& rows) {
   if (rows.empty()) return {};
+  for (const auto& r : rows) {
+    if (r.source != "server" && r.source != "client") {
+      return Error{fmt::format("store: timeslice source '{}' is not server|client", r.source)};
+    }
+  }
   std::lock_guard lock(impl_->mu);
   return impl_->write([&](Database& d) -> Status {
-    auto stmt = d.prepare(fmt::format(
-        "INSERT INTO timeslices (point_id, {}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
-        "?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
-        kTimesliceColumns));
-    if (!stmt) return stmt.error();
-    for (const auto& r : rows) {
-      if (r.source != "server" && r.source != "client") {
-        return Error{fmt::format("store: timeslice source '{}' is not server|client", r.source)};
+    const size_t per = slices_per_insert(d);
+    std::optional<Statement> full;  // the statement of `per` rows, compiled once
+    for (size_t first = 0; first < rows.size(); first += per) {
+      const size_t n = std::min(per, rows.size() - first);
+      std::optional<Statement> last;
+      if (n == per && !full) {
+        auto stmt = d.prepare(timeslice_insert(n));
+        if (!stmt) return stmt.error();
+        full.emplace(std::move(*stmt));
+      } else if (n != per) {
+        auto stmt = d.prepare(timeslice_insert(n));
+        if (!stmt) return stmt.error();
+        last.emplace(std::move(*stmt));
       }
-      stmt->reset();
-      stmt->bind(1, point_id)
-          .bind(2, r.source)
-          .bind(3, r.slice)
-          .bind(4, r.start_s)
-          .bind(5, r.end_s)
-          .bind(6, or_nan(r.running))
-          .bind(7, or_nan(r.waiting))
-          .bind(8, or_nan(r.kv_usage))
-          .bind(9, or_nan(r.prefix_hit_rate))
-          .bind(10, or_nan(r.preemptions))
-          .bind(11, or_nan(r.prompt_tps))
-          .bind(12, or_nan(r.generation_tps))
-          .bind(13, or_nan(r.spec_acceptance))
-          .bind(14, r.started)
-          .bind(15, r.finished)
-          .bind(16, r.output_tokens)
-          .bind(17, or_nan(r.mean_ttft_ms))
-          .bind(18, or_nan(r.mean_intvty))
-          .bind(19, to_text(r.data));
-      if (auto st = stmt->run(); !st) return st;
+      Statement& stmt = n == per ? *full : *last;
+      stmt.reset();
+      for (size_t i = 0; i < n; ++i) {
+        bind_slice(stmt, static_cast<int>(i) * kSliceParams, point_id, rows[first + i]);
+      }
+      if (auto st = stmt.run(); !st) return st;
     }
     return {};
   });
@@ -1165,6 +1203,25 @@ Expected<std::optional<PointRecord>> Store::completed_point(int64_t run_id,
   if (!stmt) return stmt.error();
   stmt->bind(1, run_id).bind(2, fingerprint).bind(3, concurrency).bind(4, workload_key);
   return read_one<PointRecord>(*stmt, [&](const Statement& s) { return read_point(s, d.file()); });
+}
+
+Expected<bool> Store::point_stored(const PointRecord& p) {
+  std::lock_guard lock(impl_->mu);
+  auto& d = impl_->db;
+  auto stmt = d.prepare(
+      "SELECT id FROM points WHERE run_id = ?1 AND fingerprint = ?2 AND concurrency = ?3 AND "
+      "workload_key = ?4 AND status = ?5 AND created_at = ?6 AND artifacts_dir = ?7 LIMIT 1");
+  if (!stmt) return stmt.error();
+  stmt->bind(1, p.run_id)
+      .bind(2, p.fingerprint)
+      .bind(3, p.concurrency)
+      .bind(4, p.workload_key)
+      .bind(5, std::string(metrics::status_name(p.status)))
+      .bind(6, p.created_at)
+      .bind(7, p.artifacts_dir);
+  auto row = stmt->step();
+  if (!row) return row.error();
+  return *row;
 }
 
 Expected<std::optional<PointRecord>> Store::reusable_point(const std::string& fingerprint,

@@ -287,6 +287,11 @@ class Store {
                                                        int64_t concurrency,
                                                        const std::string& workload_key);
 
+  /// Whether this very point write is stored already: a point of its run, identity, status,
+  /// creation time and artifacts folder. For a write whose outcome is unknown (the connection lost
+  /// around its COMMIT; a held write the sweep was killed just after storing), so that it is never
+  /// stored twice (sweep/recorder.h).
+  Expected<bool> point_stored(const PointRecord& p);
   /// --reuse: the newest point measured (status ok; reused points are never re-reused, so the
   /// source run is always the one that measured it) with this fingerprint, concurrency, workload
   /// and tool version, in a run that ended ok. Newest = latest run start, then latest point.

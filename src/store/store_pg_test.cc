@@ -144,6 +144,54 @@ TEST_F(StorePgTest, RecordsRoundTripAsOnSqlite) {
   EXPECT_EQ(runs[0].points.ok, 2);
 }
 
+// The sweep's write of a point: with its timeslices (more than one INSERT's worth: 150 rows in
+// statements of 64) and failure in one transaction; nothing of it when a part fails; and a write
+// whose outcome was unknown is recognised as stored (point_stored).
+TEST_F(StorePgTest, APointIsStoredWholeWithItsTimeslicesOrNotAtAll) {
+  Store st = open();
+  const int64_t run = ok(st.begin_run(pg_run("whole")));
+  std::vector<TimesliceRecord> slices;
+  for (int i = 0; i < 150; ++i) {
+    TimesliceRecord t;
+    t.source = i % 2 ? "client" : "server";
+    t.slice = i / 2;
+    t.start_s = i;
+    t.end_s = i + 1;
+    t.started = i;
+    t.data = {{"i", i}};
+    slices.push_back(t);
+  }
+  FailureRecord f;
+  f.run_id = run;
+  f.kind = "assertion";
+  f.message = "too few requests";
+  PointRecord p = pg_point(run, 0, 4);
+  p.status = metrics::PointStatus::kInvalid;
+  p.created_at = 1'765'000'000;
+  p.artifacts_dir = "runs/whole/01-k";
+  EXPECT_FALSE(ok(st.point_stored(p)));
+  const int64_t id = ok(st.add_point_whole(p, slices, f));
+  EXPECT_TRUE(ok(st.point_stored(p)));
+  PointRecord other = p;
+  other.created_at += 1;
+  EXPECT_FALSE(ok(st.point_stored(other)));
+  auto back = ok(st.timeslices(id));
+  ASSERT_EQ(back.size(), 150u);
+  EXPECT_EQ(back.front().source, "server");  // server slices first, each with its own data
+  EXPECT_EQ(back.front().data.at("i").as_int64() % 2, 0);
+  EXPECT_EQ(back.back().source, "client");
+  EXPECT_EQ(back.back().data.at("i").as_int64(), 149);
+  auto failures = ok(st.failures(run));
+  ASSERT_EQ(failures.size(), 1u);
+  EXPECT_EQ(failures[0].point_id, id);
+  // A duplicate slice (the table's key) fails the write: neither the point nor its slices stay.
+  slices.push_back(slices.front());
+  PointRecord again = pg_point(run, 0, 8);
+  EXPECT_FALSE(st.add_point_whole(again, slices, std::nullopt).ok());
+  EXPECT_EQ(ok(st.points(run)).size(), 1u);
+  EXPECT_EQ(ok(st.failures(run)).size(), 1u);
+}
+
 TEST_F(StorePgTest, ThreeWritersAtOnceStoreEveryPointExactlyOnce) {
   constexpr int kWriters = 3, kPoints = 25;
   // First opens race to migrate: one does, the others see the latest version.

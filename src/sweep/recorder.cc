@@ -519,7 +519,7 @@ std::string RunRecorder::describe(const HeldWrite& w) const {
   return "write";
 }
 
-Status RunRecorder::apply(HeldWrite& w) {
+Status RunRecorder::apply(HeldWrite& w, bool retry) {
   switch (w.kind) {
     case HeldWrite::Kind::kConfig: {
       store::ServerConfigRecord c = w.config;
@@ -538,6 +538,13 @@ Status RunRecorder::apply(HeldWrite& w) {
     case HeldWrite::Kind::kPoint: {
       store::PointRecord p = w.point;
       p.server_config_id = stored_id(p.server_config_id);
+      if (retry) {
+        // Its first try may have been stored all the same (the connection lost around its
+        // COMMIT), or the held write stored by a sweep killed before it rewrote unstored.json.
+        auto same = store_.point_stored(p);
+        if (!same) return same.error();
+        if (*same) return {};
+      }
       if (w.check_stored) {
         auto there = store_.completed_point(run_id_, p.fingerprint, p.concurrency, p.workload_key);
         if (!there) return there.error();
@@ -565,7 +572,7 @@ Status RunRecorder::apply(HeldWrite& w) {
 
 RunRecorder::Submitted RunRecorder::submit(HeldWrite w, const std::string& what) {
   if (held_.empty() || flush()) {
-    auto st = apply(w);
+    auto st = apply(w, false);
     if (st) return Submitted::kStored;
     if (store_.reachable()) {
       db_error(what, st.error());
@@ -590,7 +597,7 @@ RunRecorder::Submitted RunRecorder::submit(HeldWrite w, const std::string& what)
 bool RunRecorder::flush() {
   size_t done = 0, points = 0;
   for (; done < held_.size(); ++done) {
-    if (auto st = apply(held_[done]); !st) {
+    if (auto st = apply(held_[done], true); !st) {
       if (!store_.reachable()) break;
       db_error(describe(held_[done]), st.error());  // refused, not away: it is not held again
     }

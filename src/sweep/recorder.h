@@ -107,7 +107,8 @@ class RunRecorder {
   enum class Submitted { kStored, kHeld, kRefused };
   // Stores w now (after the writes held before it), or holds it while the database is away.
   Submitted submit(HeldWrite w, const std::string& what);
-  Status apply(HeldWrite& w);
+  // `retry`: a held write, tried before (it may be stored already: stored only when it is not).
+  Status apply(HeldWrite& w, bool retry);
   // Stores the held writes in order; false while some are still held (the database is away).
   bool flush();
   void save_held();
