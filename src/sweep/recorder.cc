@@ -225,12 +225,16 @@ Expected<RunRecorder> RunRecorder::open(const fs::path& db_path, const fs::path&
     if (ec) {
       return Error{fmt::format("{}: cannot create: {}", rec.run_dir_.string(), ec.message())};
     }
+    // What a sweep of it could not store is read (and refused when malformed) before the run is
+    // taken: a bad file leaves the run as it was.
+    auto kept = rec.read_held();
+    if (!kept) return kept.error();
     // Refused while another live sweep measures it; a dead owner's run is taken over.
     if (auto s = rec.store_.claim_run(rec.run_id_, self_identity()); !s.ok()) {
       return Error{fmt::format("--resume {}: {}", resume, s.error().message)};
     }
     rec.resume_command_ = store::resume_command(**run);
-    if (auto s = rec.load_held(); !s) return s.error();
+    if (*kept) rec.take_held(std::move(**kept));
     rec.start_heartbeat();
     return rec;
   }
@@ -537,6 +541,7 @@ Status RunRecorder::apply(HeldWrite& w, bool retry) {
     }
     case HeldWrite::Kind::kPoint: {
       store::PointRecord p = w.point;
+      p.run_id = run_id_;  // (a kept file's records are this run's, whatever they say)
       p.server_config_id = stored_id(p.server_config_id);
       if (retry) {
         // Its first try may have been stored all the same (the connection lost around its
@@ -551,6 +556,7 @@ Status RunRecorder::apply(HeldWrite& w, bool retry) {
         if (*there) return {};  // the run has its result already
       }
       auto f = w.failure;
+      if (f) f->run_id = run_id_;
       if (f && f->server_config_id) f->server_config_id = stored_id(*f->server_config_id);
       if (f && f->server_config_id == 0) f->server_config_id.reset();
       auto id = store_.add_point_whole(p, w.timeslices, std::move(f));
@@ -560,6 +566,7 @@ Status RunRecorder::apply(HeldWrite& w, bool retry) {
     case HeldWrite::Kind::kFailure: {
       if (!w.failure) return {};
       store::FailureRecord f = *w.failure;
+      f.run_id = run_id_;
       if (f.server_config_id) f.server_config_id = stored_id(*f.server_config_id);
       if (f.server_config_id == 0) f.server_config_id.reset();
       auto id = store_.add_failure(f);
@@ -638,10 +645,10 @@ void RunRecorder::save_held() {
   write_file(file, json_text(to_json(h)) + "\n");
 }
 
-Status RunRecorder::load_held() {
+Expected<std::optional<HeldWrites>> RunRecorder::read_held() {
   const fs::path file = held_file();
   std::error_code ec;
-  if (!fs::exists(file, ec)) return {};
+  if (!fs::exists(file, ec)) return std::optional<HeldWrites>();
   auto text = read_file(file);
   if (!text) return text.error();
   auto h = held_writes_from_json(*text, file.string());
@@ -653,25 +660,44 @@ Status RunRecorder::load_held() {
         "database, or move the file away",
         file.string(), h->run_id, h->database, run_id_, db));
   }
-  for (auto& w : h->writes) {
+  // Every server configuration it names is this run's: stored before (its id) or held (negative).
+  auto configs = store_.server_configs(run_id_);
+  if (!configs) return configs.error();
+  std::set<int64_t> ours;
+  for (const auto& c : *configs) ours.insert(c.id);
+  for (size_t i = 0; i < h->writes.size(); ++i) {
+    const auto& w = h->writes[i];
+    std::vector<int64_t> named;
+    if (w.kind == HeldWrite::Kind::kConfigUpdate) named.push_back(w.config.id);
+    if (w.kind == HeldWrite::Kind::kPoint) named.push_back(w.point.server_config_id);
+    if (w.failure && w.failure->server_config_id) named.push_back(*w.failure->server_config_id);
+    for (int64_t id : named) {
+      if (id > 0 && !ours.count(id)) {
+        return input_error(
+            fmt::format("{}: writes[{}]: server configuration {} is not one of run {}'s",
+                        file.string(), i, id, run_id_));
+      }
+    }
+  }
+  return std::optional<HeldWrites>(std::move(*h));
+}
+
+void RunRecorder::take_held(HeldWrites h) {
+  for (const auto& w : h.writes) {
     if (w.kind == HeldWrite::Kind::kConfig) {
       next_provisional_ = std::min(next_provisional_, w.config.id - 1);
     }
-    w.point.run_id = run_id_;
   }
-  const size_t writes = h->writes.size(), points = held_points(h->writes);
-  held_ = std::move(h->writes);
+  const size_t writes = h.writes.size(), points = held_points(h.writes);
+  held_ = std::move(h.writes);
   away_since_.reset();
   stored_since_away_ = points_since_away_ = 0;
-  if (flush()) {
-    return {};
-  }
-  note(
-      fmt::format("database {}: the {} kept in {} are not all stored yet; they are tried "
-                  "again with each write",
-                  db, writes_text(writes, points), file.string()));
+  if (flush()) return;
+  note(fmt::format(
+      "database {}: the {} kept in {} are not all stored yet; they are tried "
+      "again with each write",
+      store::database_name(db_path_.string()), writes_text(writes, points), held_file().string()));
   away_since_ = std::chrono::steady_clock::now();
-  return {};
 }
 
 bool RunRecorder::wait_for_database() {

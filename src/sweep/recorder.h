@@ -112,8 +112,10 @@ class RunRecorder {
   // Stores the held writes in order; false while some are still held (the database is away).
   bool flush();
   void save_held();
-  // --resume: the writes a sweep of this run kept in its folder, stored first.
-  Status load_held();
+  // --resume: the writes a sweep of this run kept in its folder (nullopt: none), read before the
+  // run is claimed, then stored first (take_held).
+  Expected<std::optional<HeldWrites>> read_held();
+  void take_held(HeldWrites h);
   bool wait_for_database();
   int64_t stored_id(int64_t id) const;
   std::string describe(const HeldWrite& w) const;
