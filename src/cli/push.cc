@@ -3,6 +3,7 @@
 // before is found by its origin and nothing is written again.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <cstdio>
 #include <filesystem>
@@ -81,6 +82,22 @@ void add_artifact_digests(store::RunDetails& d) {
   }
 }
 
+// Each point's request records, as this machine has them, go with the copy (readers of the team's
+// store elsewhere resample compare's intervals from them), unless the run carries them already.
+void add_record_files(store::RunDetails& d) {
+  for (const auto& p : d.points) {
+    const std::string name = fmt::format("records_conc_{}.jsonl", p.concurrency);
+    auto& kept = d.files[p.id];
+    if (p.artifacts_dir.empty() ||
+        std::any_of(kept.begin(), kept.end(), [&](const auto& f) { return f.name == name; })) {
+      continue;
+    }
+    if (auto body = read_file(fs::path(p.artifacts_dir) / name); body) {
+      kept.push_back({name, "", std::move(*body)});
+    }
+  }
+}
+
 int copy_runs(const CopyOptions& o, bool push) {
   const char* verb = push ? "push" : "pull";
   const std::string& from_db = push ? o.local : o.remote;
@@ -121,7 +138,13 @@ int copy_runs(const CopyOptions& o, bool push) {
                           home->name);
       continue;
     }
-    if (push) add_artifact_digests(*details);
+    auto kept = from->point_files(details->run.id);
+    if (!kept) return fail(verb, kept.error());
+    details->files = std::move(*kept);
+    if (push) {
+      add_artifact_digests(*details);
+      add_record_files(*details);
+    }
     auto copied = to->import_run(*details, origin_of(from_db, details->run));
     if (!copied) return fail(verb, copied.error());
     out.push_back(boost::json::object{{"run", details->run.name},
@@ -132,19 +155,21 @@ int copy_runs(const CopyOptions& o, bool push) {
                                       {"configs", copied->configs},
                                       {"points", copied->points},
                                       {"failures", copied->failures},
-                                      {"timeslices", copied->timeslices}});
-    text += copied->existed
-                ? fmt::format("run {} ({}): already in {} as run {} ({}); nothing copied\n",
-                              details->run.id, details->run.name, store::database_name(to_db),
-                              copied->id, copied->name)
-                : fmt::format(
-                      "run {} ({}) -> run {} ({}) in {}: {} configuration{}, {} point{}, "
-                      "{} failure{}, {} timeslice{}\n",
-                      details->run.id, details->run.name, copied->id, copied->name,
-                      store::database_name(to_db), copied->configs, copied->configs == 1 ? "" : "s",
-                      copied->points, copied->points == 1 ? "" : "s", copied->failures,
-                      copied->failures == 1 ? "" : "s", copied->timeslices,
-                      copied->timeslices == 1 ? "" : "s");
+                                      {"timeslices", copied->timeslices},
+                                      {"files", copied->files}});
+    text +=
+        copied->existed
+            ? fmt::format("run {} ({}): already in {} as run {} ({}); nothing copied\n",
+                          details->run.id, details->run.name, store::database_name(to_db),
+                          copied->id, copied->name)
+            : fmt::format(
+                  "run {} ({}) -> run {} ({}) in {}: {} configuration{}, {} point{}, "
+                  "{} failure{}, {} timeslice{}, {} records file{}\n",
+                  details->run.id, details->run.name, copied->id, copied->name,
+                  store::database_name(to_db), copied->configs, copied->configs == 1 ? "" : "s",
+                  copied->points, copied->points == 1 ? "" : "s", copied->failures,
+                  copied->failures == 1 ? "" : "s", copied->timeslices,
+                  copied->timeslices == 1 ? "" : "s", copied->files, copied->files == 1 ? "" : "s");
   }
   const std::string shown = o.json ? json_text(out) + "\n" : text;
   std::fwrite(shown.data(), 1, shown.size(), stdout);

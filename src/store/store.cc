@@ -11,6 +11,7 @@
 
 #include "core/clock.h"
 #include "core/json_text.h"
+#include "core/sha256.h"
 #include "core/strings.h"
 #include "store/pg.h"
 
@@ -151,8 +152,21 @@ constexpr std::string_view kSchemaV6 = R"sql(
 ALTER TABLE runs ADD COLUMN heartbeat_at INTEGER NOT NULL DEFAULT 0;
 )sql";
 
-constexpr std::array<std::string_view, 6> kAllMigrations = {kSchemaV1, kSchemaV2, kSchemaV3,
-                                                            kSchemaV4, kSchemaV5, kSchemaV6};
+// v7: files of a point kept in the store itself (docs/store.md): its request records, so that a
+// team's store read on another machine than the one that measured still has them (compare's
+// intervals are resampled from them). Written by a sweep into a server, and by push and pull.
+constexpr std::string_view kSchemaV7 = R"sql(
+CREATE TABLE point_files (
+  point_id  INTEGER NOT NULL REFERENCES points(id) ON DELETE CASCADE,
+  name      TEXT NOT NULL,
+  sha256    TEXT NOT NULL,
+  body      TEXT NOT NULL,
+  PRIMARY KEY (point_id, name)
+);
+)sql";
+
+constexpr std::array<std::string_view, 7> kAllMigrations = {
+    kSchemaV1, kSchemaV2, kSchemaV3, kSchemaV4, kSchemaV5, kSchemaV6, kSchemaV7};
 
 }  // namespace
 
@@ -1098,6 +1112,12 @@ Expected<int64_t> Store::import_records(const RunDetails& run, const boost::json
       if (auto st = add_timeslices(*nid, ts->second); !st) return st.error();
       out.timeslices += ts->second.size();
     }
+    if (auto fs = run.files.find(old); fs != run.files.end()) {
+      for (const auto& f : fs->second) {
+        if (auto st = add_point_file(*nid, f); !st) return st.error();
+        ++out.files;
+      }
+    }
   }
   for (auto f : run.failures) {
     f.run_id = *id;
@@ -1150,18 +1170,71 @@ Expected<std::vector<TimesliceRecord>> Store::timeslices(int64_t point_id,
 
 Expected<int64_t> Store::add_point_whole(const PointRecord& p,
                                          const std::vector<TimesliceRecord>& slices,
-                                         std::optional<FailureRecord> failure) {
+                                         std::optional<FailureRecord> failure,
+                                         const std::vector<PointFile>& files) {
   std::lock_guard lock(impl_->mu);
   return impl_->write([&](Database&) -> Expected<int64_t> {
     auto id = add_point(p);
     if (!id) return id.error();
     if (auto st = add_timeslices(*id, slices); !st) return st.error();
+    for (const auto& f : files) {
+      if (auto st = add_point_file(*id, f); !st) return st.error();
+    }
     if (failure) {
       failure->point_id = *id;
       if (auto f = add_failure(*failure); !f) return f.error();
     }
     return *id;
   });
+}
+
+Status Store::add_point_file(int64_t point_id, const PointFile& f) {
+  if (f.name.empty() || f.name.find('/') != std::string::npos) {
+    return Error{fmt::format("store: '{}' is not a file name", printable(f.name, 80))};
+  }
+  std::lock_guard lock(impl_->mu);
+  return impl_->write([&](Database& d) -> Status {
+    auto stmt =
+        d.prepare("INSERT INTO point_files (point_id, name, sha256, body) VALUES (?1, ?2, ?3, ?4)");
+    if (!stmt) return stmt.error();
+    stmt->bind(1, point_id).bind(2, f.name).bind(3, sha256_hex(f.body)).bind(4, f.body);
+    return stmt->run();
+  });
+}
+
+Expected<std::optional<PointFile>> Store::point_file(int64_t point_id, const std::string& name) {
+  std::lock_guard lock(impl_->mu);
+  auto& d = impl_->db;
+  auto stmt =
+      d.prepare("SELECT name, sha256, body FROM point_files WHERE point_id = ?1 AND name = ?2");
+  if (!stmt) return stmt.error();
+  stmt->bind(1, point_id).bind(2, name);
+  return read_one<PointFile>(*stmt, [](const Statement& s) -> Expected<PointFile> {
+    return PointFile{s.column_text(0), s.column_text(1), s.column_text(2)};
+  });
+}
+
+Expected<std::map<int64_t, std::vector<PointFile>>> Store::point_files(int64_t run_id) {
+  std::lock_guard lock(impl_->mu);
+  auto& d = impl_->db;
+  auto stmt = d.prepare(
+      "SELECT f.point_id, f.name, f.sha256, f.body FROM point_files f JOIN points p ON p.id = "
+      "f.point_id WHERE p.run_id = ?1 ORDER BY f.point_id, f.name");
+  if (!stmt) return stmt.error();
+  stmt->bind(1, run_id);
+  std::map<int64_t, std::vector<PointFile>> out;
+  while (true) {
+    auto row = stmt->step();
+    if (!row) return row.error();
+    if (!*row) break;
+    out[stmt->column_int(0)].push_back(
+        PointFile{stmt->column_text(1), stmt->column_text(2), stmt->column_text(3)});
+  }
+  return out;
+}
+
+bool Store::is_server() const {
+  return impl_->db.is_postgres();
 }
 
 bool Store::reachable() {

@@ -184,6 +184,14 @@ Status migrate(Database& db, std::span<const std::string_view> migrations);
 /// Prometheus metrics) or a client slice (from the request records). Unset values are NULL.
 using TimesliceRecord = metrics::TimesliceRow;
 
+/// A file of a point kept in the store (its request records, `records_conc_N.jsonl`), for
+/// readers on machines that do not have the point's folder.
+struct PointFile {
+  std::string name;    // its name in the point's artifacts folder
+  std::string sha256;  // of body (computed when stored)
+  std::string body;
+};
+
 /// Everything stored about one run, as `inferbench show` prints it and `inferbench report` draws
 /// it (Store::run_details).
 struct RunDetails {
@@ -194,6 +202,8 @@ struct RunDetails {
   std::vector<FailureRecord> failures;      // in insertion order
   /// Timeslices by point id (points without any are absent); read only when asked for.
   std::map<int64_t, std::vector<TimesliceRecord>> timeslices;
+  /// Files kept with points, by point id (Store::point_files; push and pull copy them).
+  std::map<int64_t, std::vector<PointFile>> files;
 };
 
 /// A run copied from another store (Store::import_run).
@@ -201,7 +211,7 @@ struct ImportedRun {
   int64_t id = 0;        // in this store
   std::string name;      // its name here (the source's, or "<name>-N" where that was taken)
   bool existed = false;  // copied before: nothing was written
-  size_t configs = 0, points = 0, failures = 0, timeslices = 0;
+  size_t configs = 0, points = 0, failures = 0, timeslices = 0, files = 0;
 };
 
 /// Whether Store::run_details also reads the timeslices of the run's points.
@@ -259,11 +269,22 @@ class Store {
   Expected<int64_t> add_point(const PointRecord& p);
   /// Inserts; returns the id.
   Expected<int64_t> add_failure(const FailureRecord& f);
-  /// A measured point whole, in one transaction: the point, its timeslices and, when given, its
-  /// failure row (whose point_id becomes the point's). Nothing of it is kept when a part fails.
+  /// A measured point whole, in one transaction: the point, its timeslices, its kept files and,
+  /// when given, its failure row (whose point_id becomes the point's). Nothing of it is kept
+  /// when a part fails.
   Expected<int64_t> add_point_whole(const PointRecord& p,
                                     const std::vector<TimesliceRecord>& slices,
-                                    std::optional<FailureRecord> failure);
+                                    std::optional<FailureRecord> failure,
+                                    const std::vector<PointFile>& files = {});
+  /// Keeps a file of point `point_id` in the store (its sha256 computed here). Error when the
+  /// point has a file of that name already.
+  Status add_point_file(int64_t point_id, const PointFile& f);
+  /// A kept file of a point; nullopt when there is none of that name.
+  Expected<std::optional<PointFile>> point_file(int64_t point_id, const std::string& name);
+  /// Every kept file of run `run_id`'s points, by point id.
+  Expected<std::map<int64_t, std::vector<PointFile>>> point_files(int64_t run_id);
+  /// A server's store (PostgreSQL), shared by machines that do not have each other's run folders.
+  bool is_server() const;
   /// Whether the database can take a write now (a server's lost connection is tried again); a
   /// file always can. The sweep holds its writes while this is false (sweep/recorder.h).
   bool reachable();

@@ -170,8 +170,18 @@ TEST_F(StorePgTest, APointIsStoredWholeWithItsTimeslicesOrNotAtAll) {
   p.created_at = 1'765'000'000;
   p.artifacts_dir = "runs/whole/01-k";
   EXPECT_FALSE(ok(st.point_stored(p)));
-  const int64_t id = ok(st.add_point_whole(p, slices, f));
+  const std::string records = "{\"ttft\": 0.01}\n{\"ttft\": 0.02}\n";
+  const int64_t id =
+      ok(st.add_point_whole(p, slices, f, {PointFile{"records_conc_4.jsonl", "", records}}));
   EXPECT_TRUE(ok(st.point_stored(p)));
+  // Its records, kept in the store for readers on other machines.
+  auto kept = ok(st.point_file(id, "records_conc_4.jsonl"));
+  ASSERT_TRUE(kept.has_value());
+  EXPECT_EQ(kept->body, records);
+  EXPECT_EQ(kept->sha256.size(), 64u);
+  EXPECT_FALSE(ok(st.point_file(id, "records_conc_8.jsonl")).has_value());
+  EXPECT_EQ(ok(st.point_files(run)).at(id).size(), 1u);
+  EXPECT_FALSE(st.add_point_file(id, PointFile{"../x", "", "y"}).ok());
   PointRecord other = p;
   other.created_at += 1;
   EXPECT_FALSE(ok(st.point_stored(other)));

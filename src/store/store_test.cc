@@ -185,7 +185,7 @@ TEST_F(StoreTest, FreshDatabaseGetsTheLatestSchemaVersion) {
   EXPECT_EQ(pragma_text(file_,
                         "SELECT group_concat(name) FROM (SELECT name FROM sqlite_schema "
                         "WHERE type = 'table' ORDER BY name)"),
-            "failures,points,runs,server_configs,timeslices");
+            "failures,point_files,points,runs,server_configs,timeslices");
 }
 
 TEST_F(StoreTest, ReopeningIsIdempotentAndKeepsData) {

@@ -438,6 +438,14 @@ void RunRecorder::record_point(const metrics::PointResult& p, int64_t config_id,
     w.failure = std::move(f);
   }
   w.point.created_at = now_s();
+  // A server's store is read on machines without this run folder: the request records go with
+  // the point (compare resamples them).
+  if (store_.is_server() && !p.artifacts_dir.empty()) {
+    const fs::path records =
+        fs::path(p.artifacts_dir) / fmt::format("records_conc_{}.jsonl", p.id.concurrency);
+    std::error_code ec;
+    if (fs::is_regular_file(records, ec)) w.files.push_back(records.string());
+  }
   submit(std::move(w), fmt::format("point {} conc {}", p.id.config_key, p.id.concurrency));
 }
 
@@ -559,7 +567,13 @@ Status RunRecorder::apply(HeldWrite& w, bool retry) {
       if (f) f->run_id = run_id_;
       if (f && f->server_config_id) f->server_config_id = stored_id(*f->server_config_id);
       if (f && f->server_config_id == 0) f->server_config_id.reset();
-      auto id = store_.add_point_whole(p, w.timeslices, std::move(f));
+      std::vector<store::PointFile> files;
+      for (const auto& path : w.files) {
+        auto body = read_file(path);
+        if (!body) continue;  // gone from the run folder: the point is stored without it
+        files.push_back({fs::path(path).filename().string(), "", std::move(*body)});
+      }
+      auto id = store_.add_point_whole(p, w.timeslices, std::move(f), files);
       if (!id) return id.error();
       return {};
     }

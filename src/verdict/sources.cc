@@ -144,6 +144,12 @@ Expected<std::vector<store::RunRecord>> runs_at_revision(store::Store& st,
 Expected<std::vector<metrics::RequestRecord>> read_records(const fs::path& file) {
   auto text = read_file(file);
   if (!text) return text.error();
+  return parse_records(*text, file);
+}
+
+Expected<std::vector<metrics::RequestRecord>> parse_records(const std::string& body,
+                                                            const fs::path& file) {
+  const std::string* text = &body;
   std::vector<metrics::RequestRecord> out;
   size_t start = 0;
   int line_no = 0;
@@ -284,14 +290,26 @@ Expected<Side> side_from_runs(store::Store& st, const std::vector<store::RunReco
       if (std::isfinite(total) && std::isfinite(per_gpu) && per_gpu > 0) {
         p.gpus = std::max(1, static_cast<int>(std::lround(total / per_gpu)));
       }
-      const fs::path records =
-          fs::path(rec.artifacts_dir) / fmt::format("records_conc_{}.jsonl", rec.concurrency);
+      const std::string name = fmt::format("records_conc_{}.jsonl", rec.concurrency);
+      const fs::path records = fs::path(rec.artifacts_dir) / name;
       std::error_code ec;
       if (!rec.artifacts_dir.empty() && fs::exists(records, ec)) {
         auto rs = read_records(records);
         if (!rs) return rs.error();
         p.records = std::move(*rs);
         p.has_records = true;
+      } else {
+        // Measured on another machine: the copy the store keeps (a team's store, a pulled run).
+        auto kept = st.point_file(rec.id, name);
+        if (!kept) return kept.error();
+        if (*kept) {
+          auto rs = parse_records(
+              (*kept)->body,
+              fmt::format("{} (run {} point {}, kept in the store)", name, run.name, rec.id));
+          if (!rs) return rs.error();
+          p.records = std::move(*rs);
+          p.has_records = true;
+        }
       }
       side.points.push_back(std::move(p));
     }

@@ -36,6 +36,9 @@ Expected<Side> side_from_folder(const std::filesystem::path& folder);
 
 /// A records_conc_<C>.jsonl file (metrics::record_to_json lines). Error names the file and line.
 Expected<std::vector<metrics::RequestRecord>> read_records(const std::filesystem::path& file);
+/// The same from a records file's text; `file` names it in errors.
+Expected<std::vector<metrics::RequestRecord>> parse_records(const std::string& text,
+                                                            const std::filesystem::path& file);
 
 /// A point from one result JSON (its identity from the InferenceX / vLLM keys it has).
 SidePoint point_from_result(const boost::json::object& result, const std::string& source);

@@ -289,10 +289,10 @@ TEST_F(TeamStore, ASweepKilledMidRunResumesIntoThePostgresStoreWithEveryPointOnc
   for (const auto& [k, n] : points) EXPECT_EQ(n, 1) << "conc " << k.second;
 }
 
-int64_t stored_points(const std::string& url) {
+int64_t stored_points(const std::string& url, const char* table = "points") {
   auto c = store::PgConnection::connect(url);
   if (!c) return -1;
-  auto n = c->query("SELECT count(*) FROM points");
+  auto n = c->query(fmt::format("SELECT count(*) FROM {}", table));
   return n ? n->integer(0, 0).value_or(-1) : -1;
 }
 
@@ -340,6 +340,7 @@ TEST_F(TeamStore, ADatabaseThatGoesAwayMidSweepAndComesBackLosesNoPoint) {
   ASSERT_TRUE(list.ok() && list->size() == 1u);
   EXPECT_EQ(list->front().run.status, store::RunStatus::kOk);
   EXPECT_FALSE(fs::exists(dir.path() / "runs" / list->front().run.name / "unstored.json"));
+  EXPECT_EQ(stored_points(url, "point_files"), 4);  // each point's records, held ones too
 }
 
 // The database is still away when the sweep ends: it waits --db-wait, says where the results are
@@ -399,6 +400,7 @@ TEST_F(TeamStore, ADatabaseAwayAtTheEndKeepsTheResultsForResume) {
   EXPECT_EQ(runs, 1u);
   EXPECT_EQ(points.size(), 3u) << resumed.output;
   for (const auto& [k, n] : points) EXPECT_EQ(n, 1) << "conc " << k.second;
+  EXPECT_EQ(stored_points(url, "point_files"), 3);  // records read from the run folder
 }
 
 // push and pull (docs/store.md): two local runs pushed twice are in the team's store once, compare
@@ -427,6 +429,7 @@ TEST_F(TeamStore, PushingTwoRunsTwiceKeepsThemOnceAndCompareAndReportReadAcrossT
       EXPECT_EQ(run.at("existed").as_bool(), round == 1) << p.output;
       if (round == 0) {
         EXPECT_EQ(run.at("points").as_int64(), 2) << p.output;
+        EXPECT_EQ(run.at("files").as_int64(), 2) << p.output;  // each point's records
       }
     }
   }
@@ -441,8 +444,18 @@ TEST_F(TeamStore, PushingTwoRunsTwiceKeepsThemOnceAndCompareAndReportReadAcrossT
   ASSERT_TRUE(list.ok());
   // Newest first: a pushed run, and (oldest) the one the sweep wrote there directly.
   const std::string pushed = list->front().run.name, written = list->back().run.name;
-  auto cmp = run_inferbench({"compare", written, pushed, "--db", url}, dir.path() / "cmp.log");
+  // Read as on another machine (no run folder here): the records kept in the store resample
+  // compare's intervals, for the pushed run and the one written there directly.
+  fs::rename(dir.path() / "runs", dir.path() / "runs-elsewhere");
+  auto cmp =
+      run_inferbench({"compare", written, pushed, "--db", url, "--json"}, dir.path() / "cmp.log");
   EXPECT_EQ(cmp.exit.code, 0) << cmp.output;
+  {
+    const auto v = boost::json::parse(cmp.output.substr(cmp.output.find('{')));
+    const auto& pairs = v.at("pairs").as_array();
+    ASSERT_EQ(pairs.size(), 2u) << cmp.output;
+    for (const auto& pr : pairs) EXPECT_TRUE(pr.at("records").as_bool()) << cmp.output;
+  }
   auto rep = run_inferbench(
       {"report", written, pushed, "--db", url, "-o", (dir.path() / "team.html").string()},
       dir.path() / "report.log");
