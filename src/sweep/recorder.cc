@@ -630,13 +630,13 @@ bool RunRecorder::flush() {
   stored_since_away_ += done;
   points_since_away_ += points;
   if (held_.empty() && !away_since_) {
-    note(fmt::format("database {}: the {} kept in {} are stored",
-                     store::database_name(db_path_.string()),
-                     writes_text(stored_since_away_, points_since_away_), held_file().string()));
+    note(fmt::format("database {}: stored what {} kept: {}",
+                     store::database_name(db_path_.string()), held_file().string(),
+                     writes_text(stored_since_away_, points_since_away_)));
   } else if (held_.empty()) {
     const double away =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - *away_since_).count();
-    note(fmt::format("database {} is back after {:.1f} s: the held {} are stored",
+    note(fmt::format("database {} is back after {:.1f} s: stored the held writes, {}",
                      store::database_name(db_path_.string()), away,
                      writes_text(stored_since_away_, points_since_away_)));
     away_since_.reset();
@@ -708,9 +708,9 @@ void RunRecorder::take_held(HeldWrites h) {
   stored_since_away_ = points_since_away_ = 0;
   if (flush()) return;
   note(fmt::format(
-      "database {}: the {} kept in {} are not all stored yet; they are tried "
-      "again with each write",
-      store::database_name(db_path_.string()), writes_text(writes, points), held_file().string()));
+      "database {}: what {} keeps ({}) is not all stored yet; it is tried again with "
+      "each write",
+      store::database_name(db_path_.string()), held_file().string(), writes_text(writes, points)));
   away_since_ = std::chrono::steady_clock::now();
 }
 
