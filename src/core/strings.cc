@@ -116,6 +116,10 @@ std::string markdown_code(std::string_view s) {
   return out;
 }
 
+std::string first_line(std::string_view s) {
+  return std::string(s.substr(0, s.find('\n')));
+}
+
 std::string printable(std::string_view s, size_t cap) {
   std::string out;
   size_t end = s.size();

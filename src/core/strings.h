@@ -53,6 +53,9 @@ class LineReader {
 /// characters escaped; other bytes, UTF-8 included, as they are).
 void append_json_escaped(std::string& out, std::string_view s);
 
+/// `s` up to its first newline (all of it when it has none).
+std::string first_line(std::string_view s);
+
 /// `s` made safe to echo in a message to a terminal or a log: control characters (ASCII < 0x20
 /// and 0x7f) are written as escapes (\n, \t, \r, \xNN), so a key or value from a recipe cannot
 /// move the cursor, clear the screen or fake a line of output; and text longer than `cap` bytes

@@ -123,7 +123,7 @@ int64_t PgResult::affected() const {
 
 namespace {
 
-std::string first_line(std::string_view s) {
+std::string statement_head(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
   const std::string line(s.substr(0, s.find('\n')));
   return line.size() > 120 ? line.substr(0, 117) + "..." : line;
@@ -224,7 +224,7 @@ Status PgConnection::exec(std::string_view sql) {
   const auto status = r.r_ ? PQresultStatus(r.r_) : PGRES_FATAL_ERROR;
   if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) return Status::Ok();
   const char* state = r.r_ ? PQresultErrorField(r.r_, PG_DIAG_SQLSTATE) : nullptr;
-  return Error{fmt::format("{}: {}: {}{}", where_, first_line(sql),
+  return Error{fmt::format("{}: {}: {}{}", where_, statement_head(sql),
                            redact_text(trimmed(PQerrorMessage(c_))),
                            state ? fmt::format(" (SQLSTATE {})", state) : "")};
 }
@@ -242,7 +242,7 @@ Expected<PgResult> PgConnection::query(std::string_view sql, const std::vector<P
   const auto status = r.r_ ? PQresultStatus(r.r_) : PGRES_FATAL_ERROR;
   if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) return r;
   const char* state = r.r_ ? PQresultErrorField(r.r_, PG_DIAG_SQLSTATE) : nullptr;
-  return Error{fmt::format("{}: {}: {}{}", where_, first_line(sql),
+  return Error{fmt::format("{}: {}: {}{}", where_, statement_head(sql),
                            redact_text(trimmed(PQerrorMessage(c_))),
                            state ? fmt::format(" (SQLSTATE {})", state) : "")};
 }

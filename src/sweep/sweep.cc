@@ -172,10 +172,6 @@ std::string git_revision_of(const std::vector<fs::path>& recipes) {
   return out;
 }
 
-std::string first_line(const std::string& s) {
-  return s.substr(0, s.find('\n'));
-}
-
 }  // namespace
 
 std::string sweep_table_header() {

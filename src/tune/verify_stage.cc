@@ -46,11 +46,6 @@ std::vector<verify::ChangedField> changed_fields(const recipe::ConfigEntry& base
 
 namespace {
 
-std::string first_line(const std::string& s) {
-  const auto nl = s.find('\n');
-  return nl == std::string::npos ? s : s.substr(0, nl);
-}
-
 // The server's own first words say why it stopped (a bad argument, a missing file): ": LINE".
 std::string server_says(const fs::path& log) {
   if (auto text = read_file(log)) {
