@@ -82,20 +82,22 @@ void add_artifact_digests(store::RunDetails& d) {
   }
 }
 
-// Each point's request records, as this machine has them, go with the copy (readers of the team's
-// store elsewhere resample compare's intervals from them), unless the run carries them already.
-void add_record_files(store::RunDetails& d) {
-  for (const auto& p : d.points) {
-    const std::string name = fmt::format("records_conc_{}.jsonl", p.concurrency);
-    auto& kept = d.files[p.id];
-    if (p.artifacts_dir.empty() ||
-        std::any_of(kept.begin(), kept.end(), [&](const auto& f) { return f.name == name; })) {
-      continue;
-    }
-    if (auto body = read_file(fs::path(p.artifacts_dir) / name); body) {
-      kept.push_back({name, "", std::move(*body)});
-    }
+// The files a copied point keeps: those the source store keeps with it and, pushed from this
+// machine, its request records from its folder (readers of the team's store elsewhere resample
+// compare's intervals from them). Read one point at a time, as it is copied.
+Expected<std::vector<store::PointFile>> files_of(store::Store& from, const store::PointRecord& p,
+                                                 bool push) {
+  auto kept = from.point_files(p.id);
+  if (!kept) return kept.error();
+  const std::string name = store::records_file_name(p.concurrency);
+  if (!push || p.artifacts_dir.empty() ||
+      std::any_of(kept->begin(), kept->end(), [&](const auto& f) { return f.name == name; })) {
+    return kept;
   }
+  if (auto body = read_file(fs::path(p.artifacts_dir) / name); body) {
+    kept->push_back({name, "", std::move(*body)});
+  }
+  return kept;
 }
 
 int copy_runs(const CopyOptions& o, bool push) {
@@ -138,14 +140,10 @@ int copy_runs(const CopyOptions& o, bool push) {
                           home->name);
       continue;
     }
-    auto kept = from->point_files(details->run.id);
-    if (!kept) return fail(verb, kept.error());
-    details->files = std::move(*kept);
-    if (push) {
-      add_artifact_digests(*details);
-      add_record_files(*details);
-    }
-    auto copied = to->import_run(*details, origin_of(from_db, details->run));
+    if (push) add_artifact_digests(*details);
+    auto copied =
+        to->import_run(*details, origin_of(from_db, details->run),
+                       [&](const store::PointRecord& p) { return files_of(*from, p, push); });
     if (!copied) return fail(verb, copied.error());
     out.push_back(boost::json::object{{"run", details->run.name},
                                       {"from_id", details->run.id},

@@ -1016,7 +1016,8 @@ boost::json::object origin_of(const RunDetails& run, boost::json::object given) 
 
 }  // namespace
 
-Expected<ImportedRun> Store::import_run(const RunDetails& run, boost::json::object origin) {
+Expected<ImportedRun> Store::import_run(const RunDetails& run, boost::json::object origin,
+                                        const PointFilesOf& files) {
   origin = origin_of(run, std::move(origin));
   std::lock_guard lock(impl_->mu);
   ImportedRun out;
@@ -1041,14 +1042,14 @@ Expected<ImportedRun> Store::import_run(const RunDetails& run, boost::json::obje
     }
   }
   auto written = impl_->write(
-      [&](Database&) -> Expected<int64_t> { return import_records(run, origin, out); });
+      [&](Database&) -> Expected<int64_t> { return import_records(run, origin, files, out); });
   if (!written) return written.error();
   out.id = *written;
   return out;
 }
 
 Expected<int64_t> Store::import_records(const RunDetails& run, const boost::json::object& origin,
-                                        ImportedRun& out) {
+                                        const PointFilesOf& files, ImportedRun& out) {
   // A reused point's source run, by origin: it must have been copied here before. The runs
   // here that came from the same database, by their id there (read once, and only when needed).
   std::map<int64_t, int64_t> reused_here;
@@ -1099,7 +1100,8 @@ Expected<int64_t> Store::import_records(const RunDetails& run, const boost::json
     config_id[old] = *nid;
     ++out.configs;
   }
-  for (auto p : run.points) {
+  for (const auto& source : run.points) {
+    PointRecord p = source;
     const int64_t old = p.id;
     p.run_id = *id;
     p.server_config_id = p.server_config_id != 0 ? config_id[p.server_config_id] : 0;
@@ -1112,8 +1114,10 @@ Expected<int64_t> Store::import_records(const RunDetails& run, const boost::json
       if (auto st = add_timeslices(*nid, ts->second); !st) return st.error();
       out.timeslices += ts->second.size();
     }
-    if (auto fs = run.files.find(old); fs != run.files.end()) {
-      for (const auto& f : fs->second) {
+    if (files) {
+      auto kept = files(source);
+      if (!kept) return kept.error();
+      for (const auto& f : *kept) {
         if (auto st = add_point_file(*nid, f); !st) return st.error();
         ++out.files;
       }
@@ -1188,6 +1192,10 @@ Expected<int64_t> Store::add_point_whole(const PointRecord& p,
   });
 }
 
+std::string records_file_name(int64_t concurrency) {
+  return fmt::format("records_conc_{}.jsonl", concurrency);
+}
+
 Status Store::add_point_file(int64_t point_id, const PointFile& f) {
   if (f.name.empty() || f.name.find('/') != std::string::npos) {
     return Error{fmt::format("store: '{}' is not a file name", printable(f.name, 80))};
@@ -1214,23 +1222,16 @@ Expected<std::optional<PointFile>> Store::point_file(int64_t point_id, const std
   });
 }
 
-Expected<std::map<int64_t, std::vector<PointFile>>> Store::point_files(int64_t run_id) {
+Expected<std::vector<PointFile>> Store::point_files(int64_t point_id) {
   std::lock_guard lock(impl_->mu);
   auto& d = impl_->db;
-  auto stmt = d.prepare(
-      "SELECT f.point_id, f.name, f.sha256, f.body FROM point_files f JOIN points p ON p.id = "
-      "f.point_id WHERE p.run_id = ?1 ORDER BY f.point_id, f.name");
+  auto stmt =
+      d.prepare("SELECT name, sha256, body FROM point_files WHERE point_id = ?1 ORDER BY name");
   if (!stmt) return stmt.error();
-  stmt->bind(1, run_id);
-  std::map<int64_t, std::vector<PointFile>> out;
-  while (true) {
-    auto row = stmt->step();
-    if (!row) return row.error();
-    if (!*row) break;
-    out[stmt->column_int(0)].push_back(
-        PointFile{stmt->column_text(1), stmt->column_text(2), stmt->column_text(3)});
-  }
-  return out;
+  stmt->bind(1, point_id);
+  return read_all<PointFile>(*stmt, [](const Statement& s) -> Expected<PointFile> {
+    return PointFile{s.column_text(0), s.column_text(1), s.column_text(2)};
+  });
 }
 
 bool Store::is_server() const {

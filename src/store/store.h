@@ -23,6 +23,7 @@
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <map>
 #include <memory>
@@ -184,6 +185,9 @@ Status migrate(Database& db, std::span<const std::string_view> migrations);
 /// Prometheus metrics) or a client slice (from the request records). Unset values are NULL.
 using TimesliceRecord = metrics::TimesliceRow;
 
+/// The name of a point's request records in its artifacts folder (and in the store).
+std::string records_file_name(int64_t concurrency);
+
 /// A file of a point kept in the store (its request records, `records_conc_N.jsonl`), for
 /// readers on machines that do not have the point's folder.
 struct PointFile {
@@ -202,8 +206,6 @@ struct RunDetails {
   std::vector<FailureRecord> failures;      // in insertion order
   /// Timeslices by point id (points without any are absent); read only when asked for.
   std::map<int64_t, std::vector<TimesliceRecord>> timeslices;
-  /// Files kept with points, by point id (Store::point_files; push and pull copy them).
-  std::map<int64_t, std::vector<PointFile>> files;
 };
 
 /// A run copied from another store (Store::import_run).
@@ -281,8 +283,8 @@ class Store {
   Status add_point_file(int64_t point_id, const PointFile& f);
   /// A kept file of a point; nullopt when there is none of that name.
   Expected<std::optional<PointFile>> point_file(int64_t point_id, const std::string& name);
-  /// Every kept file of run `run_id`'s points, by point id.
-  Expected<std::map<int64_t, std::vector<PointFile>>> point_files(int64_t run_id);
+  /// Every kept file of point `point_id`, by name.
+  Expected<std::vector<PointFile>> point_files(int64_t point_id);
   /// A server's store (PostgreSQL), shared by machines that do not have each other's run folders.
   bool is_server() const;
   /// Whether the database can take a write now (a server's lost connection is tried again); a
@@ -293,9 +295,13 @@ class Store {
   /// points (ids mapped), failures and timeslices. `origin` says where it comes from and is kept
   /// in the run's options ("origin"; a run that already carries one keeps it): a run with the
   /// same origin here is the same run, and nothing is written (pushing twice adds nothing). A
-  /// reused point's source run must be here already (by origin). Error when a record cannot be
-  /// written; nothing of the run is then kept.
-  Expected<ImportedRun> import_run(const RunDetails& run, boost::json::object origin);
+  /// reused point's source run must be here already (by origin). `files`, when given, says which
+  /// files to keep with each point (asked one point at a time, as it is copied: a run's records
+  /// are never all in memory at once). Error when a record cannot be written or read; nothing of
+  /// the run is then kept.
+  using PointFilesOf = std::function<Expected<std::vector<PointFile>>(const PointRecord&)>;
+  Expected<ImportedRun> import_run(const RunDetails& run, boost::json::object origin,
+                                   const PointFilesOf& files = {});
   /// Inserts the telemetry timeslices of point `point_id` (one transaction).
   Status add_timeslices(int64_t point_id, const std::vector<TimesliceRecord>& rows);
 
@@ -341,7 +347,7 @@ class Store {
 
  private:
   Expected<int64_t> import_records(const RunDetails& run, const boost::json::object& origin,
-                                   ImportedRun& out);
+                                   const PointFilesOf& files, ImportedRun& out);
   struct Impl;
   explicit Store(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;

@@ -180,7 +180,7 @@ TEST_F(StorePgTest, APointIsStoredWholeWithItsTimeslicesOrNotAtAll) {
   EXPECT_EQ(kept->body, records);
   EXPECT_EQ(kept->sha256.size(), 64u);
   EXPECT_FALSE(ok(st.point_file(id, "records_conc_8.jsonl")).has_value());
-  EXPECT_EQ(ok(st.point_files(run)).at(id).size(), 1u);
+  EXPECT_EQ(ok(st.point_files(id)).size(), 1u);
   EXPECT_FALSE(st.add_point_file(id, PointFile{"../x", "", "y"}).ok());
   PointRecord other = p;
   other.created_at += 1;

@@ -225,14 +225,6 @@ HeldWrite read_write(const json::value& v, const std::string& path) {
       w.failure = read_failure(*fail, f.at("failure"));
     }
     w.check_stored = f.boolean("check_stored");
-    if (const auto* files = f.find("files"); files && !files->is_null()) {
-      if (!files->is_array()) throw Bad{f.at("files"), "not an array"};
-      for (size_t i = 0; i < files->as_array().size(); ++i) {
-        const auto& file = files->as_array()[i];
-        if (!file.is_string()) throw Bad{fmt::format("{}[{}]", f.at("files"), i), "not a string"};
-        w.files.emplace_back(file.as_string());
-      }
-    }
   } else if (kind == "failure") {
     w.kind = HeldWrite::Kind::kFailure;
     w.failure = read_failure(f.need("failure"), f.at("failure"));
@@ -263,7 +255,6 @@ json::object to_json(const HeldWrites& h) {
         o["timeslices"] = std::move(slices);
         o["failure"] = w.failure ? json::value(store::to_json(*w.failure)) : nullptr;
         o["check_stored"] = w.check_stored;
-        o["files"] = json::array(w.files.begin(), w.files.end());
         break;
       }
       case HeldWrite::Kind::kFailure:

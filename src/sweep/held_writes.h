@@ -9,7 +9,7 @@
 //    "writes": [ {"write": "config", "provisional_id": -1, "config": {...}},
 //                {"write": "config_update", "config": {...}},
 //                {"write": "point", "point": {...}, "timeslices": [...], "failure": {...}|null,
-//                 "check_stored": false, "files": [PATH...]},
+//                 "check_stored": false},
 //                {"write": "failure", "failure": {...}} ]}
 // Records are in their `inferbench show --json` form (store::to_json). A server configuration the
 // database has not taken yet has a provisional id (negative): the records that name it are stored
@@ -37,9 +37,6 @@ struct HeldWrite {
   /// A point that may be stored already (its --resume lookup failed): stored only when the run
   /// has no completed point of its identity.
   bool check_stored = false;
-  /// Files of the point kept in the store with it (a server's store: its request records), by
-  /// path; read when the point is stored.
-  std::vector<std::string> files;
 };
 
 struct HeldWrites {

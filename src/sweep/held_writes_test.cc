@@ -57,7 +57,6 @@ HeldWrites sample() {
   f.at = 1765000001;
   p.failure = f;
   p.check_stored = true;
-  p.files = {"runs/x/01-k-abc/records_conc_4.jsonl"};
   h.writes.push_back(p);
   HeldWrite g;
   g.kind = HeldWrite::Kind::kFailure;
@@ -98,8 +97,6 @@ TEST(HeldWrites, RoundTripKeepsEveryRecordAndItsProvisionalIds) {
   EXPECT_EQ(p.failure->server_config_id, -3);
   EXPECT_EQ(p.failure->message, "too few requests");
   EXPECT_TRUE(p.check_stored);
-  ASSERT_EQ(p.files.size(), 1u);
-  EXPECT_EQ(p.files[0], "runs/x/01-k-abc/records_conc_4.jsonl");
   EXPECT_EQ(back->writes[3].failure->kind, "server-exit");
   EXPECT_EQ(held_points(back->writes), 1u);
 }
@@ -131,8 +128,6 @@ TEST(HeldWrites, MalformedFilesAreRefusedNamingTheWriteAndField) {
        "unstored.json: writes[2].timeslices[0].source: not server|client"},
       {[](auto& o) { o["writes"].as_array()[3].as_object()["failure"].as_object()["kind"] = ""; },
        "unstored.json: writes[3].failure.kind: empty"},
-      {[](auto& o) { o["writes"].as_array()[2].as_object()["files"] = boost::json::array{1}; },
-       "unstored.json: writes[2].files[0]: not a string"},
   };
   for (const auto& c : cases) {
     boost::json::object o = good;

@@ -25,19 +25,13 @@ namespace json = boost::json;
 namespace {
 
 int64_t now_s() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return static_cast<int64_t>(std::time(nullptr));
 }
 
 // "3 writes (2 points)", "1 write (1 point)".
 std::string writes_text(size_t writes, size_t points) {
   return fmt::format("{} write{} ({} point{})", writes, writes == 1 ? "" : "s", points,
                      points == 1 ? "" : "s");
-}
-
-std::string line_one(const std::string& s) {
-  return s.substr(0, s.find('\n'));
 }
 
 std::string safe_name(const std::string& s) {
@@ -377,10 +371,14 @@ void RunRecorder::write_point_files(const metrics::PointResult& p, const json::o
   write_file(dir / ("agg_" + stem + ".json"), json_text(redacted(aggregate)) + "\n");
   std::string lines;
   for (const auto& r : records) {
-    lines += json_text(metrics::record_to_json(r, origin_ns));
+    json::object o = metrics::record_to_json(r, origin_ns);
+    // The one text a server chose (its error message) may repeat a credential it was sent; the
+    // records go to the run folder and, for a team's store, into the database.
+    if (!r.error.empty()) o["error"] = redact_text(r.error);
+    lines += json_text(o);
     lines += '\n';
   }
-  write_file(dir / ("records_" + stem + ".jsonl"), lines);
+  write_file(dir / store::records_file_name(p.id.concurrency), lines);
 }
 
 void RunRecorder::write_eval_files(const metrics::PointResult& p,
@@ -432,20 +430,12 @@ void RunRecorder::record_point(const metrics::PointResult& p, int64_t config_id,
     f.kind = p.status == metrics::PointStatus::kInvalid ? "assertion" : failure_kind;
     const std::string why =
         p.status == metrics::PointStatus::kInvalid ? p.validity.text() : p.error;
-    f.message = redact_text(why.substr(0, why.find('\n')));
+    f.message = redact_text(first_line(why));
     f.log_tail = redact_text(log_tail);
     f.at = now_s();
     w.failure = std::move(f);
   }
   w.point.created_at = now_s();
-  // A server's store is read on machines without this run folder: the request records go with
-  // the point (compare resamples them).
-  if (store_.is_server() && !p.artifacts_dir.empty()) {
-    const fs::path records =
-        fs::path(p.artifacts_dir) / fmt::format("records_conc_{}.jsonl", p.id.concurrency);
-    std::error_code ec;
-    if (fs::is_regular_file(records, ec)) w.files.push_back(records.string());
-  }
   submit(std::move(w), fmt::format("point {} conc {}", p.id.config_key, p.id.concurrency));
 }
 
@@ -567,11 +557,14 @@ Status RunRecorder::apply(HeldWrite& w, bool retry) {
       if (f) f->run_id = run_id_;
       if (f && f->server_config_id) f->server_config_id = stored_id(*f->server_config_id);
       if (f && f->server_config_id == 0) f->server_config_id.reset();
+      // A server's store is read on machines without this run folder: the point's request
+      // records go with it (compare resamples them), read from its folder when it is stored.
       std::vector<store::PointFile> files;
-      for (const auto& path : w.files) {
-        auto body = read_file(path);
-        if (!body) continue;  // gone from the run folder: the point is stored without it
-        files.push_back({fs::path(path).filename().string(), "", std::move(*body)});
+      if (store_.is_server() && !p.artifacts_dir.empty()) {
+        const std::string name = store::records_file_name(p.concurrency);
+        if (auto body = read_file(fs::path(p.artifacts_dir) / name)) {
+          files.push_back({name, "", std::move(*body)});
+        }
       }
       auto id = store_.add_point_whole(p, w.timeslices, std::move(f), files);
       if (!id) return id.error();
@@ -603,7 +596,7 @@ RunRecorder::Submitted RunRecorder::submit(HeldWrite w, const std::string& what)
     stored_since_away_ = points_since_away_ = 0;
     // The store's message names the database first; said once here.
     const std::string db = store::database_name(db_path_.string());
-    std::string why = line_one(st.error().message);
+    std::string why = first_line(st.error().message);
     if (why.rfind(db + ": ", 0) == 0) why.erase(0, db.size() + 2);
     note(fmt::format(
         "database {} went away (storing {}: {}); the sweep goes on measuring and holds its "
@@ -634,8 +627,7 @@ bool RunRecorder::flush() {
                      store::database_name(db_path_.string()), held_file().string(),
                      writes_text(stored_since_away_, points_since_away_)));
   } else if (held_.empty()) {
-    const double away =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - *away_since_).count();
+    const double away = seconds_since(*away_since_);
     note(fmt::format("database {} is back after {:.1f} s: stored the held writes, {}",
                      store::database_name(db_path_.string()), away,
                      writes_text(stored_since_away_, points_since_away_)));

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "core/files.h"
+#include "core/redact.h"
 #include "core/temp_dir.h"
 
 namespace ib::sweep {
@@ -40,8 +41,16 @@ TEST(RunRecorderTest, PointsFilesAndResumeGoThroughOnePlace) {
   c.fingerprint = "fp0123456789";
   ASSERT_TRUE(rec->add_config(c));
   metrics::PointResult p = measured_point(dir.string());
-  rec->write_point_files(p, {{"conc", 4}}, {}, 0);
+  // A server's error that repeats a credential it was sent: the records never keep it.
+  ASSERT_TRUE(add_secret("rec-s3cret-key-42"));
+  metrics::RequestRecord failed;
+  failed.error = "HTTP 401: invalid key rec-s3cret-key-42";
+  rec->write_point_files(p, {{"conc", 4}}, {failed}, 0);
   rec->record_point(p, c.id);
+  auto records = read_file(dir / "records_conc_4.jsonl");
+  ASSERT_TRUE(records.ok());
+  EXPECT_EQ(records->find("rec-s3cret-key-42"), std::string::npos) << *records;
+  EXPECT_NE(records->find("HTTP 401: invalid key"), std::string::npos) << *records;
   EXPECT_TRUE(fs::exists(dir / "conc_4.json"));
   EXPECT_TRUE(fs::exists(dir / "agg_conc_4.json"));
   EXPECT_TRUE(fs::exists(dir / "records_conc_4.jsonl"));

@@ -290,7 +290,7 @@ Expected<Side> side_from_runs(store::Store& st, const std::vector<store::RunReco
       if (std::isfinite(total) && std::isfinite(per_gpu) && per_gpu > 0) {
         p.gpus = std::max(1, static_cast<int>(std::lround(total / per_gpu)));
       }
-      const std::string name = fmt::format("records_conc_{}.jsonl", rec.concurrency);
+      const std::string name = store::records_file_name(rec.concurrency);
       const fs::path records = fs::path(rec.artifacts_dir) / name;
       std::error_code ec;
       if (!rec.artifacts_dir.empty() && fs::exists(records, ec)) {
