@@ -193,8 +193,8 @@ CLI::App* copy_command(CLI::App& root, const char* name, const char* help,
 RunFn register_push(CLI::App& root) {
   auto o = std::make_shared<CopyOptions>();
   copy_command(root, "push",
-               "Copy runs from this machine's results database into a team's store, "
-               "idempotently (pushing twice adds nothing; docs/store.md)",
+               "Copy runs from this machine's results database into a team's store, with each "
+               "point's request records, idempotently (pushing twice adds nothing; docs/store.md)",
                o, "--to");
   return [o]() { return copy_runs(*o, true); };
 }
